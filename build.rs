@@ -1,0 +1,14 @@
+//! Compiles `proto/` with protox + prost-build, so building needs no `protoc`.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let files = ["proto/etcd.proto", "proto/echo.proto"];
+    for f in files {
+        println!("cargo:rerun-if-changed={f}");
+    }
+    let fds = protox::compile(files, ["proto"])?;
+    prost_build::Config::new()
+        // Bytes fields decode as slices of the received buffer instead of fresh Vecs.
+        .bytes(["."])
+        .compile_fds(fds)?;
+    Ok(())
+}

@@ -1,0 +1,338 @@
+//! gRPC over raw h2: connection setup, and unary calls as HEADERS + one DATA frame.
+
+use std::cell::Cell;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use h2::client::SendRequest;
+use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, TE};
+use http::{HeaderMap, Method, Request, Uri, Version};
+
+use crate::net::{self, Ledger, Metered, NetConfig};
+use crate::stats::{ConnRecord, Failure, StatusKey};
+use crate::wire::grpc::{self, Code};
+
+/// h2 settings wirebench announces as a client.
+#[derive(Debug, Clone, Copy)]
+pub struct H2Config {
+    pub initial_window_size: u32,
+    pub initial_conn_window_size: u32,
+    pub max_frame_size: u32,
+    /// largest response message accepted (gRPC's receive limit)
+    pub max_recv_message: usize,
+}
+
+impl Default for H2Config {
+    fn default() -> Self {
+        H2Config {
+            initial_window_size: 65_535,
+            initial_conn_window_size: 65_535,
+            max_frame_size: 16_384,
+            max_recv_message: grpc::DEFAULT_MAX_MESSAGE,
+        }
+    }
+}
+
+/// One h2 connection; its frames are driven by a task on the current thread.
+pub struct Conn {
+    send: SendRequest<Bytes>,
+    ledger: Rc<Ledger>,
+    /// a duplicate of the socket, so TCP_INFO can be read even after h2 is done with it
+    fd: OwnedFd,
+    dead: Rc<Cell<bool>>,
+    driver: tokio::task::JoinHandle<()>,
+    endpoint: usize,
+    local_port: u16,
+    opened: Instant,
+}
+
+impl Conn {
+    /// Connects and starts the h2 handshake (preface + SETTINGS); the driver runs on the
+    /// current `LocalSet`.
+    pub async fn connect(
+        addr: SocketAddr,
+        endpoint: usize,
+        net_cfg: &NetConfig,
+        h2_cfg: &H2Config,
+    ) -> io::Result<Conn> {
+        let stream = net::connect(addr, net_cfg).await?;
+        let local_port = net::local_port(&stream);
+        let fd = stream.as_fd().try_clone_to_owned()?;
+        let (io, ledger) = Metered::new(stream);
+        let (send, connection) = h2::client::Builder::new()
+            .initial_window_size(h2_cfg.initial_window_size)
+            .initial_connection_window_size(h2_cfg.initial_conn_window_size)
+            .max_frame_size(h2_cfg.max_frame_size)
+            .enable_push(false)
+            .handshake::<_, Bytes>(io)
+            .await
+            .map_err(|e| io::Error::other(format!("h2 handshake: {e}")))?;
+        let dead = Rc::new(Cell::new(false));
+        let flag = dead.clone();
+        let driver = tokio::task::spawn_local(async move {
+            // Errors surface to callers through their streams; the flag tells them to reconnect.
+            let _ = connection.await;
+            flag.set(true);
+        });
+        Ok(Conn {
+            send,
+            ledger,
+            fd,
+            dead,
+            driver,
+            endpoint,
+            local_port,
+            opened: Instant::now(),
+        })
+    }
+
+    pub fn is_dead(&self) -> bool {
+        self.dead.get()
+    }
+
+    pub fn mark_dead(&self) {
+        self.dead.set(true);
+    }
+
+    /// A handle for one caller; handles share the connection as concurrent streams.
+    pub fn handle(&self) -> SendRequest<Bytes> {
+        self.send.clone()
+    }
+
+    pub fn ledger(&self) -> &Rc<Ledger> {
+        &self.ledger
+    }
+
+    /// Snapshots TCP_INFO, closes (GOAWAY once all handles are gone), and returns the ledger.
+    pub async fn close(self) -> ConnRecord {
+        let tcp = net::tcp_info(&self.fd);
+        let Conn {
+            send,
+            ledger,
+            fd,
+            driver,
+            endpoint,
+            local_port,
+            opened,
+            ..
+        } = self;
+        let lifetime_us = opened.elapsed().as_micros() as u64;
+        drop(send);
+        drop(fd);
+        // The driver ends once every handle is dropped and the streams are done; bound the wait.
+        let mut driver = driver;
+        if tokio::time::timeout(std::time::Duration::from_secs(1), &mut driver)
+            .await
+            .is_err()
+        {
+            driver.abort();
+        }
+        ConnRecord {
+            endpoint,
+            local_port,
+            bytes_out: ledger.bytes_out.get(),
+            bytes_in: ledger.bytes_in.get(),
+            write_calls: ledger.write_calls.get(),
+            read_calls: ledger.read_calls.get(),
+            write_would_block: ledger.write_would_block.get(),
+            read_would_block: ledger.read_would_block.get(),
+            requests: ledger.requests.get(),
+            lifetime_us,
+            tcp,
+        }
+    }
+}
+
+/// A unary call's target, built once: full URI (scheme, authority, path), extra metadata, and
+/// the failure kind a non-OK grpc-status is counted under (e.g. "etcd").
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub uri: Uri,
+    pub metadata: Vec<(HeaderName, HeaderValue)>,
+    pub status_kind: &'static str,
+}
+
+/// How a failed call ended: the gRPC status when there was one, and why.
+#[derive(Debug)]
+pub struct CallError {
+    pub status: Option<StatusKey>,
+    pub failure: Failure,
+    /// the connection itself is broken (GOAWAY, IO error), not just this stream
+    pub conn_broken: bool,
+}
+
+impl CallError {
+    fn h2(e: h2::Error) -> CallError {
+        let conn_broken = e.is_io() || e.is_go_away();
+        let failure = if e.is_reset() {
+            Failure::with(
+                "rst_stream",
+                e.reason().map_or("unknown".into(), |r| r.to_string()),
+            )
+        } else if e.is_go_away() {
+            Failure::with("goaway", e)
+        } else if e.is_io() {
+            Failure::with("io", e)
+        } else {
+            Failure::with("h2", e)
+        };
+        CallError {
+            status: None,
+            failure,
+            conn_broken,
+        }
+    }
+
+    fn plain(failure: Failure) -> CallError {
+        CallError {
+            status: None,
+            failure,
+            conn_broken: false,
+        }
+    }
+}
+
+/// Sends one framed request message and returns the one response message (a slice of `rx`).
+pub async fn unary(
+    send: &mut SendRequest<Bytes>,
+    ledger: &Ledger,
+    call: &Call,
+    request: Bytes,
+    rx: &mut BytesMut,
+    max_message: usize,
+) -> Result<Bytes, CallError> {
+    let mut req = Request::new(());
+    *req.method_mut() = Method::POST;
+    *req.uri_mut() = call.uri.clone();
+    *req.version_mut() = Version::HTTP_2;
+    let headers = req.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    headers.insert(TE, HeaderValue::from_static("trailers"));
+    for (k, v) in &call.metadata {
+        headers.insert(k.clone(), v.clone());
+    }
+
+    // Waits while the server's SETTINGS_MAX_CONCURRENT_STREAMS is reached.
+    std::future::poll_fn(|cx| send.poll_ready(cx))
+        .await
+        .map_err(CallError::h2)?;
+    let (response, mut body_tx) = send.send_request(req, false).map_err(CallError::h2)?;
+    ledger.count_request();
+    body_tx.send_data(request, true).map_err(CallError::h2)?;
+
+    let response = response.await.map_err(CallError::h2)?;
+    let (parts, mut body) = response.into_parts();
+    if parts.status != http::StatusCode::OK {
+        let code = http_to_grpc(parts.status.as_u16());
+        return Err(CallError {
+            status: Some(StatusKey::Grpc(code.as_u32())),
+            failure: Failure::with(
+                "http_status",
+                format!("HTTP {} from a gRPC server", parts.status),
+            ),
+            conn_broken: false,
+        });
+    }
+    if parts.headers.contains_key("grpc-status") {
+        // Trailers-only response: no message follows.
+        return Err(
+            status_error(&parts.headers, call.status_kind).unwrap_or_else(|| {
+                CallError::plain(Failure::with(
+                    "bad_response",
+                    "OK without a response message",
+                ))
+            }),
+        );
+    }
+
+    rx.clear();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(CallError::h2)?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        if rx.len() + chunk.len() > max_message + grpc::PREFIX_LEN {
+            return Err(CallError::plain(Failure::with(
+                "grpc_framing",
+                grpc::Error::MessageTooLarge {
+                    len: u32::try_from(rx.len() + chunk.len()).unwrap_or(u32::MAX),
+                    max: u32::try_from(max_message).unwrap_or(u32::MAX),
+                },
+            )));
+        }
+        rx.extend_from_slice(&chunk);
+    }
+    let trailers = body.trailers().await.map_err(CallError::h2)?;
+    let Some(trailers) = trailers else {
+        return Err(CallError::plain(Failure::with(
+            "bad_response",
+            "stream ended without trailers",
+        )));
+    };
+    if let Some(err) = status_error(&trailers, call.status_kind) {
+        return Err(err);
+    }
+    if !trailers.contains_key("grpc-status") {
+        return Err(CallError::plain(Failure::with(
+            "bad_response",
+            "trailers without grpc-status",
+        )));
+    }
+    let message = match grpc::decode(rx, max_message) {
+        Ok(Some(m)) => m,
+        Ok(None) => {
+            return Err(CallError::plain(Failure::with(
+                "bad_response",
+                "truncated response message",
+            )));
+        }
+        Err(e) => return Err(CallError::plain(Failure::with("grpc_framing", e))),
+    };
+    if !rx.is_empty() {
+        return Err(CallError::plain(Failure::with(
+            "bad_response",
+            "more than one response message",
+        )));
+    }
+    Ok(message)
+}
+
+/// `None` when grpc-status is 0 (or absent); otherwise the status as a call error.
+fn status_error(headers: &HeaderMap, kind: &'static str) -> Option<CallError> {
+    let value = headers.get("grpc-status")?;
+    let code = match grpc::parse_status(value.as_bytes()) {
+        Ok(c) => c,
+        Err(e) => return Some(CallError::plain(Failure::with("grpc_framing", e))),
+    };
+    if code == Code::Ok {
+        return None;
+    }
+    let mut message = String::new();
+    if let Some(m) = headers.get("grpc-message") {
+        grpc::decode_message_text(m.as_bytes(), 1024, &mut message);
+    }
+    let failure = if message.is_empty() {
+        Failure::with(kind, code.as_str())
+    } else {
+        Failure::with(kind, format!("{}: {}", code.as_str(), message))
+    };
+    Some(CallError {
+        status: Some(StatusKey::Grpc(code.as_u32())),
+        failure,
+        conn_broken: false,
+    })
+}
+
+/// The gRPC spec's mapping of an HTTP status (from a non-gRPC hop) to a gRPC code.
+fn http_to_grpc(status: u16) -> Code {
+    match status {
+        400 => Code::Internal,
+        401 => Code::Unauthenticated,
+        403 => Code::PermissionDenied,
+        404 => Code::Unimplemented,
+        429 | 502 | 503 | 504 => Code::Unavailable,
+        _ => Code::Unknown,
+    }
+}

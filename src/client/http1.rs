@@ -1,0 +1,190 @@
+//! HTTP/1.1 client connection: keepalive, one request in flight, whole response read.
+
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::client::io_failure;
+use crate::net::{self, Ledger, Metered, NetConfig};
+use crate::stats::{ConnRecord, Failure};
+use crate::wire::http1::{self, BodyKind, ChunkedDecoder};
+
+/// Read buffer growth step; responses larger than this grow the buffer once and keep it.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// One keepalive HTTP/1.1 connection.
+pub struct Conn {
+    io: Metered,
+    ledger: Rc<Ledger>,
+    rbuf: BytesMut,
+    /// de-chunked body of the last chunked response
+    body: BytesMut,
+    chunked: ChunkedDecoder,
+    /// bytes of `rbuf` that belong to the last response and are dropped before the next one
+    consumed: usize,
+    max_body: u64,
+    endpoint: usize,
+    local_port: u16,
+    opened: Instant,
+    /// false once the server asked to close (Connection: close, HTTP/1.0, body until EOF)
+    reusable: bool,
+}
+
+/// A complete response; `body` borrows the connection's buffers until the next request.
+#[derive(Debug)]
+pub struct Response<'a> {
+    pub status: u16,
+    pub body: &'a [u8],
+}
+
+impl Conn {
+    pub async fn connect(
+        addr: SocketAddr,
+        endpoint: usize,
+        cfg: &NetConfig,
+        max_body: u64,
+    ) -> io::Result<Conn> {
+        let stream = net::connect(addr, cfg).await?;
+        let local_port = net::local_port(&stream);
+        let (io, ledger) = Metered::new(stream);
+        Ok(Conn {
+            io,
+            ledger,
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            body: BytesMut::new(),
+            chunked: ChunkedDecoder::new(max_body),
+            consumed: 0,
+            max_body,
+            endpoint,
+            local_port,
+            opened: Instant::now(),
+            reusable: true,
+        })
+    }
+
+    /// Whether another request may be sent on this connection.
+    pub fn reusable(&self) -> bool {
+        self.reusable
+    }
+
+    /// Sends one complete, pre-encoded request and reads its whole response. The request goes
+    /// out in one write call unless the kernel takes it partially.
+    pub async fn round_trip(&mut self, request: &[u8]) -> Result<Response<'_>, Failure> {
+        self.rbuf.advance(self.consumed);
+        self.consumed = 0;
+        self.ledger.count_request();
+        self.io
+            .write_all(request)
+            .await
+            .map_err(|e| io_failure(&e))?;
+
+        let head = loop {
+            match http1::decode_response_head(&mut self.rbuf, self.max_body) {
+                Ok(Some(head)) => break head,
+                Ok(None) => self.fill().await?,
+                Err(e) => {
+                    self.reusable = false;
+                    return Err(Failure::with("http1", e));
+                }
+            }
+        };
+        if !head.keep_alive {
+            self.reusable = false;
+        }
+        let body: &[u8] = match head.body {
+            BodyKind::Empty => &[],
+            BodyKind::Length(n) => {
+                // decode_response_head checked n <= max_body, so it fits in usize memory.
+                let n = usize::try_from(n).map_err(|_| Failure::new("body_too_large"))?;
+                while self.rbuf.len() < n {
+                    self.fill().await?;
+                }
+                self.consumed = n;
+                &self.rbuf[..n]
+            }
+            BodyKind::Chunked => {
+                self.body.clear();
+                self.chunked.reset();
+                loop {
+                    match self.chunked.decode(&mut self.rbuf, &mut self.body) {
+                        Ok(true) => break,
+                        Ok(false) => self.fill().await?,
+                        Err(e) => {
+                            self.reusable = false;
+                            return Err(Failure::with("http1", e));
+                        }
+                    }
+                }
+                &self.body
+            }
+            BodyKind::UntilClose => {
+                self.reusable = false;
+                loop {
+                    if self.rbuf.len() as u64 > self.max_body {
+                        return Err(Failure::with("http1", http1::Error::BodyTooLarge));
+                    }
+                    self.reserve();
+                    let n = self
+                        .io
+                        .read_buf(&mut self.rbuf)
+                        .await
+                        .map_err(|e| io_failure(&e))?;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                self.consumed = self.rbuf.len();
+                &self.rbuf[..]
+            }
+        };
+        Ok(Response {
+            status: head.status,
+            body,
+        })
+    }
+
+    fn reserve(&mut self) {
+        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
+            self.rbuf.reserve(READ_CHUNK);
+        }
+    }
+
+    /// Reads more response bytes; EOF here means the server closed before answering fully.
+    async fn fill(&mut self) -> Result<(), Failure> {
+        self.reserve();
+        match self.io.read_buf(&mut self.rbuf).await {
+            Ok(0) => {
+                self.reusable = false;
+                Err(Failure::with("closed", "server closed the connection"))
+            }
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.reusable = false;
+                Err(io_failure(&e))
+            }
+        }
+    }
+
+    /// Snapshots TCP_INFO and the ledger, then closes the connection.
+    pub fn close(self) -> ConnRecord {
+        let tcp = net::tcp_info(self.io.stream());
+        let l = &self.ledger;
+        ConnRecord {
+            endpoint: self.endpoint,
+            local_port: self.local_port,
+            bytes_out: l.bytes_out.get(),
+            bytes_in: l.bytes_in.get(),
+            write_calls: l.write_calls.get(),
+            read_calls: l.read_calls.get(),
+            write_would_block: l.write_would_block.get(),
+            read_would_block: l.read_would_block.get(),
+            requests: l.requests.get(),
+            lifetime_us: self.opened.elapsed().as_micros() as u64,
+            tcp,
+        }
+    }
+}

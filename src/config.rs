@@ -1,0 +1,218 @@
+//! The validated run configuration: what `cli` produces and everything else consumes.
+
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::client::grpc::H2Config;
+use crate::net::NetConfig;
+use crate::workload::Workload;
+
+/// Which stack carries the requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Http,
+    Grpc,
+}
+
+impl Proto {
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Http => "http",
+            Proto::Grpc => "grpc",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Proto::Http => "HTTP/1.1",
+            Proto::Grpc => "gRPC",
+        }
+    }
+}
+
+impl fmt::Display for Proto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.title())
+    }
+}
+
+/// One server address as given (`http://host:port`) and resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub url: String,
+    /// `host:port` as written, for the Host header and :authority
+    pub authority: String,
+    pub addr: SocketAddr,
+}
+
+impl Endpoint {
+    /// Parses `http://host:port` (or `host:port`); the host may be a name, IPv4 or `[IPv6]`.
+    pub fn parse(url: &str) -> Result<Endpoint, String> {
+        let rest = if let Some(r) = url.strip_prefix("http://") {
+            r
+        } else if url.starts_with("https://") {
+            return Err(format!(
+                "endpoint {url}: https is not supported yet (no TLS)"
+            ));
+        } else if url.contains("://") {
+            return Err(format!("endpoint {url}: scheme must be http"));
+        } else {
+            url
+        };
+        let authority = rest.trim_end_matches('/');
+        if authority.is_empty() || authority.contains('/') || authority.contains('@') {
+            return Err(format!("endpoint {url}: expected http://host:port"));
+        }
+        let has_port = match authority.rfind(']') {
+            Some(i) => authority[i..].contains(':'),
+            None => authority.contains(':'),
+        };
+        if !has_port {
+            return Err(format!("endpoint {url}: a port is required"));
+        }
+        let addr = authority
+            .to_socket_addrs()
+            .map_err(|e| format!("endpoint {url}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("endpoint {url}: no address"))?;
+        Ok(Endpoint {
+            url: url.to_string(),
+            authority: authority.to_string(),
+            addr,
+        })
+    }
+}
+
+/// When a run stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// this many measured requests in all
+    Total(u64),
+    /// send new requests for this long (measured part only)
+    Duration(Duration),
+}
+
+/// Load shape for one protocol run.
+#[derive(Debug, Clone)]
+pub struct Load {
+    /// requests in flight (virtual users)
+    pub clients: usize,
+    /// TCP connections for gRPC; HTTP/1.1 always uses one per client
+    pub conns: usize,
+    pub threads: usize,
+    pub stop: Stop,
+    pub warmup: Duration,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub endpoints: Vec<Endpoint>,
+    pub protos: Vec<Proto>,
+    pub load: Load,
+    pub net: NetConfig,
+    pub h2: H2Config,
+    /// largest HTTP response body accepted
+    pub max_body: u64,
+    pub workload: Workload,
+    pub format: Format,
+    pub output: Option<PathBuf>,
+}
+
+/// Parses durations like `500ms`, `10s`, `2m`, `1h`, `1.5s`, `250us`; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?} (examples: 500ms, 10s, 2m)"))?;
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration unit in {s:?} (use ns, us, ms, s, m, h)"
+            ));
+        }
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(format!("duration {s:?} is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses sizes like `4096`, `64k`, `1M`, `2MiB` (binary multiples).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid size {s:?} (examples: 4096, 64k, 1M)"))?;
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("invalid size unit in {s:?} (use k, M, G)")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert!(parse_duration("10x").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64k").unwrap(), 65536);
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("100").unwrap(), 100);
+        assert!(parse_size("1T").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn endpoints() {
+        let e = Endpoint::parse("http://127.0.0.1:2379").unwrap();
+        assert_eq!(e.authority, "127.0.0.1:2379");
+        assert_eq!(e.addr, "127.0.0.1:2379".parse().unwrap());
+        let e = Endpoint::parse("[::1]:2379").unwrap();
+        assert_eq!(e.addr, "[::1]:2379".parse().unwrap());
+        assert!(Endpoint::parse("http://127.0.0.1").is_err());
+        assert!(Endpoint::parse("https://127.0.0.1:2379").is_err());
+        assert!(Endpoint::parse("ftp://x:1").is_err());
+        assert!(Endpoint::parse("http://127.0.0.1:2379/v3").is_err());
+    }
+}

@@ -1,0 +1,210 @@
+//! gRPC clients: spread over shared h2 connections, each client one stream in flight.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use h2::client::SendRequest;
+use tokio::sync::Notify;
+
+use crate::client::grpc::{self as grpc_client, Conn};
+use crate::engine::{Assignment, Ctx, Reconnect, Worker, count_failure, quota};
+use crate::net::Ledger;
+use crate::stats::{Failure, StatusKey};
+use crate::wire::grpc::Code;
+
+/// One h2 connection slot: the live connection, replaced when it dies.
+pub(super) struct Slot {
+    endpoint: usize,
+    conn: RefCell<Option<Conn>>,
+    /// bumped on every new connection so clients notice their cached handle is stale
+    generation: Cell<u64>,
+    connecting: Cell<bool>,
+    connected: Notify,
+}
+
+/// A client's cached handle to its slot's current connection.
+struct Handle {
+    generation: u64,
+    send: SendRequest<Bytes>,
+    ledger: Rc<Ledger>,
+}
+
+async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
+    let addr = ctx.addrs[endpoint];
+    Conn::connect(addr, endpoint, &ctx.net, &ctx.h2)
+        .await
+        .map_err(|e| format!("connect to {addr}: {e}"))
+}
+
+pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Slot>>, String> {
+    let mut slots = Vec::with_capacity(a.conns.len());
+    for &endpoint in &a.conns {
+        let conn = connect(ctx, endpoint).await?;
+        slots.push(Rc::new(Slot {
+            endpoint,
+            conn: RefCell::new(Some(conn)),
+            generation: Cell::new(1),
+            connecting: Cell::new(false),
+            connected: Notify::new(),
+        }));
+    }
+    Ok(slots)
+}
+
+impl Slot {
+    /// Moves a dead connection's record into the stats.
+    async fn retire(&self, w: &Worker) {
+        let dead = {
+            let mut c = self.conn.borrow_mut();
+            if c.as_ref().is_some_and(Conn::is_dead) {
+                c.take()
+            } else {
+                None
+            }
+        };
+        if let Some(conn) = dead {
+            let rec = conn.close().await;
+            w.stats.borrow_mut().conns.push(rec);
+        }
+    }
+
+    /// Ensures `handle` points at a live connection, reconnecting if needed.
+    async fn acquire(&self, w: &Worker, handle: &mut Option<Handle>) -> Result<(), Failure> {
+        loop {
+            if let Some(conn) = self.conn.borrow().as_ref()
+                && !conn.is_dead()
+            {
+                let generation = self.generation.get();
+                if handle.as_ref().is_none_or(|h| h.generation != generation) {
+                    *handle = Some(Handle {
+                        generation,
+                        send: conn.handle(),
+                        ledger: conn.ledger().clone(),
+                    });
+                }
+                return Ok(());
+            }
+            if self.connecting.get() {
+                self.connected.notified().await;
+                continue;
+            }
+            self.connecting.set(true);
+            self.retire(w).await;
+            let result = connect(&w.ctx, self.endpoint).await;
+            self.connecting.set(false);
+            self.connected.notify_waiters();
+            let conn = result.map_err(|e| Failure::with("connect", e))?;
+            *self.conn.borrow_mut() = Some(conn);
+            self.generation.set(self.generation.get() + 1);
+            w.stats.borrow_mut().reconnects += 1;
+        }
+    }
+
+    fn mark_dead(&self, generation: u64) {
+        if self.generation.get() == generation
+            && let Some(c) = self.conn.borrow().as_ref()
+        {
+            c.mark_dead();
+        }
+    }
+}
+
+pub(super) async fn run(w: Rc<Worker>, a: &Assignment, slots: &[Rc<Slot>]) {
+    let mut tasks = Vec::with_capacity(a.clients.len());
+    for &(id, k) in &a.clients {
+        tasks.push(tokio::task::spawn_local(client(
+            w.clone(),
+            id,
+            slots[k].clone(),
+        )));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+pub(super) async fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
+    for slot in slots {
+        let conn = slot.conn.borrow_mut().take();
+        if let Some(conn) = conn {
+            let rec = conn.close().await;
+            w.stats.borrow_mut().conns.push(rec);
+        }
+    }
+}
+
+async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
+    let ctx = w.ctx.clone();
+    let quota = quota(ctx.stop, id, ctx.clients);
+    let mut work = ctx.workload.for_client(id as u64);
+    let call = work.call(slot.endpoint).clone();
+    let max_message = ctx.h2.max_recv_message;
+    let mut rx = BytesMut::with_capacity(4096);
+    let mut idx = id as u64;
+    let mut sent = 0u64;
+    let mut handle: Option<Handle> = None;
+    let mut reconnect = Reconnect::new();
+
+    while let Some(warm) = w.phase(sent, quota) {
+        if let Err(f) = slot.acquire(&w, &mut handle).await {
+            count_failure(&w, warm, None, f);
+            sent += u64::from(!warm);
+            if !reconnect.failed(&w).await {
+                let left = quota.saturating_sub(sent);
+                w.stats.borrow_mut().record_failures(
+                    left,
+                    Failure::with(
+                        "connect",
+                        "gave up: server unreachable for longer than --timeout",
+                    ),
+                );
+                break;
+            }
+            continue;
+        }
+        reconnect.ok();
+        let Some(h) = handle.as_mut() else { continue };
+
+        let started = Instant::now();
+        let body = work.encode_grpc(idx);
+        idx += ctx.clients as u64;
+        sent += u64::from(!warm);
+        let result = tokio::time::timeout(
+            ctx.timeout,
+            grpc_client::unary(&mut h.send, &h.ledger, &call, body, &mut rx, max_message),
+        )
+        .await;
+        let latency = started.elapsed();
+        match result {
+            // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
+            Err(_) => count_failure(
+                &w,
+                warm,
+                None,
+                Failure::with("timeout", format!("no response within {:?}", ctx.timeout)),
+            ),
+            Ok(Err(e)) => {
+                if e.conn_broken {
+                    slot.mark_dead(h.generation);
+                }
+                count_failure(&w, warm, e.status, e.failure);
+            }
+            Ok(Ok(message)) => {
+                if warm {
+                    w.stats.borrow_mut().warmup += 1;
+                } else {
+                    let ok = StatusKey::Grpc(Code::Ok.as_u32());
+                    match work.check_grpc(&message) {
+                        Ok(()) => {
+                            w.keep_sample(|| work.sample_grpc(&message));
+                            w.stats.borrow_mut().record_ok(latency, ok);
+                        }
+                        Err(f) => w.stats.borrow_mut().record_failure(Some(ok), f),
+                    }
+                }
+            }
+        }
+    }
+}

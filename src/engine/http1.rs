@@ -1,0 +1,126 @@
+//! HTTP/1.1 clients: each owns one keepalive connection and keeps one request in flight.
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+
+use crate::client::http1::Conn;
+use crate::engine::{Assignment, Ctx, Reconnect, Worker, count_failure, quota};
+use crate::stats::Failure;
+
+async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
+    let addr = ctx.addrs[endpoint];
+    Conn::connect(addr, endpoint, &ctx.net, ctx.max_body)
+        .await
+        .map_err(|e| format!("connect to {addr}: {e}"))
+}
+
+/// Opens every client's connection before the start line.
+pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Option<Conn>>, String> {
+    let mut conns = Vec::with_capacity(a.clients.len());
+    for &(_, endpoint) in &a.clients {
+        conns.push(Some(connect(ctx, endpoint).await?));
+    }
+    Ok(conns)
+}
+
+pub(super) async fn run(w: Rc<Worker>, a: &Assignment, conns: Vec<Option<Conn>>) {
+    let mut tasks = Vec::with_capacity(conns.len());
+    for (&(id, endpoint), conn) in a.clients.iter().zip(conns) {
+        tasks.push(tokio::task::spawn_local(client(
+            w.clone(),
+            id,
+            endpoint,
+            conn,
+        )));
+    }
+    for t in tasks {
+        // A client task only ends by returning; a JoinError would mean a panic, already reported.
+        let _ = t.await;
+    }
+}
+
+async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn>) {
+    let ctx = w.ctx.clone();
+    let quota = quota(ctx.stop, id, ctx.clients);
+    let mut work = ctx.workload.for_client(id as u64);
+    let mut wbuf = BytesMut::with_capacity(4096);
+    let mut idx = id as u64;
+    let mut sent = 0u64;
+    let mut reconnect = Reconnect::new();
+
+    while let Some(warm) = w.phase(sent, quota) {
+        let c = match &mut conn {
+            Some(c) => c,
+            None => match connect(&ctx, endpoint).await {
+                Ok(c) => {
+                    reconnect.ok();
+                    w.stats.borrow_mut().reconnects += 1;
+                    conn.insert(c)
+                }
+                Err(e) => {
+                    count_failure(&w, warm, None, Failure::with("connect", e));
+                    sent += u64::from(!warm);
+                    if !reconnect.failed(&w).await {
+                        let left = quota.saturating_sub(sent);
+                        w.stats.borrow_mut().record_failures(
+                            left,
+                            Failure::with(
+                                "connect",
+                                "gave up: server unreachable for longer than --timeout",
+                            ),
+                        );
+                        break;
+                    }
+                    continue;
+                }
+            },
+        };
+
+        let started = Instant::now();
+        wbuf.clear();
+        work.encode_http(idx, endpoint, &mut wbuf);
+        idx += ctx.clients as u64;
+        sent += u64::from(!warm);
+        let result = tokio::time::timeout(ctx.timeout, c.round_trip(&wbuf)).await;
+        let latency = started.elapsed();
+        let keep = match result {
+            Err(_) => {
+                count_failure(
+                    &w,
+                    warm,
+                    None,
+                    Failure::with("timeout", format!("no response within {:?}", ctx.timeout)),
+                );
+                // The response may still arrive: this connection's framing is unknown now.
+                false
+            }
+            Ok(Err(f)) => {
+                count_failure(&w, warm, None, f);
+                c.reusable()
+            }
+            Ok(Ok(resp)) => {
+                let verdict = work.check_http(resp.status, resp.body);
+                if warm {
+                    w.stats.borrow_mut().warmup += 1;
+                } else {
+                    match verdict {
+                        Ok(status) => {
+                            w.keep_sample(|| work.sample_http(resp.body));
+                            w.stats.borrow_mut().record_ok(latency, status);
+                        }
+                        Err((status, f)) => w.stats.borrow_mut().record_failure(Some(status), f),
+                    }
+                }
+                c.reusable()
+            }
+        };
+        if !keep && let Some(c) = conn.take() {
+            w.stats.borrow_mut().conns.push(c.close());
+        }
+    }
+    if let Some(c) = conn.take() {
+        w.stats.borrow_mut().conns.push(c.close());
+    }
+}

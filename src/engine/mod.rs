@@ -1,0 +1,420 @@
+//! Thread-per-core runner: each thread a current-thread runtime owning its connections, clients
+//! and stats; closed loop, bounded by a total or a duration; merged once at the end.
+
+mod grpc;
+mod http1;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, LazyLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::client::grpc::H2Config;
+use crate::config::{Config, Proto, Stop};
+use crate::net::NetConfig;
+use crate::stats::{CpuTimes, Failure, Stats};
+use crate::workload::Workload;
+
+/// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.
+pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
+
+/// First reconnect delay after a failed connect; doubles up to `BACKOFF_MAX`.
+const BACKOFF_MIN: Duration = Duration::from_millis(10);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// What one protocol run measured, merged over all threads.
+#[derive(Debug)]
+pub struct ProtoRun {
+    pub proto: Proto,
+    pub clients: usize,
+    /// connections opened at start (gRPC: --conns; HTTP/1.1: one per client)
+    pub conns: usize,
+    pub threads: usize,
+    pub stats: Stats,
+    /// the measured window: after warmup until the last request finished
+    pub elapsed: Duration,
+    /// process CPU over the measured window
+    pub cpu: CpuTimes,
+    /// the first successful response, as JSON
+    pub sample: Option<Value>,
+    pub interrupted: bool,
+}
+
+/// Read-only run parameters shared by all worker threads.
+struct Ctx {
+    proto: Proto,
+    clients: usize,
+    stop: Stop,
+    warmup: Duration,
+    timeout: Duration,
+    net: NetConfig,
+    h2: H2Config,
+    max_body: u64,
+    addrs: Vec<std::net::SocketAddr>,
+    workload: Workload,
+}
+
+/// The clients (and, for gRPC, connections) one thread owns.
+#[derive(Debug, Default)]
+struct Assignment {
+    /// (client id, connection index into `conns` for gRPC, endpoint for HTTP/1.1)
+    clients: Vec<(usize, usize)>,
+    /// gRPC connections: endpoint of each
+    conns: Vec<usize>,
+}
+
+/// Per-thread state shared by that thread's client tasks.
+struct Worker {
+    ctx: Arc<Ctx>,
+    stats: RefCell<Stats>,
+    sample: RefCell<Option<Value>>,
+    /// Measurement starts here; requests started before it are warmup.
+    warmup_end: Instant,
+    /// Duration mode: no new request starts after this.
+    deadline: Option<Instant>,
+}
+
+impl Worker {
+    /// Whether a request starting now is warmup, measured, or not to be sent (`None`).
+    fn phase(&self, sent: u64, quota: u64) -> Option<bool> {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            return None;
+        }
+        let now = Instant::now();
+        if now < self.warmup_end {
+            return Some(true);
+        }
+        match self.deadline {
+            Some(d) if now >= d => None,
+            None if sent >= quota => None,
+            _ => Some(false),
+        }
+    }
+
+    fn keep_sample(&self, f: impl FnOnce() -> Value) {
+        let mut s = self.sample.borrow_mut();
+        if s.is_none() {
+            *s = Some(f());
+        }
+    }
+}
+
+/// Tracks connect failures of one client: capped exponential backoff, and in total mode gives
+/// up once the server has been unreachable for longer than the request timeout.
+struct Reconnect {
+    delay: Duration,
+    down_since: Option<Instant>,
+}
+
+impl Reconnect {
+    fn new() -> Self {
+        Reconnect {
+            delay: BACKOFF_MIN,
+            down_since: None,
+        }
+    }
+
+    fn ok(&mut self) {
+        self.delay = BACKOFF_MIN;
+        self.down_since = None;
+    }
+
+    /// After a failed connect: sleeps the backoff; returns false when the client should give up.
+    async fn failed(&mut self, w: &Worker) -> bool {
+        let since = *self.down_since.get_or_insert_with(Instant::now);
+        if w.deadline.is_none() && since.elapsed() >= w.ctx.timeout {
+            return false;
+        }
+        let mut delay = self.delay;
+        if let Some(d) = w.deadline {
+            delay = delay.min(d.saturating_duration_since(Instant::now()));
+        }
+        tokio::time::sleep(delay).await;
+        self.delay = (self.delay * 2).min(BACKOFF_MAX);
+        true
+    }
+}
+
+/// Counts one request outcome into the right bucket (warmup requests only as a number).
+fn count_failure(w: &Worker, warm: bool, status: Option<crate::stats::StatusKey>, f: Failure) {
+    let mut st = w.stats.borrow_mut();
+    if warm {
+        st.warmup += 1;
+    } else {
+        st.record_failure(status, f);
+    }
+}
+
+/// Number of measured requests client `id` of `clients` sends for `-n total`: the requests
+/// with index id, id + clients, id + 2*clients, ... below total.
+fn quota(stop: Stop, id: usize, clients: usize) -> u64 {
+    match stop {
+        Stop::Total(n) => {
+            let (id, c) = (id as u64, clients as u64);
+            if id >= n { 0 } else { (n - id).div_ceil(c) }
+        }
+        Stop::Duration(_) => u64::MAX,
+    }
+}
+
+/// Splits clients (and gRPC connections) over threads; returns only non-empty assignments.
+fn assign(
+    proto: Proto,
+    clients: usize,
+    conns: usize,
+    threads: usize,
+    endpoints: usize,
+) -> Vec<Assignment> {
+    let mut out: Vec<Assignment> = (0..threads).map(|_| Assignment::default()).collect();
+    match proto {
+        Proto::Http => {
+            for c in 0..clients {
+                out[c % threads].clients.push((c, c % endpoints));
+            }
+        }
+        Proto::Grpc => {
+            // connection k lives on thread k % threads; client c uses connection c % conns
+            let mut local = vec![0usize; conns];
+            for (k, slot) in local.iter_mut().enumerate() {
+                let t = &mut out[k % threads];
+                *slot = t.conns.len();
+                t.conns.push(k % endpoints);
+            }
+            for c in 0..clients {
+                let k = c % conns;
+                out[k % threads].clients.push((c, local[k]));
+            }
+        }
+    }
+    out.retain(|a| !a.clients.is_empty());
+    out
+}
+
+/// Runs one protocol to completion and merges what every thread measured.
+pub fn run_proto(cfg: &Config, proto: Proto) -> Result<ProtoRun, String> {
+    let load = &cfg.load;
+    let conns = match proto {
+        Proto::Http => load.clients,
+        Proto::Grpc => load.conns.min(load.clients),
+    };
+    let plan = assign(
+        proto,
+        load.clients,
+        conns,
+        load.threads.max(1),
+        cfg.endpoints.len(),
+    );
+    let threads = plan.len();
+    let ctx = Arc::new(Ctx {
+        proto,
+        clients: load.clients,
+        stop: load.stop,
+        warmup: load.warmup,
+        timeout: load.timeout,
+        net: cfg.net,
+        h2: cfg.h2,
+        max_body: cfg.max_body,
+        addrs: cfg.endpoints.iter().map(|e| e.addr).collect(),
+        workload: cfg.workload.clone(),
+    });
+    let start = Arc::new(Barrier::new(threads + 1));
+    let finish = Arc::new(Barrier::new(threads + 1));
+    let abort = Arc::new(AtomicBool::new(false));
+    let setup_error: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+
+    let handles: Vec<_> = plan
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (ctx, start, finish, abort, setup_error) = (
+                ctx.clone(),
+                start.clone(),
+                finish.clone(),
+                abort.clone(),
+                setup_error.clone(),
+            );
+            std::thread::Builder::new()
+                .name(format!("wirebench-{}-{i}", proto.name()))
+                .spawn(move || worker_thread(ctx, a, start, finish, abort, setup_error))
+                .map_err(|e| format!("cannot start a worker thread: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+
+    start.wait();
+    let mut measure_start = Instant::now();
+    let mut cpu_start = CpuTimes::now();
+    if !abort.load(Ordering::SeqCst) && !load.warmup.is_zero() {
+        std::thread::sleep(load.warmup);
+        measure_start = Instant::now();
+        cpu_start = CpuTimes::now();
+    }
+    finish.wait();
+    let elapsed = measure_start.elapsed();
+    let cpu = CpuTimes::now().since(cpu_start);
+
+    let mut stats = Stats::default();
+    let mut sample = None;
+    for h in handles {
+        let (s, smp) = h
+            .join()
+            .map_err(|_| "a worker thread panicked (a bug: please report it)".to_string())?;
+        stats.merge(s);
+        sample = sample.or(smp);
+    }
+    if let Some(e) = setup_error.lock().ok().and_then(|mut g| g.take()) {
+        return Err(e);
+    }
+    Ok(ProtoRun {
+        proto,
+        clients: load.clients,
+        conns,
+        threads,
+        stats,
+        elapsed,
+        cpu,
+        sample,
+        interrupted: INTERRUPTED.load(Ordering::Relaxed),
+    })
+}
+
+/// One worker thread: set up connections, wait for the start, run clients, wait for the
+/// finish line, close connections. Always passes both barriers, so a failure cannot hang the run.
+fn worker_thread(
+    ctx: Arc<Ctx>,
+    a: Assignment,
+    start: Arc<Barrier>,
+    finish: Arc<Barrier>,
+    abort: Arc<AtomicBool>,
+    setup_error: Arc<std::sync::Mutex<Option<String>>>,
+) -> (Stats, Option<Value>) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            fail_setup(&abort, &setup_error, format!("cannot start a runtime: {e}"));
+            start.wait();
+            finish.wait();
+            return (Stats::default(), None);
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    let proto = ctx.proto;
+    let setup = local.block_on(&rt, async {
+        match proto {
+            Proto::Http => http1::setup(&ctx, &a).await.map(Setup::Http),
+            Proto::Grpc => grpc::setup(&ctx, &a).await.map(Setup::Grpc),
+        }
+    });
+    let setup = match setup {
+        Ok(s) => Some(s),
+        Err(e) => {
+            fail_setup(&abort, &setup_error, e);
+            None
+        }
+    };
+    start.wait();
+    let t0 = Instant::now();
+    let warmup_end = t0 + ctx.warmup;
+    let worker = Rc::new(Worker {
+        ctx: ctx.clone(),
+        stats: RefCell::new(Stats::default()),
+        sample: RefCell::new(None),
+        warmup_end,
+        deadline: match ctx.stop {
+            Stop::Duration(d) => Some(warmup_end + d),
+            Stop::Total(_) => None,
+        },
+    });
+    let setup = if abort.load(Ordering::SeqCst) {
+        None
+    } else {
+        setup
+    };
+    let closing = setup.map(|s| local.block_on(&rt, s.run(worker.clone(), &a)));
+    finish.wait();
+    if let Some(closing) = closing {
+        local.block_on(&rt, closing.close(&worker));
+    }
+    let stats = worker.stats.take();
+    let sample = worker.sample.take();
+    (stats, sample)
+}
+
+fn fail_setup(abort: &AtomicBool, slot: &std::sync::Mutex<Option<String>>, e: String) {
+    abort.store(true, Ordering::SeqCst);
+    if let Ok(mut g) = slot.lock() {
+        g.get_or_insert(e);
+    }
+}
+
+/// Connections made before the start barrier.
+enum Setup {
+    Http(Vec<Option<crate::client::http1::Conn>>),
+    Grpc(Vec<Rc<grpc::Slot>>),
+}
+
+/// What is left to close after the finish barrier.
+enum Closing {
+    Http,
+    Grpc(Vec<Rc<grpc::Slot>>),
+}
+
+impl Setup {
+    async fn run(self, w: Rc<Worker>, a: &Assignment) -> Closing {
+        match self {
+            Setup::Http(conns) => {
+                http1::run(w, a, conns).await;
+                Closing::Http
+            }
+            Setup::Grpc(slots) => {
+                grpc::run(w, a, &slots).await;
+                Closing::Grpc(slots)
+            }
+        }
+    }
+}
+
+impl Closing {
+    async fn close(self, w: &Rc<Worker>) {
+        if let Closing::Grpc(slots) = self {
+            grpc::close(w, slots).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotas_add_up_to_total() {
+        for (n, c) in [(20_000u64, 10usize), (7, 3), (2, 5), (0, 4), (1, 1)] {
+            let sum: u64 = (0..c).map(|id| quota(Stop::Total(n), id, c)).sum();
+            assert_eq!(sum, n, "n={n} c={c}");
+        }
+    }
+
+    #[test]
+    fn assignment_spreads_clients_and_conns() {
+        let a = assign(Proto::Grpc, 10, 3, 2, 1);
+        let conns: usize = a.iter().map(|t| t.conns.len()).sum();
+        let clients: usize = a.iter().map(|t| t.clients.len()).sum();
+        assert_eq!((conns, clients), (3, 10));
+        for t in &a {
+            for &(_, k) in &t.clients {
+                assert!(k < t.conns.len());
+            }
+        }
+        // one connection: everything on one thread, the other thread unused
+        let a = assign(Proto::Grpc, 8, 1, 2, 1);
+        assert_eq!(a.len(), 1);
+        let a = assign(Proto::Http, 5, 5, 2, 2);
+        assert_eq!(a.iter().map(|t| t.clients.len()).sum::<usize>(), 5);
+        assert_eq!(a[0].clients[1], (2, 0));
+    }
+}

@@ -1,0 +1,379 @@
+//! Turns merged measurements into report figures (one derivation, shared by every format).
+
+pub mod text;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::{Config, Stop};
+use crate::engine::ProtoRun;
+use crate::stats::ConnRecord;
+
+/// Version of the JSON layout below; bumped on any incompatible change (docs/json-schema.md).
+pub const SCHEMA: &str = "wirebench.report.v1";
+
+/// Percentiles of the latency distribution, as etcd's benchmark and ghz print them (plus 99.99).
+pub const PERCENTILES: [f64; 9] = [10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub version: &'static str,
+    pub workload: String,
+    pub endpoints: Vec<String>,
+    pub settings: Settings,
+    pub runs: Vec<RunReport>,
+    /// present when both protocols ran: gRPC figure divided by HTTP/1.1 figure
+    pub ratios: Option<Ratios>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Settings {
+    pub clients: usize,
+    pub conns: usize,
+    pub threads: usize,
+    /// -n; absent in duration mode
+    pub total_requests: Option<u64>,
+    /// -z; absent in total mode
+    pub duration_s: Option<f64>,
+    pub warmup_s: f64,
+    pub timeout_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub proto: &'static str,
+    pub title: &'static str,
+    pub clients: usize,
+    /// connections opened at start
+    pub connections: usize,
+    pub threads: usize,
+    pub interrupted: bool,
+    pub summary: Summary,
+    pub histogram: Vec<Bucket>,
+    pub latency_distribution: Vec<Percentile>,
+    pub status_distribution: Vec<StatusCount>,
+    pub error_distribution: Vec<ErrorCount>,
+    pub wire: Wire,
+    pub per_connection: Vec<ConnRecord>,
+    pub sample_response: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// measured requests: ok + failed (warmup excluded)
+    pub count: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub warmup_requests: u64,
+    pub total_s: f64,
+    pub slowest_ms: f64,
+    pub fastest_ms: f64,
+    pub average_ms: f64,
+    pub stddev_ms: f64,
+    /// count / total_s, as ghz and etcd's benchmark compute it
+    pub requests_per_sec: f64,
+    pub ok_per_sec: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Bucket {
+    /// upper edge of the bucket
+    pub mark_ms: f64,
+    pub count: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Percentile {
+    pub percentile: f64,
+    pub latency_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatusCount {
+    pub status: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ErrorCount {
+    pub kind: &'static str,
+    pub message: Option<String>,
+    pub count: u64,
+}
+
+/// Socket-level cost, from the per-connection ledgers and TCP_INFO.
+#[derive(Debug, Clone, Serialize)]
+pub struct Wire {
+    pub connections_opened: u64,
+    pub reconnects: u64,
+    /// requests written to a socket (warmup and failed ones included): the divisor below
+    pub requests_on_wire: u64,
+    pub requests_per_connection: f64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out_per_request: f64,
+    pub bytes_in_per_request: f64,
+    pub write_calls_per_request: f64,
+    pub read_calls_per_request: f64,
+    pub write_would_block: u64,
+    pub read_would_block: u64,
+    pub segments_out_per_request: f64,
+    pub segments_in_per_request: f64,
+    pub data_segments_out_per_request: f64,
+    pub data_segments_in_per_request: f64,
+    pub retransmits: u64,
+    /// connections whose TCP_INFO could not be read (their segments are not counted)
+    pub connections_without_tcp_info: u64,
+    pub client_cpu_user_us: u64,
+    pub client_cpu_sys_us: u64,
+    /// process CPU over the measured window / measured requests
+    pub client_cpu_us_per_request: f64,
+}
+
+/// gRPC / HTTP/1.1 for the headline figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratios {
+    pub requests_per_sec: Option<f64>,
+    pub latency_p50: Option<f64>,
+    pub latency_p99: Option<f64>,
+    pub connections: Option<f64>,
+    pub bytes_out_per_request: Option<f64>,
+    pub bytes_in_per_request: Option<f64>,
+    pub segments_out_per_request: Option<f64>,
+    pub segments_in_per_request: Option<f64>,
+    pub syscalls_per_request: Option<f64>,
+    pub client_cpu_us_per_request: Option<f64>,
+}
+
+fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+fn per(n: u64, d: u64) -> f64 {
+    if d == 0 { 0.0 } else { n as f64 / d as f64 }
+}
+
+fn ratio(grpc: f64, http: f64) -> Option<f64> {
+    (http > 0.0 && grpc.is_finite()).then(|| grpc / http)
+}
+
+impl RunReport {
+    pub fn from_run(run: &ProtoRun) -> RunReport {
+        let st = &run.stats;
+        let lat = &st.latency;
+        let secs = run.elapsed.as_secs_f64();
+        let count = st.count();
+        let summary = Summary {
+            count,
+            ok: st.ok,
+            failed: st.failed,
+            warmup_requests: st.warmup,
+            total_s: secs,
+            slowest_ms: if lat.count == 0 {
+                0.0
+            } else {
+                ms(lat.max_ns as f64)
+            },
+            fastest_ms: if lat.count == 0 {
+                0.0
+            } else {
+                ms(lat.min_ns as f64)
+            },
+            average_ms: ms(lat.mean_ns()),
+            stddev_ms: ms(lat.stddev_ns()),
+            requests_per_sec: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+            ok_per_sec: if secs > 0.0 { st.ok as f64 / secs } else { 0.0 },
+        };
+        let latency_distribution = if lat.count == 0 {
+            Vec::new()
+        } else {
+            PERCENTILES
+                .iter()
+                .map(|&p| Percentile {
+                    percentile: p,
+                    latency_ms: ms(lat.quantile_ns(p / 100.0) as f64),
+                })
+                .collect()
+        };
+        let mut status_distribution: Vec<StatusCount> = st
+            .statuses
+            .iter()
+            .map(|(k, &count)| StatusCount {
+                status: k.to_string(),
+                count,
+            })
+            .collect();
+        status_distribution.sort_by_key(|s| std::cmp::Reverse(s.count));
+        let mut error_distribution: Vec<ErrorCount> = st
+            .errors
+            .iter()
+            .map(|(f, &count)| ErrorCount {
+                kind: f.kind,
+                message: f.detail.as_deref().map(str::to_string),
+                count,
+            })
+            .collect();
+        error_distribution.sort_by(|a, b| b.count.cmp(&a.count).then(a.kind.cmp(b.kind)));
+
+        RunReport {
+            proto: run.proto.name(),
+            title: run.proto.title(),
+            clients: run.clients,
+            connections: run.conns,
+            threads: run.threads,
+            interrupted: run.interrupted,
+            summary,
+            histogram: histogram(run),
+            latency_distribution,
+            status_distribution,
+            error_distribution,
+            wire: wire(run),
+            per_connection: st.conns.clone(),
+            sample_response: run.sample.clone(),
+        }
+    }
+
+    pub fn percentile_ms(&self, p: f64) -> f64 {
+        self.latency_distribution
+            .iter()
+            .find(|x| x.percentile == p)
+            .map_or(0.0, |x| x.latency_ms)
+    }
+}
+
+/// ghz's response-time histogram: 10 equal-width buckets from fastest to slowest, each counting
+/// the latencies at or below its mark (HDR-bucket resolution: 0.1%).
+fn histogram(run: &ProtoRun) -> Vec<Bucket> {
+    let lat = &run.stats.latency;
+    if lat.count == 0 {
+        return Vec::new();
+    }
+    let (lo, hi) = (lat.min_ns as f64, lat.max_ns as f64);
+    const BUCKETS: usize = 10;
+    let width = (hi - lo) / BUCKETS as f64;
+    let marks: Vec<f64> = (0..=BUCKETS).map(|i| lo + width * i as f64).collect();
+    let mut counts = vec![0u64; marks.len()];
+    for v in lat.hist.iter_recorded() {
+        let value = (lat.hist.median_equivalent(v.value_iterated_to()) as f64).clamp(lo, hi);
+        let i = marks.iter().position(|&m| value <= m).unwrap_or(BUCKETS);
+        counts[i] += v.count_at_value();
+    }
+    marks
+        .into_iter()
+        .zip(counts)
+        .map(|(m, count)| Bucket {
+            mark_ms: ms(m),
+            count,
+        })
+        .collect()
+}
+
+fn wire(run: &ProtoRun) -> Wire {
+    let conns = &run.stats.conns;
+    let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
+    let tcp_sum = |f: fn(&crate::net::TcpInfo) -> u64| {
+        conns
+            .iter()
+            .filter_map(|c| c.tcp.as_ref())
+            .map(f)
+            .sum::<u64>()
+    };
+    let requests = sum(|c| c.requests);
+    let measured = run.stats.count();
+    Wire {
+        connections_opened: conns.len() as u64,
+        reconnects: run.stats.reconnects,
+        requests_on_wire: requests,
+        requests_per_connection: per(requests, conns.len() as u64),
+        bytes_out: sum(|c| c.bytes_out),
+        bytes_in: sum(|c| c.bytes_in),
+        bytes_out_per_request: per(sum(|c| c.bytes_out), requests),
+        bytes_in_per_request: per(sum(|c| c.bytes_in), requests),
+        write_calls_per_request: per(sum(|c| c.write_calls), requests),
+        read_calls_per_request: per(sum(|c| c.read_calls), requests),
+        write_would_block: sum(|c| c.write_would_block),
+        read_would_block: sum(|c| c.read_would_block),
+        segments_out_per_request: per(tcp_sum(|t| t.segs_out), requests),
+        segments_in_per_request: per(tcp_sum(|t| t.segs_in), requests),
+        data_segments_out_per_request: per(tcp_sum(|t| t.data_segs_out), requests),
+        data_segments_in_per_request: per(tcp_sum(|t| t.data_segs_in), requests),
+        retransmits: tcp_sum(|t| t.retransmits),
+        connections_without_tcp_info: conns.iter().filter(|c| c.tcp.is_none()).count() as u64,
+        client_cpu_user_us: run.cpu.user_us,
+        client_cpu_sys_us: run.cpu.sys_us,
+        client_cpu_us_per_request: per(run.cpu.total_us(), measured),
+    }
+}
+
+impl Report {
+    pub fn new(cfg: &Config, runs: &[ProtoRun]) -> Report {
+        let runs: Vec<RunReport> = runs.iter().map(RunReport::from_run).collect();
+        let http = runs.iter().find(|r| r.proto == "http");
+        let grpc = runs.iter().find(|r| r.proto == "grpc");
+        let ratios = match (http, grpc) {
+            (Some(h), Some(g)) => Some(Ratios {
+                requests_per_sec: ratio(g.summary.requests_per_sec, h.summary.requests_per_sec),
+                latency_p50: ratio(g.percentile_ms(50.0), h.percentile_ms(50.0)),
+                latency_p99: ratio(g.percentile_ms(99.0), h.percentile_ms(99.0)),
+                connections: ratio(
+                    g.wire.connections_opened as f64,
+                    h.wire.connections_opened as f64,
+                ),
+                bytes_out_per_request: ratio(
+                    g.wire.bytes_out_per_request,
+                    h.wire.bytes_out_per_request,
+                ),
+                bytes_in_per_request: ratio(
+                    g.wire.bytes_in_per_request,
+                    h.wire.bytes_in_per_request,
+                ),
+                segments_out_per_request: ratio(
+                    g.wire.segments_out_per_request,
+                    h.wire.segments_out_per_request,
+                ),
+                segments_in_per_request: ratio(
+                    g.wire.segments_in_per_request,
+                    h.wire.segments_in_per_request,
+                ),
+                syscalls_per_request: ratio(
+                    g.wire.write_calls_per_request + g.wire.read_calls_per_request,
+                    h.wire.write_calls_per_request + h.wire.read_calls_per_request,
+                ),
+                client_cpu_us_per_request: ratio(
+                    g.wire.client_cpu_us_per_request,
+                    h.wire.client_cpu_us_per_request,
+                ),
+            }),
+            _ => None,
+        };
+        let (total_requests, duration_s) = match cfg.load.stop {
+            Stop::Total(n) => (Some(n), None),
+            Stop::Duration(d) => (None, Some(d.as_secs_f64())),
+        };
+        Report {
+            schema: SCHEMA,
+            version: env!("CARGO_PKG_VERSION"),
+            workload: cfg.workload.describe(),
+            endpoints: cfg.endpoints.iter().map(|e| e.url.clone()).collect(),
+            settings: Settings {
+                clients: cfg.load.clients,
+                conns: cfg.load.conns,
+                threads: cfg.load.threads,
+                total_requests,
+                duration_s,
+                warmup_s: cfg.load.warmup.as_secs_f64(),
+                timeout_s: cfg.load.timeout.as_secs_f64(),
+            },
+            runs,
+            ratios,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        // Serializing plain structs of numbers and strings cannot fail.
+        let mut s = serde_json::to_string_pretty(self).expect("report serializes");
+        s.push('\n');
+        s
+    }
+}

@@ -1,0 +1,264 @@
+//! The text report: ghz / etcd-benchmark layout per protocol, a Wire block, and the ratio table.
+
+use std::fmt::Write;
+
+use crate::report::{Report, RunReport};
+
+/// Milliseconds with enough digits for sub-millisecond loopback latencies.
+fn fmt_ms(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.3} ms")
+    } else {
+        format!("{v:.2} ms")
+    }
+}
+
+fn fmt_ratio(r: Option<f64>) -> String {
+    r.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
+}
+
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for run in &report.runs {
+        render_run(&mut out, report, run);
+    }
+    if let (Some(r), [a, b]) = (&report.ratios, &report.runs[..]) {
+        let (h, g) = if a.proto == "http" { (a, b) } else { (b, a) };
+        let _ = writeln!(out, "Comparison (ratio = gRPC / HTTP/1.1):");
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>12} {:>12} {:>8}",
+            "", "HTTP/1.1", "gRPC", "ratio"
+        );
+        let mut row = |name: &str, hv: String, gv: String, ratio: Option<f64>| {
+            let _ = writeln!(
+                out,
+                "  {name:<26} {hv:>12} {gv:>12} {:>8}",
+                fmt_ratio(ratio)
+            );
+        };
+        row(
+            "Requests/sec",
+            format!("{:.1}", h.summary.requests_per_sec),
+            format!("{:.1}", g.summary.requests_per_sec),
+            r.requests_per_sec,
+        );
+        row(
+            "Latency p50 (ms)",
+            format!("{:.3}", h.percentile_ms(50.0)),
+            format!("{:.3}", g.percentile_ms(50.0)),
+            r.latency_p50,
+        );
+        row(
+            "Latency p99 (ms)",
+            format!("{:.3}", h.percentile_ms(99.0)),
+            format!("{:.3}", g.percentile_ms(99.0)),
+            r.latency_p99,
+        );
+        row(
+            "Connections",
+            h.wire.connections_opened.to_string(),
+            g.wire.connections_opened.to_string(),
+            r.connections,
+        );
+        row(
+            "Bytes out / request",
+            format!("{:.1}", h.wire.bytes_out_per_request),
+            format!("{:.1}", g.wire.bytes_out_per_request),
+            r.bytes_out_per_request,
+        );
+        row(
+            "Bytes in / request",
+            format!("{:.1}", h.wire.bytes_in_per_request),
+            format!("{:.1}", g.wire.bytes_in_per_request),
+            r.bytes_in_per_request,
+        );
+        row(
+            "TCP segments out / request",
+            format!("{:.2}", h.wire.segments_out_per_request),
+            format!("{:.2}", g.wire.segments_out_per_request),
+            r.segments_out_per_request,
+        );
+        row(
+            "TCP segments in / request",
+            format!("{:.2}", h.wire.segments_in_per_request),
+            format!("{:.2}", g.wire.segments_in_per_request),
+            r.segments_in_per_request,
+        );
+        row(
+            "Syscalls / request",
+            format!(
+                "{:.2}",
+                h.wire.write_calls_per_request + h.wire.read_calls_per_request
+            ),
+            format!(
+                "{:.2}",
+                g.wire.write_calls_per_request + g.wire.read_calls_per_request
+            ),
+            r.syscalls_per_request,
+        );
+        row(
+            "Client CPU / request (µs)",
+            format!("{:.1}", h.wire.client_cpu_us_per_request),
+            format!("{:.1}", g.wire.client_cpu_us_per_request),
+            r.client_cpu_us_per_request,
+        );
+    }
+    out
+}
+
+fn render_run(out: &mut String, report: &Report, run: &RunReport) {
+    let s = &run.summary;
+    let _ = writeln!(out, "{} — {}", run.title, report.workload);
+    let conns = if run.proto == "http" {
+        format!("{} connections (HTTP/1.1: one per client)", run.connections)
+    } else {
+        format!(
+            "{} connection(s) carrying the clients as concurrent h2 streams",
+            run.connections
+        )
+    };
+    let _ = writeln!(
+        out,
+        "  {} clients, {}, {} threads{}",
+        run.clients,
+        conns,
+        run.threads,
+        if run.interrupted {
+            " — INTERRUPTED"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Summary:");
+    let _ = writeln!(out, "  Count:        {}", s.count);
+    if s.failed > 0 {
+        let _ = writeln!(out, "  OK:           {}", s.ok);
+        let _ = writeln!(out, "  Failed:       {}", s.failed);
+    }
+    if s.warmup_requests > 0 {
+        let _ = writeln!(out, "  Warmup:       {} (not counted)", s.warmup_requests);
+    }
+    let _ = writeln!(out, "  Total:        {:.2} s", s.total_s);
+    let _ = writeln!(out, "  Slowest:      {}", fmt_ms(s.slowest_ms));
+    let _ = writeln!(out, "  Fastest:      {}", fmt_ms(s.fastest_ms));
+    let _ = writeln!(out, "  Average:      {}", fmt_ms(s.average_ms));
+    let _ = writeln!(out, "  Stddev:       {}", fmt_ms(s.stddev_ms));
+    let _ = writeln!(out, "  Requests/sec: {:.2}", s.requests_per_sec);
+    let _ = writeln!(out);
+
+    if !run.histogram.is_empty() {
+        let _ = writeln!(out, "Response time histogram:");
+        let max = run
+            .histogram
+            .iter()
+            .map(|b| b.count)
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let width = 2 + run
+            .histogram
+            .iter()
+            .map(|b| b.count.to_string().len())
+            .max()
+            .unwrap_or(1);
+        for b in &run.histogram {
+            let bar = ((b.count * 40 + max / 2) / max) as usize;
+            let _ = writeln!(
+                out,
+                "  {:>8.3} {:<width$} |{}",
+                b.mark_ms,
+                format!("[{}]", b.count),
+                "∎".repeat(bar)
+            );
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Latency distribution:");
+        for p in &run.latency_distribution {
+            let _ = writeln!(out, "  {} % in {}", p.percentile, fmt_ms(p.latency_ms));
+        }
+        let _ = writeln!(out);
+    }
+
+    let _ = writeln!(out, "Status code distribution:");
+    for st in &run.status_distribution {
+        let _ = writeln!(out, "  [{}]\t{} responses", st.status, st.count);
+    }
+    if !run.error_distribution.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Error distribution:");
+        for e in &run.error_distribution {
+            match &e.message {
+                Some(m) => {
+                    let _ = writeln!(out, "  [{}]\t{}: {}", e.count, e.kind, m);
+                }
+                None => {
+                    let _ = writeln!(out, "  [{}]\t{}", e.count, e.kind);
+                }
+            }
+        }
+    }
+    let w = &run.wire;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Wire (per request = over {} requests written):",
+        w.requests_on_wire
+    );
+    let _ = writeln!(
+        out,
+        "  Connections opened:       {} ({} reconnects)",
+        w.connections_opened, w.reconnects
+    );
+    let _ = writeln!(
+        out,
+        "  Requests / connection:    {:.1}",
+        w.requests_per_connection
+    );
+    let _ = writeln!(
+        out,
+        "  Bytes out / request:      {:.1} ({} in all)",
+        w.bytes_out_per_request, w.bytes_out
+    );
+    let _ = writeln!(
+        out,
+        "  Bytes in / request:       {:.1} ({} in all)",
+        w.bytes_in_per_request, w.bytes_in
+    );
+    let _ = writeln!(
+        out,
+        "  Write syscalls / request: {:.2} (+{} would-block)",
+        w.write_calls_per_request, w.write_would_block
+    );
+    let _ = writeln!(
+        out,
+        "  Read syscalls / request:  {:.2} (+{} would-block)",
+        w.read_calls_per_request, w.read_would_block
+    );
+    let _ = writeln!(
+        out,
+        "  TCP segments out / req:   {:.2} ({:.2} with data)",
+        w.segments_out_per_request, w.data_segments_out_per_request
+    );
+    let _ = writeln!(
+        out,
+        "  TCP segments in / req:    {:.2} ({:.2} with data)",
+        w.segments_in_per_request, w.data_segments_in_per_request
+    );
+    if w.retransmits > 0 || w.connections_without_tcp_info > 0 {
+        let _ = writeln!(
+            out,
+            "  Retransmits:              {} ({} connections without TCP_INFO)",
+            w.retransmits, w.connections_without_tcp_info
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  Client CPU / request:     {:.1} µs (user {} ms, sys {} ms over the run)",
+        w.client_cpu_us_per_request,
+        w.client_cpu_user_us / 1000,
+        w.client_cpu_sys_us / 1000
+    );
+    let _ = writeln!(out);
+}

@@ -1,0 +1,283 @@
+//! Per-worker measurements (latency histogram, outcomes, connection records) and their merge.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::net::TcpInfo;
+use crate::wire::grpc::Code;
+
+/// Longest latency the histogram tracks exactly (longer ones saturate): one hour, in ns.
+const HIST_MAX_NS: u64 = 3_600_000_000_000;
+
+/// What a response said about itself: an HTTP status or a gRPC status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StatusKey {
+    Http(u16),
+    Grpc(u32),
+}
+
+impl fmt::Display for StatusKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StatusKey::Http(code) => write!(f, "{code}"),
+            StatusKey::Grpc(code) => f.write_str(Code::from_u32(*code).as_str()),
+        }
+    }
+}
+
+/// Why a request failed: a stable kind (the metric key) and, where useful, the peer's message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Failure {
+    pub kind: &'static str,
+    pub detail: Option<Box<str>>,
+}
+
+impl Failure {
+    pub fn new(kind: &'static str) -> Self {
+        Failure { kind, detail: None }
+    }
+
+    pub fn with(kind: &'static str, detail: impl fmt::Display) -> Self {
+        Failure {
+            kind,
+            detail: Some(detail.to_string().into_boxed_str()),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.detail {
+            Some(d) => write!(f, "{}: {}", self.kind, d),
+            None => f.write_str(self.kind),
+        }
+    }
+}
+
+/// Latency of successful requests: an HDR histogram (ns, 3 significant digits) plus exact
+/// count, sum, sum of squares, min and max, so mean and stddev carry no histogram rounding.
+#[derive(Debug, Clone)]
+pub struct Latencies {
+    pub hist: Histogram<u64>,
+    pub count: u64,
+    pub sum_ns: u128,
+    pub sum_sq_ns: u128,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies {
+            // Invariant: the bounds are constants that satisfy hdrhistogram's preconditions.
+            hist: Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds"),
+            count: 0,
+            sum_ns: 0,
+            sum_sq_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+}
+
+impl Latencies {
+    pub fn record(&mut self, d: Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.hist.saturating_record(ns);
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+        self.sum_sq_ns += u128::from(ns) * u128::from(ns);
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    pub fn merge(&mut self, other: &Latencies) {
+        // Both histograms share bounds, so add cannot fail.
+        self.hist.add(&other.hist).expect("same histogram bounds");
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.sum_sq_ns += other.sum_sq_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    pub fn mean_ns(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        self.sum_ns as f64 / self.count as f64
+    }
+
+    /// Population standard deviation.
+    pub fn stddev_ns(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let n = self.count as f64;
+        let mean = self.sum_ns as f64 / n;
+        (self.sum_sq_ns as f64 / n - mean * mean).max(0.0).sqrt()
+    }
+
+    pub fn quantile_ns(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        self.hist.value_at_quantile(q)
+    }
+}
+
+/// Everything one worker thread measured.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub latency: Latencies,
+    pub ok: u64,
+    pub failed: u64,
+    /// requests sent during warmup (excluded from everything but the wire counters)
+    pub warmup: u64,
+    pub statuses: BTreeMap<StatusKey, u64>,
+    pub errors: HashMap<Failure, u64>,
+    /// connections replaced mid-run (server closed, error, timeout)
+    pub reconnects: u64,
+    pub conns: Vec<ConnRecord>,
+}
+
+impl Stats {
+    pub fn record_ok(&mut self, latency: Duration, status: StatusKey) {
+        self.ok += 1;
+        self.latency.record(latency);
+        *self.statuses.entry(status).or_insert(0) += 1;
+    }
+
+    pub fn record_failure(&mut self, status: Option<StatusKey>, failure: Failure) {
+        self.failed += 1;
+        if let Some(s) = status {
+            *self.statuses.entry(s).or_insert(0) += 1;
+        }
+        *self.errors.entry(failure).or_insert(0) += 1;
+    }
+
+    /// `n` requests that failed the same way without being sent (e.g. server unreachable).
+    pub fn record_failures(&mut self, n: u64, failure: Failure) {
+        if n == 0 {
+            return;
+        }
+        self.failed += n;
+        *self.errors.entry(failure).or_insert(0) += n;
+    }
+
+    pub fn merge(&mut self, other: Stats) {
+        self.latency.merge(&other.latency);
+        self.ok += other.ok;
+        self.failed += other.failed;
+        self.warmup += other.warmup;
+        for (k, v) in other.statuses {
+            *self.statuses.entry(k).or_insert(0) += v;
+        }
+        for (k, v) in other.errors {
+            *self.errors.entry(k).or_insert(0) += v;
+        }
+        self.reconnects += other.reconnects;
+        self.conns.extend(other.conns);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.ok + self.failed
+    }
+}
+
+/// The ledger of one TCP connection, taken when it closed (or at the end of the run).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ConnRecord {
+    /// index of the endpoint it went to
+    pub endpoint: usize,
+    pub local_port: u16,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    pub write_calls: u64,
+    pub read_calls: u64,
+    pub write_would_block: u64,
+    pub read_would_block: u64,
+    /// requests (HTTP/1.1) or streams (gRPC) carried
+    pub requests: u64,
+    pub lifetime_us: u64,
+    /// TCP_INFO read just before close; absent if the kernel would not say
+    pub tcp: Option<TcpInfo>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_mean_and_stddev() {
+        let mut l = Latencies::default();
+        for us in [100u64, 200, 300, 400] {
+            l.record(Duration::from_micros(us));
+        }
+        assert_eq!(l.count, 4);
+        assert_eq!(l.mean_ns(), 250_000.0);
+        // population stddev of 100,200,300,400 µs = 111.803 µs
+        assert!((l.stddev_ns() - 111_803.398).abs() < 1.0);
+        assert_eq!(l.min_ns, 100_000);
+        assert_eq!(l.max_ns, 400_000);
+        let p50 = l.quantile_ns(0.5) as f64;
+        assert!((p50 - 200_000.0).abs() / 200_000.0 < 0.001);
+    }
+
+    #[test]
+    fn merge_adds_everything() {
+        let mut a = Stats::default();
+        let mut b = Stats::default();
+        a.record_ok(Duration::from_micros(10), StatusKey::Http(200));
+        b.record_ok(Duration::from_micros(30), StatusKey::Http(200));
+        b.record_failure(
+            Some(StatusKey::Http(500)),
+            Failure::with("http_status", "boom"),
+        );
+        b.record_failure(None, Failure::new("timeout"));
+        a.merge(b);
+        assert_eq!((a.ok, a.failed, a.count()), (2, 2, 4));
+        assert_eq!(a.statuses[&StatusKey::Http(200)], 2);
+        assert_eq!(a.statuses[&StatusKey::Http(500)], 1);
+        assert_eq!(a.errors[&Failure::new("timeout")], 1);
+        assert_eq!(a.latency.min_ns, 10_000);
+        assert_eq!(a.latency.max_ns, 30_000);
+    }
+}
+
+/// User and system CPU time of this process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CpuTimes {
+    pub user_us: u64,
+    pub sys_us: u64,
+}
+
+impl CpuTimes {
+    /// getrusage(RUSAGE_SELF): all threads of this process.
+    pub fn now() -> CpuTimes {
+        // SAFETY: rusage is plain old data; getrusage fills it and cannot fail for RUSAGE_SELF.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to a rusage we own.
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+        CpuTimes {
+            user_us: us(ru.ru_utime),
+            sys_us: us(ru.ru_stime),
+        }
+    }
+
+    pub fn since(self, earlier: CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user_us: self.user_us.saturating_sub(earlier.user_us),
+            sys_us: self.sys_us.saturating_sub(earlier.sys_us),
+        }
+    }
+
+    pub fn total_us(self) -> u64 {
+        self.user_us + self.sys_us
+    }
+}

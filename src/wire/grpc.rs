@@ -1,0 +1,767 @@
+//! gRPC length-prefixed message framing plus `grpc-status` / `grpc-message` header codecs.
+
+use std::fmt;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+/// Bytes in the message prefix: compressed flag (1) + big-endian length (4).
+pub const PREFIX_LEN: usize = 5;
+/// gRPC's default receive limit.
+pub const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
+
+/// Errors produced by the gRPC codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// The prefix announces more than the caller's limit (`max` saturates at `u32::MAX`).
+    MessageTooLarge { len: u32, max: u32 },
+    /// The compressed flag is set; no message encoding is negotiated by this client.
+    CompressedUnsupported,
+    /// The flag byte is neither 0 nor 1.
+    BadFlag(u8),
+    /// A `grpc-status` value is not an ASCII decimal number.
+    BadStatus,
+    /// The payload is not a valid protobuf message of the expected type.
+    Decode(&'static str),
+}
+
+impl Error {
+    /// Short stable snake_case name, suitable as a metric key.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::MessageTooLarge { .. } => "message_too_large",
+            Error::CompressedUnsupported => "compressed_unsupported",
+            Error::BadFlag(_) => "bad_flag",
+            Error::BadStatus => "bad_status",
+            Error::Decode(_) => "decode",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::MessageTooLarge { len, max } => {
+                write!(
+                    f,
+                    "gRPC message of {len} bytes exceeds the limit of {max} bytes"
+                )
+            }
+            Error::CompressedUnsupported => {
+                f.write_str("compressed gRPC messages are not supported")
+            }
+            Error::BadFlag(flag) => write!(f, "invalid gRPC message flag {flag:#04x}"),
+            Error::BadStatus => f.write_str("invalid grpc-status value"),
+            Error::Decode(ctx) => write!(f, "gRPC message decode failed: {ctx}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Appends 0x00, the big-endian u32 length, then the prost-encoded message.
+///
+/// # Panics
+/// If the encoded message is larger than `u32::MAX` bytes, which the gRPC framing cannot
+/// express (a caller bug, never caused by peer input).
+pub fn encode<M: prost::Message>(msg: &M, dst: &mut BytesMut) {
+    let len = msg.encoded_len();
+    let prefix_len = u32::try_from(len).expect("gRPC message larger than u32::MAX bytes");
+    dst.reserve(PREFIX_LEN + len);
+    dst.put_u8(0);
+    dst.put_u32(prefix_len);
+    // Cannot fail: BytesMut grows on demand and the space is already reserved.
+    let encoded = msg.encode(dst);
+    debug_assert!(encoded.is_ok(), "prost encode into BytesMut failed");
+}
+
+/// Appends 0x00, the big-endian u32 length, then `payload` as is.
+///
+/// # Panics
+/// If `payload` is larger than `u32::MAX` bytes (a caller bug).
+pub fn encode_raw(payload: &[u8], dst: &mut BytesMut) {
+    let prefix_len = u32::try_from(payload.len()).expect("gRPC message larger than u32::MAX bytes");
+    dst.reserve(PREFIX_LEN + payload.len());
+    dst.put_u8(0);
+    dst.put_u32(prefix_len);
+    dst.put_slice(payload);
+}
+
+/// Validates the prefix at the front of `src`; `Ok(Some(len))` is a payload length <= `max`.
+fn check_prefix(src: &[u8], max: usize) -> Result<Option<usize>, Error> {
+    let Some(&[flag, b0, b1, b2, b3]) = src.first_chunk::<PREFIX_LEN>() else {
+        return Ok(None);
+    };
+    match flag {
+        0 => {}
+        1 => return Err(Error::CompressedUnsupported),
+        other => return Err(Error::BadFlag(other)),
+    }
+    let len = u32::from_be_bytes([b0, b1, b2, b3]);
+    match usize::try_from(len) {
+        Ok(len) if len <= max => Ok(Some(len)),
+        _ => Err(Error::MessageTooLarge {
+            len,
+            max: u32::try_from(max).unwrap_or(u32::MAX),
+        }),
+    }
+}
+
+/// Checks the prefix and, when the whole frame is present, returns its total length.
+/// When only part of an acceptable frame is present, reserves room for the rest.
+fn frame_len(src: &mut BytesMut, max: usize) -> Result<Option<(usize, usize)>, Error> {
+    let Some(len) = check_prefix(src, max)? else {
+        return Ok(None);
+    };
+    // len <= max, but `max` comes from the caller and may be usize::MAX.
+    let total = PREFIX_LEN.checked_add(len).ok_or(Error::MessageTooLarge {
+        len: u32::try_from(len).unwrap_or(u32::MAX),
+        max: u32::try_from(max).unwrap_or(u32::MAX),
+    })?;
+    if src.len() < total {
+        src.reserve(total - src.len());
+        return Ok(None);
+    }
+    Ok(Some((len, total)))
+}
+
+/// One length-prefixed message from the front of `src`.
+///
+/// `Ok(None)` until 5+len bytes are there (room for the rest of an acceptable frame is
+/// reserved). The flag (0 ok, 1 => [`Error::CompressedUnsupported`], other =>
+/// [`Error::BadFlag`]) and `len <= max` are checked from the prefix alone, before anything
+/// is reserved. On success the prefix and payload are consumed and the payload is
+/// returned zero-copy; on error nothing is consumed.
+pub fn decode(src: &mut BytesMut, max: usize) -> Result<Option<Bytes>, Error> {
+    let Some((len, _)) = frame_len(src, max)? else {
+        return Ok(None);
+    };
+    src.advance(PREFIX_LEN);
+    Ok(Some(src.split_to(len).freeze()))
+}
+
+/// Decodes a message type from one framed message at the front of `src`.
+///
+/// Same framing rules as [`decode`]; a payload that is not a valid `M` is
+/// [`Error::Decode`] and, like every error, consumes nothing.
+pub fn decode_message<M: prost::Message + Default>(
+    src: &mut BytesMut,
+    max: usize,
+) -> Result<Option<M>, Error> {
+    let Some((_, total)) = frame_len(src, max)? else {
+        return Ok(None);
+    };
+    let payload = src.get(PREFIX_LEN..total).unwrap_or_default();
+    let msg = M::decode(payload).map_err(|_| Error::Decode("invalid protobuf payload"))?;
+    src.advance(total);
+    Ok(Some(msg))
+}
+
+/// gRPC status codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    Ok = 0,
+    Cancelled = 1,
+    Unknown = 2,
+    InvalidArgument = 3,
+    DeadlineExceeded = 4,
+    NotFound = 5,
+    AlreadyExists = 6,
+    PermissionDenied = 7,
+    ResourceExhausted = 8,
+    FailedPrecondition = 9,
+    Aborted = 10,
+    OutOfRange = 11,
+    Unimplemented = 12,
+    Internal = 13,
+    Unavailable = 14,
+    DataLoss = 15,
+    Unauthenticated = 16,
+}
+
+impl Code {
+    /// The code for a numeric value; values outside 0..=16 are [`Code::Unknown`].
+    pub fn from_u32(v: u32) -> Code {
+        match v {
+            0 => Code::Ok,
+            1 => Code::Cancelled,
+            2 => Code::Unknown,
+            3 => Code::InvalidArgument,
+            4 => Code::DeadlineExceeded,
+            5 => Code::NotFound,
+            6 => Code::AlreadyExists,
+            7 => Code::PermissionDenied,
+            8 => Code::ResourceExhausted,
+            9 => Code::FailedPrecondition,
+            10 => Code::Aborted,
+            11 => Code::OutOfRange,
+            12 => Code::Unimplemented,
+            13 => Code::Internal,
+            14 => Code::Unavailable,
+            15 => Code::DataLoss,
+            16 => Code::Unauthenticated,
+            _ => Code::Unknown,
+        }
+    }
+
+    /// The numeric value.
+    pub fn as_u32(self) -> u32 {
+        self as u32
+    }
+
+    /// The canonical upper-case name, e.g. `"DEADLINE_EXCEEDED"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Ok => "OK",
+            Code::Cancelled => "CANCELLED",
+            Code::Unknown => "UNKNOWN",
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Code::NotFound => "NOT_FOUND",
+            Code::AlreadyExists => "ALREADY_EXISTS",
+            Code::PermissionDenied => "PERMISSION_DENIED",
+            Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Code::FailedPrecondition => "FAILED_PRECONDITION",
+            Code::Aborted => "ABORTED",
+            Code::OutOfRange => "OUT_OF_RANGE",
+            Code::Unimplemented => "UNIMPLEMENTED",
+            Code::Internal => "INTERNAL",
+            Code::Unavailable => "UNAVAILABLE",
+            Code::DataLoss => "DATA_LOSS",
+            Code::Unauthenticated => "UNAUTHENTICATED",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parses a `grpc-status` header value (1*DIGIT: no sign, no whitespace) into a [`Code`].
+///
+/// Numbers outside 0..=16 (including ones too large for u32) are [`Code::Unknown`];
+/// anything that is not 1*DIGIT is [`Error::BadStatus`].
+pub fn parse_status(value: &[u8]) -> Result<Code, Error> {
+    if value.is_empty() {
+        return Err(Error::BadStatus);
+    }
+    let mut n: u32 = 0;
+    for &b in value {
+        if !b.is_ascii_digit() {
+            return Err(Error::BadStatus);
+        }
+        n = n.saturating_mul(10).saturating_add(u32::from(b - b'0'));
+    }
+    Ok(Code::from_u32(n))
+}
+
+/// Percent-decodes a `grpc-message` value and appends it to `dst`.
+///
+/// Invalid escapes (`%` not followed by two hex digits) are kept literally, as the gRPC
+/// spec asks; bytes that are not UTF-8 after decoding become U+FFFD. At most `max_len`
+/// bytes are appended, cut at a character boundary. Works in a small stack buffer:
+/// the only allocation is `dst` growing (by at most `max_len`).
+pub fn decode_message_text(value: &[u8], max_len: usize, dst: &mut String) {
+    dst.reserve(value.len().min(max_len));
+    let mut budget = max_len;
+    let mut buf = [0u8; 128];
+    let mut filled = 0usize;
+    let mut rest = value;
+    loop {
+        while let Some(slot) = buf.get_mut(filled) {
+            let Some((&b, tail)) = rest.split_first() else {
+                break;
+            };
+            let (byte, tail) = match (b, tail) {
+                (b'%', &[hi, lo, ref after @ ..]) => match (hex_value(hi), hex_value(lo)) {
+                    (Some(hi), Some(lo)) => ((hi << 4) | lo, after),
+                    _ => (b'%', tail),
+                },
+                _ => (b, tail),
+            };
+            *slot = byte;
+            filled += 1;
+            rest = tail;
+        }
+        let last = rest.is_empty();
+        let decoded = buf.get(..filled).unwrap_or_default();
+        let Some(carry) = push_lossy(decoded, last, &mut budget, dst) else {
+            return; // output limit reached
+        };
+        if last {
+            return;
+        }
+        // Move an incomplete UTF-8 sequence (at most 3 bytes) to the front.
+        buf.copy_within(filled - carry..filled, 0);
+        filled = carry;
+    }
+}
+
+/// Appends `bytes` to `dst` as lossy UTF-8 within `budget`.
+///
+/// Returns `None` once the budget is exhausted, otherwise how many trailing bytes form an
+/// incomplete sequence that should be retried with more input (always 0 when `last`).
+fn push_lossy(bytes: &[u8], last: bool, budget: &mut usize, dst: &mut String) -> Option<usize> {
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(text) => {
+                push_bounded(text, budget, dst)?;
+                return Some(0);
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                push_bounded(std::str::from_utf8(valid).unwrap_or_default(), budget, dst)?;
+                match e.error_len() {
+                    Some(bad) => {
+                        push_bounded("\u{FFFD}", budget, dst)?;
+                        rest = after.get(bad..).unwrap_or_default();
+                    }
+                    None if last => {
+                        push_bounded("\u{FFFD}", budget, dst)?;
+                        return Some(0);
+                    }
+                    None => return Some(after.len()),
+                }
+            }
+        }
+    }
+}
+
+/// Appends as much of `text` as fits in `budget`; `None` if it did not all fit.
+fn push_bounded(text: &str, budget: &mut usize, dst: &mut String) -> Option<()> {
+    if text.len() <= *budget {
+        dst.push_str(text);
+        *budget -= text.len();
+        return Some(());
+    }
+    let mut end = *budget;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    dst.push_str(text.get(..end).unwrap_or_default());
+    *budget = 0;
+    None
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn needs_escape(b: u8) -> bool {
+    !(0x20..=0x7e).contains(&b) || b == b'%'
+}
+
+/// Percent-encodes `text` for a `grpc-message` header (the server side): bytes outside
+/// 0x20..=0x7E and `%` become `%XX` (upper-case hex); everything else is copied.
+pub fn encode_message_text(text: &str, dst: &mut BytesMut) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let bytes = text.as_bytes();
+    let escapes = bytes.iter().filter(|&&b| needs_escape(b)).count();
+    dst.reserve(bytes.len() + 2 * escapes);
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let plain = rest
+            .iter()
+            .position(|&b| needs_escape(b))
+            .unwrap_or(rest.len());
+        let (run, tail) = rest.split_at(plain);
+        dst.put_slice(run);
+        let Some((&b, tail)) = tail.split_first() else {
+            break;
+        };
+        dst.put_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
+        rest = tail;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct T {
+        #[prost(bytes = "vec", tag = "1")]
+        a: Vec<u8>,
+        #[prost(string, tag = "2")]
+        b: String,
+    }
+
+    fn t_strategy() -> impl Strategy<Value = T> {
+        (proptest::collection::vec(any::<u8>(), 0..300), ".{0,40}").prop_map(|(a, b)| T { a, b })
+    }
+
+    /// Cuts `input` at the given points and feeds it piece by piece, decoding every
+    /// complete message as it becomes available.
+    fn feed<R>(
+        input: &[u8],
+        splits: &[usize],
+        mut decode_one: impl FnMut(&mut BytesMut) -> Result<Option<R>, Error>,
+    ) -> (Vec<R>, BytesMut) {
+        let mut cuts: Vec<usize> = splits.iter().map(|s| s % (input.len() + 1)).collect();
+        cuts.push(input.len());
+        cuts.sort_unstable();
+        let mut src = BytesMut::new();
+        let mut out = Vec::new();
+        let mut fed = 0;
+        for cut in cuts {
+            src.extend_from_slice(&input[fed..cut]);
+            fed = cut;
+            while let Some(item) = decode_one(&mut src).unwrap() {
+                out.push(item);
+            }
+        }
+        (out, src)
+    }
+
+    proptest! {
+        #[test]
+        fn messages_round_trip_random_splits(
+            msgs in proptest::collection::vec(t_strategy(), 0..6),
+            tail in proptest::collection::vec(any::<u8>(), 0..5),
+            splits in proptest::collection::vec(any::<usize>(), 0..10),
+        ) {
+            let mut wire = BytesMut::new();
+            for m in &msgs {
+                encode(m, &mut wire);
+            }
+            // An incomplete prefix after the last frame stays in the buffer.
+            wire.extend_from_slice(&[0u8; PREFIX_LEN][..tail.len().min(PREFIX_LEN - 1)]);
+            let leftover_len = tail.len().min(PREFIX_LEN - 1);
+
+            let (decoded, rest) = feed(&wire, &splits, |src| decode_message::<T>(src, DEFAULT_MAX_MESSAGE));
+            prop_assert_eq!(&decoded, &msgs);
+            prop_assert_eq!(rest.len(), leftover_len);
+
+            let (raw, rest) = feed(&wire, &splits, |src| decode(src, DEFAULT_MAX_MESSAGE));
+            prop_assert_eq!(rest.len(), leftover_len);
+            prop_assert_eq!(raw.len(), msgs.len());
+            for (payload, m) in raw.iter().zip(&msgs) {
+                prop_assert_eq!(&<T as prost::Message>::decode(payload.clone()).unwrap(), m);
+                let mut reframed = BytesMut::new();
+                encode_raw(payload, &mut reframed);
+                let mut direct = BytesMut::new();
+                encode(m, &mut direct);
+                prop_assert_eq!(reframed, direct);
+            }
+        }
+
+        #[test]
+        fn raw_payloads_round_trip(
+            payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 0..8),
+            splits in proptest::collection::vec(any::<usize>(), 0..10),
+        ) {
+            let mut wire = BytesMut::new();
+            for p in &payloads {
+                encode_raw(p, &mut wire);
+            }
+            let (decoded, rest) = feed(&wire, &splits, |src| decode(src, 200));
+            prop_assert!(rest.is_empty());
+            let decoded: Vec<Vec<u8>> = decoded.iter().map(|b| b.to_vec()).collect();
+            prop_assert_eq!(decoded, payloads);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(
+            input in proptest::collection::vec(any::<u8>(), 0..300),
+            max in prop_oneof![Just(0usize), 0usize..64, Just(usize::MAX)],
+        ) {
+            fuzz_deframe_logic(&input);
+            let mut src = BytesMut::from(&input[..]);
+            while let Ok(Some(_)) = decode(&mut src, max) {}
+            let mut src = BytesMut::from(&input[..]);
+            while let Ok(Some(_)) = decode_message::<T>(&mut src, max) {}
+        }
+
+        #[test]
+        fn message_text_round_trip(text in any::<String>()) {
+            let mut encoded = BytesMut::new();
+            encode_message_text(&text, &mut encoded);
+            prop_assert!(encoded.iter().all(|&b| (0x20..=0x7e).contains(&b)));
+            let mut decoded = String::new();
+            decode_message_text(&encoded, usize::MAX, &mut decoded);
+            prop_assert_eq!(decoded, text);
+        }
+
+        #[test]
+        fn message_text_decode_is_bounded_prefix(
+            value in proptest::collection::vec(
+                prop_oneof![any::<u8>(), Just(b'%'), Just(b'f'), Just(b'F'), Just(b'0')],
+                0..600,
+            ),
+            max_len in 0usize..700,
+        ) {
+            let mut full = String::new();
+            decode_message_text(&value, usize::MAX, &mut full);
+            let mut bounded = String::from("keep:");
+            decode_message_text(&value, max_len, &mut bounded);
+            let appended = &bounded["keep:".len()..];
+            prop_assert!(appended.len() <= max_len);
+            prop_assert!(full.starts_with(appended));
+            // Only cut when the next character would not have fitted.
+            if appended.len() < full.len() {
+                let next = full[appended.len()..].chars().next().unwrap();
+                prop_assert!(appended.len() + next.len_utf8() > max_len);
+            }
+            // Same result as decoding everything at once and converting lossily.
+            prop_assert_eq!(full, String::from_utf8_lossy(&naive_percent_decode(&value)).into_owned());
+        }
+    }
+
+    fn naive_percent_decode(value: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < value.len() {
+            if value[i] == b'%'
+                && i + 2 < value.len()
+                && let (Some(h), Some(l)) = (hex_value(value[i + 1]), hex_value(value[i + 2]))
+            {
+                out.push((h << 4) | l);
+                i += 3;
+                continue;
+            }
+            out.push(value[i]);
+            i += 1;
+        }
+        out
+    }
+
+    #[test]
+    fn huge_prefix_errors_without_allocating() {
+        let mut src = BytesMut::with_capacity(16);
+        src.extend_from_slice(&[0, 0xff, 0xff, 0xff, 0xff]);
+        let cap = src.capacity();
+        assert_eq!(
+            decode(&mut src, DEFAULT_MAX_MESSAGE),
+            Err(Error::MessageTooLarge {
+                len: u32::MAX,
+                max: DEFAULT_MAX_MESSAGE as u32
+            })
+        );
+        assert_eq!(src.capacity(), cap);
+        assert_eq!(src.len(), PREFIX_LEN, "error consumed input");
+        assert_eq!(
+            decode_message::<T>(&mut src, DEFAULT_MAX_MESSAGE),
+            Err(Error::MessageTooLarge {
+                len: u32::MAX,
+                max: DEFAULT_MAX_MESSAGE as u32
+            })
+        );
+        assert_eq!(src.capacity(), cap);
+        // Limit is inclusive.
+        let mut src = BytesMut::from(&[0u8, 0, 0, 0, 3, 1, 2][..]);
+        assert_eq!(
+            decode(&mut src, 2),
+            Err(Error::MessageTooLarge { len: 3, max: 2 })
+        );
+        assert_eq!(decode(&mut src, 3), Ok(None));
+        assert!(
+            src.capacity() >= PREFIX_LEN + 3,
+            "rest of an accepted frame is reserved"
+        );
+        src.put_u8(3);
+        assert_eq!(
+            decode(&mut src, 3),
+            Ok(Some(Bytes::from_static(&[1, 2, 3])))
+        );
+        assert!(src.is_empty());
+        // A max beyond u32 saturates in the error and accepts everything.
+        let mut src = BytesMut::from(&[0u8, 0xff, 0xff, 0xff, 0xff][..]);
+        assert_eq!(
+            decode(&mut src, 10),
+            Err(Error::MessageTooLarge {
+                len: u32::MAX,
+                max: 10
+            })
+        );
+        let mut small = BytesMut::from(&[0u8, 0, 0, 0, 0][..]);
+        assert_eq!(decode(&mut small, usize::MAX), Ok(Some(Bytes::new())));
+    }
+
+    #[test]
+    fn flags_and_partial_frames() {
+        for (flag, err) in [
+            (1u8, Error::CompressedUnsupported),
+            (2, Error::BadFlag(2)),
+            (0x80, Error::BadFlag(0x80)),
+            (0xff, Error::BadFlag(0xff)),
+        ] {
+            let mut src = BytesMut::from(&[flag, 0, 0, 0, 1, 9][..]);
+            assert_eq!(decode(&mut src, 10), Err(err));
+            assert_eq!(src.len(), 6);
+        }
+        let frame = [0u8, 0, 0, 0, 2, 7, 8, 0xaa];
+        for cut in 0..7 {
+            let mut src = BytesMut::from(&frame[..cut]);
+            assert_eq!(decode(&mut src, 10), Ok(None));
+            assert_eq!(&src[..], &frame[..cut]);
+        }
+        let mut src = BytesMut::from(&frame[..]);
+        assert_eq!(decode(&mut src, 10), Ok(Some(Bytes::from_static(&[7, 8]))));
+        assert_eq!(&src[..], &[0xaa]);
+    }
+
+    #[test]
+    fn decode_message_error_consumes_nothing() {
+        // Field 1, wire type 2 (length-delimited), announcing 100 bytes that are missing.
+        let mut src = BytesMut::new();
+        encode_raw(&[0x0a, 100, 1], &mut src);
+        let before = src.clone();
+        assert_eq!(
+            decode_message::<T>(&mut src, 100),
+            Err(Error::Decode("invalid protobuf payload"))
+        );
+        assert_eq!(src, before);
+        // Invalid UTF-8 in the string field is a decode error too.
+        let mut src = BytesMut::new();
+        encode_raw(&[0x12, 1, 0xff], &mut src);
+        assert!(matches!(
+            decode_message::<T>(&mut src, 100),
+            Err(Error::Decode(_))
+        ));
+        // Empty payload is the default message.
+        let mut src = BytesMut::new();
+        encode_raw(&[], &mut src);
+        assert_eq!(decode_message::<T>(&mut src, 0), Ok(Some(T::default())));
+        assert!(src.is_empty());
+    }
+
+    #[test]
+    fn encode_layout() {
+        let mut dst = BytesMut::from(&b"xy"[..]);
+        encode(
+            &T {
+                a: vec![1, 2],
+                b: "hi".into(),
+            },
+            &mut dst,
+        );
+        assert_eq!(
+            &dst[..],
+            &[
+                b'x', b'y', 0, 0, 0, 0, 8, 0x0a, 2, 1, 2, 0x12, 2, b'h', b'i'
+            ]
+        );
+        let mut dst = BytesMut::new();
+        encode_raw(b"abc", &mut dst);
+        assert_eq!(&dst[..], b"\0\0\0\0\x03abc");
+    }
+
+    #[test]
+    fn status_parsing() {
+        assert_eq!(parse_status(b"0"), Ok(Code::Ok));
+        assert_eq!(parse_status(b"4"), Ok(Code::DeadlineExceeded));
+        assert_eq!(parse_status(b"14"), Ok(Code::Unavailable));
+        assert_eq!(parse_status(b"16"), Ok(Code::Unauthenticated));
+        assert_eq!(parse_status(b"17"), Ok(Code::Unknown));
+        assert_eq!(parse_status(b"007"), Ok(Code::PermissionDenied));
+        assert_eq!(parse_status(b"99999999999999999999"), Ok(Code::Unknown));
+        for bad in [
+            &b""[..],
+            b"+1",
+            b"-1",
+            b" 1",
+            b"1 ",
+            b"1a",
+            b"0x1",
+            b"\xd9\xa1",
+        ] {
+            assert_eq!(parse_status(bad), Err(Error::BadStatus), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn codes() {
+        for v in 0..=16u32 {
+            let code = Code::from_u32(v);
+            assert_eq!(code.as_u32(), v);
+            assert_eq!(parse_status(v.to_string().as_bytes()), Ok(code));
+            assert_eq!(code.to_string(), code.as_str());
+        }
+        assert_eq!(Code::from_u32(17), Code::Unknown);
+        assert_eq!(Code::from_u32(u32::MAX), Code::Unknown);
+        assert_eq!(Code::Ok.as_str(), "OK");
+        assert_eq!(Code::Cancelled.as_str(), "CANCELLED");
+        assert_eq!(Code::InvalidArgument.as_str(), "INVALID_ARGUMENT");
+        assert_eq!(Code::DeadlineExceeded.as_str(), "DEADLINE_EXCEEDED");
+        assert_eq!(Code::ResourceExhausted.as_str(), "RESOURCE_EXHAUSTED");
+        assert_eq!(Code::FailedPrecondition.as_str(), "FAILED_PRECONDITION");
+        assert_eq!(Code::OutOfRange.as_str(), "OUT_OF_RANGE");
+        assert_eq!(Code::DataLoss.as_str(), "DATA_LOSS");
+        assert_eq!(Code::Unauthenticated.as_str(), "UNAUTHENTICATED");
+    }
+
+    #[test]
+    fn message_text_examples() {
+        let mut dst = BytesMut::new();
+        encode_message_text("hello 世界 100%\n", &mut dst);
+        assert_eq!(&dst[..], b"hello %E4%B8%96%E7%95%8C 100%25%0A");
+
+        let dec = |v: &[u8], max: usize| {
+            let mut s = String::new();
+            decode_message_text(v, max, &mut s);
+            s
+        };
+        assert_eq!(dec(b"hello %E4%B8%96%e7%95%8c", usize::MAX), "hello 世界");
+        assert_eq!(dec(b"%", 100), "%");
+        assert_eq!(dec(b"%4", 100), "%4");
+        assert_eq!(dec(b"%zz%41", 100), "%zzA");
+        assert_eq!(dec(b"%%41", 100), "%A");
+        assert_eq!(dec(b"a%FFb", 100), "a\u{FFFD}b");
+        assert_eq!(dec(b"%E4%B8", 100), "\u{FFFD}");
+        // Truncation at a character boundary.
+        assert_eq!(dec("ab世".as_bytes(), 4), "ab");
+        assert_eq!(dec("ab世".as_bytes(), 5), "ab世");
+        assert_eq!(dec(b"abc", 0), "");
+        // A multi-byte character straddling the internal 128-byte buffer.
+        let mut long = vec![b'x'; 127];
+        long.extend_from_slice("世界".as_bytes());
+        let expected = format!("{}世界", "x".repeat(127));
+        assert_eq!(dec(&long, usize::MAX), expected);
+        // Appends rather than replacing.
+        let mut s = String::from("pre:");
+        decode_message_text(b"x", 10, &mut s);
+        assert_eq!(s, "pre:x");
+    }
+
+    #[test]
+    fn error_kinds_and_display() {
+        let all = [
+            Error::MessageTooLarge { len: 1, max: 0 },
+            Error::CompressedUnsupported,
+            Error::BadFlag(7),
+            Error::BadStatus,
+            Error::Decode("x"),
+        ];
+        let mut kinds: Vec<_> = all.iter().map(|e| e.kind()).collect();
+        for k in &kinds {
+            assert!(
+                k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{k}"
+            );
+        }
+        kinds.sort_unstable();
+        kinds.dedup();
+        assert_eq!(kinds.len(), all.len());
+        for e in all {
+            assert!(!e.to_string().is_empty());
+            let _: &dyn std::error::Error = &e;
+        }
+    }
+
+    /// Mirrors fuzz/fuzz_targets/grpc_deframe.rs.
+    fn fuzz_deframe_logic(data: &[u8]) {
+        let mut src = BytesMut::from(data);
+        while let Ok(Some(_)) = decode(&mut src, 1024 * 1024) {}
+        let _ = parse_status(data);
+        let mut text = String::new();
+        decode_message_text(data, 1024, &mut text);
+    }
+}

@@ -1,0 +1,186 @@
+//! etcd grpc-gateway JSON: request bodies, borrowed response checks, and prost -> gateway JSON.
+//!
+//! The gateway speaks protobuf's JSON mapping with original field names: `bytes` are base64,
+//! 64-bit integers are quoted strings, default values are omitted.
+
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use bytes::{BufMut, BytesMut};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::{Map, Value};
+
+use crate::proto::etcd::{KeyValue, PutResponse, RangeResponse, ResponseHeader};
+
+/// Appends `data` base64-encoded (standard alphabet, padded) to `dst` without allocating.
+pub fn put_base64(data: &[u8], dst: &mut BytesMut) {
+    let len = base64::encoded_len(data.len(), true).unwrap_or(0);
+    let start = dst.len();
+    dst.put_bytes(0, len);
+    // encoded_len is exactly what encode_slice writes, so the slice is large enough.
+    let written = B64
+        .encode_slice(data, &mut dst[start..])
+        .expect("buffer sized by encoded_len");
+    dst.truncate(start + written);
+}
+
+/// The `header` object every successful gateway response carries.
+#[derive(Debug, Deserialize)]
+pub struct GwHeader<'a> {
+    /// A quoted int64: digits only, so it always borrows (an `Option<Cow>` would not).
+    #[serde(borrow, default)]
+    pub revision: Option<&'a str>,
+}
+
+/// PutResponse / RangeResponse as the gateway renders them; only what the checks read is kept.
+#[derive(Debug, Deserialize)]
+pub struct GwResponse<'a> {
+    #[serde(borrow)]
+    pub header: Option<GwHeader<'a>>,
+    #[serde(borrow, default)]
+    pub count: Option<&'a str>,
+    #[serde(default)]
+    pub kvs: Option<IgnoredAny>,
+}
+
+/// The gateway's error body: `{"error": "...", "message": "...", "code": N}`.
+#[derive(Debug, Deserialize)]
+pub struct GwError<'a> {
+    #[serde(borrow, default)]
+    pub error: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub message: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub code: Option<i64>,
+}
+
+impl GwError<'_> {
+    pub fn text(&self) -> &str {
+        self.message
+            .as_deref()
+            .or(self.error.as_deref())
+            .unwrap_or("no message")
+    }
+}
+
+fn b64(data: &[u8]) -> Value {
+    Value::String(B64.encode(data))
+}
+
+fn put_i64(m: &mut Map<String, Value>, name: &str, v: i64) {
+    if v != 0 {
+        m.insert(name.into(), Value::String(v.to_string()));
+    }
+}
+
+fn put_u64(m: &mut Map<String, Value>, name: &str, v: u64) {
+    if v != 0 {
+        m.insert(name.into(), Value::String(v.to_string()));
+    }
+}
+
+pub fn header_json(h: &ResponseHeader) -> Value {
+    let mut m = Map::new();
+    put_u64(&mut m, "cluster_id", h.cluster_id);
+    put_u64(&mut m, "member_id", h.member_id);
+    put_i64(&mut m, "revision", h.revision);
+    put_u64(&mut m, "raft_term", h.raft_term);
+    Value::Object(m)
+}
+
+pub fn kv_json(kv: &KeyValue) -> Value {
+    let mut m = Map::new();
+    if !kv.key.is_empty() {
+        m.insert("key".into(), b64(&kv.key));
+    }
+    put_i64(&mut m, "create_revision", kv.create_revision);
+    put_i64(&mut m, "mod_revision", kv.mod_revision);
+    put_i64(&mut m, "version", kv.version);
+    if !kv.value.is_empty() {
+        m.insert("value".into(), b64(&kv.value));
+    }
+    put_i64(&mut m, "lease", kv.lease);
+    Value::Object(m)
+}
+
+pub fn put_response_json(r: &PutResponse) -> Value {
+    let mut m = Map::new();
+    if let Some(h) = &r.header {
+        m.insert("header".into(), header_json(h));
+    }
+    if let Some(kv) = &r.prev_kv {
+        m.insert("prev_kv".into(), kv_json(kv));
+    }
+    Value::Object(m)
+}
+
+pub fn range_response_json(r: &RangeResponse) -> Value {
+    let mut m = Map::new();
+    if let Some(h) = &r.header {
+        m.insert("header".into(), header_json(h));
+    }
+    if !r.kvs.is_empty() {
+        m.insert("kvs".into(), r.kvs.iter().map(kv_json).collect());
+    }
+    if r.more {
+        m.insert("more".into(), Value::Bool(true));
+    }
+    put_i64(&mut m, "count", r.count);
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    #[test]
+    fn base64_appends_in_place() {
+        let mut b = BytesMut::from(&b"x="[..]);
+        put_base64(b"\x00\x01\xfe", &mut b);
+        assert_eq!(&b[..], b"x=AAH+");
+        put_base64(b"", &mut b);
+        assert_eq!(&b[..], b"x=AAH+");
+    }
+
+    #[test]
+    fn parses_gateway_bodies() {
+        let ok = br#"{"header":{"cluster_id":"14841639068965178418","member_id":"10276657743932975437","revision":"7","raft_term":"2"},"kvs":[{"key":"Zm9v","value":"YmFy"}],"count":"1"}"#;
+        let r: GwResponse = serde_json::from_slice(ok).unwrap();
+        assert_eq!(r.header.unwrap().revision, Some("7"));
+        assert_eq!(r.count, Some("1"));
+        let err = br#"{"error":"etcdserver: too many requests","message":"etcdserver: too many requests","code":14}"#;
+        let e: GwError = serde_json::from_slice(err).unwrap();
+        assert_eq!(e.text(), "etcdserver: too many requests");
+        assert_eq!(e.code, Some(14));
+    }
+
+    #[test]
+    fn renders_like_the_gateway() {
+        let r = RangeResponse {
+            header: Some(ResponseHeader {
+                cluster_id: 1,
+                member_id: 2,
+                revision: 3,
+                raft_term: 0,
+            }),
+            kvs: vec![KeyValue {
+                key: Bytes::from_static(b"foo"),
+                create_revision: 2,
+                mod_revision: 3,
+                version: 2,
+                value: Bytes::from_static(b"bar"),
+                lease: 0,
+            }],
+            more: false,
+            count: 1,
+        };
+        let v = range_response_json(&r);
+        assert_eq!(
+            v.to_string(),
+            r#"{"count":"1","header":{"cluster_id":"1","member_id":"2","revision":"3"},"kvs":[{"create_revision":"2","key":"Zm9v","mod_revision":"3","value":"YmFy","version":"2"}]}"#
+        );
+    }
+}

@@ -1,0 +1,5 @@
+//! Pure codecs on `bytes::BytesMut`: no tokio, no clock, no IO.
+
+pub mod grpc;
+pub mod http1;
+pub mod json;

@@ -1,0 +1,394 @@
+//! etcd KV workloads (put, range) over the grpc-gateway JSON and over gRPC.
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::Uri;
+use prost::Message;
+use serde_json::Value;
+
+use crate::client::grpc::Call;
+use crate::config::Endpoint;
+use crate::proto::etcd::{PutResponse, RangeRequest, RangeResponse};
+use crate::stats::{Failure, StatusKey};
+use crate::wire::grpc;
+use crate::wire::http1::RequestTemplate;
+use crate::wire::json::{self, GwError, GwResponse};
+use crate::workload::{HttpVerdict, Rng};
+
+/// Which KV operation, with its parameters (validated by the CLI).
+#[derive(Debug, Clone)]
+pub enum EtcdOp {
+    Put {
+        key_size: usize,
+        val_size: usize,
+        key_space_size: u64,
+        sequential_keys: bool,
+    },
+    Range {
+        key: Vec<u8>,
+        serializable: bool,
+    },
+}
+
+impl EtcdOp {
+    fn gateway_path(&self) -> &'static str {
+        match self {
+            EtcdOp::Put { .. } => "/v3/kv/put",
+            EtcdOp::Range { .. } => "/v3/kv/range",
+        }
+    }
+
+    fn grpc_path(&self) -> &'static str {
+        match self {
+            EtcdOp::Put { .. } => "/etcdserverpb.KV/Put",
+            EtcdOp::Range { .. } => "/etcdserverpb.KV/Range",
+        }
+    }
+}
+
+/// Bytes of a zigzag varint (Go's binary.PutVarint) for a non-negative n.
+pub fn varint_len(n: u64) -> usize {
+    let mut z = u128::from(n) << 1;
+    let mut len = 1;
+    while z >= 0x80 {
+        z >>= 7;
+        len += 1;
+    }
+    len
+}
+
+/// Writes n as Go's binary.PutVarint does (zigzag, so 2n as a uvarint) at the start of `key`,
+/// leaving the rest zero: the key layout of etcd's benchmark tool. `key` must hold varint_len(n).
+fn put_key_index(key: &mut [u8], n: u64) {
+    key.fill(0);
+    let mut z = u128::from(n) << 1;
+    let mut i = 0;
+    while z >= 0x80 {
+        key[i] = (z as u8) | 0x80;
+        z >>= 7;
+        i += 1;
+    }
+    key[i] = z as u8;
+}
+
+/// Sets `key` to the key of put number `idx`: sequential, or uniform over the key space.
+fn next_key(op: &EtcdOp, rng: &mut Rng, key: &mut [u8], idx: u64) {
+    if let EtcdOp::Put {
+        key_space_size,
+        sequential_keys,
+        ..
+    } = *op
+    {
+        let n = if sequential_keys {
+            idx % key_space_size
+        } else {
+            rng.below(key_space_size)
+        };
+        put_key_index(key, n);
+    }
+}
+
+/// Everything that is the same for all clients, built once.
+#[derive(Debug)]
+struct Shared {
+    op: EtcdOp,
+    /// per endpoint: the HTTP request head up to Content-Length
+    templates: Vec<RequestTemplate>,
+    /// per endpoint: the gRPC call
+    calls: Vec<Call>,
+    /// put: `","value":"<base64 value>"}` (the constant tail of the JSON body);
+    /// range: the whole JSON body
+    json_tail: Bytes,
+    /// put: protobuf field 2 (value) encoded; range: the whole framed request
+    proto_tail: Bytes,
+}
+
+/// One client's view of an etcd workload: the shared, pre-rendered parts plus scratch space.
+#[derive(Debug, Clone)]
+pub struct EtcdWorkload {
+    shared: Arc<Shared>,
+    rng: Rng,
+    key: Vec<u8>,
+    body: BytesMut,
+    frame: BytesMut,
+    /// range: this client's own copy of the constant request, so cloning it per request touches
+    /// no reference count shared with other threads
+    fixed: Bytes,
+}
+
+impl EtcdWorkload {
+    pub fn new(op: EtcdOp, endpoints: &[Endpoint], seed: u64) -> Result<Self, String> {
+        let mut rng = Rng::new(seed);
+        let mut templates = Vec::with_capacity(endpoints.len());
+        let mut calls = Vec::with_capacity(endpoints.len());
+        for ep in endpoints {
+            let t = RequestTemplate::new(
+                "POST",
+                op.gateway_path(),
+                &ep.authority,
+                &[("Content-Type", "application/json")],
+            )
+            .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
+            templates.push(t);
+            let uri: Uri = format!("http://{}{}", ep.authority, op.grpc_path())
+                .parse()
+                .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
+            calls.push(Call {
+                uri,
+                metadata: Vec::new(),
+                status_kind: "etcd",
+            });
+        }
+        let (json_tail, proto_tail) = match &op {
+            EtcdOp::Put { val_size, .. } => {
+                // etcd's benchmark: one random value of val-size bytes for the whole run.
+                let mut value = vec![0u8; *val_size];
+                rng.fill(&mut value);
+                let mut jt = BytesMut::new();
+                jt.put_slice(br#"","value":""#);
+                json::put_base64(&value, &mut jt);
+                jt.put_slice(br#""}"#);
+                let mut pt = BytesMut::new();
+                prost::encoding::bytes::encode(2, &value, &mut pt);
+                (jt.freeze(), pt.freeze())
+            }
+            EtcdOp::Range { key, serializable } => {
+                let mut jt = BytesMut::new();
+                jt.put_slice(br#"{"key":""#);
+                json::put_base64(key, &mut jt);
+                jt.put_slice(if *serializable {
+                    br#"","serializable":true}"#.as_slice()
+                } else {
+                    br#""}"#.as_slice()
+                });
+                let req = RangeRequest {
+                    key: Bytes::copy_from_slice(key),
+                    serializable: *serializable,
+                    ..Default::default()
+                };
+                let mut pt = BytesMut::new();
+                grpc::encode(&req, &mut pt);
+                (jt.freeze(), pt.freeze())
+            }
+        };
+        let key_size = match &op {
+            EtcdOp::Put { key_size, .. } => *key_size,
+            EtcdOp::Range { .. } => 0,
+        };
+        Ok(EtcdWorkload {
+            shared: Arc::new(Shared {
+                op,
+                templates,
+                calls,
+                json_tail,
+                proto_tail,
+            }),
+            rng,
+            key: vec![0; key_size],
+            body: BytesMut::new(),
+            frame: BytesMut::new(),
+            fixed: Bytes::new(),
+        })
+    }
+
+    pub fn for_client(&self, client: u64) -> EtcdWorkload {
+        let mut w = self.clone();
+        w.rng = Rng::new(self.rng.clone().next_u64() ^ client.wrapping_mul(0x2545_F491_4F6C_DD1D));
+        w.body = BytesMut::with_capacity(256);
+        w.frame = BytesMut::with_capacity(256);
+        w.fixed = Bytes::copy_from_slice(&self.shared.proto_tail);
+        w
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.shared.op {
+            EtcdOp::Put {
+                key_size,
+                val_size,
+                key_space_size,
+                sequential_keys,
+            } => format!(
+                "etcd put: key {key_size} B, value {val_size} B, {key_space_size} keys ({})",
+                if *sequential_keys {
+                    "sequential"
+                } else {
+                    "random"
+                }
+            ),
+            EtcdOp::Range { key, serializable } => format!(
+                "etcd range {:?} ({})",
+                String::from_utf8_lossy(key),
+                if *serializable {
+                    "serializable"
+                } else {
+                    "linearizable"
+                }
+            ),
+        }
+    }
+
+    pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) {
+        let shared = &*self.shared;
+        let template = &shared.templates[ep];
+        match shared.op {
+            EtcdOp::Put { .. } => {
+                next_key(&shared.op, &mut self.rng, &mut self.key, idx);
+                self.body.clear();
+                self.body.put_slice(br#"{"key":""#);
+                json::put_base64(&self.key, &mut self.body);
+                self.body.put_slice(&shared.json_tail);
+                template.encode(&self.body, dst);
+            }
+            EtcdOp::Range { .. } => template.encode(&shared.json_tail, dst),
+        }
+    }
+
+    pub fn check_http(&self, status: u16, body: &[u8]) -> HttpVerdict {
+        let key = StatusKey::Http(status);
+        if status != 200 {
+            let failure = match serde_json::from_slice::<GwError>(body) {
+                Ok(e) => Failure::with("etcd", e.text()),
+                Err(_) => Failure::with("http_status", format!("HTTP {status}")),
+            };
+            return Err((key, failure));
+        }
+        let r: GwResponse = match serde_json::from_slice(body) {
+            Ok(r) => r,
+            Err(e) => return Err((key, Failure::with("bad_response", e))),
+        };
+        match r.header {
+            Some(h) if h.revision.is_some() => Ok(key),
+            _ => Err((
+                key,
+                Failure::with("bad_response", "no header.revision in response"),
+            )),
+        }
+    }
+
+    pub fn call(&self, ep: usize) -> &Call {
+        &self.shared.calls[ep]
+    }
+
+    pub fn encode_grpc(&mut self, idx: u64) -> Bytes {
+        let shared = &*self.shared;
+        match shared.op {
+            EtcdOp::Put { .. } => {
+                next_key(&shared.op, &mut self.rng, &mut self.key, idx);
+                // PutRequest{key = 1, value = 2} encoded by hand: the value part is constant.
+                let key_field = prost::encoding::bytes::encoded_len(1, &self.key);
+                let len = key_field + shared.proto_tail.len();
+                self.frame.reserve(grpc::PREFIX_LEN + len);
+                self.frame.put_u8(0);
+                self.frame.put_u32(len as u32);
+                prost::encoding::bytes::encode(1, &self.key, &mut self.frame);
+                self.frame.put_slice(&shared.proto_tail);
+                self.frame.split().freeze()
+            }
+            EtcdOp::Range { .. } => self.fixed.clone(),
+        }
+    }
+
+    pub fn check_grpc(&self, message: &Bytes) -> Result<(), Failure> {
+        let header = match self.shared.op {
+            EtcdOp::Put { .. } => PutResponse::decode(message.clone()).map(|r| r.header),
+            EtcdOp::Range { .. } => RangeResponse::decode(message.clone()).map(|r| r.header),
+        };
+        match header {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(Failure::with("bad_response", "no header in response")),
+            Err(e) => Err(Failure::with("bad_response", e)),
+        }
+    }
+
+    pub fn sample_grpc(&self, message: &Bytes) -> Value {
+        let v = match self.shared.op {
+            EtcdOp::Put { .. } => {
+                PutResponse::decode(message.clone()).map(|r| json::put_response_json(&r))
+            }
+            EtcdOp::Range { .. } => {
+                RangeResponse::decode(message.clone()).map(|r| json::range_response_json(&r))
+            }
+        };
+        v.unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::etcd::PutRequest;
+
+    fn endpoint() -> Endpoint {
+        Endpoint::parse("http://127.0.0.1:2379").unwrap()
+    }
+
+    #[test]
+    fn key_layout_matches_go_putvarint() {
+        // Go: binary.PutVarint(k, 1) -> 0x02; 64 -> 0x80 0x01; 300 -> 0xd8 0x04
+        let mut k = [0xffu8; 4];
+        put_key_index(&mut k, 1);
+        assert_eq!(k, [0x02, 0, 0, 0]);
+        put_key_index(&mut k, 64);
+        assert_eq!(k, [0x80, 0x01, 0, 0]);
+        put_key_index(&mut k, 300);
+        assert_eq!(k, [0xd8, 0x04, 0, 0]);
+        assert_eq!(varint_len(63), 1);
+        assert_eq!(varint_len(64), 2);
+    }
+
+    #[test]
+    fn put_requests_agree_across_protocols() {
+        let op = EtcdOp::Put {
+            key_size: 8,
+            val_size: 16,
+            key_space_size: 1000,
+            sequential_keys: true,
+        };
+        let base = EtcdWorkload::new(op, &[endpoint()], 7).unwrap();
+        let mut w = base.for_client(0);
+        let framed = w.encode_grpc(300);
+        let mut buf = BytesMut::from(&framed[..]);
+        let msg = grpc::decode(&mut buf, 1 << 20).unwrap().unwrap();
+        let req = PutRequest::decode(msg).unwrap();
+        assert_eq!(&req.key[..], &[0xd8, 0x04, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(req.value.len(), 16);
+
+        let mut out = BytesMut::new();
+        w.encode_http(300, 0, &mut out);
+        let text = std::str::from_utf8(&out).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("POST /v3/kv/put HTTP/1.1\r\nHost: 127.0.0.1:2379\r\n"));
+        assert!(head.contains(&format!("Content-Length: {}", body.len())));
+        let v: Value = serde_json::from_str(body).unwrap();
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        assert_eq!(
+            b64.decode(v["key"].as_str().unwrap()).unwrap(),
+            &req.key[..]
+        );
+        assert_eq!(
+            b64.decode(v["value"].as_str().unwrap()).unwrap(),
+            &req.value[..]
+        );
+    }
+
+    #[test]
+    fn gateway_errors_become_etcd_failures() {
+        let op = EtcdOp::Range {
+            key: b"k".to_vec(),
+            serializable: false,
+        };
+        let w = EtcdWorkload::new(op, &[endpoint()], 1).unwrap();
+        let body = br#"{"error":"etcdserver: user name is empty","message":"etcdserver: user name is empty","code":3}"#;
+        let (status, failure) = w.check_http(400, body).unwrap_err();
+        assert_eq!(status, StatusKey::Http(400));
+        assert_eq!(
+            failure,
+            Failure::with("etcd", "etcdserver: user name is empty")
+        );
+        assert!(w.check_http(200, br#"{"header":{"revision":"1"}}"#).is_ok());
+        assert!(w.check_http(200, b"{}").is_err());
+        assert!(w.check_http(200, b"not json").is_err());
+    }
+}

@@ -1,0 +1,111 @@
+//! What to send and how to judge the answer, per protocol; one instance per client.
+
+pub mod etcd;
+
+use bytes::{Bytes, BytesMut};
+use serde_json::Value;
+
+use crate::stats::{Failure, StatusKey};
+
+pub use etcd::{EtcdOp, EtcdWorkload};
+
+/// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
+pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
+
+/// The operations the engine can drive. An enum rather than a trait object: static dispatch on
+/// the hot path and one place that lists them.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    Etcd(EtcdWorkload),
+}
+
+impl Workload {
+    /// Appends HTTP/1.1 request number `idx` for endpoint `ep` to `dst`.
+    pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) {
+        match self {
+            Workload::Etcd(w) => w.encode_http(idx, ep, dst),
+        }
+    }
+
+    pub fn check_http(&self, status: u16, body: &[u8]) -> HttpVerdict {
+        match self {
+            Workload::Etcd(w) => w.check_http(status, body),
+        }
+    }
+
+    /// The gRPC method for endpoint `ep`.
+    pub fn call(&self, ep: usize) -> &crate::client::grpc::Call {
+        match self {
+            Workload::Etcd(w) => w.call(ep),
+        }
+    }
+
+    /// gRPC request number `idx`, framed (5-byte prefix + protobuf).
+    pub fn encode_grpc(&mut self, idx: u64) -> Bytes {
+        match self {
+            Workload::Etcd(w) => w.encode_grpc(idx),
+        }
+    }
+
+    pub fn check_grpc(&self, message: &Bytes) -> Result<(), Failure> {
+        match self {
+            Workload::Etcd(w) => w.check_grpc(message),
+        }
+    }
+
+    /// A successful response as gateway-style JSON, for the report's sample.
+    pub fn sample_http(&self, body: &[u8]) -> Value {
+        serde_json::from_slice(body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+    }
+
+    pub fn sample_grpc(&self, message: &Bytes) -> Value {
+        match self {
+            Workload::Etcd(w) => w.sample_grpc(message),
+        }
+    }
+
+    /// A fresh instance for client `client` (own scratch buffers and random stream).
+    pub fn for_client(&self, client: u64) -> Workload {
+        match self {
+            Workload::Etcd(w) => Workload::Etcd(w.for_client(client)),
+        }
+    }
+
+    /// One line for the report header, e.g. "etcd put (key 8 B, value 8 B, 1 key)".
+    pub fn describe(&self) -> String {
+        match self {
+            Workload::Etcd(w) => w.describe(),
+        }
+    }
+}
+
+/// SplitMix64: a tiny, fast, seedable generator for keys and values (not for secrets).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in 0..n (n > 0), by Lemire's multiply-shift (bias below 2^-32 for our n).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+}
