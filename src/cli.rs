@@ -6,10 +6,13 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::client::grpc::H2Config;
-use crate::config::{Config, Endpoint, Format, Load, Proto, Stop, parse_duration, parse_size};
+use crate::config::{
+    Config, Endpoint, Format, Load, Proto, Stop, WorkloadSpec, parse_duration, parse_size,
+};
 use crate::net::NetConfig;
+use crate::server::ServeConfig;
+use crate::workload::EtcdOp;
 use crate::workload::etcd::varint_len;
-use crate::workload::{EtcdOp, EtcdWorkload, Workload};
 
 /// The largest key or value wirebench will generate (etcd's own request limit is 1.5 MiB).
 const MAX_GENERATED: usize = 64 << 20;
@@ -33,6 +36,117 @@ pub enum Command {
         #[command(subcommand)]
         op: EtcdCmd,
     },
+    /// Benchmark a grpc-echo compatible server (the built-in one when no --target is given)
+    Echo {
+        #[command(flatten)]
+        echo: EchoArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Serve grpc-echo's EchoService over h2 and POST /v1/echo over HTTP/1.1 on one port
+    Serve(ServeArgs),
+    /// Send one request and print the response as JSON (grpcurl style)
+    Call {
+        #[command(subcommand)]
+        what: CallCmd,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct EchoArgs {
+    /// Server to measure (http://host:port[,...]); default: start the built-in server
+    #[arg(long, value_delimiter = ',')]
+    pub target: Vec<String>,
+    /// The ping string sent in every EchoRequest
+    #[arg(long, default_value = "Hello, world!")]
+    pub ping: String,
+    /// Extra header / gRPC metadata, NAME:VALUE (repeatable)
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Threads of the built-in server (when no --target)
+    #[arg(long, default_value_t = 1)]
+    pub server_threads: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: String,
+    /// Threads, each accepting on its own SO_REUSEPORT listener (default: cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Close connections at this age, ±10% (GOAWAY on h2, Connection: close on HTTP/1.1)
+    #[arg(long, value_parser = parse_duration)]
+    pub max_conn_age: Option<Duration>,
+    /// Close connections idle for this long
+    #[arg(long, value_parser = parse_duration)]
+    pub max_conn_idle: Option<Duration>,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced on h2 connections
+    #[arg(long)]
+    pub max_concurrent_streams: Option<u32>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CallCmd {
+    /// Call Echo on a grpc-echo compatible server
+    Echo {
+        #[command(flatten)]
+        echo: EchoArgs,
+        #[command(flatten)]
+        call: CallArgs,
+    },
+    /// Call etcd
+    Etcd {
+        #[command(subcommand)]
+        op: CallEtcd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CallEtcd {
+    /// Read one key
+    Range {
+        key: String,
+        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+        endpoints: Vec<String>,
+        #[arg(long, value_enum, default_value_t = Consistency::L)]
+        consistency: Consistency,
+        #[command(flatten)]
+        call: CallArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// Which stack carries the call
+    #[arg(long, value_enum, default_value_t = CallProto::Grpc)]
+    pub proto: CallProto,
+    /// Timeout for the call
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CallProto {
+    Http,
+    Grpc,
+}
+
+/// What the command line asks for, validated.
+#[derive(Debug)]
+pub enum Action {
+    /// A load run; with `embedded`, the built-in server is started first and becomes the target.
+    Run {
+        cfg: Config,
+        embedded: Option<ServeConfig>,
+    },
+    /// One request, response printed as JSON.
+    Call {
+        cfg: Config,
+        embedded: Option<ServeConfig>,
+    },
+    Serve(ServeConfig),
 }
 
 #[derive(Debug, Subcommand)]
@@ -51,6 +165,9 @@ pub enum EtcdCmd {
         /// Write keys in order (request index mod key space) instead of at random
         #[arg(long)]
         sequential_keys: bool,
+        /// Comma-separated endpoints (http://host:port); connections are spread over them
+        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+        endpoints: Vec<String>,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -61,6 +178,9 @@ pub enum EtcdCmd {
         /// l: linearizable (through the leader), s: serializable (local member)
         #[arg(long, value_enum, default_value_t = Consistency::L)]
         consistency: Consistency,
+        /// Comma-separated endpoints (http://host:port); connections are spread over them
+        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+        endpoints: Vec<String>,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -88,9 +208,6 @@ pub enum FormatArg {
 /// Flags shared by every load-generating command.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Comma-separated endpoints (http://host:port); connections are spread over them
-    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
-    pub endpoints: Vec<String>,
     /// Which stack to measure; `both` runs HTTP/1.1 then gRPC and compares them
     #[arg(long, value_enum, default_value_t = ProtoArg::Both)]
     pub proto: ProtoArg,
@@ -169,8 +286,115 @@ fn u32_in(name: &str, v: u64, lo: u64, hi: u64) -> Result<u32, String> {
     Ok(v as u32)
 }
 
+fn parse_endpoints(list: &[String]) -> Result<Vec<Endpoint>, String> {
+    if list.is_empty() {
+        return Err("--endpoints needs at least one URL".into());
+    }
+    list.iter().map(|e| Endpoint::parse(e.trim())).collect()
+}
+
+fn parse_headers(list: &[String]) -> Result<Vec<(String, String)>, String> {
+    list.iter()
+        .map(|h| match h.split_once(':') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => Err(format!("header {h:?} must be NAME:VALUE")),
+        })
+        .collect()
+}
+
+impl EchoArgs {
+    /// The workload, the endpoints (empty when the built-in server is the target), and the
+    /// built-in server's configuration when it is.
+    fn resolve(self) -> Result<(WorkloadSpec, Vec<Endpoint>, Option<ServeConfig>), String> {
+        let headers = parse_headers(&self.headers)?;
+        let spec = WorkloadSpec::Echo {
+            ping: self.ping,
+            headers,
+        };
+        if self.target.is_empty() {
+            let serve = ServeConfig {
+                addr: ([127, 0, 0, 1], 0).into(),
+                threads: nonzero("server-threads", self.server_threads)?,
+                max_conn_age: None,
+                max_conn_idle: None,
+                max_concurrent_streams: None,
+            };
+            Ok((spec, Vec::new(), Some(serve)))
+        } else {
+            Ok((spec, parse_endpoints(&self.target)?, None))
+        }
+    }
+}
+
+impl CallArgs {
+    fn into_config(self, spec: WorkloadSpec, endpoints: Vec<Endpoint>) -> Result<Config, String> {
+        if self.timeout.is_zero() {
+            return Err("--timeout must be positive".into());
+        }
+        let run = RunArgs {
+            proto: match self.proto {
+                CallProto::Http => ProtoArg::Http,
+                CallProto::Grpc => ProtoArg::Grpc,
+            },
+            clients: 1,
+            conns: 1,
+            total: Some(1),
+            duration: None,
+            warmup: Duration::ZERO,
+            timeout: self.timeout,
+            connect_timeout: self.timeout,
+            threads: Some(1),
+            no_tcp_nodelay: false,
+            sndbuf: None,
+            rcvbuf: None,
+            initial_window_size: 65_535,
+            initial_conn_window_size: 65_535,
+            max_frame_size: 16_384,
+            max_recv_msg_size: 4 << 20,
+            max_body: 64 << 20,
+            format: FormatArg::Json,
+            output: None,
+            seed: Some(0),
+        };
+        run.into_config(spec, endpoints)
+    }
+}
+
+impl ServeArgs {
+    fn into_config(self) -> Result<ServeConfig, String> {
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&self.addr)
+            .map_err(|e| format!("--addr {}: {e}", self.addr))?
+            .next()
+            .ok_or_else(|| format!("--addr {}: no address", self.addr))?;
+        let threads = match self.threads {
+            Some(t) => nonzero("threads", t)?,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        for (name, d) in [
+            ("max-conn-age", self.max_conn_age),
+            ("max-conn-idle", self.max_conn_idle),
+        ] {
+            if d.is_some_and(|d| d.is_zero()) {
+                return Err(format!("--{name} must be positive"));
+            }
+        }
+        if self.max_concurrent_streams == Some(0) {
+            return Err("--max-concurrent-streams must be at least 1".into());
+        }
+        Ok(ServeConfig {
+            addr,
+            threads,
+            max_conn_age: self.max_conn_age,
+            max_conn_idle: self.max_conn_idle,
+            max_concurrent_streams: self.max_concurrent_streams,
+        })
+    }
+}
+
 impl RunArgs {
-    fn into_config(self, op: EtcdOp) -> Result<Config, String> {
+    fn into_config(self, spec: WorkloadSpec, endpoints: Vec<Endpoint>) -> Result<Config, String> {
         let clients = nonzero("clients", self.clients)?;
         let conns = nonzero("conns", self.conns)?;
         let threads = match self.threads {
@@ -200,14 +424,6 @@ impl RunArgs {
         if self.connect_timeout.is_zero() {
             return Err("--connect-timeout must be positive".into());
         }
-        if self.endpoints.is_empty() {
-            return Err("--endpoints needs at least one URL".into());
-        }
-        let endpoints = self
-            .endpoints
-            .iter()
-            .map(|e| Endpoint::parse(e.trim()))
-            .collect::<Result<Vec<_>, _>>()?;
         let buf = |name: &str, v: Option<u64>| -> Result<Option<u32>, String> {
             v.map(|v| u32_in(name, v, 1, i32::MAX as u64)).transpose()
         };
@@ -243,7 +459,7 @@ impl RunArgs {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         });
-        let workload = Workload::Etcd(EtcdWorkload::new(op, &endpoints, seed)?);
+        let workload = spec.build(&endpoints, seed)?;
         Ok(Config {
             endpoints,
             protos,
@@ -258,6 +474,8 @@ impl RunArgs {
             net,
             h2,
             max_body: self.max_body,
+            spec,
+            seed,
             workload,
             format: match self.format {
                 FormatArg::Text => Format::Text,
@@ -268,53 +486,114 @@ impl RunArgs {
     }
 }
 
+fn etcd_put(
+    key_size: usize,
+    val_size: usize,
+    key_space_size: u64,
+    sequential_keys: bool,
+) -> Result<EtcdOp, String> {
+    if key_space_size == 0 {
+        return Err("--key-space-size must be at least 1".into());
+    }
+    let need = varint_len(key_space_size - 1);
+    if key_size < need {
+        return Err(format!(
+            "--key-size {key_size} cannot hold {key_space_size} distinct keys (needs at least {need})"
+        ));
+    }
+    if key_size > MAX_GENERATED || val_size > MAX_GENERATED {
+        return Err(format!(
+            "--key-size and --val-size are limited to {MAX_GENERATED} bytes"
+        ));
+    }
+    Ok(EtcdOp::Put {
+        key_size,
+        val_size,
+        key_space_size,
+        sequential_keys,
+    })
+}
+
+fn etcd_range(key: String, consistency: Consistency) -> Result<EtcdOp, String> {
+    if key.is_empty() {
+        return Err("range needs a non-empty KEY".into());
+    }
+    Ok(EtcdOp::Range {
+        key: key.into_bytes(),
+        serializable: matches!(consistency, Consistency::S),
+    })
+}
+
 impl Cli {
-    /// Validates the flags into a run configuration; the error is one line for the user.
-    pub fn into_config(self) -> Result<Config, String> {
+    /// Validates the flags into what to do; the error is one line for the user.
+    pub fn into_action(self) -> Result<Action, String> {
         match self.command {
-            Command::Etcd { op } => match op {
-                EtcdCmd::Put {
-                    key_size,
-                    val_size,
-                    key_space_size,
-                    sequential_keys,
-                    run,
-                } => {
-                    if key_space_size == 0 {
-                        return Err("--key-space-size must be at least 1".into());
-                    }
-                    let need = varint_len(key_space_size - 1);
-                    if key_size < need {
-                        return Err(format!(
-                            "--key-size {key_size} cannot hold {key_space_size} distinct keys (needs at least {need})"
-                        ));
-                    }
-                    if key_size > MAX_GENERATED || val_size > MAX_GENERATED {
-                        return Err(format!(
-                            "--key-size and --val-size are limited to {MAX_GENERATED} bytes"
-                        ));
-                    }
-                    run.into_config(EtcdOp::Put {
+            Command::Etcd { op } => {
+                let (op, endpoints, run) = match op {
+                    EtcdCmd::Put {
                         key_size,
                         val_size,
                         key_space_size,
                         sequential_keys,
+                        endpoints,
+                        run,
+                    } => (
+                        etcd_put(key_size, val_size, key_space_size, sequential_keys)?,
+                        endpoints,
+                        run,
+                    ),
+                    EtcdCmd::Range {
+                        key,
+                        consistency,
+                        endpoints,
+                        run,
+                    } => (etcd_range(key, consistency)?, endpoints, run),
+                };
+                let cfg = run.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?)?;
+                Ok(Action::Run {
+                    cfg,
+                    embedded: None,
+                })
+            }
+            Command::Echo { echo, run } => {
+                let (spec, endpoints, embedded) = echo.resolve()?;
+                let cfg = run.into_config(spec, endpoints)?;
+                Ok(Action::Run { cfg, embedded })
+            }
+            Command::Serve(args) => Ok(Action::Serve(args.into_config()?)),
+            Command::Call { what } => match what {
+                CallCmd::Echo { echo, call } => {
+                    let (spec, endpoints, embedded) = echo.resolve()?;
+                    Ok(Action::Call {
+                        cfg: call.into_config(spec, endpoints)?,
+                        embedded,
                     })
                 }
-                EtcdCmd::Range {
-                    key,
-                    consistency,
-                    run,
+                CallCmd::Etcd {
+                    op:
+                        CallEtcd::Range {
+                            key,
+                            endpoints,
+                            consistency,
+                            call,
+                        },
                 } => {
-                    if key.is_empty() {
-                        return Err("range needs a non-empty KEY".into());
-                    }
-                    run.into_config(EtcdOp::Range {
-                        key: key.into_bytes(),
-                        serializable: matches!(consistency, Consistency::S),
+                    let op = etcd_range(key, consistency)?;
+                    Ok(Action::Call {
+                        cfg: call
+                            .into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?)?,
+                        embedded: None,
                     })
                 }
             },
+        }
+    }
+
+    /// The run configuration of a load command (tests use this).
+    pub fn into_config(self) -> Result<Config, String> {
+        match self.into_action()? {
+            Action::Run { cfg, .. } | Action::Call { cfg, .. } => Ok(cfg),
+            Action::Serve(_) => Err("serve has no run configuration".into()),
         }
     }
 }

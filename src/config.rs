@@ -7,7 +7,30 @@ use std::time::Duration;
 
 use crate::client::grpc::H2Config;
 use crate::net::NetConfig;
-use crate::workload::Workload;
+use crate::workload::{EchoWorkload, EtcdOp, EtcdWorkload, Workload};
+
+/// What to run, before it is rendered for concrete endpoints.
+#[derive(Debug, Clone)]
+pub enum WorkloadSpec {
+    Etcd(EtcdOp),
+    Echo {
+        ping: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl WorkloadSpec {
+    pub fn build(&self, endpoints: &[Endpoint], seed: u64) -> Result<Workload, String> {
+        Ok(match self {
+            WorkloadSpec::Etcd(op) => {
+                Workload::Etcd(EtcdWorkload::new(op.clone(), endpoints, seed)?)
+            }
+            WorkloadSpec::Echo { ping, headers } => {
+                Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
+            }
+        })
+    }
+}
 
 /// Which stack carries the requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -124,9 +147,21 @@ pub struct Config {
     pub h2: H2Config,
     /// largest HTTP response body accepted
     pub max_body: u64,
+    pub spec: WorkloadSpec,
+    pub seed: u64,
+    /// `spec` rendered for `endpoints`
     pub workload: Workload,
     pub format: Format,
     pub output: Option<PathBuf>,
+}
+
+impl Config {
+    /// Points the run at other endpoints (e.g. the built-in server's ephemeral port).
+    pub fn set_endpoints(&mut self, endpoints: Vec<Endpoint>) -> Result<(), String> {
+        self.workload = self.spec.build(&endpoints, self.seed)?;
+        self.endpoints = endpoints;
+        Ok(())
+    }
 }
 
 /// Parses durations like `500ms`, `10s`, `2m`, `1h`, `1.5s`, `250us`; a bare number is seconds.

@@ -27,6 +27,7 @@ pub mod config;
 pub mod engine;
 pub mod net;
 pub mod report;
+pub mod server;
 pub mod stats;
 pub mod wire;
 pub mod workload;
@@ -40,6 +41,10 @@ pub mod proto {
     #[allow(clippy::all, missing_docs)]
     pub mod echo {
         include!(concat!(env!("OUT_DIR"), "/grpc_echo.v1.rs"));
+    }
+    #[allow(clippy::all, missing_docs)]
+    pub mod health {
+        include!(concat!(env!("OUT_DIR"), "/grpc.health.v1.rs"));
     }
 }
 
@@ -75,17 +80,36 @@ pub enum RunError {
     },
 }
 
-/// Runs every configured protocol in turn; the report covers them all.
-pub fn run(cfg: &Config) -> Result<(Report, Vec<ProtoRun>), RunError> {
+/// Runs every configured protocol in turn; the report covers them all. `server` is the
+/// in-process server when it is the target: its threads' CPU is reported as server CPU.
+pub fn run(
+    cfg: &Config,
+    server: Option<&server::Server>,
+) -> Result<(Report, Vec<ProtoRun>), RunError> {
     let mut runs = Vec::with_capacity(cfg.protos.len());
+    let server_cpu = server.map(|s| move || s.cpu_time());
     for &proto in &cfg.protos {
         if engine::INTERRUPTED.load(Ordering::Relaxed) {
             break;
         }
-        runs.push(engine::run_proto(cfg, proto).map_err(RunError::Setup)?);
+        let cpu: Option<&dyn Fn() -> std::time::Duration> = server_cpu.as_ref().map(|f| f as _);
+        runs.push(engine::run_proto(cfg, proto, cpu).map_err(RunError::Setup)?);
     }
     let report = Report::new(cfg, &runs);
     Ok((report, runs))
+}
+
+/// Starts the built-in server and points `cfg` at it.
+fn start_embedded(
+    cfg: &mut Config,
+    serve: server::ServeConfig,
+) -> Result<server::Server, RunError> {
+    let srv = server::Server::start(serve)
+        .map_err(|e| RunError::Setup(format!("cannot start the built-in server: {e}")))?;
+    let ep = config::Endpoint::parse(&format!("http://{}", srv.local_addr()))
+        .map_err(RunError::Setup)?;
+    cfg.set_endpoints(vec![ep]).map_err(RunError::Setup)?;
+    Ok(srv)
 }
 
 /// The whole command line tool: parse, run, print, exit code.
@@ -102,21 +126,46 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                 let _ = e.print();
                 return exit::USAGE;
             }
+            // clap spreads one error over several lines (what, usage, hint): keep the what.
             let text = e.render().to_string();
-            let line = text.lines().next().unwrap_or("error: invalid arguments");
-            eprintln!("{line}");
+            let line = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!(
+                "{}",
+                if line.is_empty() {
+                    "error: invalid arguments"
+                } else {
+                    &line
+                }
+            );
             return exit::USAGE;
         }
     };
-    let cfg = match cli.into_config() {
-        Ok(c) => c,
+    let action = match cli.into_action() {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("error: {e}");
             return exit::USAGE;
         }
     };
     install_sigint();
-    match run_and_write(&cfg) {
+    let result = match action {
+        cli::Action::Serve(cfg) => serve(cfg),
+        cli::Action::Run { mut cfg, embedded } => embedded
+            .map(|s| start_embedded(&mut cfg, s))
+            .transpose()
+            .and_then(|srv| run_and_write(&cfg, srv.as_ref())),
+        cli::Action::Call { mut cfg, embedded } => embedded
+            .map(|s| start_embedded(&mut cfg, s))
+            .transpose()
+            .and_then(|srv| call(&cfg, srv.as_ref())),
+    };
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
@@ -125,8 +174,46 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     }
 }
 
-fn run_and_write(cfg: &Config) -> Result<i32, RunError> {
-    let (report, runs) = run(cfg)?;
+fn serve(cfg: server::ServeConfig) -> Result<i32, RunError> {
+    let srv = server::Server::start(cfg.clone())
+        .map_err(|e| RunError::Setup(format!("cannot listen on {}: {e}", cfg.addr)))?;
+    eprintln!(
+        "wirebench serve: listening on {} (gRPC grpc_echo.v1.EchoService/Echo and HTTP/1.1 POST /v1/echo), {} threads; Ctrl-C stops",
+        srv.local_addr(),
+        cfg.threads
+    );
+    srv.wait(&engine::INTERRUPTED);
+    Ok(exit::OK)
+}
+
+/// One request; prints the response as JSON, or the failure as one line.
+fn call(cfg: &Config, server: Option<&server::Server>) -> Result<i32, RunError> {
+    let (_, runs) = run(cfg, server)?;
+    let Some(r) = runs.first() else {
+        return Ok(exit::FAILURE);
+    };
+    match &r.sample {
+        Some(v) if r.stats.ok == 1 => {
+            let text = serde_json::to_string_pretty(v).unwrap_or_default();
+            println!("{text}");
+            Ok(exit::OK)
+        }
+        _ => {
+            let why = r
+                .stats
+                .errors
+                .keys()
+                .next()
+                .map(|f| f.to_string())
+                .unwrap_or_else(|| "no response".into());
+            eprintln!("error: {} call failed: {why}", r.proto.title());
+            Ok(exit::FAILURE)
+        }
+    }
+}
+
+fn run_and_write(cfg: &Config, server: Option<&server::Server>) -> Result<i32, RunError> {
+    let (report, runs) = run(cfg, server)?;
     let text = match cfg.format {
         Format::Text => report::text::render(&report),
         Format::Json => report.to_json(),

@@ -116,7 +116,7 @@ fn allocations_for(endpoint: &str, n: u64) -> (u64, wirebench::engine::ProtoRun)
     .unwrap();
     let cfg = cli.into_config().unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let run = wirebench::engine::run_proto(&cfg, Proto::Http).unwrap();
+    let run = wirebench::engine::run_proto(&cfg, Proto::Http, None).unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
 }

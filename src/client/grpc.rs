@@ -108,7 +108,8 @@ impl Conn {
     }
 
     /// Snapshots TCP_INFO, closes (GOAWAY once all handles are gone), and returns the ledger.
-    pub async fn close(self) -> ConnRecord {
+    /// Streams still in flight on it get up to `linger` to finish.
+    pub async fn close(self, linger: std::time::Duration) -> ConnRecord {
         let tcp = net::tcp_info(&self.fd);
         let Conn {
             send,
@@ -125,10 +126,7 @@ impl Conn {
         drop(fd);
         // The driver ends once every handle is dropped and the streams are done; bound the wait.
         let mut driver = driver;
-        if tokio::time::timeout(std::time::Duration::from_secs(1), &mut driver)
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(linger, &mut driver).await.is_err() {
             driver.abort();
         }
         ConnRecord {
@@ -163,11 +161,16 @@ pub struct CallError {
     pub failure: Failure,
     /// the connection itself is broken (GOAWAY, IO error), not just this stream
     pub conn_broken: bool,
+    /// the server cannot have processed the request (refused, above GOAWAY's last stream, or
+    /// never sent), so it is safe to retry on another connection
+    pub unprocessed: bool,
 }
 
 impl CallError {
     fn h2(e: h2::Error) -> CallError {
         let conn_broken = e.is_io() || e.is_go_away();
+        let unprocessed =
+            (e.is_go_away() && e.is_remote()) || e.reason() == Some(h2::Reason::REFUSED_STREAM);
         let failure = if e.is_reset() {
             Failure::with(
                 "rst_stream",
@@ -184,14 +187,16 @@ impl CallError {
             status: None,
             failure,
             conn_broken,
+            unprocessed,
         }
     }
 
-    fn plain(failure: Failure) -> CallError {
+    pub fn plain(failure: Failure) -> CallError {
         CallError {
             status: None,
             failure,
             conn_broken: false,
+            unprocessed: false,
         }
     }
 }
@@ -217,10 +222,17 @@ pub async fn unary(
     }
 
     // Waits while the server's SETTINGS_MAX_CONCURRENT_STREAMS is reached.
+    // Errors before the request is handed to h2 mean it was never sent: the connection is going
+    // away (GOAWAY received) or gone.
+    let never_sent = |e: h2::Error| CallError {
+        unprocessed: true,
+        conn_broken: true,
+        ..CallError::h2(e)
+    };
     std::future::poll_fn(|cx| send.poll_ready(cx))
         .await
-        .map_err(CallError::h2)?;
-    let (response, mut body_tx) = send.send_request(req, false).map_err(CallError::h2)?;
+        .map_err(never_sent)?;
+    let (response, mut body_tx) = send.send_request(req, false).map_err(never_sent)?;
     ledger.count_request();
     body_tx.send_data(request, true).map_err(CallError::h2)?;
 
@@ -235,6 +247,7 @@ pub async fn unary(
                 format!("HTTP {} from a gRPC server", parts.status),
             ),
             conn_broken: false,
+            unprocessed: false,
         });
     }
     if parts.headers.contains_key("grpc-status") {
@@ -322,6 +335,7 @@ fn status_error(headers: &HeaderMap, kind: &'static str) -> Option<CallError> {
         status: Some(StatusKey::Grpc(code.as_u32())),
         failure,
         conn_broken: false,
+        unprocessed: false,
     })
 }
 

@@ -8,11 +8,14 @@ use bytes::{Bytes, BytesMut};
 use h2::client::SendRequest;
 use tokio::sync::Notify;
 
-use crate::client::grpc::{self as grpc_client, Conn};
+use crate::client::grpc::{self as grpc_client, CallError, Conn};
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, count_failure, quota};
 use crate::net::Ledger;
 use crate::stats::{Failure, StatusKey};
 use crate::wire::grpc::Code;
+
+/// Attempts after the first for a request the server refused unprocessed.
+const MAX_RETRIES: u32 = 3;
 
 /// One h2 connection slot: the live connection, replaced when it dies.
 pub(super) struct Slot {
@@ -54,8 +57,8 @@ pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Slot>>, St
 }
 
 impl Slot {
-    /// Moves a dead connection's record into the stats.
-    async fn retire(&self, w: &Worker) {
+    /// Closes a dead connection in the background; its record joins the stats at the end.
+    fn retire(&self, w: &Worker) {
         let dead = {
             let mut c = self.conn.borrow_mut();
             if c.as_ref().is_some_and(Conn::is_dead) {
@@ -65,8 +68,10 @@ impl Slot {
             }
         };
         if let Some(conn) = dead {
-            let rec = conn.close().await;
-            w.stats.borrow_mut().conns.push(rec);
+            let linger = w.ctx.timeout;
+            w.closing
+                .borrow_mut()
+                .push(tokio::task::spawn_local(conn.close(linger)));
         }
     }
 
@@ -91,7 +96,7 @@ impl Slot {
                 continue;
             }
             self.connecting.set(true);
-            self.retire(w).await;
+            self.retire(w);
             let result = connect(&w.ctx, self.endpoint).await;
             self.connecting.set(false);
             self.connected.notify_waiters();
@@ -129,7 +134,13 @@ pub(super) async fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
     for slot in slots {
         let conn = slot.conn.borrow_mut().take();
         if let Some(conn) = conn {
-            let rec = conn.close().await;
+            let rec = conn.close(w.ctx.timeout).await;
+            w.stats.borrow_mut().conns.push(rec);
+        }
+    }
+    let retired: Vec<_> = w.closing.borrow_mut().drain(..).collect();
+    for handle in retired {
+        if let Ok(rec) = handle.await {
             w.stats.borrow_mut().conns.push(rec);
         }
     }
@@ -165,17 +176,47 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
             continue;
         }
         reconnect.ok();
-        let Some(h) = handle.as_mut() else { continue };
 
         let started = Instant::now();
         let body = work.encode_grpc(idx);
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
-        let result = tokio::time::timeout(
-            ctx.timeout,
-            grpc_client::unary(&mut h.send, &h.ledger, &call, body, &mut rx, max_message),
-        )
-        .await;
+        // One request, retried on a fresh connection when the server provably did not process
+        // it (GOAWAY, REFUSED_STREAM); the timeout covers all attempts.
+        let attempt = async {
+            let mut retries = 0;
+            loop {
+                let Some(h) = handle.as_mut() else {
+                    return Err(CallError::plain(Failure::new("no connection")));
+                };
+                let generation = h.generation;
+                let r = grpc_client::unary(
+                    &mut h.send,
+                    &h.ledger,
+                    &call,
+                    body.clone(),
+                    &mut rx,
+                    max_message,
+                )
+                .await;
+                if let Err(e) = &r
+                    && e.conn_broken
+                {
+                    slot.mark_dead(generation);
+                }
+                match r {
+                    Err(e) if e.unprocessed && retries < MAX_RETRIES => {
+                        retries += 1;
+                        w.stats.borrow_mut().retried += 1;
+                        slot.acquire(&w, &mut handle)
+                            .await
+                            .map_err(CallError::plain)?;
+                    }
+                    other => return other,
+                }
+            }
+        };
+        let result = tokio::time::timeout(ctx.timeout, attempt).await;
         let latency = started.elapsed();
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
@@ -185,12 +226,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 None,
                 Failure::with("timeout", format!("no response within {:?}", ctx.timeout)),
             ),
-            Ok(Err(e)) => {
-                if e.conn_broken {
-                    slot.mark_dead(h.generation);
-                }
-                count_failure(&w, warm, e.status, e.failure);
-            }
+            Ok(Err(e)) => count_failure(&w, warm, e.status, e.failure),
             Ok(Ok(message)) => {
                 if warm {
                     w.stats.borrow_mut().warmup += 1;

@@ -36,8 +36,10 @@ pub struct ProtoRun {
     pub stats: Stats,
     /// the measured window: after warmup until the last request finished
     pub elapsed: Duration,
-    /// process CPU over the measured window
+    /// process CPU over the measured window (the in-process server's threads excluded)
     pub cpu: CpuTimes,
+    /// the in-process server's CPU over the measured window
+    pub server_cpu: Option<Duration>,
     /// the first successful response, as JSON
     pub sample: Option<Value>,
     pub interrupted: bool,
@@ -70,6 +72,8 @@ struct Assignment {
 struct Worker {
     ctx: Arc<Ctx>,
     stats: RefCell<Stats>,
+    /// gRPC connections being closed in the background (replaced mid-run)
+    closing: RefCell<Vec<tokio::task::JoinHandle<crate::stats::ConnRecord>>>,
     sample: RefCell<Option<Value>>,
     /// Measurement starts here; requests started before it are warmup.
     warmup_end: Instant,
@@ -194,7 +198,11 @@ fn assign(
 }
 
 /// Runs one protocol to completion and merges what every thread measured.
-pub fn run_proto(cfg: &Config, proto: Proto) -> Result<ProtoRun, String> {
+pub fn run_proto(
+    cfg: &Config,
+    proto: Proto,
+    server_cpu: Option<&dyn Fn() -> Duration>,
+) -> Result<ProtoRun, String> {
     let load = &cfg.load;
     let conns = match proto {
         Proto::Http => load.clients,
@@ -243,26 +251,29 @@ pub fn run_proto(cfg: &Config, proto: Proto) -> Result<ProtoRun, String> {
         })
         .collect::<Result<_, _>>()?;
 
+    let server_now = || server_cpu.map_or(Duration::ZERO, |f| f());
     start.wait();
     let mut measure_start = Instant::now();
-    let mut cpu_start = CpuTimes::now();
+    let mut server_start = server_now();
     if !abort.load(Ordering::SeqCst) && !load.warmup.is_zero() {
         std::thread::sleep(load.warmup);
         measure_start = Instant::now();
-        cpu_start = CpuTimes::now();
+        server_start = server_now();
     }
     finish.wait();
     let elapsed = measure_start.elapsed();
-    let cpu = CpuTimes::now().since(cpu_start);
+    let server_used = server_now().saturating_sub(server_start);
 
     let mut stats = Stats::default();
     let mut sample = None;
+    let mut cpu = CpuTimes::default();
     for h in handles {
-        let (s, smp) = h
+        let (s, smp, c) = h
             .join()
             .map_err(|_| "a worker thread panicked (a bug: please report it)".to_string())?;
         stats.merge(s);
         sample = sample.or(smp);
+        cpu = cpu.plus(c);
     }
     if let Some(e) = setup_error.lock().ok().and_then(|mut g| g.take()) {
         return Err(e);
@@ -275,6 +286,7 @@ pub fn run_proto(cfg: &Config, proto: Proto) -> Result<ProtoRun, String> {
         stats,
         elapsed,
         cpu,
+        server_cpu: server_cpu.map(|_| server_used),
         sample,
         interrupted: INTERRUPTED.load(Ordering::Relaxed),
     })
@@ -289,7 +301,7 @@ fn worker_thread(
     finish: Arc<Barrier>,
     abort: Arc<AtomicBool>,
     setup_error: Arc<std::sync::Mutex<Option<String>>>,
-) -> (Stats, Option<Value>) {
+) -> (Stats, Option<Value>, CpuTimes) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -299,7 +311,7 @@ fn worker_thread(
             fail_setup(&abort, &setup_error, format!("cannot start a runtime: {e}"));
             start.wait();
             finish.wait();
-            return (Stats::default(), None);
+            return (Stats::default(), None, CpuTimes::default());
         }
     };
     let local = tokio::task::LocalSet::new();
@@ -323,6 +335,7 @@ fn worker_thread(
     let worker = Rc::new(Worker {
         ctx: ctx.clone(),
         stats: RefCell::new(Stats::default()),
+        closing: RefCell::new(Vec::new()),
         sample: RefCell::new(None),
         warmup_end,
         deadline: match ctx.stop {
@@ -335,14 +348,25 @@ fn worker_thread(
     } else {
         setup
     };
+    // This thread's CPU from the end of warmup (sampled on this thread by a timer task) to the
+    // moment its clients are done.
+    let cpu_start = Rc::new(std::cell::Cell::new(CpuTimes::thread_now()));
+    if !ctx.warmup.is_zero() {
+        let at = cpu_start.clone();
+        local.spawn_local(async move {
+            tokio::time::sleep_until(warmup_end.into()).await;
+            at.set(CpuTimes::thread_now());
+        });
+    }
     let closing = setup.map(|s| local.block_on(&rt, s.run(worker.clone(), &a)));
+    let cpu = CpuTimes::thread_now().since(cpu_start.get());
     finish.wait();
     if let Some(closing) = closing {
         local.block_on(&rt, closing.close(&worker));
     }
     let stats = worker.stats.take();
     let sample = worker.sample.take();
-    (stats, sample)
+    (stats, sample, cpu)
 }
 
 fn fail_setup(abort: &AtomicBool, slot: &std::sync::Mutex<Option<String>>, e: String) {

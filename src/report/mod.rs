@@ -66,6 +66,8 @@ pub struct Summary {
     pub ok: u64,
     pub failed: u64,
     pub warmup_requests: u64,
+    /// gRPC requests re-sent on a new connection after GOAWAY / REFUSED_STREAM
+    pub retried: u64,
     pub total_s: f64,
     pub slowest_ms: f64,
     pub fastest_ms: f64,
@@ -127,8 +129,10 @@ pub struct Wire {
     pub connections_without_tcp_info: u64,
     pub client_cpu_user_us: u64,
     pub client_cpu_sys_us: u64,
-    /// process CPU over the measured window / measured requests
+    /// worker threads' CPU over the measured window / measured requests
     pub client_cpu_us_per_request: f64,
+    /// the built-in server's CPU over the measured window / measured requests (when in-process)
+    pub server_cpu_us_per_request: Option<f64>,
 }
 
 /// gRPC / HTTP/1.1 for the headline figures.
@@ -144,6 +148,7 @@ pub struct Ratios {
     pub segments_in_per_request: Option<f64>,
     pub syscalls_per_request: Option<f64>,
     pub client_cpu_us_per_request: Option<f64>,
+    pub server_cpu_us_per_request: Option<f64>,
 }
 
 fn ms(ns: f64) -> f64 {
@@ -169,6 +174,7 @@ impl RunReport {
             ok: st.ok,
             failed: st.failed,
             warmup_requests: st.warmup,
+            retried: st.retried,
             total_s: secs,
             slowest_ms: if lat.count == 0 {
                 0.0
@@ -303,6 +309,7 @@ fn wire(run: &ProtoRun) -> Wire {
         client_cpu_user_us: run.cpu.user_us,
         client_cpu_sys_us: run.cpu.sys_us,
         client_cpu_us_per_request: per(run.cpu.total_us(), measured),
+        server_cpu_us_per_request: run.server_cpu.map(|d| per(d.as_micros() as u64, measured)),
     }
 }
 
@@ -344,6 +351,13 @@ impl Report {
                     g.wire.client_cpu_us_per_request,
                     h.wire.client_cpu_us_per_request,
                 ),
+                server_cpu_us_per_request: match (
+                    g.wire.server_cpu_us_per_request,
+                    h.wire.server_cpu_us_per_request,
+                ) {
+                    (Some(g), Some(h)) => ratio(g, h),
+                    _ => None,
+                },
             }),
             _ => None,
         };

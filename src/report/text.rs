@@ -103,6 +103,17 @@ pub fn render(report: &Report) -> String {
             format!("{:.1}", g.wire.client_cpu_us_per_request),
             r.client_cpu_us_per_request,
         );
+        if let (Some(hs), Some(gs)) = (
+            h.wire.server_cpu_us_per_request,
+            g.wire.server_cpu_us_per_request,
+        ) {
+            row(
+                "Server CPU / request (µs)",
+                format!("{hs:.1}"),
+                format!("{gs:.1}"),
+                r.server_cpu_us_per_request,
+            );
+        }
     }
     out
 }
@@ -136,6 +147,13 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     if s.failed > 0 {
         let _ = writeln!(out, "  OK:           {}", s.ok);
         let _ = writeln!(out, "  Failed:       {}", s.failed);
+    }
+    if s.retried > 0 {
+        let _ = writeln!(
+            out,
+            "  Retried:      {} (refused unprocessed, sent again on a new connection)",
+            s.retried
+        );
     }
     if s.warmup_requests > 0 {
         let _ = writeln!(out, "  Warmup:       {} (not counted)", s.warmup_requests);
@@ -260,5 +278,11 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         w.client_cpu_user_us / 1000,
         w.client_cpu_sys_us / 1000
     );
+    if let Some(v) = w.server_cpu_us_per_request {
+        let _ = writeln!(
+            out,
+            "  Server CPU / request:     {v:.1} µs (built-in server threads)"
+        );
+    }
     let _ = writeln!(out);
 }

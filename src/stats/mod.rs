@@ -142,6 +142,8 @@ pub struct Stats {
     pub errors: HashMap<Failure, u64>,
     /// connections replaced mid-run (server closed, error, timeout)
     pub reconnects: u64,
+    /// gRPC requests re-sent on a new connection because the server did not process them
+    pub retried: u64,
     pub conns: Vec<ConnRecord>,
 }
 
@@ -181,6 +183,7 @@ impl Stats {
             *self.errors.entry(k).or_insert(0) += v;
         }
         self.reconnects += other.reconnects;
+        self.retried += other.retried;
         self.conns.extend(other.conns);
     }
 
@@ -257,12 +260,12 @@ pub struct CpuTimes {
 }
 
 impl CpuTimes {
-    /// getrusage(RUSAGE_SELF): all threads of this process.
-    pub fn now() -> CpuTimes {
-        // SAFETY: rusage is plain old data; getrusage fills it and cannot fail for RUSAGE_SELF.
+    /// getrusage(RUSAGE_THREAD): the calling thread only.
+    pub fn thread_now() -> CpuTimes {
+        // SAFETY: rusage is plain old data; getrusage fills it and cannot fail for RUSAGE_THREAD.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: a valid pointer to a rusage we own.
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
         let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
         CpuTimes {
             user_us: us(ru.ru_utime),
@@ -274,6 +277,13 @@ impl CpuTimes {
         CpuTimes {
             user_us: self.user_us.saturating_sub(earlier.user_us),
             sys_us: self.sys_us.saturating_sub(earlier.sys_us),
+        }
+    }
+
+    pub fn plus(self, other: CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user_us: self.user_us + other.user_us,
+            sys_us: self.sys_us + other.sys_us,
         }
     }
 

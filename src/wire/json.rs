@@ -131,8 +131,55 @@ pub fn range_response_json(r: &RangeResponse) -> Value {
     Value::Object(m)
 }
 
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's method).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// A protobuf Timestamp in its JSON form: RFC 3339, UTC, "Z", 0, 3, 6 or 9 fraction digits.
+pub fn rfc3339(seconds: i64, nanos: i32) -> String {
+    let days = seconds.div_euclid(86_400);
+    let secs = seconds.rem_euclid(86_400);
+    let (y, mo, d) = civil_from_days(days);
+    let (h, mi, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let nanos = nanos.clamp(0, 999_999_999);
+    let frac = if nanos == 0 {
+        String::new()
+    } else if nanos % 1_000_000 == 0 {
+        format!(".{:03}", nanos / 1_000_000)
+    } else if nanos % 1000 == 0 {
+        format!(".{:06}", nanos / 1000)
+    } else {
+        format!(".{nanos:09}")
+    };
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}{frac}Z")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn timestamps_render_like_protobuf_json() {
+        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(1_733_285_574, 187_983_000),
+            "2024-12-04T04:12:54.187983Z"
+        );
+        assert_eq!(rfc3339(951_782_400, 5), "2000-02-29T00:00:00.000000005Z");
+        assert_eq!(
+            rfc3339(4_107_542_400, 120_000_000),
+            "2100-03-01T00:00:00.120Z"
+        );
+    }
+
     use super::*;
     use bytes::Bytes;
 

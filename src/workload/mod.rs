@@ -1,5 +1,6 @@
 //! What to send and how to judge the answer, per protocol; one instance per client.
 
+pub mod echo;
 pub mod etcd;
 
 use bytes::{Bytes, BytesMut};
@@ -7,6 +8,7 @@ use serde_json::Value;
 
 use crate::stats::{Failure, StatusKey};
 
+pub use echo::EchoWorkload;
 pub use etcd::{EtcdOp, EtcdWorkload};
 
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
@@ -17,6 +19,7 @@ pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
 #[derive(Debug, Clone)]
 pub enum Workload {
     Etcd(EtcdWorkload),
+    Echo(EchoWorkload),
 }
 
 impl Workload {
@@ -24,12 +27,14 @@ impl Workload {
     pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) {
         match self {
             Workload::Etcd(w) => w.encode_http(idx, ep, dst),
+            Workload::Echo(w) => w.encode_http(ep, dst),
         }
     }
 
     pub fn check_http(&self, status: u16, body: &[u8]) -> HttpVerdict {
         match self {
             Workload::Etcd(w) => w.check_http(status, body),
+            Workload::Echo(w) => w.check_http(status, body),
         }
     }
 
@@ -37,6 +42,7 @@ impl Workload {
     pub fn call(&self, ep: usize) -> &crate::client::grpc::Call {
         match self {
             Workload::Etcd(w) => w.call(ep),
+            Workload::Echo(w) => w.call(ep),
         }
     }
 
@@ -44,12 +50,14 @@ impl Workload {
     pub fn encode_grpc(&mut self, idx: u64) -> Bytes {
         match self {
             Workload::Etcd(w) => w.encode_grpc(idx),
+            Workload::Echo(w) => w.encode_grpc(),
         }
     }
 
     pub fn check_grpc(&self, message: &Bytes) -> Result<(), Failure> {
         match self {
             Workload::Etcd(w) => w.check_grpc(message),
+            Workload::Echo(w) => w.check_grpc(message),
         }
     }
 
@@ -62,6 +70,7 @@ impl Workload {
     pub fn sample_grpc(&self, message: &Bytes) -> Value {
         match self {
             Workload::Etcd(w) => w.sample_grpc(message),
+            Workload::Echo(w) => w.sample_grpc(message),
         }
     }
 
@@ -69,6 +78,7 @@ impl Workload {
     pub fn for_client(&self, client: u64) -> Workload {
         match self {
             Workload::Etcd(w) => Workload::Etcd(w.for_client(client)),
+            Workload::Echo(w) => Workload::Echo(w.for_client()),
         }
     }
 
@@ -76,6 +86,7 @@ impl Workload {
     pub fn describe(&self) -> String {
         match self {
             Workload::Etcd(w) => w.describe(),
+            Workload::Echo(w) => w.describe(),
         }
     }
 }

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The whole check, as CI runs it (.ci/run execs this): install what the tests need when it is
+# absent (etcd, tshark), then rustfmt, clippy with warnings denied, the test suite, and the
+# fuzz targets when a nightly toolchain with cargo-fuzz is available.
+#
+# Works unattended as root on a fresh Debian 12 (no stdin, CI=true); as another user it uses
+# sudo for apt-get. Set WIREBENCH_SKIP_INSTALL=1 to never call apt-get.
+#
+# Tests run in the dev profile: building h2/tokio in release takes about twice as long on two
+# cores, and the suite's checks (counts, bytes, syscalls) do not depend on optimisation.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
+# CI builds from scratch: incremental state only costs time and disk there.
+if [[ "${CI:-}" == "true" ]]; then
+    export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+fi
+
+section() {
+    printf '\n==== %s ====\n' "$*"
+}
+
+die() {
+    printf 'error: %s\n' "$*" >&2
+    exit 1
+}
+
+started=$SECONDS
+
+# ---------------------------------------------------------------------------------------------
+section "system packages"
+
+SUDO=()
+if [[ "$(id -u)" -ne 0 ]]; then
+    SUDO=(sudo -n)
+fi
+
+apt_updated=0
+apt_install() {
+    command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install $* by hand"
+    export DEBIAN_FRONTEND=noninteractive
+    if [[ $apt_updated -eq 0 ]]; then
+        "${SUDO[@]}" apt-get update -q </dev/null
+        apt_updated=1
+    fi
+    # Do not let package scripts start daemons (etcd-server would start one on :2379),
+    # unless the system already has a policy (Docker images do).
+    local policy=/usr/sbin/policy-rc.d added_policy=0
+    if [[ ! -e $policy ]]; then
+        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
+        "${SUDO[@]}" chmod 755 "$policy"
+        added_policy=1
+    fi
+    local rc=0
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+        --no-install-recommends "$@" </dev/null || rc=$?
+    if [[ $added_policy -eq 1 ]]; then
+        "${SUDO[@]}" rm -f "$policy"
+    fi
+    return $rc
+}
+
+if [[ "${WIREBENCH_SKIP_INSTALL:-0}" == "1" ]]; then
+    echo "WIREBENCH_SKIP_INSTALL=1: not installing anything"
+else
+    if [[ -x /usr/bin/etcd ]]; then
+        echo "etcd: $(/usr/bin/etcd --version | head -n1)"
+    else
+        echo "etcd: installing etcd-server"
+        apt_install etcd-server
+    fi
+    if ! command -v cc >/dev/null 2>&1; then
+        # rustc links with cc, and mimalloc's build script compiles C.
+        echo "cc: installing gcc"
+        apt_install gcc libc6-dev
+    fi
+    if command -v tshark >/dev/null 2>&1; then
+        echo "tshark: $(tshark --version 2>/dev/null | head -n1)"
+    else
+        echo "tshark: installing"
+        # wireshark-common asks whether non-root users may capture; answer it up front.
+        echo "wireshark-common wireshark-common/install-setuid boolean false" |
+            "${SUDO[@]}" debconf-set-selections
+        apt_install tshark
+    fi
+fi
+[[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd is missing: the etcd tests need it (apt-get install etcd-server)"
+
+# ---------------------------------------------------------------------------------------------
+section "toolchain"
+
+command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (https://rustup.rs)"
+if command -v rustup >/dev/null 2>&1; then
+    for component in rustfmt clippy; do
+        if ! rustup component list --installed 2>/dev/null | grep -q "^${component}"; then
+            rustup component add "$component"
+        fi
+    done
+fi
+cargo --version
+rustc --version
+
+# ---------------------------------------------------------------------------------------------
+section "cargo fmt --check"
+cargo fmt --all --check
+
+# ---------------------------------------------------------------------------------------------
+section "cargo clippy --all-targets -- -D warnings"
+cargo clippy --locked --all-targets -- -D warnings
+
+# ---------------------------------------------------------------------------------------------
+section "cargo test"
+cargo test --locked
+
+# ---------------------------------------------------------------------------------------------
+section "fuzz targets"
+if [[ -d fuzz ]] && cargo +nightly --version >/dev/null 2>&1 &&
+    cargo +nightly fuzz --version >/dev/null 2>&1; then
+    cargo +nightly fuzz build --dev
+else
+    echo "skipped (needs a nightly toolchain and cargo-fuzz)"
+fi
+
+section "all checks passed in $((SECONDS - started)) s"

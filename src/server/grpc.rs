@@ -1,0 +1,181 @@
+//! The h2 side of the echo server: EchoService/Echo, Health/Check, UNIMPLEMENTED otherwise.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime};
+
+use bytes::{Bytes, BytesMut};
+use h2::RecvStream;
+use h2::server::SendResponse;
+use http::{HeaderMap, HeaderValue, Request, Response};
+use prost::Message;
+
+use crate::proto::echo::{EchoRequest, EchoResponse};
+use crate::proto::health::HealthCheckResponse;
+use crate::proto::health::health_check_response::ServingStatus;
+use crate::server::{MAX_REQUEST, Rewind, ServeConfig, timestamp};
+use crate::wire::grpc::{self, Code};
+
+pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: Option<Duration>) {
+    let mut builder = h2::server::Builder::new();
+    if let Some(n) = cfg.max_concurrent_streams {
+        builder.max_concurrent_streams(n);
+    }
+    let Ok(mut conn) = builder.handshake::<_, Bytes>(io).await else {
+        return;
+    };
+    let active = Rc::new(Cell::new(0usize));
+    let far = Duration::from_secs(86_400 * 365);
+    let age_timer = tokio::time::sleep(age.unwrap_or(far));
+    tokio::pin!(age_timer);
+    let idle = cfg.max_conn_idle;
+    let idle_timer = tokio::time::sleep(idle.unwrap_or(far));
+    tokio::pin!(idle_timer);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            r = conn.accept() => match r {
+                Some(Ok((req, respond))) => {
+                    let received_at = SystemTime::now();
+                    active.set(active.get() + 1);
+                    let active = active.clone();
+                    tokio::task::spawn_local(async move {
+                        handle(req, respond, peer, received_at).await;
+                        active.set(active.get() - 1);
+                    });
+                    if let Some(d) = idle {
+                        idle_timer.as_mut().reset(tokio::time::Instant::now() + d);
+                    }
+                }
+                // Connection closed, or a connection error: either way this connection is over.
+                Some(Err(_)) | None => break,
+            },
+            _ = &mut age_timer, if !closing => {
+                closing = true;
+                conn.graceful_shutdown();
+            }
+            _ = &mut idle_timer, if !closing && idle.is_some() => {
+                if active.get() == 0 {
+                    closing = true;
+                    conn.graceful_shutdown();
+                } else if let Some(d) = idle {
+                    idle_timer.as_mut().reset(tokio::time::Instant::now() + d);
+                }
+            }
+        }
+    }
+}
+
+async fn handle(
+    req: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    peer: SocketAddr,
+    received_at: SystemTime,
+) {
+    let (parts, mut body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    // Read the whole request body (one unary message), bounded.
+    let mut buf = BytesMut::new();
+    while let Some(chunk) = body.data().await {
+        let Ok(chunk) = chunk else { return };
+        let _ = body.flow_control().release_capacity(chunk.len());
+        if buf.len() + chunk.len() > MAX_REQUEST + grpc::PREFIX_LEN {
+            return status_only(
+                &mut respond,
+                Code::ResourceExhausted,
+                "request message too large",
+            );
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    let reply = match path.as_str() {
+        "/grpc_echo.v1.EchoService/Echo" => {
+            let req: EchoRequest = match grpc::decode_message(&mut buf, MAX_REQUEST) {
+                Ok(Some(r)) => r,
+                _ => return status_only(&mut respond, Code::Internal, "malformed EchoRequest"),
+            };
+            let reached = SystemTime::now();
+            let mut headers: HashMap<String, String> = HashMap::new();
+            if let Some(a) = parts.uri.authority() {
+                headers.insert(":authority".into(), a.to_string());
+            }
+            collect_metadata(&parts.headers, &mut headers);
+            let mut resp = EchoResponse {
+                headers,
+                body: req.ping,
+                remote_addr: peer.to_string(),
+                received_at: Some(timestamp(received_at)),
+                handler_reached_at: Some(timestamp(reached)),
+                handler_responded_at: None,
+                sent_at: None,
+            };
+            resp.handler_responded_at = Some(timestamp(SystemTime::now()));
+            resp.sent_at = Some(timestamp(SystemTime::now()));
+            let mut out = BytesMut::with_capacity(resp.encoded_len() + grpc::PREFIX_LEN);
+            grpc::encode(&resp, &mut out);
+            out.freeze()
+        }
+        "/grpc.health.v1.Health/Check" => {
+            let mut out = BytesMut::new();
+            grpc::encode(
+                &HealthCheckResponse {
+                    status: ServingStatus::Serving as i32,
+                },
+                &mut out,
+            );
+            out.freeze()
+        }
+        other => {
+            let msg = format!("unknown method {other}");
+            return status_only(&mut respond, Code::Unimplemented, &msg);
+        }
+    };
+    let mut head = Response::new(());
+    head.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/grpc"));
+    let Ok(mut stream) = respond.send_response(head, false) else {
+        return;
+    };
+    if stream.send_data(reply, false).is_err() {
+        return;
+    }
+    let mut trailers = HeaderMap::new();
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    let _ = stream.send_trailers(trailers);
+}
+
+/// Request metadata as grpc-go hands it to handlers: regular headers (values of a repeated name
+/// joined by ","), without the transport's own (te, content-length) and binary values kept raw.
+fn collect_metadata(h: &HeaderMap, out: &mut HashMap<String, String>) {
+    for name in h.keys() {
+        let n = name.as_str();
+        if n == "te" || n == "content-length" || n == "connection" {
+            continue;
+        }
+        let joined = h
+            .get_all(name)
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect::<Vec<_>>()
+            .join(",");
+        out.insert(n.to_string(), joined);
+    }
+}
+
+/// A trailers-only response: HEADERS with :status 200, grpc-status and grpc-message, END_STREAM.
+fn status_only(respond: &mut SendResponse<Bytes>, code: Code, message: &str) {
+    let mut head = Response::new(());
+    let h = head.headers_mut();
+    h.insert("content-type", HeaderValue::from_static("application/grpc"));
+    if let Ok(v) = HeaderValue::from_str(&code.as_u32().to_string()) {
+        h.insert("grpc-status", v);
+    }
+    let mut text = BytesMut::new();
+    grpc::encode_message_text(message, &mut text);
+    if let Ok(v) = HeaderValue::from_maybe_shared(text.freeze()) {
+        h.insert("grpc-message", v);
+    }
+    let _ = respond.send_response(head, true);
+}

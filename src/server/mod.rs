@@ -1,0 +1,317 @@
+//! The built-in echo server: grpc-echo's `grpc_echo.v1.EchoService/Echo` over h2 and the same
+//! echo as JSON over HTTP/1.1, on one port, told apart by the HTTP/2 connection preface.
+
+mod grpc;
+mod http1;
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use bytes::{Buf, Bytes, BytesMut};
+use serde_json::{Map, Value};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+use crate::proto::echo::EchoResponse;
+use crate::wire::json::rfc3339;
+
+/// The client connection preface of HTTP/2 (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// Largest request message or body the server accepts.
+pub const MAX_REQUEST: usize = 4 << 20;
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub addr: SocketAddr,
+    pub threads: usize,
+    /// close connections at this age (±10% jitter): GOAWAY on h2, `Connection: close` on HTTP/1.1
+    pub max_conn_age: Option<Duration>,
+    /// close connections idle this long
+    pub max_conn_idle: Option<Duration>,
+    pub max_concurrent_streams: Option<u32>,
+}
+
+/// A running server; stops when dropped or on `stop()`.
+pub struct Server {
+    addr: SocketAddr,
+    stop: Arc<(AtomicBool, Notify)>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    clocks: Arc<Mutex<Vec<libc::clockid_t>>>,
+}
+
+impl Server {
+    /// Binds `threads` listeners on one address (SO_REUSEPORT: the kernel spreads connections)
+    /// and starts a thread with its own runtime for each.
+    pub fn start(cfg: ServeConfig) -> io::Result<Server> {
+        let first = bind(cfg.addr)?;
+        let addr = first.local_addr()?;
+        let mut listeners = vec![first];
+        for _ in 1..cfg.threads.max(1) {
+            listeners.push(bind(addr)?);
+        }
+        let stop: Arc<(AtomicBool, Notify)> = Arc::new((AtomicBool::new(false), Notify::new()));
+        let clocks: Arc<Mutex<Vec<libc::clockid_t>>> = Arc::default();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let mut threads = Vec::new();
+        for (i, l) in listeners.into_iter().enumerate() {
+            let (stop, clocks, cfg, ready) =
+                (stop.clone(), clocks.clone(), cfg.clone(), ready_tx.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("wirebench-serve-{i}"))
+                    .spawn(move || {
+                        if let Some(c) = thread_cpu_clock()
+                            && let Ok(mut g) = clocks.lock()
+                        {
+                            g.push(c);
+                        }
+                        let _ = ready.send(());
+                        serve_thread(l, cfg, stop)
+                    })?,
+            );
+        }
+        for _ in 0..threads.len() {
+            let _ = ready_rx.recv();
+        }
+        Ok(Server {
+            addr,
+            stop,
+            threads,
+            clocks,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// CPU time the server's threads have used so far (user + system).
+    pub fn cpu_time(&self) -> Duration {
+        let clocks = self.clocks.lock().map(|g| g.clone()).unwrap_or_default();
+        clocks.into_iter().map(clock_time).sum()
+    }
+
+    /// Blocks until SIGINT (the flag) is set, then stops.
+    pub fn wait(self, flag: &AtomicBool) {
+        while !flag.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.stop();
+    }
+
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.0.store(true, Ordering::SeqCst);
+        self.stop.1.notify_waiters();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn bind(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    Ok(s.into())
+}
+
+fn thread_cpu_clock() -> Option<libc::clockid_t> {
+    let mut id: libc::clockid_t = 0;
+    // SAFETY: pthread_self is always valid for the calling thread; `id` is ours to write.
+    let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) };
+    (rc == 0).then_some(id)
+}
+
+fn clock_time(id: libc::clockid_t) -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is ours to write; an invalid clock (thread gone) just returns an error.
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+fn serve_thread(
+    listener: std::net::TcpListener,
+    cfg: ServeConfig,
+    stop: Arc<(AtomicBool, Notify)>,
+) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let Ok(listener) = TcpListener::from_std(listener) else {
+            return;
+        };
+        let cfg = std::rc::Rc::new(cfg);
+        loop {
+            let stopped = stop.1.notified();
+            if stop.0.load(Ordering::SeqCst) {
+                break;
+            }
+            tokio::select! {
+                r = listener.accept() => {
+                    if let Ok((stream, peer)) = r {
+                        let _ = stream.set_nodelay(true);
+                        tokio::task::spawn_local(connection(stream, peer, cfg.clone()));
+                    }
+                }
+                _ = stopped => break,
+            }
+        }
+    });
+}
+
+/// Reads until the first bytes show whether this is h2 (the preface) or HTTP/1.1.
+async fn connection(mut stream: TcpStream, peer: SocketAddr, cfg: std::rc::Rc<ServeConfig>) {
+    let mut head = BytesMut::with_capacity(4096);
+    loop {
+        let n = head.len().min(H2_PREFACE.len());
+        if head[..n] != H2_PREFACE[..n] || n == H2_PREFACE.len() {
+            break;
+        }
+        match stream.read_buf(&mut head).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+    let is_h2 = head.starts_with(H2_PREFACE);
+    let io = Rewind {
+        prefix: head.freeze(),
+        inner: stream,
+    };
+    let age = cfg.max_conn_age.map(jitter);
+    if is_h2 {
+        grpc::serve(io, peer, &cfg, age).await;
+    } else {
+        http1::serve(io, peer, &cfg, age).await;
+    }
+}
+
+/// ±10% so that many connections opened together do not all close together (as grpc-go does).
+fn jitter(age: Duration) -> Duration {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let f = 0.9 + f64::from(nanos % 1000) / 1000.0 * 0.2;
+    age.mul_f64(f)
+}
+
+/// A stream that first replays bytes already read while sniffing the protocol.
+struct Rewind {
+    prefix: Bytes,
+    inner: TcpStream,
+}
+
+impl AsyncRead for Rewind {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            buf.put_slice(&self.prefix[..n]);
+            self.prefix.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Rewind {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+fn timestamp(t: SystemTime) -> prost_types::Timestamp {
+    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    prost_types::Timestamp {
+        seconds: d.as_secs() as i64,
+        nanos: d.subsec_nanos() as i32,
+    }
+}
+
+/// EchoResponse in protobuf's JSON mapping with the original (proto) field names.
+pub fn echo_response_json(r: &EchoResponse) -> Value {
+    let mut m = Map::new();
+    let mut headers: Vec<_> = r.headers.iter().collect();
+    headers.sort();
+    m.insert(
+        "headers".into(),
+        Value::Object(
+            headers
+                .into_iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        ),
+    );
+    m.insert("body".into(), Value::String(r.body.clone()));
+    if !r.remote_addr.is_empty() {
+        m.insert("remote_addr".into(), Value::String(r.remote_addr.clone()));
+    }
+    let ts = |t: &Option<prost_types::Timestamp>| {
+        t.as_ref()
+            .map(|t| Value::String(rfc3339(t.seconds, t.nanos)))
+    };
+    for (name, t) in [
+        ("received_at", &r.received_at),
+        ("handler_reached_at", &r.handler_reached_at),
+        ("handler_responded_at", &r.handler_responded_at),
+        ("sent_at", &r.sent_at),
+    ] {
+        if let Some(v) = ts(t) {
+            m.insert(name.into(), v);
+        }
+    }
+    Value::Object(m)
+}

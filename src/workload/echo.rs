@@ -1,0 +1,166 @@
+//! The grpc-echo workload: `Echo{ping}` over gRPC, `POST /v1/echo {"ping": ...}` over HTTP/1.1.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use http::Uri;
+use http::header::{HeaderName, HeaderValue};
+use prost::Message;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::client::grpc::Call;
+use crate::config::Endpoint;
+use crate::proto::echo::{EchoRequest, EchoResponse};
+use crate::server::echo_response_json;
+use crate::stats::{Failure, StatusKey};
+use crate::wire::grpc;
+use crate::wire::http1::RequestTemplate;
+use crate::workload::HttpVerdict;
+
+pub const GRPC_PATH: &str = "/grpc_echo.v1.EchoService/Echo";
+pub const HTTP_PATH: &str = "/v1/echo";
+
+#[derive(Debug)]
+struct Shared {
+    ping: String,
+    templates: Vec<RequestTemplate>,
+    calls: Vec<Call>,
+    json_body: Bytes,
+    frame: Bytes,
+}
+
+#[derive(Debug, Clone)]
+pub struct EchoWorkload {
+    shared: Arc<Shared>,
+    /// this client's own copy of the framed request (no cross-thread refcount per request)
+    frame: Bytes,
+}
+
+#[derive(Deserialize)]
+struct EchoJson<'a> {
+    #[serde(borrow, default)]
+    body: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct ErrorJson<'a> {
+    #[serde(borrow, default)]
+    error: Cow<'a, str>,
+}
+
+impl EchoWorkload {
+    /// `headers` are sent as HTTP headers and as gRPC metadata (names lower-cased).
+    pub fn new(
+        ping: String,
+        headers: &[(String, String)],
+        endpoints: &[Endpoint],
+    ) -> Result<Self, String> {
+        let mut metadata = Vec::with_capacity(headers.len());
+        for (k, v) in headers {
+            let name = HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
+                .map_err(|_| format!("invalid header name {k:?}"))?;
+            let value =
+                HeaderValue::from_str(v).map_err(|_| format!("invalid header value for {k}"))?;
+            metadata.push((name, value));
+        }
+        let extra: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut templates = Vec::with_capacity(endpoints.len());
+        let mut calls = Vec::with_capacity(endpoints.len());
+        for ep in endpoints {
+            let mut h = vec![("Content-Type", "application/json")];
+            h.extend_from_slice(&extra);
+            templates.push(
+                RequestTemplate::new("POST", HTTP_PATH, &ep.authority, &h)
+                    .map_err(|e| format!("target {}: {e}", ep.url))?,
+            );
+            let uri: Uri = format!("http://{}{GRPC_PATH}", ep.authority)
+                .parse()
+                .map_err(|e| format!("target {}: {e}", ep.url))?;
+            calls.push(Call {
+                uri,
+                metadata: metadata.clone(),
+                status_kind: "grpc_status",
+            });
+        }
+        let json_body = Bytes::from(serde_json::json!({ "ping": ping }).to_string());
+        let mut frame = BytesMut::new();
+        grpc::encode(&EchoRequest { ping: ping.clone() }, &mut frame);
+        let frame = frame.freeze();
+        Ok(EchoWorkload {
+            shared: Arc::new(Shared {
+                ping,
+                templates,
+                calls,
+                json_body,
+                frame: frame.clone(),
+            }),
+            frame,
+        })
+    }
+
+    pub fn for_client(&self) -> EchoWorkload {
+        EchoWorkload {
+            shared: self.shared.clone(),
+            frame: Bytes::copy_from_slice(&self.shared.frame),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        format!("echo: ping of {} B", self.shared.ping.len())
+    }
+
+    pub fn encode_http(&mut self, ep: usize, dst: &mut BytesMut) {
+        self.shared.templates[ep].encode(&self.shared.json_body, dst);
+    }
+
+    pub fn check_http(&self, status: u16, body: &[u8]) -> HttpVerdict {
+        let key = StatusKey::Http(status);
+        if status != 200 {
+            let f = match serde_json::from_slice::<ErrorJson>(body) {
+                Ok(e) if !e.error.is_empty() => {
+                    Failure::with("http_status", format!("HTTP {status}: {}", e.error))
+                }
+                _ => Failure::with("http_status", format!("HTTP {status}")),
+            };
+            return Err((key, f));
+        }
+        match serde_json::from_slice::<EchoJson>(body) {
+            Ok(r) if r.body == self.shared.ping => Ok(key),
+            Ok(_) => Err((
+                key,
+                Failure::with("bad_response", "echoed body differs from the ping"),
+            )),
+            Err(e) => Err((key, Failure::with("bad_response", e))),
+        }
+    }
+
+    pub fn call(&self, ep: usize) -> &Call {
+        &self.shared.calls[ep]
+    }
+
+    pub fn encode_grpc(&mut self) -> Bytes {
+        self.frame.clone()
+    }
+
+    pub fn check_grpc(&self, message: &Bytes) -> Result<(), Failure> {
+        match EchoResponse::decode(message.clone()) {
+            Ok(r) if r.body == self.shared.ping => Ok(()),
+            Ok(_) => Err(Failure::with(
+                "bad_response",
+                "echoed body differs from the ping",
+            )),
+            Err(e) => Err(Failure::with("bad_response", e)),
+        }
+    }
+
+    pub fn sample_grpc(&self, message: &Bytes) -> Value {
+        EchoResponse::decode(message.clone())
+            .map(|r| echo_response_json(&r))
+            .unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
+    }
+}

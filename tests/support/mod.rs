@@ -1,0 +1,496 @@
+//! Test support: a throwaway single-member etcd per test, and helpers to run the wirebench binary.
+//!
+//! `Etcd::start()` runs `/usr/bin/etcd` (override with `WIREBENCH_ETCD`) on two free loopback
+//! ports with its data directory on tmpfs, waits until it has a leader, and kills it on drop.
+//! The few gateway calls the tests need (status, range, put) are hand-written HTTP/1.1 over
+//! `std::net::TcpStream`, so the harness shares no code with the tool under test.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::Value;
+
+/// Where Debian's etcd-server package puts the binary.
+const DEFAULT_ETCD: &str = "/usr/bin/etcd";
+/// How long etcd gets to answer with a leader after spawning.
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+/// Attempts with fresh ports when etcd dies at startup (e.g. a port was taken in between).
+const START_ATTEMPTS: usize = 3;
+/// Socket timeout for the harness's own gateway calls.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default bound for one run of the wirebench binary in tests.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn etcd_binary() -> PathBuf {
+    let path = std::env::var_os("WIREBENCH_ETCD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_ETCD));
+    if !path.is_file() {
+        panic!(
+            "etcd is not installed ({} not found): run `.ci/run` (it installs it) or \
+             `apt-get install etcd-server`, or point WIREBENCH_ETCD at an etcd 3.4+ binary",
+            path.display()
+        );
+    }
+    path
+}
+
+/// Two distinct free loopback ports (both listeners are held until both are known).
+fn free_ports() -> (u16, u16) {
+    let a = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let b = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let ports = (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    );
+    drop((a, b));
+    ports
+}
+
+/// A port on which nothing listens (at the time of the call).
+pub fn unused_port() -> u16 {
+    free_ports().0
+}
+
+fn data_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    let builder = {
+        let mut b = tempfile::Builder::new();
+        b.prefix("wirebench-etcd-");
+        b
+    };
+    if shm.is_dir()
+        && let Ok(d) = builder.tempdir_in(shm)
+    {
+        return d;
+    }
+    builder
+        .tempdir()
+        .expect("create a temporary data directory")
+}
+
+/// A single-member etcd listening on loopback; killed (SIGKILL) and its data removed on drop.
+pub struct Etcd {
+    child: Option<Child>,
+    client_port: u16,
+    peer_port: u16,
+    // Declared after `child` so the process is gone before its directory is removed.
+    dir: tempfile::TempDir,
+}
+
+impl Etcd {
+    /// Starts etcd and waits until it answers with a leader; panics (with etcd's log) if it
+    /// does not within `READY_TIMEOUT`.
+    pub fn start() -> Etcd {
+        let bin = etcd_binary();
+        let mut last_log = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let (client_port, peer_port) = free_ports();
+            let dir = data_dir();
+            let child = spawn_etcd(&bin, dir.path(), client_port, peer_port);
+            let mut etcd = Etcd {
+                child: Some(child),
+                client_port,
+                peer_port,
+                dir,
+            };
+            match etcd.wait_ready(READY_TIMEOUT) {
+                Ok(()) => return etcd,
+                Err(Exited(status)) => {
+                    // Most likely a port was taken between picking and binding: try new ones.
+                    last_log = format!("etcd exited with {status} at startup:\n{}", etcd.log());
+                }
+                Err(TimedOut) => {
+                    let log = etcd.log();
+                    drop(etcd);
+                    panic!(
+                        "etcd did not become ready within {READY_TIMEOUT:?} on 127.0.0.1:{client_port}; \
+                         its log:\n{log}"
+                    );
+                }
+            }
+        }
+        panic!("etcd failed to start {START_ATTEMPTS} times; last attempt: {last_log}");
+    }
+
+    /// The client URL, as wirebench's `--endpoints` takes it.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    pub fn client_addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.client_port))
+    }
+
+    pub fn peer_port(&self) -> u16 {
+        self.peer_port
+    }
+
+    /// The data directory (etcd's log is `etcd.log` in it).
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Everything etcd wrote to stdout and stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+    }
+
+    /// The current store revision (header.revision of a range; etcd sends int64 as a string).
+    pub fn revision(&self) -> i64 {
+        let v = self.call(
+            "/v3/kv/range",
+            &serde_json::json!({ "key": B64.encode([0u8]) }),
+        );
+        header_revision(&v)
+    }
+
+    /// Writes `key` = `value` through the JSON gateway; returns the revision it created.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> i64 {
+        let body = serde_json::json!({
+            "key": B64.encode(key.as_ref()),
+            "value": B64.encode(value.as_ref()),
+        });
+        header_revision(&self.call("/v3/kv/put", &body))
+    }
+
+    /// Reads `key` through the JSON gateway; `None` when it does not exist.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Option<Vec<u8>> {
+        let v = self.call(
+            "/v3/kv/range",
+            &serde_json::json!({ "key": B64.encode(key.as_ref()) }),
+        );
+        let kv = v.get("kvs")?.as_array()?.first()?;
+        // An empty value is omitted from the JSON.
+        let value = kv.get("value").and_then(Value::as_str).unwrap_or("");
+        Some(B64.decode(value).expect("etcd returned invalid base64"))
+    }
+
+    /// Kills etcd (SIGKILL) and reaps it; the data directory stays until drop.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// POSTs JSON to the gateway; panics unless the answer is 200 with a JSON body.
+    fn call(&self, path: &str, body: &Value) -> Value {
+        let (status, resp) =
+            http_post(self.client_addr(), path, &body.to_string()).unwrap_or_else(|e| {
+                panic!("POST {path} to etcd failed: {e}\netcd log:\n{}", self.log())
+            });
+        assert_eq!(
+            status,
+            200,
+            "POST {path} answered {status}: {}",
+            String::from_utf8_lossy(&resp)
+        );
+        serde_json::from_slice(&resp).unwrap_or_else(|e| {
+            panic!(
+                "POST {path}: body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&resp)
+            )
+        })
+    }
+
+    fn wait_ready(&mut self, limit: Duration) -> Result<(), NotReady> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                self.child = None;
+                return Err(Exited(status));
+            }
+            if self.has_leader() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(TimedOut);
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// Maintenance status answers 200 and names a leader.
+    fn has_leader(&self) -> bool {
+        let Ok((200, body)) = http_post(self.client_addr(), "/v3/maintenance/status", "{}") else {
+            return false;
+        };
+        let Ok(v) = serde_json::from_slice::<Value>(&body) else {
+            return false;
+        };
+        matches!(v.get("leader").and_then(Value::as_str), Some(l) if !l.is_empty() && l != "0")
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+enum NotReady {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+}
+use NotReady::{Exited, TimedOut};
+
+fn spawn_etcd(bin: &Path, dir: &Path, client: u16, peer: u16) -> Child {
+    let log = std::fs::File::create(dir.join("etcd.log")).expect("create etcd.log");
+    let log2 = log.try_clone().expect("dup etcd.log");
+    let client_url = format!("http://127.0.0.1:{client}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let mut cmd = Command::new(bin);
+    cmd.arg("--name")
+        .arg("t")
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["--listen-client-urls", &client_url])
+        .args(["--advertise-client-urls", &client_url])
+        .args(["--listen-peer-urls", &peer_url])
+        .args(["--initial-advertise-peer-urls", &peer_url])
+        .args(["--initial-cluster", &format!("t={peer_url}")])
+        // zap honours --log-level (the 3.4 default, capnslog, still prints raft at INFO)
+        .args(["--logger", "zap", "--log-level", "error"])
+        // a lone member: a short election timeout only shortens the first election
+        .args(["--heartbeat-interval", "20", "--election-timeout", "200"])
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // If the test process dies without running Drop (killed by a signal, aborted), take etcd
+    // with it. PR_SET_PDEATHSIG fires when the spawning *thread* exits; every test starts and
+    // drops its etcd on its own thread, so that is never earlier than Drop.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() == 1 {
+                // The parent already died between fork and prctl.
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()))
+}
+
+fn header_revision(v: &Value) -> i64 {
+    let rev = &v["header"]["revision"];
+    match rev {
+        Value::String(s) => s
+            .parse()
+            .unwrap_or_else(|e| panic!("header.revision {s:?}: {e}")),
+        Value::Number(n) => n.as_i64().expect("header.revision is an int64"),
+        // proto3 JSON omits zero values
+        Value::Null => 0,
+        other => panic!("unexpected header.revision {other}"),
+    }
+}
+
+/// One HTTP/1.1 POST on a fresh connection (`Connection: close`); returns status and body.
+fn http_post(addr: SocketAddr, path: &str, body: &str) -> std::io::Result<(u16, Vec<u8>)> {
+    let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
+    s.set_read_timeout(Some(IO_TIMEOUT))?;
+    s.set_write_timeout(Some(IO_TIMEOUT))?;
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes())?;
+    // No shutdown(Write) here: Go's server takes a half-close as the client going away and
+    // cancels the request (408 "context canceled"). `Connection: close` ends the response.
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    parse_response(&raw).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "malformed HTTP response: {:?}",
+                String::from_utf8_lossy(&raw)
+            ),
+        )
+    })
+}
+
+fn parse_response(raw: &[u8]) -> Option<(u16, Vec<u8>)> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&raw[..end]).ok()?;
+    let rest = &raw[end + 4..];
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let mut chunked = false;
+    let mut length = None;
+    for line in lines {
+        let (name, value) = line.split_once(':')?;
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("transfer-encoding") && value.eq_ignore_ascii_case("chunked") {
+            chunked = true;
+        } else if name.eq_ignore_ascii_case("content-length") {
+            length = Some(value.parse::<usize>().ok()?);
+        }
+    }
+    let body = if chunked {
+        dechunk(rest)?
+    } else if let Some(n) = length {
+        rest.get(..n)?.to_vec()
+    } else {
+        rest.to_vec()
+    };
+    Some((status, body))
+}
+
+fn dechunk(mut rest: &[u8]) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let eol = rest.windows(2).position(|w| w == b"\r\n")?;
+        let size_line = std::str::from_utf8(&rest[..eol]).ok()?;
+        let size = usize::from_str_radix(size_line.split(';').next()?.trim(), 16).ok()?;
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            return Some(body);
+        }
+        body.extend_from_slice(rest.get(..size)?);
+        rest = rest.get(size + 2..)?;
+    }
+}
+
+/// The wirebench binary built for these tests.
+pub fn wirebench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wirebench"))
+}
+
+/// What one run of the binary did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// stderr without its final newline, split into lines.
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+}
+
+/// Runs wirebench with `args`, no stdin, killing it if it takes longer than `limit`.
+pub fn run_bounded(args: &[&str], limit: Duration) -> Run {
+    let mut cmd = wirebench();
+    cmd.args(args);
+    run_command(cmd, limit)
+}
+
+/// Runs a prepared command with piped output, killing it after `limit` (and then panicking).
+pub fn run_command(mut cmd: Command, limit: Duration) -> Run {
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn wirebench");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for wirebench") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let stderr = err_reader.join().unwrap_or_default();
+            panic!(
+                "{cmd:?} did not finish within {limit:?}; stderr:\n{}",
+                String::from_utf8_lossy(&stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let elapsed = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out_reader.join().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    Run {
+        code: status.code(),
+        stdout,
+        stderr,
+        elapsed,
+    }
+}
+
+/// Runs wirebench with `args` plus `--format json`; asserts exit 0 and returns the report.
+pub fn run_json(args: &[&str]) -> Value {
+    run_json_within(args, RUN_TIMEOUT)
+}
+
+/// `run_json`, failing the test if the run takes longer than `limit` (the process is killed).
+pub fn run_json_within(args: &[&str], limit: Duration) -> Value {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--format", "json"]);
+    let run = run_bounded(&all, limit);
+    assert_eq!(
+        run.code,
+        Some(0),
+        "wirebench {} exited with {:?}\nstderr:\n{}\nstdout:\n{}",
+        all.join(" "),
+        run.code,
+        run.stderr,
+        run.stdout
+    );
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| {
+        panic!(
+            "wirebench {}: stdout is not JSON ({e}):\n{}",
+            all.join(" "),
+            run.stdout
+        )
+    })
+}
+
+/// The run for `proto` ("http" or "grpc") in a report.
+pub fn proto_run<'a>(report: &'a Value, proto: &str) -> &'a Value {
+    report["runs"]
+        .as_array()
+        .expect("runs[] in the report")
+        .iter()
+        .find(|r| r["proto"] == proto)
+        .unwrap_or_else(|| panic!("no {proto} run in the report: {report:#}"))
+}
+
+/// A non-negative integer field, with the report in the panic message.
+pub fn u64_at(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{pointer} is not an unsigned integer in {v:#}"))
+}
+
+/// A number field, with the report in the panic message.
+pub fn f64_at(v: &Value, pointer: &str) -> f64 {
+    v.pointer(pointer)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{pointer} is not a number in {v:#}"))
+}
