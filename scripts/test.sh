@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it (.ci/run execs this): install what the tests need when it is
-# absent (etcd, tshark), then rustfmt, clippy with warnings denied, the test suite, and the
-# fuzz targets when a nightly toolchain with cargo-fuzz is available.
+# absent (etcd, tshark, h2load and nghttp, Python's grpcio), then rustfmt, clippy with warnings
+# denied, the test suite, and the fuzz targets when a nightly toolchain with cargo-fuzz is
+# available.
 #
 # Works unattended as root on a fresh Debian 12 (no stdin, CI=true); as another user it uses
 # sudo for apt-get. Set WIREBENCH_SKIP_INSTALL=1 to never call apt-get.
@@ -86,6 +87,21 @@ else
         echo "wireshark-common wireshark-common/install-setuid boolean false" |
             "${SUDO[@]}" debconf-set-selections
         apt_install tshark
+    fi
+    # Interop tests (tests/interop.rs): nghttp2's h2load and nghttp, and Python's grpcio.
+    if command -v h2load >/dev/null 2>&1 && command -v nghttp >/dev/null 2>&1; then
+        echo "h2load: $(h2load --version 2>/dev/null | head -n1)"
+    else
+        echo "h2load: installing nghttp2-client"
+        apt_install nghttp2-client
+    fi
+    command -v python3 >/dev/null 2>&1 || die "python3 not found: the interop tests need it"
+    if python3 -c 'import grpc, grpc_tools' >/dev/null 2>&1; then
+        echo "grpcio: $(python3 -c 'import grpc; print(grpc.__version__)')"
+    else
+        echo "grpcio: installing grpcio grpcio-tools with pip"
+        PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+            grpcio grpcio-tools </dev/null
     fi
 fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd is missing: the etcd tests need it (apt-get install etcd-server)"

@@ -453,7 +453,9 @@ impl RunArgs {
                 1,
                 u32::MAX as u64,
             )? as usize,
-        };
+            data_frame_budget: 0,
+        }
+        .for_streams(clients.div_ceil(conns));
         let seed = self.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -16,6 +16,19 @@ use crate::net::{self, Ledger, Metered, NetConfig};
 use crate::stats::{ConnRecord, Failure, StatusKey};
 use crate::wire::grpc::{self, Code};
 
+/// h2's own default budget for small DATA frames.
+pub const MIN_DATA_FRAME_BUDGET: usize = 25_600;
+
+impl H2Config {
+    /// Sizes the small-DATA-frame budget for `streams` concurrent streams per connection: each
+    /// may have one small response frame buffered (at most 256 bytes of budget) while its
+    /// client is busy, and that is normal load, not abuse.
+    pub fn for_streams(mut self, streams: usize) -> Self {
+        self.data_frame_budget = MIN_DATA_FRAME_BUDGET.max(streams.saturating_mul(512));
+        self
+    }
+}
+
 /// h2 settings wirebench announces as a client.
 #[derive(Debug, Clone, Copy)]
 pub struct H2Config {
@@ -24,6 +37,9 @@ pub struct H2Config {
     pub max_frame_size: u32,
     /// largest response message accepted (gRPC's receive limit)
     pub max_recv_message: usize,
+    /// h2's allowance for buffered small DATA frames before it closes the connection with
+    /// ENHANCE_YOUR_CALM; must cover one response frame per concurrent stream
+    pub data_frame_budget: usize,
 }
 
 impl Default for H2Config {
@@ -33,6 +49,7 @@ impl Default for H2Config {
             initial_conn_window_size: 65_535,
             max_frame_size: 16_384,
             max_recv_message: grpc::DEFAULT_MAX_MESSAGE,
+            data_frame_budget: MIN_DATA_FRAME_BUDGET,
         }
     }
 }
@@ -67,10 +84,13 @@ impl Conn {
             .initial_window_size(h2_cfg.initial_window_size)
             .initial_connection_window_size(h2_cfg.initial_conn_window_size)
             .max_frame_size(h2_cfg.max_frame_size)
+            .data_frame_budget(h2_cfg.data_frame_budget)
             .enable_push(false)
             .handshake::<_, Bytes>(io)
             .await
             .map_err(|e| io::Error::other(format!("h2 handshake: {e}")))?;
+        let mut connection = connection;
+        let ping = connection.ping_pong();
         let dead = Rc::new(Cell::new(false));
         let flag = dead.clone();
         let driver = tokio::task::spawn_local(async move {
@@ -78,6 +98,22 @@ impl Conn {
             let _ = connection.await;
             flag.set(true);
         });
+        // One PING round trip: the server sends its SETTINGS before acknowledging it, so once
+        // the PONG is here its limits (max concurrent streams, windows) are known and respected
+        // from the first request on.
+        if let Some(mut ping) = ping {
+            match tokio::time::timeout(net_cfg.connect_timeout, ping.ping(h2::Ping::opaque())).await
+            {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(io::Error::other(format!("h2 handshake: {e}"))),
+                Err(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "h2 handshake: no PING answer",
+                    ));
+                }
+            }
+        }
         Ok(Conn {
             send,
             ledger,

@@ -160,20 +160,13 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
 
     while let Some(warm) = w.phase(sent, quota) {
         if let Err(f) = slot.acquire(&w, &mut handle).await {
-            count_failure(&w, warm, None, f);
-            sent += u64::from(!warm);
-            if !reconnect.failed(&w).await {
-                let left = quota.saturating_sub(sent);
-                w.stats.borrow_mut().record_failures(
-                    left,
-                    Failure::with(
-                        "connect",
-                        "gave up: server unreachable for longer than --timeout",
-                    ),
-                );
-                break;
+            if reconnect
+                .connect_failed(&w, warm, &mut sent, quota, f)
+                .await
+            {
+                continue;
             }
-            continue;
+            break;
         }
         reconnect.ok();
 

@@ -60,20 +60,14 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     conn.insert(c)
                 }
                 Err(e) => {
-                    count_failure(&w, warm, None, Failure::with("connect", e));
-                    sent += u64::from(!warm);
-                    if !reconnect.failed(&w).await {
-                        let left = quota.saturating_sub(sent);
-                        w.stats.borrow_mut().record_failures(
-                            left,
-                            Failure::with(
-                                "connect",
-                                "gave up: server unreachable for longer than --timeout",
-                            ),
-                        );
-                        break;
+                    let f = Failure::with("connect", e);
+                    if reconnect
+                        .connect_failed(&w, warm, &mut sent, quota, f)
+                        .await
+                    {
+                        continue;
                     }
-                    continue;
+                    break;
                 }
             },
         };

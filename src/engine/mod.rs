@@ -126,6 +126,31 @@ impl Reconnect {
         self.down_since = None;
     }
 
+    /// Counts a request that found no connection, backs off, and returns false when the client
+    /// should stop: then its remaining quota is counted as failed too (total mode only).
+    async fn connect_failed(
+        &mut self,
+        w: &Worker,
+        warm: bool,
+        sent: &mut u64,
+        quota: u64,
+        f: Failure,
+    ) -> bool {
+        count_failure(w, warm, None, f);
+        *sent += u64::from(!warm);
+        if self.failed(w).await {
+            return true;
+        }
+        w.stats.borrow_mut().record_failures(
+            quota.saturating_sub(*sent),
+            Failure::with(
+                "connect",
+                "gave up: server unreachable for longer than --timeout",
+            ),
+        );
+        false
+    }
+
     /// After a failed connect: sleeps the backoff; returns false when the client should give up.
     async fn failed(&mut self, w: &Worker) -> bool {
         let since = *self.down_since.get_or_insert_with(Instant::now);

@@ -12,10 +12,10 @@ use h2::server::SendResponse;
 use http::{HeaderMap, HeaderValue, Request, Response};
 use prost::Message;
 
-use crate::proto::echo::{EchoRequest, EchoResponse};
+use crate::proto::echo::EchoRequest;
 use crate::proto::health::HealthCheckResponse;
 use crate::proto::health::health_check_response::ServingStatus;
-use crate::server::{MAX_REQUEST, Rewind, ServeConfig, timestamp};
+use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response};
 use crate::wire::grpc::{self, Code};
 
 pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: Option<Duration>) {
@@ -96,23 +96,12 @@ async fn handle(
                 Ok(Some(r)) => r,
                 _ => return status_only(&mut respond, Code::Internal, "malformed EchoRequest"),
             };
-            let reached = SystemTime::now();
             let mut headers: HashMap<String, String> = HashMap::new();
             if let Some(a) = parts.uri.authority() {
                 headers.insert(":authority".into(), a.to_string());
             }
             collect_metadata(&parts.headers, &mut headers);
-            let mut resp = EchoResponse {
-                headers,
-                body: req.ping,
-                remote_addr: peer.to_string(),
-                received_at: Some(timestamp(received_at)),
-                handler_reached_at: Some(timestamp(reached)),
-                handler_responded_at: None,
-                sent_at: None,
-            };
-            resp.handler_responded_at = Some(timestamp(SystemTime::now()));
-            resp.sent_at = Some(timestamp(SystemTime::now()));
+            let resp = echo_response(headers, req.ping, peer, received_at);
             let mut out = BytesMut::with_capacity(resp.encoded_len() + grpc::PREFIX_LEN);
             grpc::encode(&resp, &mut out);
             out.freeze()

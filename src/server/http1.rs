@@ -10,8 +10,7 @@ use bytes::{Buf, BytesMut};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::proto::echo::EchoResponse;
-use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response_json, timestamp};
+use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response, echo_response_json};
 use crate::wire::http1::MAX_HEAD_BYTES;
 
 const MAX_REQUEST_HEADERS: usize = 64;
@@ -170,18 +169,8 @@ pub(super) async fn serve(
         } else {
             match serde_json::from_slice::<EchoBody>(&body) {
                 Ok(req) => {
-                    let reached = SystemTime::now();
-                    let mut resp = EchoResponse {
-                        headers: head.headers,
-                        body: req.ping.into_owned(),
-                        remote_addr: peer.to_string(),
-                        received_at: Some(timestamp(received_at)),
-                        handler_reached_at: Some(timestamp(reached)),
-                        handler_responded_at: None,
-                        sent_at: None,
-                    };
-                    resp.handler_responded_at = Some(timestamp(SystemTime::now()));
-                    resp.sent_at = Some(timestamp(SystemTime::now()));
+                    let resp =
+                        echo_response(head.headers, req.ping.into_owned(), peer, received_at);
                     let json = echo_response_json(&resp).to_string();
                     respond(&mut out, 200, &json, close);
                 }

@@ -281,6 +281,29 @@ fn timestamp(t: SystemTime) -> prost_types::Timestamp {
     }
 }
 
+/// The EchoResponse grpc-echo sends: the request's metadata and ping, the peer, and the four
+/// timestamps (request received, handler reached, handler done, response about to be sent).
+pub(crate) fn echo_response(
+    headers: std::collections::HashMap<String, String>,
+    ping: String,
+    peer: SocketAddr,
+    received_at: SystemTime,
+) -> EchoResponse {
+    let reached = SystemTime::now();
+    let mut resp = EchoResponse {
+        headers,
+        body: ping,
+        remote_addr: peer.to_string(),
+        received_at: Some(timestamp(received_at)),
+        handler_reached_at: Some(timestamp(reached)),
+        handler_responded_at: None,
+        sent_at: None,
+    };
+    resp.handler_responded_at = Some(timestamp(SystemTime::now()));
+    resp.sent_at = Some(timestamp(SystemTime::now()));
+    resp
+}
+
 /// EchoResponse in protobuf's JSON mapping with the original (proto) field names.
 pub fn echo_response_json(r: &EchoResponse) -> Value {
     let mut m = Map::new();

@@ -1,0 +1,213 @@
+//! The built-in echo server and the echo workload, end to end: both protocols, `call`, many
+//! streams on one connection, the server's stream limit, and connections closed by age.
+
+mod support;
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+use support::{f64_at, proto_run, run_bounded, run_json, run_json_within, u64_at};
+use wirebench::server::{ServeConfig, Server};
+
+fn server(max_conn_age: Option<Duration>, max_concurrent_streams: Option<u32>) -> (Server, String) {
+    let srv = Server::start(ServeConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        max_conn_age,
+        max_conn_idle: None,
+        max_concurrent_streams,
+    })
+    .expect("start the echo server");
+    let url = format!("http://{}", srv.local_addr());
+    (srv, url)
+}
+
+/// Nanoseconds since the epoch of an RFC 3339 UTC timestamp ("...Z"), as protobuf JSON writes.
+fn epoch_nanos(ts: &str) -> i128 {
+    let (date, time) = ts
+        .strip_suffix('Z')
+        .and_then(|t| t.split_once('T'))
+        .expect("RFC 3339 UTC");
+    let d: Vec<i64> = date.split('-').map(|x| x.parse().unwrap()).collect();
+    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
+    let t: Vec<i64> = hms.split(':').map(|x| x.parse().unwrap()).collect();
+    // days from civil (proleptic Gregorian)
+    let (y, m) = if d[1] <= 2 {
+        (d[0] - 1, d[1] + 9)
+    } else {
+        (d[0], d[1] - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d[2] - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2];
+    let nanos: i128 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<9}").parse().unwrap()
+    };
+    i128::from(secs) * 1_000_000_000 + nanos
+}
+
+#[test]
+fn echo_runs_both_protocols_against_the_builtin_server() {
+    let report = run_json(&["echo", "-n", "2000", "-c", "4"]);
+    for proto in ["http", "grpc"] {
+        let run = proto_run(&report, proto);
+        assert_eq!(u64_at(run, "/summary/ok"), 2000, "{proto}");
+        assert_eq!(u64_at(run, "/summary/failed"), 0, "{proto}");
+        assert_eq!(run["sample_response"]["body"], "Hello, world!", "{proto}");
+        assert!(
+            f64_at(run, "/wire/server_cpu_us_per_request") > 0.0,
+            "{proto}"
+        );
+        assert!(
+            f64_at(run, "/wire/client_cpu_us_per_request") > 0.0,
+            "{proto}"
+        );
+    }
+    assert!(report["ratios"]["server_cpu_us_per_request"].is_number());
+    // HTTP/1.1: one connection per client; gRPC: the default single connection.
+    assert_eq!(
+        u64_at(proto_run(&report, "http"), "/wire/connections_opened"),
+        4
+    );
+    assert_eq!(
+        u64_at(proto_run(&report, "grpc"), "/wire/connections_opened"),
+        1
+    );
+}
+
+#[test]
+fn call_prints_the_echo_response_with_ordered_timestamps() {
+    for proto in ["grpc", "http"] {
+        let run = run_bounded(
+            &[
+                "call", "echo", "--ping", "hi there", "-H", "x-k:v", "--proto", proto,
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(run.code, Some(0), "{proto}: {}", run.stderr);
+        let v: Value = serde_json::from_str(&run.stdout).expect("call prints JSON");
+        assert_eq!(v["body"], "hi there", "{proto}");
+        assert_eq!(v["headers"]["x-k"], "v", "{proto}: {v:#}");
+        let remote = v["remote_addr"].as_str().expect("remote_addr");
+        assert!(remote.starts_with("127.0.0.1:"), "{proto}: {remote}");
+        let names = [
+            "received_at",
+            "handler_reached_at",
+            "handler_responded_at",
+            "sent_at",
+        ];
+        let times: Vec<i128> = names
+            .iter()
+            .map(|n| {
+                epoch_nanos(
+                    v[n].as_str()
+                        .unwrap_or_else(|| panic!("{proto}: no {n} in {v:#}")),
+                )
+            })
+            .collect();
+        assert!(
+            times.windows(2).all(|w| w[0] <= w[1]),
+            "{proto}: timestamps out of order: {v:#}"
+        );
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i128;
+        assert!(
+            (now - times[0]).abs() < 60_000_000_000,
+            "{proto}: received_at is not now: {v:#}"
+        );
+    }
+    let grpc = run_bounded(&["call", "echo", "--ping", "x"], Duration::from_secs(30));
+    let v: Value = serde_json::from_str(&grpc.stdout).unwrap();
+    assert_eq!(v["headers"]["content-type"], "application/grpc");
+    assert!(
+        v["headers"][":authority"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("127.0.0.1:"))
+    );
+}
+
+#[test]
+fn call_to_nothing_fails_with_one_line() {
+    let port = support::unused_port();
+    let target = format!("http://127.0.0.1:{port}");
+    let run = run_bounded(
+        &["call", "echo", "--target", &target],
+        Duration::from_secs(20),
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(run.stderr_lines().len(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("connect"), "{}", run.stderr);
+}
+
+#[test]
+fn a_thousand_streams_share_one_connection() {
+    let (_srv, url) = server(None, None);
+    let report = run_json(&[
+        "echo", "--target", &url, "--proto", "grpc", "-c", "1000", "--conns", "1", "-n", "20000",
+    ]);
+    let run = proto_run(&report, "grpc");
+    assert_eq!(u64_at(run, "/summary/ok"), 20_000);
+    assert_eq!(u64_at(run, "/wire/connections_opened"), 1);
+    assert_eq!(u64_at(run, "/wire/requests_on_wire"), 20_000);
+}
+
+#[test]
+fn the_servers_stream_limit_is_respected() {
+    // A client that opened more than 10 streams would get them refused (REFUSED_STREAM), which
+    // shows up as retried or failed requests.
+    let (_srv, url) = server(None, Some(10));
+    let report = run_json(&[
+        "echo", "--target", &url, "--proto", "grpc", "-c", "100", "--conns", "1", "-n", "5000",
+    ]);
+    let run = proto_run(&report, "grpc");
+    assert_eq!(u64_at(run, "/summary/ok"), 5000);
+    assert_eq!(u64_at(run, "/summary/failed"), 0);
+    assert_eq!(u64_at(run, "/summary/retried"), 0);
+}
+
+#[test]
+fn connections_closed_by_age_lose_no_request() {
+    let (_srv, url) = server(Some(Duration::from_secs(1)), None);
+    let report = run_json_within(
+        &[
+            "echo", "--target", &url, "--proto", "grpc", "-z", "10s", "-c", "8",
+        ],
+        Duration::from_secs(40),
+    );
+    let run = proto_run(&report, "grpc");
+    assert!(u64_at(run, "/summary/ok") > 1000, "{run:#}");
+    assert_eq!(
+        u64_at(run, "/summary/failed"),
+        0,
+        "{:#}",
+        run["error_distribution"]
+    );
+    // about one connection per second of the run
+    let conns = u64_at(run, "/wire/connections_opened");
+    assert!(
+        (6..=20).contains(&conns),
+        "{conns} connections in 10 s with a 1 s age"
+    );
+
+    let report = run_json_within(
+        &[
+            "echo", "--target", &url, "--proto", "http", "-z", "3s", "-c", "4",
+        ],
+        Duration::from_secs(30),
+    );
+    let run = proto_run(&report, "http");
+    assert_eq!(
+        u64_at(run, "/summary/failed"),
+        0,
+        "{:#}",
+        run["error_distribution"]
+    );
+    assert!(u64_at(run, "/wire/reconnects") >= 4, "{run:#}");
+}
