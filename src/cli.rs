@@ -50,6 +50,31 @@ pub enum Command {
         #[command(subcommand)]
         what: CallCmd,
     },
+    /// Run both protocols in alternating rounds (HTTP/1.1, gRPC, HTTP/1.1, ...): medians,
+    /// ratios and findings
+    Compare {
+        /// Rounds per protocol
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[command(subcommand)]
+        what: CompareCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CompareCmd {
+    /// etcd put or range
+    Etcd {
+        #[command(subcommand)]
+        op: EtcdCmd,
+    },
+    /// a grpc-echo compatible server (the built-in one when no --target is given)
+    Echo {
+        #[command(flatten)]
+        echo: EchoArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +172,12 @@ pub enum Action {
         embedded: Option<ServeConfig>,
     },
     Serve(ServeConfig),
+    /// Alternating rounds of both protocols.
+    Compare {
+        cfg: Config,
+        embedded: Option<ServeConfig>,
+        rounds: usize,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -269,6 +300,25 @@ pub struct RunArgs {
     /// Seed for generated keys and values (default: from the clock)
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Protocol-layer accounting (h2 frame sniffing, HTTP/1.1 head/body split); socket
+    /// counters and TCP_INFO stay on either way
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub ledger: OnOff,
+    /// Report this server process's CPU per request (from /proc/PID/stat)
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    /// Also print the per-connection ledger table (always in JSON)
+    #[arg(long)]
+    pub per_conn: bool,
+    /// Write a chart of the headline figures, HTTP/1.1 next to gRPC, as SVG
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
 }
 
 fn nonzero(name: &str, v: usize) -> Result<usize, String> {
@@ -357,6 +407,10 @@ impl CallArgs {
             format: FormatArg::Json,
             output: None,
             seed: Some(0),
+            ledger: OnOff::On,
+            server_pid: None,
+            per_conn: false,
+            svg: None,
         };
         run.into_config(spec, endpoints)
     }
@@ -454,6 +508,7 @@ impl RunArgs {
                 u32::MAX as u64,
             )? as usize,
             data_frame_budget: 0,
+            ledger: self.ledger == OnOff::On,
         }
         .for_streams(clients.div_ceil(conns));
         let seed = self.seed.unwrap_or_else(|| {
@@ -461,6 +516,13 @@ impl RunArgs {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         });
+        if let Some(pid) = self.server_pid
+            && crate::stats::process_cpu(pid).is_none()
+        {
+            return Err(format!(
+                "--server-pid {pid}: no such process (or /proc/{pid}/stat unreadable)"
+            ));
+        }
         let workload = spec.build(&endpoints, seed)?;
         Ok(Config {
             endpoints,
@@ -484,6 +546,9 @@ impl RunArgs {
                 FormatArg::Json => Format::Json,
             },
             output: self.output,
+            server_pid: self.server_pid,
+            per_conn: self.per_conn,
+            svg: self.svg,
         })
     }
 }
@@ -526,32 +591,36 @@ fn etcd_range(key: String, consistency: Consistency) -> Result<EtcdOp, String> {
     })
 }
 
+fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
+    let (op, endpoints, run) = match op {
+        EtcdCmd::Put {
+            key_size,
+            val_size,
+            key_space_size,
+            sequential_keys,
+            endpoints,
+            run,
+        } => (
+            etcd_put(key_size, val_size, key_space_size, sequential_keys)?,
+            endpoints,
+            run,
+        ),
+        EtcdCmd::Range {
+            key,
+            consistency,
+            endpoints,
+            run,
+        } => (etcd_range(key, consistency)?, endpoints, run),
+    };
+    run.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?)
+}
+
 impl Cli {
     /// Validates the flags into what to do; the error is one line for the user.
     pub fn into_action(self) -> Result<Action, String> {
         match self.command {
             Command::Etcd { op } => {
-                let (op, endpoints, run) = match op {
-                    EtcdCmd::Put {
-                        key_size,
-                        val_size,
-                        key_space_size,
-                        sequential_keys,
-                        endpoints,
-                        run,
-                    } => (
-                        etcd_put(key_size, val_size, key_space_size, sequential_keys)?,
-                        endpoints,
-                        run,
-                    ),
-                    EtcdCmd::Range {
-                        key,
-                        consistency,
-                        endpoints,
-                        run,
-                    } => (etcd_range(key, consistency)?, endpoints, run),
-                };
-                let cfg = run.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?)?;
+                let cfg = etcd_config(op)?;
                 Ok(Action::Run {
                     cfg,
                     embedded: None,
@@ -561,6 +630,24 @@ impl Cli {
                 let (spec, endpoints, embedded) = echo.resolve()?;
                 let cfg = run.into_config(spec, endpoints)?;
                 Ok(Action::Run { cfg, embedded })
+            }
+            Command::Compare { rounds, what } => {
+                if rounds == 0 {
+                    return Err("--rounds must be at least 1".into());
+                }
+                let (mut cfg, embedded) = match what {
+                    CompareCmd::Etcd { op } => (etcd_config(op)?, None),
+                    CompareCmd::Echo { echo, run } => {
+                        let (spec, endpoints, embedded) = echo.resolve()?;
+                        (run.into_config(spec, endpoints)?, embedded)
+                    }
+                };
+                cfg.protos = vec![Proto::Http, Proto::Grpc];
+                Ok(Action::Compare {
+                    cfg,
+                    embedded,
+                    rounds,
+                })
             }
             Command::Serve(args) => Ok(Action::Serve(args.into_config()?)),
             Command::Call { what } => match what {
@@ -594,7 +681,9 @@ impl Cli {
     /// The run configuration of a load command (tests use this).
     pub fn into_config(self) -> Result<Config, String> {
         match self.into_action()? {
-            Action::Run { cfg, .. } | Action::Call { cfg, .. } => Ok(cfg),
+            Action::Run { cfg, .. } | Action::Call { cfg, .. } | Action::Compare { cfg, .. } => {
+                Ok(cfg)
+            }
             Action::Serve(_) => Err("serve has no run configuration".into()),
         }
     }

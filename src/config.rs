@@ -20,6 +20,14 @@ pub enum WorkloadSpec {
 }
 
 impl WorkloadSpec {
+    /// What the server is called in findings ("etcd spent 2.1× the CPU ...").
+    pub fn server_name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Etcd(_) => "etcd",
+            WorkloadSpec::Echo { .. } => "echo-server",
+        }
+    }
+
     pub fn build(&self, endpoints: &[Endpoint], seed: u64) -> Result<Workload, String> {
         Ok(match self {
             WorkloadSpec::Etcd(op) => {
@@ -153,6 +161,12 @@ pub struct Config {
     pub workload: Workload,
     pub format: Format,
     pub output: Option<PathBuf>,
+    /// a server process whose CPU is reported per request
+    pub server_pid: Option<u32>,
+    /// print the per-connection table in the text report
+    pub per_conn: bool,
+    /// write a chart here
+    pub svg: Option<PathBuf>,
 }
 
 impl Config {

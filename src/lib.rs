@@ -87,12 +87,20 @@ pub fn run(
     server: Option<&server::Server>,
 ) -> Result<(Report, Vec<ProtoRun>), RunError> {
     let mut runs = Vec::with_capacity(cfg.protos.len());
-    let server_cpu = server.map(|s| move || s.cpu_time());
+    // Server CPU: the in-process server's thread clocks, or another process's /proc entry.
+    let in_process = server.map(|s| move || s.cpu_time());
+    let by_pid = cfg
+        .server_pid
+        .map(|pid| move || stats::process_cpu(pid).unwrap_or_default());
     for &proto in &cfg.protos {
         if engine::INTERRUPTED.load(Ordering::Relaxed) {
             break;
         }
-        let cpu: Option<&dyn Fn() -> std::time::Duration> = server_cpu.as_ref().map(|f| f as _);
+        let cpu: Option<&dyn Fn() -> std::time::Duration> = match (&in_process, &by_pid) {
+            (Some(f), _) => Some(f),
+            (None, Some(f)) => Some(f),
+            (None, None) => None,
+        };
         runs.push(engine::run_proto(cfg, proto, cpu).map_err(RunError::Setup)?);
     }
     let report = Report::new(cfg, &runs);
@@ -164,6 +172,14 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
             .map(|s| start_embedded(&mut cfg, s))
             .transpose()
             .and_then(|srv| call(&cfg, srv.as_ref())),
+        cli::Action::Compare {
+            mut cfg,
+            embedded,
+            rounds,
+        } => embedded
+            .map(|s| start_embedded(&mut cfg, s))
+            .transpose()
+            .and_then(|srv| compare(&cfg, srv.as_ref(), rounds)),
     };
     match result {
         Ok(code) => code,
@@ -212,23 +228,86 @@ fn call(cfg: &Config, server: Option<&server::Server>) -> Result<i32, RunError> 
     }
 }
 
+/// Writes `text` to the configured output file, or stdout.
+fn emit(cfg: &Config, text: &str) -> Result<(), RunError> {
+    match &cfg.output {
+        Some(path) => std::fs::write(path, text).map_err(|source| RunError::Output {
+            path: path.display().to_string(),
+            source,
+        }),
+        None => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            Ok(())
+        }
+    }
+}
+
+fn write_svg(
+    cfg: &Config,
+    http: Option<report::compare::Figures>,
+    grpc: Option<report::compare::Figures>,
+) -> Result<(), RunError> {
+    let Some(path) = &cfg.svg else { return Ok(()) };
+    let blank = report::compare::Figures::default();
+    let mut panels = report::compare::Figures::panels(
+        http.as_ref().unwrap_or(&blank),
+        grpc.as_ref().unwrap_or(&blank),
+    );
+    for p in &mut panels {
+        if http.is_none() {
+            p.http = None;
+        }
+        if grpc.is_none() {
+            p.grpc = None;
+        }
+    }
+    let svg = report::svg::render(&cfg.workload.describe(), &panels);
+    std::fs::write(path, svg).map_err(|source| RunError::Output {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+fn compare(cfg: &Config, server: Option<&server::Server>, rounds: usize) -> Result<i32, RunError> {
+    let mut reports = Vec::with_capacity(rounds);
+    for round in 1..=rounds {
+        if engine::INTERRUPTED.load(Ordering::Relaxed) {
+            break;
+        }
+        eprintln!("wirebench compare: round {round} of {rounds}");
+        reports.push(run(cfg, server)?.0);
+    }
+    let cmp = report::compare::CompareReport::new(
+        cfg.workload.describe(),
+        &reports,
+        cfg.spec.server_name(),
+    );
+    let text = match cfg.format {
+        Format::Text => cmp.to_text(),
+        Format::Json => cmp.to_json(),
+    };
+    emit(cfg, &text)?;
+    write_svg(cfg, Some(cmp.median_http), Some(cmp.median_grpc))?;
+    Ok(exit::OK)
+}
+
 fn run_and_write(cfg: &Config, server: Option<&server::Server>) -> Result<i32, RunError> {
     let (report, runs) = run(cfg, server)?;
     let text = match cfg.format {
         Format::Text => report::text::render(&report),
         Format::Json => report.to_json(),
     };
-    match &cfg.output {
-        Some(path) => std::fs::write(path, text).map_err(|source| RunError::Output {
-            path: path.display().to_string(),
-            source,
-        })?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-        }
-    }
+    emit(cfg, &text)?;
+    let fig = |p: &str| {
+        report
+            .runs
+            .iter()
+            .find(|r| r.proto == p)
+            .map(report::compare::Figures::of)
+    };
+    write_svg(cfg, fig("http"), fig("grpc"))?;
     let mut code = exit::OK;
     for r in &runs {
         if r.stats.ok == 0 && r.stats.count() > 0 {

@@ -12,7 +12,7 @@ use h2::client::SendRequest;
 use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, TE};
 use http::{HeaderMap, Method, Request, Uri, Version};
 
-use crate::net::{self, Ledger, Metered, NetConfig};
+use crate::net::{self, Layers, Ledger, Metered, NetConfig};
 use crate::stats::{ConnRecord, Failure, StatusKey};
 use crate::wire::grpc::{self, Code};
 
@@ -37,6 +37,8 @@ pub struct H2Config {
     pub max_frame_size: u32,
     /// largest response message accepted (gRPC's receive limit)
     pub max_recv_message: usize,
+    /// break the connection's bytes into h2 layers (frame sniffing)
+    pub ledger: bool,
     /// h2's allowance for buffered small DATA frames before it closes the connection with
     /// ENHANCE_YOUR_CALM; must cover one response frame per concurrent stream
     pub data_frame_budget: usize,
@@ -50,6 +52,7 @@ impl Default for H2Config {
             max_frame_size: 16_384,
             max_recv_message: grpc::DEFAULT_MAX_MESSAGE,
             data_frame_budget: MIN_DATA_FRAME_BUDGET,
+            ledger: true,
         }
     }
 }
@@ -79,7 +82,14 @@ impl Conn {
         let stream = net::connect(addr, net_cfg).await?;
         let local_port = net::local_port(&stream);
         let fd = stream.as_fd().try_clone_to_owned()?;
-        let (io, ledger) = Metered::new(stream);
+        let (io, ledger) = Metered::new(
+            stream,
+            if h2_cfg.ledger {
+                Layers::H2
+            } else {
+                Layers::Off
+            },
+        );
         let (send, connection) = h2::client::Builder::new()
             .initial_window_size(h2_cfg.initial_window_size)
             .initial_connection_window_size(h2_cfg.initial_conn_window_size)
@@ -143,10 +153,11 @@ impl Conn {
         &self.ledger
     }
 
-    /// Snapshots TCP_INFO, closes (GOAWAY once all handles are gone), and returns the ledger.
-    /// Streams still in flight on it get up to `linger` to finish.
+    /// Closes (h2 sends GOAWAY once every handle is gone and streams are done), then snapshots
+    /// TCP_INFO through the duplicate descriptor — which still holds the socket open, so the
+    /// snapshot covers everything h2 wrote and precedes only our FIN — and returns the ledger.
+    /// Streams still in flight get up to `linger` to finish.
     pub async fn close(self, linger: std::time::Duration) -> ConnRecord {
-        let tcp = net::tcp_info(&self.fd);
         let Conn {
             send,
             ledger,
@@ -159,25 +170,13 @@ impl Conn {
         } = self;
         let lifetime_us = opened.elapsed().as_micros() as u64;
         drop(send);
-        drop(fd);
-        // The driver ends once every handle is dropped and the streams are done; bound the wait.
         let mut driver = driver;
         if tokio::time::timeout(linger, &mut driver).await.is_err() {
             driver.abort();
         }
-        ConnRecord {
-            endpoint,
-            local_port,
-            bytes_out: ledger.bytes_out.get(),
-            bytes_in: ledger.bytes_in.get(),
-            write_calls: ledger.write_calls.get(),
-            read_calls: ledger.read_calls.get(),
-            write_would_block: ledger.write_would_block.get(),
-            read_would_block: ledger.read_would_block.get(),
-            requests: ledger.requests.get(),
-            lifetime_us,
-            tcp,
-        }
+        let tcp = net::tcp_info(&fd);
+        drop(fd);
+        ConnRecord::from_ledger(&ledger, endpoint, local_port, lifetime_us, tcp)
     }
 }
 
@@ -188,6 +187,42 @@ pub struct Call {
     pub uri: Uri,
     pub metadata: Vec<(HeaderName, HeaderValue)>,
     pub status_kind: &'static str,
+    /// uncompressed size of the request's header list (pseudo-headers included)
+    pub header_list_bytes: u64,
+}
+
+impl Call {
+    pub fn new(
+        uri: Uri,
+        metadata: Vec<(HeaderName, HeaderValue)>,
+        status_kind: &'static str,
+    ) -> Call {
+        let pseudo = [
+            (":method", "POST".len()),
+            (":scheme", uri.scheme_str().map_or(0, str::len)),
+            (
+                ":path",
+                uri.path_and_query().map_or(0, |p| p.as_str().len()),
+            ),
+            (
+                ":authority",
+                uri.authority().map_or(0, |a| a.as_str().len()),
+            ),
+        ];
+        let fixed = "content-type".len() + "application/grpc".len() + "te".len() + "trailers".len();
+        let header_list_bytes = pseudo.iter().map(|(n, v)| n.len() + v).sum::<usize>()
+            + fixed
+            + metadata
+                .iter()
+                .map(|(k, v)| k.as_str().len() + v.len())
+                .sum::<usize>();
+        Call {
+            uri,
+            metadata,
+            status_kind,
+            header_list_bytes: header_list_bytes as u64,
+        }
+    }
 }
 
 /// How a failed call ended: the gRPC status when there was one, and why.
@@ -274,6 +309,12 @@ pub async fn unary(
 
     let response = response.await.map_err(CallError::h2)?;
     let (parts, mut body) = response.into_parts();
+    // Uncompressed header list sizes, for the ledger's HPACK ratio (only when it is on).
+    let header_list_in = if ledger.h2.is_some() {
+        header_list_bytes(&parts.headers) + ":status".len() as u64 + 3
+    } else {
+        0
+    };
     if parts.status != http::StatusCode::OK {
         let code = http_to_grpc(parts.status.as_u16());
         return Err(CallError {
@@ -320,6 +361,12 @@ pub async fn unary(
             "stream ended without trailers",
         )));
     };
+    if ledger.h2.is_some() {
+        ledger.h2_header_lists(
+            call.header_list_bytes,
+            header_list_in + header_list_bytes(&trailers),
+        );
+    }
     if let Some(err) = status_error(&trailers, call.status_kind) {
         return Err(err);
     }
@@ -346,6 +393,13 @@ pub async fn unary(
         )));
     }
     Ok(message)
+}
+
+/// Name + value octets of a header list (HPACK's accounting without its 32-byte entry overhead).
+fn header_list_bytes(h: &HeaderMap) -> u64 {
+    h.iter()
+        .map(|(k, v)| (k.as_str().len() + v.len()) as u64)
+        .sum()
 }
 
 /// `None` when grpc-status is 0 (or absent); otherwise the status as a call error.

@@ -9,7 +9,7 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::client::io_failure;
-use crate::net::{self, Ledger, Metered, NetConfig};
+use crate::net::{self, Layers, Ledger, Metered, NetConfig};
 use crate::stats::{ConnRecord, Failure};
 use crate::wire::http1::{self, BodyKind, ChunkedDecoder};
 
@@ -47,10 +47,11 @@ impl Conn {
         endpoint: usize,
         cfg: &NetConfig,
         max_body: u64,
+        layers: Layers,
     ) -> io::Result<Conn> {
         let stream = net::connect(addr, cfg).await?;
         let local_port = net::local_port(&stream);
-        let (io, ledger) = Metered::new(stream);
+        let (io, ledger) = Metered::new(stream, layers);
         Ok(Conn {
             io,
             ledger,
@@ -73,10 +74,17 @@ impl Conn {
 
     /// Sends one complete, pre-encoded request and reads its whole response. The request goes
     /// out in one write call unless the kernel takes it partially.
-    pub async fn round_trip(&mut self, request: &[u8]) -> Result<Response<'_>, Failure> {
+    /// `head_len` is the request's head (start line + headers) length, for the ledger.
+    pub async fn round_trip(
+        &mut self,
+        request: &[u8],
+        head_len: usize,
+    ) -> Result<Response<'_>, Failure> {
         self.rbuf.advance(self.consumed);
         self.consumed = 0;
         self.ledger.count_request();
+        self.ledger
+            .http1_request(head_len, request.len().saturating_sub(head_len));
         self.io
             .write_all(request)
             .await
@@ -95,6 +103,7 @@ impl Conn {
         if !head.keep_alive {
             self.reusable = false;
         }
+        let mut framing = 0;
         let body: &[u8] = match head.body {
             BodyKind::Empty => &[],
             BodyKind::Length(n) => {
@@ -119,6 +128,7 @@ impl Conn {
                         }
                     }
                 }
+                framing = self.chunked.framing_bytes();
                 &self.body
             }
             BodyKind::UntilClose => {
@@ -141,6 +151,8 @@ impl Conn {
                 &self.rbuf[..]
             }
         };
+        self.ledger
+            .http1_response(head.head_len, body.len(), framing);
         Ok(Response {
             status: head.status,
             body,
@@ -172,19 +184,13 @@ impl Conn {
     /// Snapshots TCP_INFO and the ledger, then closes the connection.
     pub fn close(self) -> ConnRecord {
         let tcp = net::tcp_info(self.io.stream());
-        let l = &self.ledger;
-        ConnRecord {
-            endpoint: self.endpoint,
-            local_port: self.local_port,
-            bytes_out: l.bytes_out.get(),
-            bytes_in: l.bytes_in.get(),
-            write_calls: l.write_calls.get(),
-            read_calls: l.read_calls.get(),
-            write_would_block: l.write_would_block.get(),
-            read_would_block: l.read_would_block.get(),
-            requests: l.requests.get(),
-            lifetime_us: self.opened.elapsed().as_micros() as u64,
+        let lifetime_us = self.opened.elapsed().as_micros() as u64;
+        ConnRecord::from_ledger(
+            &self.ledger,
+            self.endpoint,
+            self.local_port,
+            lifetime_us,
             tcp,
-        }
+        )
     }
 }

@@ -11,7 +11,7 @@ use crate::stats::Failure;
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
     let addr = ctx.addrs[endpoint];
-    Conn::connect(addr, endpoint, &ctx.net, ctx.max_body)
+    Conn::connect(addr, endpoint, &ctx.net, ctx.max_body, ctx.layers)
         .await
         .map_err(|e| format!("connect to {addr}: {e}"))
 }
@@ -74,10 +74,10 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
 
         let started = Instant::now();
         wbuf.clear();
-        work.encode_http(idx, endpoint, &mut wbuf);
+        let head_len = work.encode_http(idx, endpoint, &mut wbuf);
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
-        let result = tokio::time::timeout(ctx.timeout, c.round_trip(&wbuf)).await;
+        let result = tokio::time::timeout(ctx.timeout, c.round_trip(&wbuf, head_len)).await;
         let latency = started.elapsed();
         let keep = match result {
             Err(_) => {

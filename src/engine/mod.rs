@@ -55,6 +55,8 @@ struct Ctx {
     net: NetConfig,
     h2: H2Config,
     max_body: u64,
+    /// HTTP/1.1 layer accounting on or off (h2 carries its own switch in `h2`)
+    layers: crate::net::Layers,
     addrs: Vec<std::net::SocketAddr>,
     workload: Workload,
 }
@@ -250,6 +252,11 @@ pub fn run_proto(
         net: cfg.net,
         h2: cfg.h2,
         max_body: cfg.max_body,
+        layers: if cfg.h2.ledger {
+            crate::net::Layers::Http1
+        } else {
+            crate::net::Layers::Off
+        },
         addrs: cfg.endpoints.iter().map(|e| e.addr).collect(),
         workload: cfg.workload.clone(),
     });

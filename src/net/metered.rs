@@ -1,6 +1,6 @@
 //! `Metered<IO>`: a TcpStream wrapper that counts every byte and every read/write syscall.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -9,6 +9,40 @@ use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use crate::wire::h2sniff::H2Sniffer;
+
+/// Which protocol layers the ledger breaks a connection's bytes into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layers {
+    /// socket counters only (`--ledger off`)
+    Off,
+    /// HTTP/1.1: head, body and chunk framing, told by the client that parses them
+    Http1,
+    /// h2: every byte written and read goes through a frame sniffer per direction
+    H2,
+}
+
+/// HTTP/1.1 layer tallies of one connection.
+#[derive(Debug, Default)]
+pub struct Http1Tally {
+    pub requests: Cell<u64>,
+    pub responses: Cell<u64>,
+    pub request_head_bytes: Cell<u64>,
+    pub request_body_bytes: Cell<u64>,
+    pub response_head_bytes: Cell<u64>,
+    pub response_body_bytes: Cell<u64>,
+    pub chunk_framing_bytes: Cell<u64>,
+}
+
+/// h2 frame sniffers of one connection, one per direction, plus the uncompressed size of the
+/// header lists (known to the client, not to the sniffer: HPACK is not decoded).
+#[derive(Debug)]
+pub struct H2Tally {
+    pub out: H2Sniffer,
+    pub inbound: H2Sniffer,
+    pub header_list_out: u64,
+    pub header_list_in: u64,
+}
 /// Counters for one connection, shared (same thread only) between the IO wrapper and its owner.
 #[derive(Debug, Default)]
 pub struct Ledger {
@@ -24,6 +58,8 @@ pub struct Ledger {
     pub read_would_block: Cell<u64>,
     /// requests (HTTP/1.1) or streams (h2) this connection carried
     pub requests: Cell<u64>,
+    pub http1: Option<Http1Tally>,
+    pub h2: Option<RefCell<H2Tally>>,
 }
 
 fn bump(c: &Cell<u64>, n: u64) {
@@ -31,8 +67,63 @@ fn bump(c: &Cell<u64>, n: u64) {
 }
 
 impl Ledger {
+    pub fn new(layers: Layers) -> Ledger {
+        Ledger {
+            http1: (layers == Layers::Http1).then(Http1Tally::default),
+            h2: (layers == Layers::H2).then(|| {
+                RefCell::new(H2Tally {
+                    out: H2Sniffer::new(true),
+                    inbound: H2Sniffer::new(false),
+                    header_list_out: 0,
+                    header_list_in: 0,
+                })
+            }),
+            ..Ledger::default()
+        }
+    }
+
     pub fn count_request(&self) {
         bump(&self.requests, 1);
+    }
+
+    /// An HTTP/1.1 request written: `head` + `body` bytes.
+    pub fn http1_request(&self, head: usize, body: usize) {
+        if let Some(t) = &self.http1 {
+            bump(&t.requests, 1);
+            bump(&t.request_head_bytes, head as u64);
+            bump(&t.request_body_bytes, body as u64);
+        }
+    }
+
+    /// An HTTP/1.1 response read: head, de-chunked body, and chunk framing bytes.
+    pub fn http1_response(&self, head: usize, body: usize, framing: u64) {
+        if let Some(t) = &self.http1 {
+            bump(&t.responses, 1);
+            bump(&t.response_head_bytes, head as u64);
+            bump(&t.response_body_bytes, body as u64);
+            bump(&t.chunk_framing_bytes, framing);
+        }
+    }
+
+    /// Uncompressed header list sizes of one h2 exchange (for the HPACK compression ratio).
+    pub fn h2_header_lists(&self, out: u64, inbound: u64) {
+        if let Some(t) = &self.h2 {
+            let mut t = t.borrow_mut();
+            t.header_list_out += out;
+            t.header_list_in += inbound;
+        }
+    }
+
+    fn sniff_out(&self, bytes: &[u8]) {
+        if let Some(t) = &self.h2 {
+            t.borrow_mut().out.feed(bytes);
+        }
+    }
+
+    fn sniff_in(&self, bytes: &[u8]) {
+        if let Some(t) = &self.h2 {
+            t.borrow_mut().inbound.feed(bytes);
+        }
     }
 }
 
@@ -45,8 +136,8 @@ pub struct Metered {
 }
 
 impl Metered {
-    pub fn new(inner: TcpStream) -> (Self, Rc<Ledger>) {
-        let ledger = Rc::new(Ledger::default());
+    pub fn new(inner: TcpStream, layers: Layers) -> (Self, Rc<Ledger>) {
+        let ledger = Rc::new(Ledger::new(layers));
         (
             Metered {
                 inner,
@@ -75,6 +166,7 @@ impl AsyncRead for Metered {
                 Ok(n) => {
                     bump(&this.ledger.read_calls, 1);
                     bump(&this.ledger.bytes_in, n as u64);
+                    this.ledger.sniff_in(&dst[..n]);
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
@@ -101,6 +193,7 @@ impl AsyncWrite for Metered {
                 Ok(n) => {
                     bump(&this.ledger.write_calls, 1);
                     bump(&this.ledger.bytes_out, n as u64);
+                    this.ledger.sniff_out(&buf[..n]);
                     return Poll::Ready(Ok(n));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -123,6 +216,15 @@ impl AsyncWrite for Metered {
                 Ok(n) => {
                     bump(&this.ledger.write_calls, 1);
                     bump(&this.ledger.bytes_out, n as u64);
+                    let mut left = n;
+                    for b in bufs {
+                        let take = left.min(b.len());
+                        this.ledger.sniff_out(&b[..take]);
+                        left -= take;
+                        if left == 0 {
+                            break;
+                        }
+                    }
                     return Poll::Ready(Ok(n));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

@@ -3,7 +3,7 @@
 mod metered;
 mod tcpinfo;
 
-pub use metered::{Ledger, Metered};
+pub use metered::{H2Tally, Http1Tally, Layers, Ledger, Metered};
 pub use tcpinfo::{TcpInfo, tcp_info};
 
 use std::io;

@@ -1,5 +1,7 @@
 //! Turns merged measurements into report figures (one derivation, shared by every format).
 
+pub mod compare;
+pub mod svg;
 pub mod text;
 
 use serde::Serialize;
@@ -7,7 +9,7 @@ use serde_json::Value;
 
 use crate::config::{Config, Stop};
 use crate::engine::ProtoRun;
-use crate::stats::ConnRecord;
+use crate::stats::{ConnRecord, H2Layers, Http1Layers};
 
 /// Version of the JSON layout below; bumped on any incompatible change (docs/json-schema.md).
 pub const SCHEMA: &str = "wirebench.report.v1";
@@ -25,6 +27,9 @@ pub struct Report {
     pub runs: Vec<RunReport>,
     /// present when both protocols ran: gRPC figure divided by HTTP/1.1 figure
     pub ratios: Option<Ratios>,
+    /// text only: print the per-connection table
+    #[serde(skip)]
+    pub per_conn_table: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -133,6 +138,28 @@ pub struct Wire {
     pub client_cpu_us_per_request: f64,
     /// the built-in server's CPU over the measured window / measured requests (when in-process)
     pub server_cpu_us_per_request: Option<f64>,
+    /// IP + TCP headers, estimated: segments x (IP header + 20 + 12 with timestamps)
+    pub ip_tcp_header_bytes_out: u64,
+    pub ip_tcp_header_bytes_in: u64,
+    /// (socket bytes + estimated IP/TCP headers) / requests on wire
+    pub wire_bytes_out_per_request: f64,
+    pub wire_bytes_in_per_request: f64,
+    /// protocol layers summed over all connections (absent with --ledger off)
+    pub layers: Option<LayerTotals>,
+}
+
+/// Protocol layers of a run, summed over its connections.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayerTotals {
+    pub http1: Option<Http1Layers>,
+    pub h2: Option<H2Layers>,
+    /// h2 connection setup (preface, SETTINGS exchange, setup PING) in both directions: paid once
+    /// per connection, not per request
+    pub setup_bytes_out: u64,
+    pub setup_bytes_in: u64,
+    /// (socket bytes - setup) / requests on wire: the per-request cost once connections exist
+    pub bytes_out_per_request_after_setup: f64,
+    pub bytes_in_per_request_after_setup: f64,
 }
 
 /// gRPC / HTTP/1.1 for the headline figures.
@@ -149,6 +176,8 @@ pub struct Ratios {
     pub syscalls_per_request: Option<f64>,
     pub client_cpu_us_per_request: Option<f64>,
     pub server_cpu_us_per_request: Option<f64>,
+    pub wire_bytes_out_per_request: Option<f64>,
+    pub wire_bytes_in_per_request: Option<f64>,
 }
 
 fn ms(ns: f64) -> f64 {
@@ -163,8 +192,49 @@ fn ratio(grpc: f64, http: f64) -> Option<f64> {
     (http > 0.0 && grpc.is_finite()).then(|| grpc / http)
 }
 
+/// IP + TCP header bytes of `segments` segments: IPv4 20 or IPv6 40, TCP 20, plus 12 bytes of
+/// timestamp option on every segment when negotiated (Linux pads it to 12). SACK blocks and other
+/// options on some segments are not counted: the figure is a floor.
+pub fn ip_tcp_header_bytes(segments: u64, ipv6: bool, timestamps: bool) -> u64 {
+    let ip = if ipv6 { 40 } else { 20 };
+    let tcp = 20 + if timestamps { 12 } else { 0 };
+    segments * (ip + tcp)
+}
+
+fn layer_totals(conns: &[ConnRecord], requests: u64) -> Option<LayerTotals> {
+    let mut http1: Option<Http1Layers> = None;
+    let mut h2: Option<H2Layers> = None;
+    for c in conns {
+        if let Some(l) = &c.http1 {
+            http1.get_or_insert_with(Default::default).add(l);
+        }
+        if let Some(l) = &c.h2 {
+            let t = h2.get_or_insert_with(Default::default);
+            t.out.add(&l.out);
+            t.inbound.add(&l.inbound);
+        }
+    }
+    if http1.is_none() && h2.is_none() {
+        return None;
+    }
+    let (setup_out, setup_in) = h2
+        .as_ref()
+        .map_or((0, 0), |h| (h.out.setup_bytes, h.inbound.setup_bytes));
+    let bytes_out: u64 = conns.iter().map(|c| c.bytes_out).sum();
+    let bytes_in: u64 = conns.iter().map(|c| c.bytes_in).sum();
+    Some(LayerTotals {
+        http1,
+        h2,
+        setup_bytes_out: setup_out,
+        setup_bytes_in: setup_in,
+        bytes_out_per_request_after_setup: per(bytes_out.saturating_sub(setup_out), requests),
+        bytes_in_per_request_after_setup: per(bytes_in.saturating_sub(setup_in), requests),
+    })
+}
+
 impl RunReport {
-    pub fn from_run(run: &ProtoRun) -> RunReport {
+    /// `ipv6[i]`: whether endpoint `i` is an IPv6 address (for the header estimate).
+    pub fn from_run(run: &ProtoRun, ipv6: &[bool]) -> RunReport {
         let st = &run.stats;
         let lat = &st.latency;
         let secs = run.elapsed.as_secs_f64();
@@ -234,7 +304,7 @@ impl RunReport {
             latency_distribution,
             status_distribution,
             error_distribution,
-            wire: wire(run),
+            wire: wire(run, ipv6),
             per_connection: st.conns.clone(),
             sample_response: run.sample.clone(),
         }
@@ -275,7 +345,7 @@ fn histogram(run: &ProtoRun) -> Vec<Bucket> {
         .collect()
 }
 
-fn wire(run: &ProtoRun) -> Wire {
+fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
     let conns = &run.stats.conns;
     let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
     let tcp_sum = |f: fn(&crate::net::TcpInfo) -> u64| {
@@ -287,7 +357,27 @@ fn wire(run: &ProtoRun) -> Wire {
     };
     let requests = sum(|c| c.requests);
     let measured = run.stats.count();
+    let headers = |out: bool| -> u64 {
+        conns
+            .iter()
+            .filter_map(|c| {
+                let t = c.tcp.as_ref()?;
+                let v6 = ipv6.get(c.endpoint).copied().unwrap_or(false);
+                Some(ip_tcp_header_bytes(
+                    if out { t.segs_out } else { t.segs_in },
+                    v6,
+                    t.timestamps,
+                ))
+            })
+            .sum()
+    };
+    let (hdr_out, hdr_in) = (headers(true), headers(false));
     Wire {
+        ip_tcp_header_bytes_out: hdr_out,
+        ip_tcp_header_bytes_in: hdr_in,
+        wire_bytes_out_per_request: per(sum(|c| c.bytes_out) + hdr_out, requests),
+        wire_bytes_in_per_request: per(sum(|c| c.bytes_in) + hdr_in, requests),
+        layers: layer_totals(conns, requests),
         connections_opened: conns.len() as u64,
         reconnects: run.stats.reconnects,
         requests_on_wire: requests,
@@ -315,7 +405,8 @@ fn wire(run: &ProtoRun) -> Wire {
 
 impl Report {
     pub fn new(cfg: &Config, runs: &[ProtoRun]) -> Report {
-        let runs: Vec<RunReport> = runs.iter().map(RunReport::from_run).collect();
+        let ipv6: Vec<bool> = cfg.endpoints.iter().map(|e| e.addr.is_ipv6()).collect();
+        let runs: Vec<RunReport> = runs.iter().map(|r| RunReport::from_run(r, &ipv6)).collect();
         let http = runs.iter().find(|r| r.proto == "http");
         let grpc = runs.iter().find(|r| r.proto == "grpc");
         let ratios = match (http, grpc) {
@@ -358,6 +449,14 @@ impl Report {
                     (Some(g), Some(h)) => ratio(g, h),
                     _ => None,
                 },
+                wire_bytes_out_per_request: ratio(
+                    g.wire.wire_bytes_out_per_request,
+                    h.wire.wire_bytes_out_per_request,
+                ),
+                wire_bytes_in_per_request: ratio(
+                    g.wire.wire_bytes_in_per_request,
+                    h.wire.wire_bytes_in_per_request,
+                ),
             }),
             _ => None,
         };
@@ -381,6 +480,7 @@ impl Report {
             },
             runs,
             ratios,
+            per_conn_table: cfg.per_conn,
         }
     }
 

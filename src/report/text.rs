@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::report::{Report, RunReport};
+use crate::report::{LayerTotals, Report, RunReport};
+use crate::stats::H2Dir;
 
 /// Milliseconds with enough digits for sub-millisecond loopback latencies.
 fn fmt_ms(v: f64) -> String {
@@ -279,10 +280,152 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         w.client_cpu_sys_us / 1000
     );
     if let Some(v) = w.server_cpu_us_per_request {
-        let _ = writeln!(
-            out,
-            "  Server CPU / request:     {v:.1} µs (built-in server threads)"
-        );
+        let _ = writeln!(out, "  Server CPU / request:     {v:.1} µs");
+    }
+    let _ = writeln!(
+        out,
+        "  On the wire / request:    {:.1} out, {:.1} in (with est. IP+TCP headers: {} + {} B)",
+        w.wire_bytes_out_per_request,
+        w.wire_bytes_in_per_request,
+        w.ip_tcp_header_bytes_out,
+        w.ip_tcp_header_bytes_in
+    );
+    if let Some(l) = &w.layers {
+        render_layers(out, l, w.requests_on_wire);
+    }
+    if report.per_conn_table {
+        render_per_conn(out, run);
     }
     let _ = writeln!(out);
+}
+
+fn render_per_conn(out: &mut String, run: &RunReport) {
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Per connection:");
+    let _ = writeln!(
+        out,
+        "  {:>6} {:>3} {:>8} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5} {:>7} {:>6} {:>9}",
+        "port",
+        "ep",
+        "requests",
+        "bytes out",
+        "bytes in",
+        "writes",
+        "reads",
+        "segs out",
+        "segs in",
+        "retr",
+        "rtt µs",
+        "mss",
+        "life ms"
+    );
+    for c in &run.per_connection {
+        let t = c.tcp.unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {:>6} {:>3} {:>8} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5} {:>7} {:>6} {:>9.1}",
+            c.local_port,
+            c.endpoint,
+            c.requests,
+            c.bytes_out,
+            c.bytes_in,
+            c.write_calls,
+            c.read_calls,
+            t.segs_out,
+            t.segs_in,
+            t.retransmits,
+            t.rtt_us,
+            t.mss,
+            c.lifetime_us as f64 / 1000.0
+        );
+    }
+}
+
+fn render_layers(out: &mut String, l: &LayerTotals, requests: u64) {
+    let per = |v: u64| {
+        if requests == 0 {
+            0.0
+        } else {
+            v as f64 / requests as f64
+        }
+    };
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Layers (bytes per request, out / in):");
+    let mut row = |name: &str, o: f64, i: f64| {
+        let _ = writeln!(out, "  {name:<26}{o:>9.1} /{i:>9.1}");
+    };
+    if let Some(h) = &l.http1 {
+        row(
+            "start line + headers",
+            per(h.request_head_bytes),
+            per(h.response_head_bytes),
+        );
+        row(
+            "body",
+            per(h.request_body_bytes),
+            per(h.response_body_bytes),
+        );
+        row("chunk framing", 0.0, per(h.chunk_framing_bytes));
+    }
+    if let Some(h) = &l.h2 {
+        let (o, i) = (&h.out, &h.inbound);
+        let dh = |d: &H2Dir| d.frames.get("DATA").map_or(0, |f| f.count) * 9;
+        let hh = |d: &H2Dir| {
+            ["HEADERS", "CONTINUATION"]
+                .iter()
+                .filter_map(|k| d.frames.get(k))
+                .map(|f| f.count)
+                .sum::<u64>()
+                * 9
+        };
+        row("HEADERS frame headers", per(hh(o)), per(hh(i)));
+        row(
+            "HPACK header blocks",
+            per(o.hpack_bytes),
+            per(i.hpack_bytes),
+        );
+        row("DATA frame headers", per(dh(o)), per(dh(i)));
+        row(
+            "gRPC 5-byte prefixes",
+            per(o.grpc_prefix_bytes),
+            per(i.grpc_prefix_bytes),
+        );
+        row(
+            "protobuf messages",
+            per(o.grpc_message_bytes),
+            per(i.grpc_message_bytes),
+        );
+        // control frames after setup (setup frames are reported once, below)
+        let ctl = |d: &H2Dir| {
+            d.control_frame_bytes()
+                .saturating_sub(d.setup_bytes.saturating_sub(d.preface_bytes))
+        };
+        row("control frames", per(ctl(o)), per(ctl(i)));
+        let ratio = |d: &H2Dir| {
+            if d.header_list_bytes == 0 {
+                0.0
+            } else {
+                d.hpack_bytes as f64 / d.header_list_bytes as f64
+            }
+        };
+        let _ = writeln!(
+            out,
+            "  HPACK blocks are {:.0}% / {:.0}% of the uncompressed header lists",
+            ratio(o) * 100.0,
+            ratio(i) * 100.0
+        );
+        let _ = writeln!(
+            out,
+            "  setup, once per connection: {} B out, {} B in (preface, SETTINGS, PING)",
+            l.setup_bytes_out, l.setup_bytes_in
+        );
+        for (dir, d) in [("out", o), ("in", i)] {
+            let list: Vec<String> = d
+                .frames
+                .iter()
+                .map(|(k, f)| format!("{k} {}", f.count))
+                .collect();
+            let _ = writeln!(out, "  frames {dir}: {}", list.join(", "));
+        }
+    }
 }

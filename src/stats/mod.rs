@@ -7,8 +7,9 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::net::TcpInfo;
+use crate::net::{Ledger, TcpInfo};
 use crate::wire::grpc::Code;
+use crate::wire::h2sniff::{FrameType, H2Counts};
 
 /// Longest latency the histogram tracks exactly (longer ones saturate): one hour, in ns.
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
@@ -209,11 +210,201 @@ pub struct ConnRecord {
     pub lifetime_us: u64,
     /// TCP_INFO read just before close; absent if the kernel would not say
     pub tcp: Option<TcpInfo>,
+    /// HTTP/1.1 layers (HTTP/1.1 connections, ledger on)
+    pub http1: Option<Http1Layers>,
+    /// h2 layers per direction (gRPC connections, ledger on)
+    pub h2: Option<H2Layers>,
+}
+
+impl ConnRecord {
+    /// The ledger of a connection as it stands, with the TCP_INFO snapshot taken at close.
+    pub fn from_ledger(
+        l: &Ledger,
+        endpoint: usize,
+        local_port: u16,
+        lifetime_us: u64,
+        tcp: Option<TcpInfo>,
+    ) -> Self {
+        ConnRecord {
+            endpoint,
+            local_port,
+            bytes_out: l.bytes_out.get(),
+            bytes_in: l.bytes_in.get(),
+            write_calls: l.write_calls.get(),
+            read_calls: l.read_calls.get(),
+            write_would_block: l.write_would_block.get(),
+            read_would_block: l.read_would_block.get(),
+            requests: l.requests.get(),
+            lifetime_us,
+            tcp,
+            http1: l.http1.as_ref().map(|t| Http1Layers {
+                requests: t.requests.get(),
+                responses: t.responses.get(),
+                request_head_bytes: t.request_head_bytes.get(),
+                request_body_bytes: t.request_body_bytes.get(),
+                response_head_bytes: t.response_head_bytes.get(),
+                response_body_bytes: t.response_body_bytes.get(),
+                chunk_framing_bytes: t.chunk_framing_bytes.get(),
+            }),
+            h2: l.h2.as_ref().map(|t| {
+                let t = t.borrow();
+                H2Layers {
+                    out: H2Dir::from_counts(t.out.counts(), t.header_list_out),
+                    inbound: H2Dir::from_counts(t.inbound.counts(), t.header_list_in),
+                }
+            }),
+        }
+    }
+}
+
+/// HTTP/1.1 bytes by layer on one connection (or summed over several).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Http1Layers {
+    pub requests: u64,
+    pub responses: u64,
+    /// start line + headers + blank line
+    pub request_head_bytes: u64,
+    pub request_body_bytes: u64,
+    pub response_head_bytes: u64,
+    /// payload, de-chunked
+    pub response_body_bytes: u64,
+    /// chunk size lines, CRLFs, last chunk and trailers
+    pub chunk_framing_bytes: u64,
+}
+
+impl Http1Layers {
+    pub fn add(&mut self, o: &Http1Layers) {
+        self.requests += o.requests;
+        self.responses += o.responses;
+        self.request_head_bytes += o.request_head_bytes;
+        self.request_body_bytes += o.request_body_bytes;
+        self.response_head_bytes += o.response_head_bytes;
+        self.response_body_bytes += o.response_body_bytes;
+        self.chunk_framing_bytes += o.chunk_framing_bytes;
+    }
+}
+
+/// Frames of one type: how many, and their bytes (9-byte header + payload).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FrameTally {
+    pub count: u64,
+    pub bytes: u64,
+}
+
+/// One direction of an h2 connection, by layer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct H2Dir {
+    /// the 24-byte client preface (client to server only)
+    pub preface_bytes: u64,
+    /// everything before the first HEADERS frame: preface, SETTINGS, their ACKs, the setup PING
+    pub setup_bytes: u64,
+    pub frame_header_bytes: u64,
+    /// HPACK-compressed header block bytes (HEADERS and CONTINUATION fragments)
+    pub hpack_bytes: u64,
+    /// the same header lists uncompressed (name + value octets, pseudo-headers included)
+    pub header_list_bytes: u64,
+    pub data_payload_bytes: u64,
+    pub padding_bytes: u64,
+    pub grpc_prefix_bytes: u64,
+    pub grpc_message_bytes: u64,
+    pub grpc_messages: u64,
+    /// DATA bytes whose gRPC framing could not be followed
+    pub data_untracked_bytes: u64,
+    /// bytes after the framing broke (a protocol error), if it did
+    pub unparsed_bytes: u64,
+    /// per frame type name ("DATA", "HEADERS", ...), only types seen
+    pub frames: BTreeMap<&'static str, FrameTally>,
+}
+
+impl H2Dir {
+    fn from_counts(c: &H2Counts, header_list_bytes: u64) -> H2Dir {
+        let frames = FrameType::ALL
+            .iter()
+            .zip(c.frames.iter())
+            .filter(|(_, f)| f.count > 0)
+            .map(|(t, f)| {
+                (
+                    t.name(),
+                    FrameTally {
+                        count: f.count,
+                        bytes: f.bytes,
+                    },
+                )
+            })
+            .collect();
+        H2Dir {
+            preface_bytes: c.preface_bytes,
+            setup_bytes: c.setup_bytes,
+            frame_header_bytes: c.frame_header_bytes,
+            hpack_bytes: c.hpack_bytes,
+            header_list_bytes,
+            data_payload_bytes: c.data_payload_bytes,
+            padding_bytes: c.padding_bytes,
+            grpc_prefix_bytes: c.grpc_prefix_bytes,
+            grpc_message_bytes: c.grpc_message_bytes,
+            grpc_messages: c.grpc_messages,
+            data_untracked_bytes: c.data_untracked_bytes,
+            unparsed_bytes: c.unparsed_bytes,
+            frames,
+        }
+    }
+
+    pub fn add(&mut self, o: &H2Dir) {
+        self.preface_bytes += o.preface_bytes;
+        self.setup_bytes += o.setup_bytes;
+        self.frame_header_bytes += o.frame_header_bytes;
+        self.hpack_bytes += o.hpack_bytes;
+        self.header_list_bytes += o.header_list_bytes;
+        self.data_payload_bytes += o.data_payload_bytes;
+        self.padding_bytes += o.padding_bytes;
+        self.grpc_prefix_bytes += o.grpc_prefix_bytes;
+        self.grpc_message_bytes += o.grpc_message_bytes;
+        self.grpc_messages += o.grpc_messages;
+        self.data_untracked_bytes += o.data_untracked_bytes;
+        self.unparsed_bytes += o.unparsed_bytes;
+        for (k, v) in &o.frames {
+            let e = self.frames.entry(k).or_default();
+            e.count += v.count;
+            e.bytes += v.bytes;
+        }
+    }
+
+    /// Bytes of frames that are neither DATA nor HEADERS/CONTINUATION: connection control.
+    pub fn control_frame_bytes(&self) -> u64 {
+        self.frames
+            .iter()
+            .filter(|(k, _)| !matches!(**k, "DATA" | "HEADERS" | "CONTINUATION"))
+            .map(|(_, f)| f.bytes)
+            .sum()
+    }
+}
+
+/// Both directions of an h2 connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct H2Layers {
+    pub out: H2Dir,
+    #[serde(rename = "in")]
+    pub inbound: H2Dir,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_our_own_cpu_from_proc() {
+        let pid = std::process::id();
+        let before = process_cpu(pid).expect("/proc/self/stat");
+        let mut x = 0u64;
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(50) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        assert!(x > 0);
+        let after = process_cpu(pid).unwrap();
+        assert!(after >= before);
+        assert!(process_cpu(u32::MAX).is_none());
+    }
 
     #[test]
     fn exact_mean_and_stddev() {
@@ -250,6 +441,24 @@ mod tests {
         assert_eq!(a.latency.min_ns, 10_000);
         assert_eq!(a.latency.max_ns, 30_000);
     }
+}
+
+/// CPU time (user + system) another process has used so far, from `/proc/PID/stat`
+/// (clock-tick resolution, 10 ms on most systems).
+pub fn process_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may contain spaces: skip past it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|h| *h > 0)?;
+    Some(Duration::from_nanos(
+        (utime + stime).saturating_mul(1_000_000_000) / hz,
+    ))
 }
 
 /// User and system CPU time of this process.

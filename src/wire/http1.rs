@@ -723,14 +723,18 @@ impl RequestTemplate {
 
     /// Appends a complete request with `body` to `dst` as one contiguous buffer:
     /// head, decimal length, `"\r\n\r\n"`, body. No allocation when `dst` has capacity.
-    pub fn encode(&self, body: &[u8], dst: &mut BytesMut) {
+    ///
+    /// Returns the number of head bytes written (start line + headers + blank line).
+    pub fn encode(&self, body: &[u8], dst: &mut BytesMut) -> usize {
         let mut digits = [0u8; 20];
         let length = render_decimal(body.len() as u64, &mut digits);
-        dst.reserve(self.head.len() + length.len() + 4 + body.len());
+        let head = self.head.len() + length.len() + 4;
+        dst.reserve(head + body.len());
         dst.put_slice(&self.head);
         dst.put_slice(length);
         dst.put_slice(b"\r\n\r\n");
         dst.put_slice(body);
+        head
     }
 
     /// Bytes of head that [`RequestTemplate::encode`] writes for this body length.

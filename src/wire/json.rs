@@ -166,6 +166,30 @@ pub fn rfc3339(seconds: i64, nanos: i32) -> String {
 
 #[cfg(test)]
 mod tests {
+    proptest::proptest! {
+        #[test]
+        fn base64_round_trips(data in proptest::collection::vec(proptest::num::u8::ANY, 0..300), prefix in "[a-z]{0,8}") {
+            let mut b = BytesMut::from(prefix.as_bytes());
+            put_base64(&data, &mut b);
+            proptest::prop_assert_eq!(&b[..prefix.len()], prefix.as_bytes());
+            proptest::prop_assert_eq!(B64.decode(&b[prefix.len()..]).unwrap(), data);
+        }
+
+        #[test]
+        fn timestamps_sort_like_the_instants(a in 0i64..253_402_300_799, b in 0i64..253_402_300_799) {
+            // Whole seconds in years 1970..=9999 render at a fixed width, so text order is time order.
+            let (ta, tb) = (rfc3339(a, 0), rfc3339(b, 0));
+            proptest::prop_assert_eq!(ta.cmp(&tb), a.cmp(&b));
+            proptest::prop_assert_eq!(ta.len(), 20);
+        }
+
+        #[test]
+        fn gateway_parsers_never_panic(body in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = serde_json::from_slice::<GwResponse>(&body);
+            let _ = serde_json::from_slice::<GwError>(&body);
+        }
+    }
+
     #[test]
     fn timestamps_render_like_protobuf_json() {
         assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00Z");

@@ -81,11 +81,7 @@ impl EchoWorkload {
             let uri: Uri = format!("http://{}{GRPC_PATH}", ep.authority)
                 .parse()
                 .map_err(|e| format!("target {}: {e}", ep.url))?;
-            calls.push(Call {
-                uri,
-                metadata: metadata.clone(),
-                status_kind: "grpc_status",
-            });
+            calls.push(Call::new(uri, metadata.clone(), "grpc_status"));
         }
         let json_body = Bytes::from(serde_json::json!({ "ping": ping }).to_string());
         let mut frame = BytesMut::new();
@@ -114,8 +110,8 @@ impl EchoWorkload {
         format!("echo: ping of {} B", self.shared.ping.len())
     }
 
-    pub fn encode_http(&mut self, ep: usize, dst: &mut BytesMut) {
-        self.shared.templates[ep].encode(&self.shared.json_body, dst);
+    pub fn encode_http(&mut self, ep: usize, dst: &mut BytesMut) -> usize {
+        self.shared.templates[ep].encode(&self.shared.json_body, dst)
     }
 
     pub fn check_http(&self, status: u16, body: &[u8]) -> HttpVerdict {

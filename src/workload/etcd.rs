@@ -134,11 +134,7 @@ impl EtcdWorkload {
             let uri: Uri = format!("http://{}{}", ep.authority, op.grpc_path())
                 .parse()
                 .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
-            calls.push(Call {
-                uri,
-                metadata: Vec::new(),
-                status_kind: "etcd",
-            });
+            calls.push(Call::new(uri, Vec::new(), "etcd"));
         }
         let (json_tail, proto_tail) = match &op {
             EtcdOp::Put { val_size, .. } => {
@@ -228,7 +224,7 @@ impl EtcdWorkload {
         }
     }
 
-    pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) {
+    pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {
         let shared = &*self.shared;
         let template = &shared.templates[ep];
         match shared.op {
@@ -238,7 +234,7 @@ impl EtcdWorkload {
                 self.body.put_slice(br#"{"key":""#);
                 json::put_base64(&self.key, &mut self.body);
                 self.body.put_slice(&shared.json_tail);
-                template.encode(&self.body, dst);
+                template.encode(&self.body, dst)
             }
             EtcdOp::Range { .. } => template.encode(&shared.json_tail, dst),
         }

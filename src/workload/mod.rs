@@ -23,8 +23,8 @@ pub enum Workload {
 }
 
 impl Workload {
-    /// Appends HTTP/1.1 request number `idx` for endpoint `ep` to `dst`.
-    pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) {
+    /// Appends HTTP/1.1 request number `idx` for endpoint `ep` to `dst`; returns its head length.
+    pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {
         match self {
             Workload::Etcd(w) => w.encode_http(idx, ep, dst),
             Workload::Echo(w) => w.encode_http(ep, dst),

@@ -1,0 +1,165 @@
+//! `--svg FILE`: HTTP/1.1 and gRPC side by side, one small panel per figure (each has its own
+//! scale, so a 20,000 req/s bar never flattens a 0.3 ms one).
+
+use std::fmt::Write;
+
+/// One panel: a figure's name, its unit, and the value per protocol (None: not measured).
+pub struct Panel {
+    pub title: &'static str,
+    pub unit: &'static str,
+    pub http: Option<f64>,
+    pub grpc: Option<f64>,
+}
+
+const W: f64 = 960.0;
+const H: f64 = 560.0;
+const COLS: usize = 3;
+const HTTP_COLOR: &str = "#d9822b";
+const GRPC_COLOR: &str = "#2b6cb0";
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn label(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Renders the panels as a standalone SVG document.
+pub fn render(title: &str, panels: &[Panel]) -> String {
+    let rows = panels.len().div_ceil(COLS).max(1);
+    let top = 70.0;
+    let pw = W / COLS as f64;
+    let ph = (H - top - 10.0) / rows as f64;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Arial, sans-serif">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="30" font-size="18" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
+    // legend
+    for (i, (name, color)) in [("HTTP/1.1", HTTP_COLOR), ("gRPC", GRPC_COLOR)]
+        .iter()
+        .enumerate()
+    {
+        let x = 20.0 + i as f64 * 120.0;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{x}" y="42" width="14" height="14" fill="{color}"/>"#
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="54" font-size="13">{name}</text>"#,
+            x + 20.0
+        );
+    }
+    for (i, p) in panels.iter().enumerate() {
+        let (col, row) = (i % COLS, i / COLS);
+        let x0 = col as f64 * pw + 20.0;
+        let y0 = top + row as f64 * ph;
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" font-size="14" font-weight="bold">{} ({})</text>"#,
+            x0,
+            y0 + 16.0,
+            esc(p.title),
+            esc(p.unit)
+        );
+        let base = y0 + ph - 30.0;
+        let chart_h = ph - 80.0;
+        let max = p.http.unwrap_or(0.0).max(p.grpc.unwrap_or(0.0));
+        let bar_w = (pw - 80.0) / 2.0 - 10.0;
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" y1="{base}" x2="{}" y2="{base}" stroke="#888" stroke-width="1"/>"##,
+            x0 + pw - 60.0
+        );
+        for (j, (v, color, name)) in [
+            (p.http, HTTP_COLOR, "HTTP/1.1"),
+            (p.grpc, GRPC_COLOR, "gRPC"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let bx = x0 + 20.0 + j as f64 * (bar_w + 20.0);
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">{name}</text>"#,
+                bx + bar_w / 2.0,
+                base + 16.0
+            );
+            match v {
+                Some(v) => {
+                    let h = if max > 0.0 { (v / max) * chart_h } else { 0.0 };
+                    let _ = writeln!(
+                        s,
+                        r#"<rect x="{bx}" y="{}" width="{bar_w}" height="{h}" fill="{color}"/>"#,
+                        base - h
+                    );
+                    let _ = writeln!(
+                        s,
+                        r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">{}</text>"#,
+                        bx + bar_w / 2.0,
+                        base - h - 5.0,
+                        label(*v)
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        r##"<text x="{}" y="{}" font-size="12" text-anchor="middle" fill="#888">n/a</text>"##,
+                        bx + bar_w / 2.0,
+                        base - 5.0
+                    );
+                }
+            }
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_panel_and_escapes_text() {
+        let panels = [
+            Panel {
+                title: "Requests/sec",
+                unit: "1/s",
+                http: Some(9000.0),
+                grpc: Some(20000.0),
+            },
+            Panel {
+                title: "p99 <latency>",
+                unit: "ms",
+                http: Some(4.1),
+                grpc: None,
+            },
+        ];
+        let svg = render("a & b", &panels);
+        assert!(svg.starts_with("<svg"));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("a &amp; b"));
+        assert!(svg.contains("p99 &lt;latency&gt;"));
+        assert!(svg.contains(">20000<") && svg.contains(">9000<"));
+        assert!(svg.contains(">n/a<"));
+    }
+}
