@@ -5,7 +5,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 
 use wirebench::config::Endpoint;
-use wirebench::wire::{grpc, http1};
+use wirebench::wire::{grpc, h2sniff, http1};
 use wirebench::workload::{EtcdOp, EtcdWorkload};
 
 const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nAccess-Control-Allow-Headers: accept, content-type, authorization\r\nAccess-Control-Allow-Methods: POST, GET, OPTIONS, PUT, DELETE\r\nAccess-Control-Allow-Origin: *\r\nContent-Type: application/json\r\nGrpc-Metadata-Content-Type: application/grpc\r\nDate: Sun, 29 Nov 2026 21:00:00 GMT\r\nContent-Length: 121\r\n\r\n";
@@ -74,5 +74,43 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// The ledger's per-byte cost: a typical client->server h2 stream of unary gRPC calls (HEADERS
+/// + DATA per call), fed to the sniffer in socket-sized pieces.
+fn sniffer(c: &mut Criterion) {
+    let mut stream = Vec::new();
+    stream.extend_from_slice(h2sniff::PREFACE);
+    let frame = |out: &mut Vec<u8>, ty: u8, flags: u8, id: u32, payload: &[u8]| {
+        let len = payload.len() as u32;
+        out.extend_from_slice(&len.to_be_bytes()[1..]);
+        out.push(ty);
+        out.push(flags);
+        out.extend_from_slice(&id.to_be_bytes());
+        out.extend_from_slice(payload);
+    };
+    frame(&mut stream, 4, 0, 0, &[0, 3, 0, 0, 0, 100]);
+    let mut msg = vec![0u8, 0, 0, 0, 15];
+    msg.extend_from_slice(&[7u8; 15]);
+    for i in 0..1000u32 {
+        let id = 1 + 2 * i;
+        frame(
+            &mut stream,
+            1,
+            0x4,
+            id,
+            &[0x83, 0x86, 0xc4, 0xc3, 0xc2, 0xc1, 0xc0, 0xbf, 0xbe],
+        );
+        frame(&mut stream, 0, 0x1, id, &msg);
+    }
+    c.bench_function("h2sniff_feed_1000_unary_calls", |b| {
+        b.iter(|| {
+            let mut s = h2sniff::H2Sniffer::new(true);
+            for chunk in stream.chunks(16 * 1024) {
+                s.feed(chunk);
+            }
+            black_box(s.counts().grpc_messages)
+        })
+    });
+}
+
+criterion_group!(benches, bench, sniffer);
 criterion_main!(benches);

@@ -11,6 +11,8 @@ use crate::report::{Report, RunReport};
 /// The headline figures of one protocol run, per request where it says so.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Figures {
+    /// the measured window of the run
+    pub total_s: f64,
     pub requests_per_sec: f64,
     pub latency_p50_ms: f64,
     pub latency_p99_ms: f64,
@@ -30,6 +32,7 @@ impl Figures {
     pub fn of(r: &RunReport) -> Figures {
         let w = &r.wire;
         Figures {
+            total_s: r.summary.total_s,
             requests_per_sec: r.summary.requests_per_sec,
             latency_p50_ms: r.percentile_ms(50.0),
             latency_p99_ms: r.percentile_ms(99.0),
@@ -66,6 +69,7 @@ impl Figures {
             .filter_map(|f| f.server_cpu_us_per_request)
             .collect();
         Figures {
+            total_s: m(|f| f.total_s),
             requests_per_sec: m(|f| f.requests_per_sec),
             latency_p50_ms: m(|f| f.latency_p50_ms),
             latency_p99_ms: m(|f| f.latency_p99_ms),
@@ -86,6 +90,12 @@ impl Figures {
     /// The chart panels for this pair of figures.
     pub fn panels(h: &Figures, g: &Figures) -> Vec<Panel> {
         vec![
+            Panel {
+                title: "Total time",
+                unit: "s",
+                http: Some(h.total_s),
+                grpc: Some(g.total_s),
+            },
             Panel {
                 title: "Throughput",
                 unit: "req/s",
@@ -282,9 +292,10 @@ impl CompareReport {
             let f = &r.figures;
             let _ = writeln!(
                 out,
-                "  {:<6} {:<9} {:>10.0} {:>9.3} {:>9.3} {:>10.1} {:>9.2} {:>9.1} {:>9}",
+                "  {:<6} {:<9} {:>8.2} {:>10.0} {:>9.3} {:>9.3} {:>10.1} {:>9.2} {:>9.1} {:>9}",
                 r.round,
                 r.proto,
+                f.total_s,
                 f.requests_per_sec,
                 f.latency_p50_ms,
                 f.latency_p99_ms,
@@ -309,6 +320,7 @@ impl CompareReport {
             };
             let _ = writeln!(out, "  {name:<24} {a:>12.2} {b:>12.2} {r:>8}");
         };
+        row("Total (s)", h.total_s, g.total_s);
         row("Requests/sec", h.requests_per_sec, g.requests_per_sec);
         row("Latency p50 (ms)", h.latency_p50_ms, g.latency_p50_ms);
         row("Latency p99 (ms)", h.latency_p99_ms, g.latency_p99_ms);
@@ -367,6 +379,7 @@ mod tests {
 
     fn fig(rps: f64, bytes: f64, segs: f64, cpu: f64, srv: Option<f64>, conns: f64) -> Figures {
         Figures {
+            total_s: 1.0,
             requests_per_sec: rps,
             latency_p50_ms: 1.0,
             latency_p99_ms: 2.0,

@@ -12,7 +12,8 @@ pub struct Panel {
 }
 
 const W: f64 = 960.0;
-const H: f64 = 560.0;
+/// Height of one row of panels.
+const ROW_H: f64 = 240.0;
 const COLS: usize = 3;
 const HTTP_COLOR: &str = "#d9822b";
 const GRPC_COLOR: &str = "#2b6cb0";
@@ -40,7 +41,9 @@ pub fn render(title: &str, panels: &[Panel]) -> String {
     let rows = panels.len().div_ceil(COLS).max(1);
     let top = 70.0;
     let pw = W / COLS as f64;
-    let ph = (H - top - 10.0) / rows as f64;
+    let ph = ROW_H;
+    #[allow(non_snake_case)]
+    let H = top + rows as f64 * ROW_H + 10.0;
     let mut s = String::new();
     let _ = writeln!(
         s,

@@ -4,6 +4,30 @@
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Bytes in every frame header: length (3), type (1), flags (1), stream id (4).
 pub const FRAME_HEADER_LEN: usize = 9;
+/// Per-stream gRPC state, keyed by stream id with a multiplicative hash: stream ids are small
+/// odd (or even) integers chosen by the peers, so a cheap mix spreads them well enough, and the
+/// map is bounded by `MAX_TRACKED_STREAMS` whatever they are.
+type StreamMap =
+    std::collections::HashMap<u32, Grpc, std::hash::BuildHasherDefault<StreamIdHasher>>;
+
+/// Fibonacci hashing of a u32 stream id.
+#[derive(Default)]
+struct StreamIdHasher(u64);
+
+impl std::hash::Hasher for StreamIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// Streams tracked at once for gRPC message boundaries; beyond this, DATA of untracked streams counts as `data_untracked_bytes`.
 pub const MAX_TRACKED_STREAMS: usize = 4096;
 
@@ -201,7 +225,7 @@ pub struct H2Sniffer {
     /// Offset of the first HEADERS frame header, once its type byte arrived.
     first_headers_at: Option<u64>,
     /// (stream id, state), never longer than `MAX_TRACKED_STREAMS`.
-    streams: Vec<(u32, Grpc)>,
+    streams: StreamMap,
 }
 
 impl H2Sniffer {
@@ -219,7 +243,7 @@ impl H2Sniffer {
             frame: Frame::NONE,
             frame_start: 0,
             first_headers_at: None,
-            streams: Vec::new(),
+            streams: StreamMap::default(),
         }
     }
 
@@ -385,7 +409,7 @@ impl H2Sniffer {
         match f.ty {
             FrameType::Data => {
                 c.data_payload_bytes += pad_byte;
-                self.frame.slot = self.streams.iter().position(|&(s, _)| s == f.stream);
+                self.frame.slot = self.streams.contains_key(&f.stream).then_some(0);
             }
             FrameType::Headers if f.flags & END_STREAM != 0 => {
                 c.headers_frames_with_end_stream += 1;
@@ -413,8 +437,12 @@ impl H2Sniffer {
             match ty {
                 FrameType::Data => {
                     c.data_payload_bytes += n;
-                    match self.frame.slot.and_then(|i| self.streams.get_mut(i)) {
-                        Some((_, state)) => grpc_consume(state, part, c),
+                    let state = match self.frame.slot {
+                        Some(_) => self.streams.get_mut(&self.frame.stream),
+                        None => None,
+                    };
+                    match state {
+                        Some(state) => grpc_consume(state, part, c),
                         None => c.data_untracked_bytes += n,
                     }
                 }
@@ -460,23 +488,23 @@ impl H2Sniffer {
     /// Starts gRPC tracking for a stream that opened (HEADERS without END_STREAM) in this direction.
     /// When the map is full the lowest stream id (the oldest, likely abandoned stream) is evicted.
     fn track(&mut self, stream: u32) {
-        if self.streams.iter().any(|&(s, _)| s == stream) {
+        if self.streams.contains_key(&stream) {
             return;
         }
         if self.streams.len() < MAX_TRACKED_STREAMS {
-            self.streams.push((stream, Grpc::START));
+            self.streams.insert(stream, Grpc::START);
             return;
         }
-        let oldest = self.streams.iter_mut().min_by_key(|(s, _)| *s);
-        if let Some(entry) = oldest.filter(|(s, _)| *s < stream) {
-            *entry = (stream, Grpc::START);
+        // Full: replace the lowest (oldest) stream id, if it is older than this one (rare, O(n)).
+        let oldest = self.streams.keys().copied().min();
+        if let Some(old) = oldest.filter(|&s| s < stream) {
+            self.streams.remove(&old);
+            self.streams.insert(stream, Grpc::START);
         }
     }
 
     fn forget(&mut self, stream: u32) {
-        if let Some(i) = self.streams.iter().position(|&(s, _)| s == stream) {
-            self.streams.swap_remove(i);
-        }
+        self.streams.remove(&stream);
     }
 }
 
@@ -1302,7 +1330,7 @@ mod tests {
                 c.grpc_prefix_bytes + c.grpc_message_bytes + c.data_untracked_bytes + data_padding
             );
             prop_assert_eq!(whole.pending(), 0);
-            let open: std::collections::BTreeSet<u32> = whole.streams.iter().map(|&(s, _)| s).collect();
+            let open: std::collections::BTreeSet<u32> = whole.streams.keys().copied().collect();
             prop_assert_eq!(&open, &g.open);
 
             let split = feed_split(preface, input, &splits);
