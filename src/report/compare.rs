@@ -285,8 +285,8 @@ impl CompareReport {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "  {:<6} {:<9} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
-            "round", "proto", "req/s", "p50 ms", "p99 ms", "B/req", "segs/req", "cpu µs", "srv µs"
+            "  {:<6} {:<9} {:>8} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
+            "round", "proto", "total s", "req/s", "p50 ms", "p99 ms", "B/req", "segs/req", "cpu µs", "srv µs"
         );
         for r in &self.per_round {
             let f = &r.figures;
