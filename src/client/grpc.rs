@@ -153,9 +153,11 @@ impl Conn {
         &self.ledger
     }
 
-    /// Closes (h2 sends GOAWAY once every handle is gone and streams are done), then snapshots
-    /// TCP_INFO through the duplicate descriptor — which still holds the socket open, so the
-    /// snapshot covers everything h2 wrote and precedes only our FIN — and returns the ledger.
+    /// Closes the connection and returns its ledger. h2 writes its GOAWAY and shuts down our
+    /// side (FIN) once every handle is gone and the streams are done; what the server still sends
+    /// after that (its own GOAWAY, its FIN) is read through the ledger from the duplicate
+    /// descriptor until EOF, for at most `DRAIN`. Only then is TCP_INFO read, so the byte and
+    /// segment counts cover the same traffic; the final ACKs are all that can follow.
     /// Streams still in flight get up to `linger` to finish.
     pub async fn close(self, linger: std::time::Duration) -> ConnRecord {
         let Conn {
@@ -174,10 +176,39 @@ impl Conn {
         if tokio::time::timeout(linger, &mut driver).await.is_err() {
             driver.abort();
         }
-        let tcp = net::tcp_info(&fd);
+        // A server that keeps its side open past DRAIN: stop waiting (no TCP_INFO then).
+        let fd = tokio::time::timeout(DRAIN, drain(fd, &ledger))
+            .await
+            .unwrap_or_default();
+        let tcp = fd.as_ref().and_then(net::tcp_info);
         drop(fd);
         ConnRecord::from_ledger(&ledger, endpoint, local_port, lifetime_us, tcp)
     }
+}
+
+/// How long a closing connection waits for the server's last bytes and FIN.
+const DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Reads the socket to EOF through the ledger (after h2 is done with it) and hands the
+/// descriptor back; `None` if it cannot be read.
+async fn drain(fd: OwnedFd, ledger: &Ledger) -> Option<OwnedFd> {
+    let std_stream = std::net::TcpStream::from(fd);
+    std_stream.set_nonblocking(true).ok()?;
+    let stream = tokio::net::TcpStream::from_std(std_stream).ok()?;
+    let mut buf = [0u8; 4096];
+    loop {
+        if stream.readable().await.is_err() {
+            break;
+        }
+        match stream.try_read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => ledger.drained(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => ledger.drained_would_block(),
+            Err(_) => break,
+        }
+    }
+    let std_stream = stream.into_std().ok()?;
+    Some(OwnedFd::from(std_stream))
 }
 
 /// A unary call's target, built once: full URI (scheme, authority, path), extra metadata, and

@@ -131,15 +131,18 @@ pub(super) async fn run(w: Rc<Worker>, a: &Assignment, slots: &[Rc<Slot>]) {
 }
 
 pub(super) async fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
+    // All at once: each close may wait for its server's last bytes.
+    let linger = w.ctx.timeout;
     for slot in slots {
         let conn = slot.conn.borrow_mut().take();
         if let Some(conn) = conn {
-            let rec = conn.close(w.ctx.timeout).await;
-            w.stats.borrow_mut().conns.push(rec);
+            w.closing
+                .borrow_mut()
+                .push(tokio::task::spawn_local(conn.close(linger)));
         }
     }
-    let retired: Vec<_> = w.closing.borrow_mut().drain(..).collect();
-    for handle in retired {
+    let closing: Vec<_> = w.closing.borrow_mut().drain(..).collect();
+    for handle in closing {
         if let Ok(rec) = handle.await {
             w.stats.borrow_mut().conns.push(rec);
         }

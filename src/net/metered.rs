@@ -114,6 +114,17 @@ impl Ledger {
         }
     }
 
+    /// Bytes read while draining a closing connection (after its protocol driver ended).
+    pub fn drained(&self, bytes: &[u8]) {
+        bump(&self.read_calls, 1);
+        bump(&self.bytes_in, bytes.len() as u64);
+        self.sniff_in(bytes);
+    }
+
+    pub fn drained_would_block(&self) {
+        bump(&self.read_would_block, 1);
+    }
+
     fn sniff_out(&self, bytes: &[u8]) {
         if let Some(t) = &self.h2 {
             t.borrow_mut().out.feed(bytes);

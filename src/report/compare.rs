@@ -286,7 +286,16 @@ impl CompareReport {
         let _ = writeln!(
             out,
             "  {:<6} {:<9} {:>8} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
-            "round", "proto", "total s", "req/s", "p50 ms", "p99 ms", "B/req", "segs/req", "cpu µs", "srv µs"
+            "round",
+            "proto",
+            "total s",
+            "req/s",
+            "p50 ms",
+            "p99 ms",
+            "B/req",
+            "segs/req",
+            "cpu µs",
+            "srv µs"
         );
         for r in &self.per_round {
             let f = &r.figures;

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod capture;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
