@@ -254,6 +254,10 @@ impl H2Sniffer {
             let before = rest.len();
             rest = match self.phase {
                 Phase::Preface(got) => self.feed_preface(got, rest),
+                Phase::Header(0) => match self.whole_frame(rest) {
+                    Some(after) => after,
+                    None => self.feed_header(0, rest),
+                },
                 Phase::Header(got) => self.feed_header(got, rest),
                 Phase::PadLen => self.feed_pad_len(rest),
                 Phase::Payload => self.feed_payload(rest),
@@ -313,6 +317,62 @@ impl H2Sniffer {
         }
         self.phase = Phase::Preface(got);
         rest
+    }
+
+    /// Fast path for the common case: a whole unpadded frame (without priority fields or a
+    /// promised stream id) at the start of `input`. Counts it exactly as the byte-wise path would
+    /// and returns what follows it; `None` leaves the frame to the general path.
+    fn whole_frame<'a>(&mut self, input: &'a [u8]) -> Option<&'a [u8]> {
+        let head: &[u8; FRAME_HEADER_LEN] = input.get(..FRAME_HEADER_LEN)?.try_into().ok()?;
+        let [l0, l1, l2, t, flags, s0, s1, s2, s3] = *head;
+        let len = u32::from_be_bytes([0, l0, l1, l2]) as usize;
+        let ty = FrameType::from_u8(t);
+        let simple = match ty {
+            FrameType::Data => flags & PADDED == 0,
+            FrameType::Headers => flags & (PADDED | PRIORITY) == 0,
+            FrameType::PushPromise => false,
+            _ => true,
+        };
+        let payload = input.get(FRAME_HEADER_LEN..FRAME_HEADER_LEN + len)?;
+        if !simple {
+            return None;
+        }
+        let stream = u32::from_be_bytes([s0, s1, s2, s3]) & 0x7fff_ffff;
+        if ty == FrameType::Headers && self.first_headers_at.is_none() {
+            self.first_headers_at = Some(self.fed);
+        }
+        let n = len as u64;
+        let c = &mut self.counts;
+        let stat = &mut c.frames[ty as usize];
+        stat.count += 1;
+        stat.bytes += HEADER_LEN + n;
+        c.frame_header_bytes += HEADER_LEN;
+        match ty {
+            FrameType::Data => {
+                c.data_payload_bytes += n;
+                match self.streams.get_mut(&stream) {
+                    Some(state) => grpc_consume(state, payload, c),
+                    None => c.data_untracked_bytes += n,
+                }
+                if flags & END_STREAM != 0 {
+                    self.forget(stream);
+                }
+            }
+            FrameType::Headers => {
+                c.hpack_bytes += n;
+                if flags & END_STREAM != 0 {
+                    c.headers_frames_with_end_stream += 1;
+                    self.forget(stream);
+                } else {
+                    self.track(stream);
+                }
+            }
+            FrameType::Continuation => c.hpack_bytes += n,
+            FrameType::RstStream => self.forget(stream),
+            _ => {}
+        }
+        self.frame_start = self.fed;
+        input.get(FRAME_HEADER_LEN + len..)
     }
 
     fn feed_header<'a>(&mut self, got: u8, input: &'a [u8]) -> &'a [u8] {
@@ -488,11 +548,11 @@ impl H2Sniffer {
     /// Starts gRPC tracking for a stream that opened (HEADERS without END_STREAM) in this direction.
     /// When the map is full the lowest stream id (the oldest, likely abandoned stream) is evicted.
     fn track(&mut self, stream: u32) {
-        if self.streams.contains_key(&stream) {
+        if self.streams.len() < MAX_TRACKED_STREAMS {
+            self.streams.entry(stream).or_insert(Grpc::START);
             return;
         }
-        if self.streams.len() < MAX_TRACKED_STREAMS {
-            self.streams.insert(stream, Grpc::START);
+        if self.streams.contains_key(&stream) {
             return;
         }
         // Full: replace the lowest (oldest) stream id, if it is older than this one (rare, O(n)).
@@ -517,6 +577,17 @@ fn split_upto(input: &[u8], n: u32) -> (&[u8], &[u8]) {
 /// Advances one stream's gRPC framing over DATA content bytes.
 fn grpc_consume(state: &mut Grpc, mut data: &[u8], c: &mut H2Counts) {
     while !data.is_empty() {
+        // Fast path: a whole message (compressed flag 0 or 1) starting at a message boundary.
+        if let (Grpc::Prefix { got: 0, .. }, [0 | 1, l0, l1, l2, l3, ..]) = (*state, data) {
+            let len = u32::from_be_bytes([*l0, *l1, *l2, *l3]);
+            if let Some(tail) = data.get(usize::from(GRPC_PREFIX_LEN) + len as usize..) {
+                c.grpc_prefix_bytes += u64::from(GRPC_PREFIX_LEN);
+                c.grpc_message_bytes += u64::from(len);
+                c.grpc_messages += 1;
+                data = tail;
+                continue;
+            }
+        }
         match *state {
             Grpc::Prefix { mut got, mut len } => {
                 if got == 0 {
