@@ -19,6 +19,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod support;
+use support::die_with_parent;
+
 /// How long the server gets to print its "listening on" line.
 const LISTEN_TIMEOUT: Duration = Duration::from_secs(15);
 /// Bound for the Python client (interpreter start, protoc, ~200 calls).
@@ -128,24 +131,6 @@ impl Drop for Server {
 fn parse_listening(line: &str) -> Option<SocketAddr> {
     let rest = line.split_once("listening on ")?.1;
     rest.split_whitespace().next()?.parse().ok()
-}
-
-/// If the test process dies without running Drop, take the child with it. PR_SET_PDEATHSIG
-/// fires when the spawning *thread* exits; each test spawns and drops on its own thread.
-fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() == 1 {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -86,19 +86,7 @@ impl Capture {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         // As for etcd: if the test process dies without Drop, take tshark with it.
-        unsafe {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() == 1 {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+        super::die_with_parent(&mut cmd);
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));

@@ -271,20 +271,7 @@ fn spawn_etcd(bin: &Path, dir: &Path, client: u16, peer: u16) -> Child {
     // If the test process dies without running Drop (killed by a signal, aborted), take etcd
     // with it. PR_SET_PDEATHSIG fires when the spawning *thread* exits; every test starts and
     // drops its etcd on its own thread, so that is never earlier than Drop.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() == 1 {
-                // The parent already died between fork and prctl.
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
+    die_with_parent(&mut cmd);
     cmd.spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()))
 }
@@ -367,6 +354,25 @@ fn dechunk(mut rest: &[u8]) -> Option<Vec<u8>> {
         }
         body.extend_from_slice(rest.get(..size)?);
         rest = rest.get(size + 2..)?;
+    }
+}
+
+/// Makes a child process die (SIGKILL) when the thread that spawned it exits, so a test that
+/// dies without running Drop leaves no server or capture behind.
+pub fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) run between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() == 1 {
+                // The parent already died between fork and prctl.
+                libc::_exit(1);
+            }
+            Ok(())
+        });
     }
 }
 
