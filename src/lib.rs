@@ -29,6 +29,7 @@ pub mod net;
 pub mod report;
 pub mod server;
 pub mod stats;
+pub mod watch;
 pub mod wire;
 pub mod workload;
 
@@ -164,6 +165,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     install_sigint();
     let result = match action {
         cli::Action::Serve(cfg) => serve(cfg),
+        cli::Action::Watch(cfg) => watch_and_write(&cfg),
         cli::Action::Run { mut cfg, embedded } => embedded
             .map(|s| start_embedded(&mut cfg, s))
             .transpose()
@@ -188,6 +190,44 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
             exit::FAILURE
         }
     }
+}
+
+fn watch_and_write(cfg: &watch::WatchConfig) -> Result<i32, RunError> {
+    let runs = watch::run(cfg).map_err(RunError::Setup)?;
+    let text = match cfg.format {
+        Format::Text => watch::render_text(cfg, &runs),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&serde_json::json!({
+                "schema": "wirebench.watch.v1",
+                "runs": runs,
+            }))
+            .unwrap_or_default();
+            s.push('\n');
+            s
+        }
+    };
+    match &cfg.output {
+        Some(path) => std::fs::write(path, text).map_err(|source| RunError::Output {
+            path: path.display().to_string(),
+            source,
+        })?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+    }
+    let mut code = exit::OK;
+    for r in &runs {
+        if r.missing > 0 || r.duplicated > 0 {
+            eprintln!(
+                "error: watch over {}: {} events missing, {} duplicated",
+                r.title, r.missing, r.duplicated
+            );
+            code = exit::FAILURE;
+        }
+    }
+    Ok(code)
 }
 
 fn serve(cfg: server::ServeConfig) -> Result<i32, RunError> {

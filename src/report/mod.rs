@@ -192,6 +192,22 @@ fn ratio(grpc: f64, http: f64) -> Option<f64> {
     (http > 0.0 && grpc.is_finite()).then(|| grpc / http)
 }
 
+/// Failures by kind and message, most frequent first.
+pub fn error_counts(
+    errors: &std::collections::HashMap<crate::stats::Failure, u64>,
+) -> Vec<ErrorCount> {
+    let mut v: Vec<ErrorCount> = errors
+        .iter()
+        .map(|(f, &count)| ErrorCount {
+            kind: f.kind,
+            message: f.detail.as_deref().map(str::to_string),
+            count,
+        })
+        .collect();
+    v.sort_by(|a, b| b.count.cmp(&a.count).then(a.kind.cmp(b.kind)));
+    v
+}
+
 /// IP + TCP header bytes of `segments` segments: IPv4 20 or IPv6 40, TCP 20, plus 12 bytes of
 /// timestamp option on every segment when negotiated (Linux pads it to 12). SACK blocks and other
 /// options on some segments are not counted: the figure is a floor.
@@ -281,16 +297,7 @@ impl RunReport {
             })
             .collect();
         status_distribution.sort_by_key(|s| std::cmp::Reverse(s.count));
-        let mut error_distribution: Vec<ErrorCount> = st
-            .errors
-            .iter()
-            .map(|(f, &count)| ErrorCount {
-                kind: f.kind,
-                message: f.detail.as_deref().map(str::to_string),
-                count,
-            })
-            .collect();
-        error_distribution.sort_by(|a, b| b.count.cmp(&a.count).then(a.kind.cmp(b.kind)));
+        let error_distribution = error_counts(&st.errors);
 
         RunReport {
             proto: run.proto.name(),

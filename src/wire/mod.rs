@@ -4,3 +4,4 @@ pub mod grpc;
 pub mod h2sniff;
 pub mod http1;
 pub mod json;
+pub mod watch;
