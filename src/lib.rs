@@ -206,17 +206,7 @@ fn watch_and_write(cfg: &watch::WatchConfig) -> Result<i32, RunError> {
             s
         }
     };
-    match &cfg.output {
-        Some(path) => std::fs::write(path, text).map_err(|source| RunError::Output {
-            path: path.display().to_string(),
-            source,
-        })?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-        }
-    }
+    emit(cfg.output.as_deref(), &text)?;
     let mut code = exit::OK;
     for r in &runs {
         if r.missing > 0 || r.duplicated > 0 {
@@ -268,9 +258,9 @@ fn call(cfg: &Config, server: Option<&server::Server>) -> Result<i32, RunError> 
     }
 }
 
-/// Writes `text` to the configured output file, or stdout.
-fn emit(cfg: &Config, text: &str) -> Result<(), RunError> {
-    match &cfg.output {
+/// Writes `text` to the output file, or stdout.
+fn emit(output: Option<&std::path::Path>, text: &str) -> Result<(), RunError> {
+    match output {
         Some(path) => std::fs::write(path, text).map_err(|source| RunError::Output {
             path: path.display().to_string(),
             source,
@@ -328,7 +318,7 @@ fn compare(cfg: &Config, server: Option<&server::Server>, rounds: usize) -> Resu
         Format::Text => cmp.to_text(),
         Format::Json => cmp.to_json(),
     };
-    emit(cfg, &text)?;
+    emit(cfg.output.as_deref(), &text)?;
     write_svg(cfg, Some(cmp.median_http), Some(cmp.median_grpc))?;
     Ok(exit::OK)
 }
@@ -339,7 +329,7 @@ fn run_and_write(cfg: &Config, server: Option<&server::Server>) -> Result<i32, R
         Format::Text => report::text::render(&report),
         Format::Json => report.to_json(),
     };
-    emit(cfg, &text)?;
+    emit(cfg.output.as_deref(), &text)?;
     let fig = |p: &str| {
         report
             .runs
