@@ -55,6 +55,12 @@ fn bad_flags_exit_2_with_one_error_line() {
         &["etcd", "range", ""],
         &["etcd", "range", "k", "--consistency", "x"],
         &["etcd", "delete", "k"],
+        &["etcd", "watch", "--streams", "3", "--watchers", "2"],
+        &["etcd", "watch", "--conns", "2"],
+        &["etcd", "watch", "--val-size", "4"],
+        &["etcd", "watch", "--put-rate", "0"],
+        &["etcd", "watch", "--put-total", "0"],
+        &["etcd", "watch", "--watched-keys", "0"],
         &["bogus"],
     ];
     for case in cases {
