@@ -128,6 +128,8 @@ struct WatchState {
     last_event: Cell<Option<Instant>>,
     errors: RefCell<HashMap<Failure, u64>>,
     conns: RefCell<Vec<ConnRecord>>,
+    /// HTTP/1.1 chunks received on the watch connections
+    chunks: Cell<u64>,
     stop: Notify,
     stopped: Cell<bool>,
     /// h2 DATA frames or HTTP chunk-framing bytes come from the ledgers; this counts messages
@@ -304,6 +306,8 @@ pub struct WatchWire {
     pub data_frames_in_per_event: Option<f64>,
     /// HTTP/1.1: chunk framing bytes received per event
     pub chunk_framing_bytes_per_event: Option<f64>,
+    /// HTTP/1.1: chunks received per event
+    pub chunks_per_event: Option<f64>,
 }
 
 fn per(n: u64, d: u64) -> f64 {
@@ -331,6 +335,7 @@ struct WatchOutcome {
     errors: HashMap<Failure, u64>,
     conns: Vec<ConnRecord>,
     responses: u64,
+    chunks: u64,
 }
 
 fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> {
@@ -490,6 +495,7 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
             responses_per_event: per(w.responses, events),
             data_frames_in_per_event: (proto == Proto::Grpc).then(|| per(frames_in, events)),
             chunk_framing_bytes_per_event: (proto == Proto::Http).then(|| per(framing, events)),
+            chunks_per_event: (proto == Proto::Http).then(|| per(w.chunks, events)),
         },
         errors: crate::report::error_counts(&w.errors),
         per_connection: w.conns,
@@ -521,6 +527,7 @@ fn watch_thread(
         last_event: Cell::new(None),
         errors: RefCell::new(HashMap::new()),
         conns: RefCell::new(Vec::new()),
+        chunks: Cell::new(0),
         stop: Notify::new(),
         stopped: Cell::new(false),
         responses: Cell::new(0),
@@ -587,6 +594,7 @@ fn outcome(st: &WatchState) -> WatchOutcome {
         errors: st.errors.take(),
         conns: st.conns.take(),
         responses: st.responses.get(),
+        chunks: st.chunks.get(),
     }
 }
 
@@ -1234,8 +1242,11 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         if let Some(f) = w.data_frames_in_per_event {
             let _ = writeln!(out, "  h2 DATA frames / event:  {f:.3}");
         }
-        if let Some(f) = w.chunk_framing_bytes_per_event {
-            let _ = writeln!(out, "  Chunk framing / event:   {f:.1} B");
+        if let (Some(f), Some(c)) = (w.chunk_framing_bytes_per_event, w.chunks_per_event) {
+            let _ = writeln!(
+                out,
+                "  Chunks / event:          {c:.3} ({f:.1} B of chunk framing)"
+            );
         }
         let errors: Vec<_> = r.errors.iter().chain(p.errors.iter()).collect();
         if !errors.is_empty() {

@@ -381,6 +381,8 @@ pub struct ChunkedDecoder {
     trailer_len: usize,
     framing: u64,
     data: u64,
+    /// data chunks seen (the last, empty chunk not counted)
+    chunks: u64,
 }
 
 impl ChunkedDecoder {
@@ -394,6 +396,7 @@ impl ChunkedDecoder {
             trailer_len: 0,
             framing: 0,
             data: 0,
+            chunks: 0,
         }
     }
 
@@ -512,6 +515,7 @@ impl ChunkedDecoder {
                     self.trailer_len = 0;
                     State::TrailerStart
                 } else {
+                    self.chunks += 1;
                     State::Data
                 };
             }
@@ -577,6 +581,11 @@ impl ChunkedDecoder {
     /// Chunk payload bytes moved to `dst` so far.
     pub fn data_bytes(&self) -> u64 {
         self.data
+    }
+
+    /// Data chunks whose size line has been read (the terminating zero-size chunk excluded).
+    pub fn chunks(&self) -> u64 {
+        self.chunks
     }
 
     /// Whether the whole body has been consumed.
@@ -1612,5 +1621,21 @@ mod tests {
             prop_assert_eq!(got, want);
             prop_assert_eq!(&dst[head_len..], &body[..]);
         }
+    }
+
+    #[test]
+    fn counts_data_chunks() {
+        let mut enc = BytesMut::new();
+        encode_chunk(b"abc", &mut enc);
+        encode_chunk(b"de", &mut enc);
+        encode_chunk(b"f", &mut enc);
+        encode_last_chunk(&mut enc);
+        let mut d = ChunkedDecoder::new(1024);
+        let mut out = BytesMut::new();
+        assert_eq!(d.decode(&mut enc, &mut out), Ok(true));
+        assert_eq!(&out[..], b"abcdef");
+        assert_eq!(d.chunks(), 3);
+        d.reset();
+        assert_eq!(d.chunks(), 0);
     }
 }
