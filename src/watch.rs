@@ -963,6 +963,7 @@ async fn http_stream(
             chunked.framing_bytes(),
         );
     }
+    st.chunks.set(st.chunks.get() + chunked.chunks());
     st.conns.borrow_mut().push(record(&io));
 }
 

@@ -52,6 +52,20 @@ fn ten_watchers_see_every_put_over_both_protocols() {
     }
     // two runs of 500 puts each
     assert_eq!(etcd.revision() - before, 1000);
+    // every event came in a chunk (HTTP/1.1) or a DATA frame (gRPC) of the watch connections
+    let http = run_for(&report, "http");
+    assert!(f64_at(http, "/wire/chunks_per_event") > 0.0, "{http:#}");
+    assert!(
+        f64_at(http, "/wire/chunk_framing_bytes_per_event") > 0.0,
+        "{http:#}"
+    );
+    assert!(http["wire"]["data_frames_in_per_event"].is_null());
+    let grpc = run_for(&report, "grpc");
+    assert!(
+        f64_at(grpc, "/wire/data_frames_in_per_event") > 0.0,
+        "{grpc:#}"
+    );
+    assert!(f64_at(grpc, "/wire/bytes_in_per_event") > 0.0, "{grpc:#}");
     // HTTP/1.1: one connection per stream; gRPC: the streams share one connection
     assert_eq!(u64_at(run_for(&report, "http"), "/connections"), 10);
     assert_eq!(u64_at(run_for(&report, "grpc"), "/connections"), 1);
