@@ -18,7 +18,7 @@ fn bench(c: &mut Criterion) {
         key_space_size: 100_000,
         sequential_keys: false,
     };
-    let mut put = EtcdWorkload::new(op, &[ep], 1).unwrap().for_client(0);
+    let mut put = EtcdWorkload::new(op, &[ep], 1, None).unwrap().for_client(0);
 
     let mut out = BytesMut::with_capacity(4096);
     let mut idx = 0u64;

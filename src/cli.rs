@@ -467,6 +467,30 @@ pub struct RunArgs {
     /// Write a chart of the headline figures, HTTP/1.1 next to gRPC, as SVG
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// etcd user, NAME[:PASSWORD]; without a password it is read from $WIREBENCH_ETCD_PASSWORD
+    #[arg(long)]
+    pub user: Option<String>,
+}
+
+/// The environment variable a password comes from when `--user` has none.
+pub const PASSWORD_ENV: &str = "WIREBENCH_ETCD_PASSWORD";
+
+fn parse_user(s: &str) -> Result<(String, String), String> {
+    let (name, password) = match s.split_once(':') {
+        Some((n, p)) => (n.to_string(), p.to_string()),
+        None => match std::env::var(PASSWORD_ENV) {
+            Ok(p) => (s.to_string(), p),
+            Err(_) => {
+                return Err(format!(
+                    "--user {s} has no password: use NAME:PASSWORD or set {PASSWORD_ENV}"
+                ));
+            }
+        },
+    };
+    if name.is_empty() {
+        return Err("--user needs a user name".into());
+    }
+    Ok((name, password))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -565,6 +589,7 @@ impl CallArgs {
             server_pid: None,
             per_conn: false,
             svg: None,
+            user: None,
         };
         run.into_config(spec, endpoints)
     }
@@ -677,7 +702,11 @@ impl RunArgs {
                 "--server-pid {pid}: no such process (or /proc/{pid}/stat unreadable)"
             ));
         }
-        let workload = spec.build(&endpoints, seed)?;
+        if self.user.is_some() && matches!(spec, WorkloadSpec::Echo { .. }) {
+            return Err("--user is for etcd; the echo server has no authentication".into());
+        }
+        let workload = spec.build(&endpoints, seed, None)?;
+        let auth = self.user.as_deref().map(parse_user).transpose()?;
         Ok(Config {
             endpoints,
             protos,
@@ -703,6 +732,8 @@ impl RunArgs {
             server_pid: self.server_pid,
             per_conn: self.per_conn,
             svg: self.svg,
+            auth,
+            token: None,
         })
     }
 }

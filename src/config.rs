@@ -28,10 +28,16 @@ impl WorkloadSpec {
         }
     }
 
-    pub fn build(&self, endpoints: &[Endpoint], seed: u64) -> Result<Workload, String> {
+    /// `token`: an etcd auth token (ignored by the echo workload).
+    pub fn build(
+        &self,
+        endpoints: &[Endpoint],
+        seed: u64,
+        token: Option<&str>,
+    ) -> Result<Workload, String> {
         Ok(match self {
             WorkloadSpec::Etcd(op) => {
-                Workload::Etcd(EtcdWorkload::new(op.clone(), endpoints, seed)?)
+                Workload::Etcd(EtcdWorkload::new(op.clone(), endpoints, seed, token)?)
             }
             WorkloadSpec::Echo { ping, headers } => {
                 Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
@@ -167,13 +173,26 @@ pub struct Config {
     pub per_conn: bool,
     /// write a chart here
     pub svg: Option<PathBuf>,
+    /// etcd credentials (user, password): authenticate before the run, again on "invalid auth token"
+    pub auth: Option<(String, String)>,
+    /// the etcd auth token in use
+    pub token: Option<String>,
 }
 
 impl Config {
     /// Points the run at other endpoints (e.g. the built-in server's ephemeral port).
     pub fn set_endpoints(&mut self, endpoints: Vec<Endpoint>) -> Result<(), String> {
-        self.workload = self.spec.build(&endpoints, self.seed)?;
+        self.workload = self
+            .spec
+            .build(&endpoints, self.seed, self.token.as_deref())?;
         self.endpoints = endpoints;
+        Ok(())
+    }
+
+    /// Sends this etcd auth token with every request from now on.
+    pub fn set_token(&mut self, token: String) -> Result<(), String> {
+        self.workload = self.spec.build(&self.endpoints, self.seed, Some(&token))?;
+        self.token = Some(token);
         Ok(())
     }
 }

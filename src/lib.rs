@@ -108,6 +108,52 @@ pub fn run(
     Ok((report, runs))
 }
 
+/// With `--user`: gets an etcd auth token before the run (over HTTP/1.1 through the gateway when
+/// only HTTP/1.1 runs, over gRPC otherwise) and sends it with every request.
+fn authenticate(cfg: &mut Config) -> Result<(), RunError> {
+    let Some((user, password)) = cfg.auth.clone() else {
+        return Ok(());
+    };
+    let ep = cfg.endpoints[0].clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Setup(format!("cannot start a runtime: {e}")))?;
+    let local = tokio::task::LocalSet::new();
+    let over_http = cfg.protos == [config::Proto::Http];
+    let token = local.block_on(&rt, async {
+        let connect_err = |e: std::io::Error| format!("connect to {}: {e}", ep.addr);
+        if over_http {
+            let mut conn =
+                client::http1::Conn::connect(ep.addr, 0, &cfg.net, 1 << 20, net::Layers::Off)
+                    .await
+                    .map_err(connect_err)?;
+            workload::etcd::authenticate_http(&mut conn, &ep.authority, &user, &password)
+                .await
+                .map_err(|f| f.to_string())
+        } else {
+            let conn = client::grpc::Conn::connect(ep.addr, 0, &cfg.net, &cfg.h2)
+                .await
+                .map_err(connect_err)?;
+            let mut send = conn.handle();
+            let t = workload::etcd::authenticate_grpc(
+                &mut send,
+                conn.ledger(),
+                &ep.authority,
+                &user,
+                &password,
+            )
+            .await
+            .map_err(|f| f.to_string());
+            drop(send);
+            conn.close(std::time::Duration::from_secs(1)).await;
+            t
+        }
+    });
+    let token = token.map_err(|e| RunError::Setup(format!("authenticate as {user}: {e}")))?;
+    cfg.set_token(token).map_err(RunError::Setup)
+}
+
 /// Starts the built-in server and points `cfg` at it.
 fn start_embedded(
     cfg: &mut Config,
@@ -169,7 +215,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         cli::Action::Run { mut cfg, embedded } => embedded
             .map(|s| start_embedded(&mut cfg, s))
             .transpose()
-            .and_then(|srv| run_and_write(&cfg, srv.as_ref())),
+            .and_then(|srv| {
+                authenticate(&mut cfg)?;
+                run_and_write(&cfg, srv.as_ref())
+            }),
         cli::Action::Call { mut cfg, embedded } => embedded
             .map(|s| start_embedded(&mut cfg, s))
             .transpose()
@@ -181,7 +230,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         } => embedded
             .map(|s| start_embedded(&mut cfg, s))
             .transpose()
-            .and_then(|srv| compare(&cfg, srv.as_ref(), rounds)),
+            .and_then(|srv| {
+                authenticate(&mut cfg)?;
+                compare(&cfg, srv.as_ref(), rounds)
+            }),
     };
     match result {
         Ok(code) => code,

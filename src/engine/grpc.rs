@@ -13,6 +13,7 @@ use crate::engine::{Assignment, Ctx, Reconnect, Worker, count_failure, quota};
 use crate::net::Ledger;
 use crate::stats::{Failure, StatusKey};
 use crate::wire::grpc::Code;
+use crate::workload::etcd::{authenticate_grpc, is_invalid_token};
 
 /// Attempts after the first for a request the server refused unprocessed.
 const MAX_RETRIES: u32 = 3;
@@ -153,13 +154,15 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let ctx = w.ctx.clone();
     let quota = quota(ctx.stop, id, ctx.clients);
     let mut work = ctx.workload.for_client(id as u64);
-    let call = work.call(slot.endpoint).clone();
+    let mut call = work.call(slot.endpoint).clone();
     let max_message = ctx.h2.max_recv_message;
     let mut rx = BytesMut::with_capacity(4096);
     let mut idx = id as u64;
     let mut sent = 0u64;
     let mut handle: Option<Handle> = None;
     let mut reconnect = Reconnect::new();
+    // set while the request after a re-authentication is in flight: at most one retry
+    let mut reauthed = false;
 
     while let Some(warm) = w.phase(sent, quota) {
         if let Err(f) = slot.acquire(&w, &mut handle).await {
@@ -214,6 +217,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         };
         let result = tokio::time::timeout(ctx.timeout, attempt).await;
         let latency = started.elapsed();
+        let was_reauthed = std::mem::take(&mut reauthed);
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
             Err(_) => count_failure(
@@ -222,6 +226,28 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 None,
                 Failure::with("timeout", format!("no response within {:?}", ctx.timeout)),
             ),
+            // etcd no longer accepts the token: authenticate again, then send again (once).
+            Ok(Err(e)) if !was_reauthed && ctx.auth.is_some() && is_invalid_token(&e.failure) => {
+                if let (Some((user, password)), Some(h)) = (&ctx.auth, handle.as_mut()) {
+                    let authority = &ctx.authorities[slot.endpoint];
+                    let token =
+                        authenticate_grpc(&mut h.send, &h.ledger, authority, user, password).await;
+                    match token
+                        .map_err(|f| Failure::with("auth", f))
+                        .and_then(|t| work.set_token(&t).map_err(|e| Failure::with("auth", e)))
+                    {
+                        Ok(()) => {
+                            call = work.call(slot.endpoint).clone();
+                            w.stats.borrow_mut().reauthenticated += 1;
+                            reauthed = true;
+                            // The same request goes again; it was not counted.
+                            sent -= u64::from(!warm);
+                            continue;
+                        }
+                        Err(f) => count_failure(&w, warm, e.status, f),
+                    }
+                }
+            }
             Ok(Err(e)) => count_failure(&w, warm, e.status, e.failure),
             Ok(Ok(message)) => {
                 if warm {

@@ -8,6 +8,7 @@ use bytes::BytesMut;
 use crate::client::http1::Conn;
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, count_failure, quota};
 use crate::stats::Failure;
+use crate::workload::etcd::{authenticate_http, is_invalid_token};
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
     let addr = ctx.addrs[endpoint];
@@ -49,6 +50,8 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
     let mut idx = id as u64;
     let mut sent = 0u64;
     let mut reconnect = Reconnect::new();
+    // re-authentication: at most once per request
+    let (mut needs_auth, mut reauthed) = (false, false);
 
     while let Some(warm) = w.phase(sent, quota) {
         let c = match &mut conn {
@@ -96,20 +99,39 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
             }
             Ok(Ok(resp)) => {
                 let verdict = work.check_http(resp.status, resp.body);
-                if warm {
-                    w.stats.borrow_mut().warmup += 1;
-                } else {
-                    match verdict {
-                        Ok(status) => {
-                            w.keep_sample(|| work.sample_http(resp.body));
-                            w.stats.borrow_mut().record_ok(latency, status);
-                        }
-                        Err((status, f)) => w.stats.borrow_mut().record_failure(Some(status), f),
+                match verdict {
+                    // etcd no longer accepts the token: authenticate again, then send again.
+                    Err((_, f)) if !reauthed && ctx.auth.is_some() && is_invalid_token(&f) => {
+                        needs_auth = true;
                     }
+                    _ if warm => w.stats.borrow_mut().warmup += 1,
+                    Ok(status) => {
+                        w.keep_sample(|| work.sample_http(resp.body));
+                        w.stats.borrow_mut().record_ok(latency, status);
+                    }
+                    Err((status, f)) => w.stats.borrow_mut().record_failure(Some(status), f),
                 }
                 c.reusable()
             }
         };
+        reauthed = false;
+        if needs_auth && let Some((user, password)) = &ctx.auth {
+            needs_auth = false;
+            let authority = &ctx.authorities[endpoint];
+            match authenticate_http(c, authority, user, password).await {
+                Ok(token) => match work.set_token(&token) {
+                    Ok(()) => {
+                        w.stats.borrow_mut().reauthenticated += 1;
+                        reauthed = true;
+                        // The same request goes again; it was not counted.
+                        sent -= u64::from(!warm);
+                        continue;
+                    }
+                    Err(e) => count_failure(&w, warm, None, Failure::with("auth", e)),
+                },
+                Err(f) => count_failure(&w, warm, None, Failure::with("auth", f)),
+            }
+        }
         if !keep && let Some(c) = conn.take() {
             w.stats.borrow_mut().conns.push(c.close());
         }

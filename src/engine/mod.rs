@@ -58,6 +58,10 @@ struct Ctx {
     /// HTTP/1.1 layer accounting on or off (h2 carries its own switch in `h2`)
     layers: crate::net::Layers,
     addrs: Vec<std::net::SocketAddr>,
+    /// `host:port` per endpoint (re-authentication requests)
+    authorities: Vec<String>,
+    /// etcd credentials, to re-authenticate on "invalid auth token"
+    auth: Option<(String, String)>,
     workload: Workload,
 }
 
@@ -258,6 +262,8 @@ pub fn run_proto(
             crate::net::Layers::Off
         },
         addrs: cfg.endpoints.iter().map(|e| e.addr).collect(),
+        authorities: cfg.endpoints.iter().map(|e| e.authority.clone()).collect(),
+        auth: cfg.auth.clone(),
         workload: cfg.workload.clone(),
     });
     let start = Arc::new(Barrier::new(threads + 1));

@@ -73,6 +73,8 @@ pub struct Summary {
     pub warmup_requests: u64,
     /// gRPC requests re-sent on a new connection after GOAWAY / REFUSED_STREAM
     pub retried: u64,
+    /// requests sent again after re-authenticating with etcd ("invalid auth token")
+    pub reauthenticated: u64,
     pub total_s: f64,
     pub slowest_ms: f64,
     pub fastest_ms: f64,
@@ -261,6 +263,7 @@ impl RunReport {
             failed: st.failed,
             warmup_requests: st.warmup,
             retried: st.retried,
+            reauthenticated: st.reauthenticated,
             total_s: secs,
             slowest_ms: if lat.count == 0 {
                 0.0

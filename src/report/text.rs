@@ -156,6 +156,13 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
             s.retried
         );
     }
+    if s.reauthenticated > 0 {
+        let _ = writeln!(
+            out,
+            "  Re-auth:      {} (invalid auth token, sent again with a new one)",
+            s.reauthenticated
+        );
+    }
     if s.warmup_requests > 0 {
         let _ = writeln!(out, "  Warmup:       {} (not counted)", s.warmup_requests);
     }

@@ -145,6 +145,8 @@ pub struct Stats {
     pub reconnects: u64,
     /// gRPC requests re-sent on a new connection because the server did not process them
     pub retried: u64,
+    /// requests re-sent after re-authenticating ("invalid auth token")
+    pub reauthenticated: u64,
     pub conns: Vec<ConnRecord>,
 }
 
@@ -185,6 +187,7 @@ impl Stats {
         }
         self.reconnects += other.reconnects;
         self.retried += other.retried;
+        self.reauthenticated += other.reauthenticated;
         self.conns.extend(other.conns);
     }
 

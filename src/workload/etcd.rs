@@ -9,12 +9,15 @@ use serde_json::Value;
 
 use crate::client::grpc::Call;
 use crate::config::Endpoint;
-use crate::proto::etcd::{PutResponse, RangeRequest, RangeResponse};
+use crate::proto::etcd::{
+    AuthenticateRequest, AuthenticateResponse, PutResponse, RangeRequest, RangeResponse,
+};
 use crate::stats::{Failure, StatusKey};
 use crate::wire::grpc;
 use crate::wire::http1::RequestTemplate;
 use crate::wire::json::{self, GwError, GwResponse};
 use crate::workload::{HttpVerdict, Rng};
+use http::header::{HeaderName, HeaderValue};
 
 /// Which KV operation, with its parameters (validated by the CLI).
 #[derive(Debug, Clone)]
@@ -89,10 +92,124 @@ fn next_key(op: &EtcdOp, rng: &mut Rng, key: &mut [u8], idx: u64) {
     }
 }
 
+/// The HTTP/1.1 request heads and gRPC calls of `op`, one per endpoint.
+fn targets(
+    op: &EtcdOp,
+    endpoints: &[Endpoint],
+    token: Option<&str>,
+) -> Result<(Vec<RequestTemplate>, Vec<Call>), String> {
+    let mut templates = Vec::with_capacity(endpoints.len());
+    let mut calls = Vec::with_capacity(endpoints.len());
+    let mut headers = vec![("Content-Type", "application/json")];
+    let mut metadata = Vec::new();
+    if let Some(t) = token {
+        headers.push(("Authorization", t));
+        let v = HeaderValue::from_str(t)
+            .map_err(|_| "the auth token is not a valid header value".to_string())?;
+        metadata.push((HeaderName::from_static("token"), v));
+    }
+    for ep in endpoints {
+        let t = RequestTemplate::new("POST", op.gateway_path(), &ep.authority, &headers)
+            .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
+        templates.push(t);
+        let uri: Uri = format!("http://{}{}", ep.authority, op.grpc_path())
+            .parse()
+            .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
+        calls.push(Call::new(uri, metadata.clone(), "etcd"));
+    }
+    Ok((templates, calls))
+}
+
+/// The etcd error that means "authenticate again".
+pub const INVALID_TOKEN: &str = "invalid auth token";
+
+/// Whether a failure is etcd rejecting an expired or revoked token.
+pub fn is_invalid_token(f: &Failure) -> bool {
+    f.kind == "etcd"
+        && f.detail
+            .as_deref()
+            .is_some_and(|d| d.contains(INVALID_TOKEN))
+}
+
+/// etcd `Authenticate` over gRPC on an open connection; returns the token.
+pub async fn authenticate_grpc(
+    send: &mut h2::client::SendRequest<Bytes>,
+    ledger: &crate::net::Ledger,
+    authority: &str,
+    user: &str,
+    password: &str,
+) -> Result<String, Failure> {
+    let uri: Uri = format!("http://{authority}/etcdserverpb.Auth/Authenticate")
+        .parse()
+        .map_err(|e| Failure::with("auth", e))?;
+    let call = Call::new(uri, Vec::new(), "etcd");
+    let mut frame = BytesMut::new();
+    grpc::encode(
+        &AuthenticateRequest {
+            name: user.to_string(),
+            password: password.to_string(),
+        },
+        &mut frame,
+    );
+    let mut rx = BytesMut::new();
+    let msg = crate::client::grpc::unary(send, ledger, &call, frame.freeze(), &mut rx, 1 << 20)
+        .await
+        .map_err(|e| e.failure)?;
+    let resp = AuthenticateResponse::decode(msg).map_err(|e| Failure::with("bad_response", e))?;
+    if resp.token.is_empty() {
+        return Err(Failure::with(
+            "auth",
+            "etcd returned an empty token (is auth enabled?)",
+        ));
+    }
+    Ok(resp.token)
+}
+
+/// etcd `Authenticate` through the gateway (`POST /v3/auth/authenticate`); returns the token.
+pub async fn authenticate_http(
+    conn: &mut crate::client::http1::Conn,
+    authority: &str,
+    user: &str,
+    password: &str,
+) -> Result<String, Failure> {
+    let t = RequestTemplate::new(
+        "POST",
+        "/v3/auth/authenticate",
+        authority,
+        &[("Content-Type", "application/json")],
+    )
+    .map_err(|e| Failure::with("auth", e))?;
+    let body = serde_json::json!({ "name": user, "password": password }).to_string();
+    let mut req = BytesMut::new();
+    let head = t.encode(body.as_bytes(), &mut req);
+    let resp = conn.round_trip(&req, head).await?;
+    #[derive(serde::Deserialize)]
+    struct Token {
+        #[serde(default)]
+        token: String,
+    }
+    if resp.status != 200 {
+        let msg = serde_json::from_slice::<GwError>(resp.body)
+            .map(|e| e.text().to_string())
+            .unwrap_or_else(|_| format!("HTTP {}", resp.status));
+        return Err(Failure::with("etcd", msg));
+    }
+    let tok: Token =
+        serde_json::from_slice(resp.body).map_err(|e| Failure::with("bad_response", e))?;
+    if tok.token.is_empty() {
+        return Err(Failure::with(
+            "auth",
+            "etcd returned an empty token (is auth enabled?)",
+        ));
+    }
+    Ok(tok.token)
+}
+
 /// Everything that is the same for all clients, built once.
 #[derive(Debug)]
 struct Shared {
     op: EtcdOp,
+    endpoints: Vec<Endpoint>,
     /// per endpoint: the HTTP request head up to Content-Length
     templates: Vec<RequestTemplate>,
     /// per endpoint: the gRPC call
@@ -118,24 +235,16 @@ pub struct EtcdWorkload {
 }
 
 impl EtcdWorkload {
-    pub fn new(op: EtcdOp, endpoints: &[Endpoint], seed: u64) -> Result<Self, String> {
+    /// `token`: an etcd auth token, sent as gRPC metadata `token` and as the HTTP
+    /// `Authorization` header (the raw token, no scheme), as etcd expects.
+    pub fn new(
+        op: EtcdOp,
+        endpoints: &[Endpoint],
+        seed: u64,
+        token: Option<&str>,
+    ) -> Result<Self, String> {
         let mut rng = Rng::new(seed);
-        let mut templates = Vec::with_capacity(endpoints.len());
-        let mut calls = Vec::with_capacity(endpoints.len());
-        for ep in endpoints {
-            let t = RequestTemplate::new(
-                "POST",
-                op.gateway_path(),
-                &ep.authority,
-                &[("Content-Type", "application/json")],
-            )
-            .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
-            templates.push(t);
-            let uri: Uri = format!("http://{}{}", ep.authority, op.grpc_path())
-                .parse()
-                .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
-            calls.push(Call::new(uri, Vec::new(), "etcd"));
-        }
+        let (templates, calls) = targets(&op, endpoints, token)?;
         let (json_tail, proto_tail) = match &op {
             EtcdOp::Put { val_size, .. } => {
                 // etcd's benchmark: one random value of val-size bytes for the whole run.
@@ -175,6 +284,7 @@ impl EtcdWorkload {
         Ok(EtcdWorkload {
             shared: Arc::new(Shared {
                 op,
+                endpoints: endpoints.to_vec(),
                 templates,
                 calls,
                 json_tail,
@@ -195,6 +305,21 @@ impl EtcdWorkload {
         w.frame = BytesMut::with_capacity(256);
         w.fixed = Bytes::copy_from_slice(&self.shared.proto_tail);
         w
+    }
+
+    /// This client's copy with a new auth token (after re-authenticating); allocates.
+    pub fn set_token(&mut self, token: &str) -> Result<(), String> {
+        let s = &*self.shared;
+        let (templates, calls) = targets(&s.op, &s.endpoints, Some(token))?;
+        self.shared = Arc::new(Shared {
+            op: s.op.clone(),
+            endpoints: s.endpoints.clone(),
+            templates,
+            calls,
+            json_tail: s.json_tail.clone(),
+            proto_tail: s.proto_tail.clone(),
+        });
+        Ok(())
     }
 
     pub fn describe(&self) -> String {
@@ -341,7 +466,7 @@ mod tests {
             key_space_size: 1000,
             sequential_keys: true,
         };
-        let base = EtcdWorkload::new(op, &[endpoint()], 7).unwrap();
+        let base = EtcdWorkload::new(op, &[endpoint()], 7, None).unwrap();
         let mut w = base.for_client(0);
         let framed = w.encode_grpc(300);
         let mut buf = BytesMut::from(&framed[..]);
@@ -375,7 +500,7 @@ mod tests {
             key: b"k".to_vec(),
             serializable: false,
         };
-        let w = EtcdWorkload::new(op, &[endpoint()], 1).unwrap();
+        let w = EtcdWorkload::new(op, &[endpoint()], 1, None).unwrap();
         let body = br#"{"error":"etcdserver: user name is empty","message":"etcdserver: user name is empty","code":3}"#;
         let (status, failure) = w.check_http(400, body).unwrap_err();
         assert_eq!(status, StatusKey::Http(400));

@@ -82,6 +82,14 @@ impl Workload {
         }
     }
 
+    /// Sends a new etcd auth token from now on (this client only).
+    pub fn set_token(&mut self, token: &str) -> Result<(), String> {
+        match self {
+            Workload::Etcd(w) => w.set_token(token),
+            Workload::Echo(_) => Ok(()),
+        }
+    }
+
     /// One line for the report header, e.g. "etcd put (key 8 B, value 8 B, 1 key)".
     pub fn describe(&self) -> String {
         match self {
