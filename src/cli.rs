@@ -114,6 +114,12 @@ pub struct ServeArgs {
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced on h2 connections
     #[arg(long)]
     pub max_concurrent_streams: Option<u32>,
+    /// Serve TLS with this certificate chain (PEM); with --tls-key
+    #[arg(long)]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM)
+    #[arg(long)]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -136,7 +142,8 @@ pub enum CallCmd {
 pub enum CallEtcd {
     /// Read one key
     Range {
-        key: String,
+        #[arg(value_name = "KEY")]
+        range_key: String,
         #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
         endpoints: Vec<String>,
         #[arg(long, value_enum, default_value_t = Consistency::L)]
@@ -154,6 +161,8 @@ pub struct CallArgs {
     /// Timeout for the call
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub timeout: Duration,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -213,7 +222,8 @@ pub enum EtcdCmd {
     /// Read one key (etcd benchmark's `range`)
     Range {
         /// The key to read
-        key: String,
+        #[arg(value_name = "KEY")]
+        range_key: String,
         /// l: linearizable (through the leader), s: serializable (local member)
         #[arg(long, value_enum, default_value_t = Consistency::L)]
         consistency: Consistency,
@@ -276,6 +286,8 @@ pub struct WatchArgs {
     /// The seed's run: 10 put clients, 80,000 puts, one watcher counting every event
     #[arg(long)]
     pub seed_preset: bool,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// Report format
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
@@ -334,8 +346,10 @@ impl WatchArgs {
             ProtoArg::Grpc => vec![Proto::Grpc],
             ProtoArg::Both => vec![Proto::Http, Proto::Grpc],
         };
+        let endpoints = parse_endpoints(&a.endpoints)?;
+        let tls = a.tls.client(&endpoints)?;
         Ok(WatchConfig {
-            endpoints: parse_endpoints(&a.endpoints)?,
+            endpoints,
             protos,
             watchers,
             streams,
@@ -354,6 +368,7 @@ impl WatchArgs {
             drain: a.timeout,
             net: NetConfig {
                 connect_timeout: a.connect_timeout,
+                tls,
                 ..NetConfig::default()
             },
             // A watch stream receives a burst of small DATA frames per put batch; h2's default
@@ -388,6 +403,58 @@ pub enum ProtoArg {
 pub enum FormatArg {
     Text,
     Json,
+}
+
+/// TLS client flags (used when the endpoints are https://).
+#[derive(Debug, Args, Default)]
+pub struct TlsArgs {
+    /// CA certificate(s), PEM, to verify the server with
+    #[arg(long)]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate chain, PEM (mutual TLS; with --key)
+    #[arg(long)]
+    pub cert: Option<PathBuf>,
+    /// Client private key, PEM (with --cert)
+    #[arg(long)]
+    pub key: Option<PathBuf>,
+    /// Accept any server certificate (handshake signatures are still checked)
+    #[arg(long)]
+    pub insecure_skip_verify: bool,
+    /// Server name to present and verify instead of the endpoint's host
+    #[arg(long)]
+    pub sni: Option<String>,
+}
+
+impl TlsArgs {
+    /// The TLS client for `endpoints`: Some when they are https, None when http; mixing is an error.
+    fn client(
+        &self,
+        endpoints: &[Endpoint],
+    ) -> Result<Option<std::sync::Arc<crate::net::tls::TlsClient>>, String> {
+        let https = endpoints.iter().filter(|e| e.tls).count();
+        if https == 0 {
+            if self.cacert.is_some()
+                || self.cert.is_some()
+                || self.key.is_some()
+                || self.sni.is_some()
+                || self.insecure_skip_verify
+            {
+                return Err("TLS flags need https:// endpoints".into());
+            }
+            return Ok(None);
+        }
+        if https != endpoints.len() {
+            return Err("endpoints mix http:// and https://".into());
+        }
+        let client = crate::net::tls::TlsClient::new(&crate::net::tls::TlsOptions {
+            cacert: self.cacert.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            insecure_skip_verify: self.insecure_skip_verify,
+            sni: self.sni.clone(),
+        })?;
+        Ok(Some(std::sync::Arc::new(client)))
+    }
 }
 
 /// Flags shared by every load-generating command.
@@ -470,6 +537,8 @@ pub struct RunArgs {
     /// etcd user, NAME[:PASSWORD]; without a password it is read from $WIREBENCH_ETCD_PASSWORD
     #[arg(long)]
     pub user: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// The environment variable a password comes from when `--user` has none.
@@ -548,6 +617,7 @@ impl EchoArgs {
                 max_conn_age: None,
                 max_conn_idle: None,
                 max_concurrent_streams: None,
+                tls: None,
             };
             Ok((spec, Vec::new(), Some(serve)))
         } else {
@@ -590,6 +660,7 @@ impl CallArgs {
             per_conn: false,
             svg: None,
             user: None,
+            tls: self.tls,
         };
         run.into_config(spec, endpoints)
     }
@@ -622,6 +693,11 @@ impl ServeArgs {
             max_conn_age: self.max_conn_age,
             max_conn_idle: self.max_conn_idle,
             max_concurrent_streams: self.max_concurrent_streams,
+            tls: match (&self.tls_cert, &self.tls_key) {
+                (Some(c), Some(k)) => Some(crate::net::tls::server_config(c, k)?),
+                (None, None) => None,
+                _ => return Err("--tls-cert and --tls-key go together".into()),
+            },
         })
     }
 }
@@ -660,7 +736,9 @@ impl RunArgs {
         let buf = |name: &str, v: Option<u64>| -> Result<Option<u32>, String> {
             v.map(|v| u32_in(name, v, 1, i32::MAX as u64)).transpose()
         };
+        let tls = self.tls.client(&endpoints)?;
         let net = NetConfig {
+            tls,
             nodelay: !self.no_tcp_nodelay,
             sndbuf: buf("sndbuf", self.sndbuf)?,
             rcvbuf: buf("rcvbuf", self.rcvbuf)?,
@@ -791,11 +869,11 @@ fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             run,
         ),
         EtcdCmd::Range {
-            key,
+            range_key,
             consistency,
             endpoints,
             run,
-        } => (etcd_range(key, consistency)?, endpoints, run),
+        } => (etcd_range(range_key, consistency)?, endpoints, run),
         EtcdCmd::Watch(_) => {
             return Err("watch has its own report; it cannot run as a request load".into());
         }
@@ -852,13 +930,13 @@ impl Cli {
                 CallCmd::Etcd {
                     op:
                         CallEtcd::Range {
-                            key,
+                            range_key,
                             endpoints,
                             consistency,
                             call,
                         },
                 } => {
-                    let op = etcd_range(key, consistency)?;
+                    let op = etcd_range(range_key, consistency)?;
                     Ok(Action::Call {
                         cfg: call
                             .into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?)?,
@@ -892,6 +970,13 @@ mod tests {
         Cli::try_parse_from(v)
             .map_err(|e| e.to_string())?
             .into_config()
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        // clap checks argument ids, conflicts and defaults here instead of at run time.
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
 
     #[test]

@@ -82,22 +82,25 @@ pub struct Endpoint {
     pub url: String,
     /// `host:port` as written, for the Host header and :authority
     pub authority: String,
+    /// the host part alone (TLS server name)
+    pub host: String,
     pub addr: SocketAddr,
+    /// `https://`
+    pub tls: bool,
 }
 
 impl Endpoint {
-    /// Parses `http://host:port` (or `host:port`); the host may be a name, IPv4 or `[IPv6]`.
+    /// Parses `http://host:port`, `https://host:port` (or `host:port`); the host may be a name,
+    /// IPv4 or `[IPv6]`.
     pub fn parse(url: &str) -> Result<Endpoint, String> {
-        let rest = if let Some(r) = url.strip_prefix("http://") {
-            r
-        } else if url.starts_with("https://") {
-            return Err(format!(
-                "endpoint {url}: https is not supported yet (no TLS)"
-            ));
+        let (rest, tls) = if let Some(r) = url.strip_prefix("http://") {
+            (r, false)
+        } else if let Some(r) = url.strip_prefix("https://") {
+            (r, true)
         } else if url.contains("://") {
-            return Err(format!("endpoint {url}: scheme must be http"));
+            return Err(format!("endpoint {url}: scheme must be http or https"));
         } else {
-            url
+            (url, false)
         };
         let authority = rest.trim_end_matches('/');
         if authority.is_empty() || authority.contains('/') || authority.contains('@') {
@@ -115,10 +118,16 @@ impl Endpoint {
             .map_err(|e| format!("endpoint {url}: {e}"))?
             .next()
             .ok_or_else(|| format!("endpoint {url}: no address"))?;
+        let host = match authority.rfind(':') {
+            Some(i) => &authority[..i],
+            None => authority,
+        };
         Ok(Endpoint {
             url: url.to_string(),
             authority: authority.to_string(),
+            host: host.to_string(),
             addr,
+            tls,
         })
     }
 }
@@ -279,7 +288,9 @@ mod tests {
         let e = Endpoint::parse("[::1]:2379").unwrap();
         assert_eq!(e.addr, "[::1]:2379".parse().unwrap());
         assert!(Endpoint::parse("http://127.0.0.1").is_err());
-        assert!(Endpoint::parse("https://127.0.0.1:2379").is_err());
+        let e = Endpoint::parse("https://localhost:2379").unwrap();
+        assert!(e.tls);
+        assert_eq!(e.host, "localhost");
         assert!(Endpoint::parse("ftp://x:1").is_err());
         assert!(Endpoint::parse("http://127.0.0.1:2379/v3").is_err());
     }

@@ -124,15 +124,21 @@ fn authenticate(cfg: &mut Config) -> Result<(), RunError> {
     let token = local.block_on(&rt, async {
         let connect_err = |e: std::io::Error| format!("connect to {}: {e}", ep.addr);
         if over_http {
-            let mut conn =
-                client::http1::Conn::connect(ep.addr, 0, &cfg.net, 1 << 20, net::Layers::Off)
-                    .await
-                    .map_err(connect_err)?;
+            let mut conn = client::http1::Conn::connect(
+                ep.addr,
+                &ep.host,
+                0,
+                &cfg.net,
+                1 << 20,
+                net::Layers::Off,
+            )
+            .await
+            .map_err(connect_err)?;
             workload::etcd::authenticate_http(&mut conn, &ep.authority, &user, &password)
                 .await
                 .map_err(|f| f.to_string())
         } else {
-            let conn = client::grpc::Conn::connect(ep.addr, 0, &cfg.net, &cfg.h2)
+            let conn = client::grpc::Conn::connect(ep.addr, &ep.host, 0, &cfg.net, &cfg.h2)
                 .await
                 .map_err(connect_err)?;
             let mut send = conn.handle();

@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 use crate::client::grpc::{Call, Conn as GrpcConn, H2Config, unary};
 use crate::client::http1::Conn as HttpConn;
 use crate::config::{Endpoint, Format, Proto};
-use crate::net::{self, Layers, Metered, NetConfig};
+use crate::net::{self, Layers, NetConfig};
 use crate::proto::etcd::{
     PutResponse, WatchCreateRequest, WatchRequest, WatchResponse, watch_request::RequestUnion,
 };
@@ -622,9 +622,15 @@ async fn open_streams(
             let mut conns = Vec::with_capacity(cfg.conns);
             for c in 0..cfg.conns {
                 let ep = &cfg.endpoints[c % cfg.endpoints.len()];
-                let conn = GrpcConn::connect(ep.addr, c % cfg.endpoints.len(), &cfg.net, &cfg.h2)
-                    .await
-                    .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
+                let conn = GrpcConn::connect(
+                    ep.addr,
+                    &ep.host,
+                    c % cfg.endpoints.len(),
+                    &cfg.net,
+                    &cfg.h2,
+                )
+                .await
+                .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
                 conns.push((Rc::new(conn), ep.authority.clone()));
             }
             for s in 0..cfg.streams {
@@ -662,13 +668,14 @@ async fn open_streams(
                 let e = s % cfg.endpoints.len();
                 let ep = &cfg.endpoints[e];
                 let watchers = stream_watchers(cfg.watchers, cfg.streams, s);
-                let stream = net::connect(ep.addr, &cfg.net)
-                    .await
-                    .map_err(|err| format!("connect to {}: {err}", ep.addr))?;
+                let opened =
+                    net::open(ep.addr, &ep.host, &cfg.net, net::Alpn::Http1, Layers::Http1)
+                        .await
+                        .map_err(|err| format!("connect to {}: {err}", ep.addr))?;
                 tasks.push(tokio::task::spawn_local(http_stream(
                     st.clone(),
                     cfg.clone(),
-                    stream,
+                    opened,
                     e,
                     ep.authority.clone(),
                     watchers,
@@ -807,16 +814,15 @@ async fn grpc_stream(
 async fn http_stream(
     st: Rc<WatchState>,
     cfg: Arc<WatchConfig>,
-    stream: tokio::net::TcpStream,
+    opened: net::Opened,
     endpoint: usize,
     authority: String,
     watchers: Vec<usize>,
 ) {
-    let local_port = net::local_port(&stream);
+    let (mut io, ledger, local_port) = (opened.io, opened.ledger, opened.local_port);
     let opened = Instant::now();
-    let (mut io, ledger) = Metered::new(stream, Layers::Http1);
-    let record = |io: &Metered| {
-        let tcp = net::tcp_info(io.stream());
+    let record = |io: &net::Io| {
+        let tcp = net::tcp_info(io.tcp());
         ConnRecord::from_ledger(
             &ledger,
             endpoint,
@@ -989,7 +995,7 @@ fn put_thread(cfg: Arc<WatchConfig>, epoch: Instant) -> Result<PutOutcome, Strin
             Proto::Grpc => {
                 let ep = &cfg.endpoints[0];
                 let conn = Rc::new(
-                    GrpcConn::connect(ep.addr, 0, &cfg.net, &cfg.h2)
+                    GrpcConn::connect(ep.addr, &ep.host, 0, &cfg.net, &cfg.h2)
                         .await
                         .map_err(|e| format!("put connection to {}: {e}", ep.addr))?,
                 );
@@ -1043,9 +1049,10 @@ fn put_thread(cfg: Arc<WatchConfig>, epoch: Instant) -> Result<PutOutcome, Strin
             Proto::Http => {
                 for c in 0..cfg.put_clients {
                     let ep = cfg.endpoints[0].clone();
-                    let mut conn = HttpConn::connect(ep.addr, 0, &cfg.net, 1 << 20, Layers::Off)
-                        .await
-                        .map_err(|e| format!("put connection to {}: {e}", ep.addr))?;
+                    let mut conn =
+                        HttpConn::connect(ep.addr, &ep.host, 0, &cfg.net, 1 << 20, Layers::Off)
+                            .await
+                            .map_err(|e| format!("put connection to {}: {e}", ep.addr))?;
                     let (cfg, out) = (cfg.clone(), out.clone());
                     tasks.push(tokio::task::spawn_local(async move {
                         let template = match RequestTemplate::new(

@@ -539,6 +539,7 @@ fn echo_over_grpc_matches_the_capture() {
         max_conn_age: None,
         max_conn_idle: None,
         max_concurrent_streams: None,
+        tls: None,
     })
     .expect("start the echo server");
     let port = srv.local_addr().port();

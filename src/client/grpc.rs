@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -12,7 +12,7 @@ use h2::client::SendRequest;
 use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, TE};
 use http::{HeaderMap, Method, Request, Uri, Version};
 
-use crate::net::{self, Layers, Ledger, Metered, NetConfig};
+use crate::net::{self, Alpn, Layers, Ledger, NetConfig};
 use crate::stats::{ConnRecord, Failure, StatusKey};
 use crate::wire::grpc::{self, Code};
 
@@ -75,21 +75,18 @@ impl Conn {
     /// current `LocalSet`.
     pub async fn connect(
         addr: SocketAddr,
+        host: &str,
         endpoint: usize,
         net_cfg: &NetConfig,
         h2_cfg: &H2Config,
     ) -> io::Result<Conn> {
-        let stream = net::connect(addr, net_cfg).await?;
-        let local_port = net::local_port(&stream);
-        let fd = stream.as_fd().try_clone_to_owned()?;
-        let (io, ledger) = Metered::new(
-            stream,
-            if h2_cfg.ledger {
-                Layers::H2
-            } else {
-                Layers::Off
-            },
-        );
+        let layers = if h2_cfg.ledger {
+            Layers::H2
+        } else {
+            Layers::Off
+        };
+        let opened = net::open(addr, host, net_cfg, Alpn::H2, layers).await?;
+        let (io, ledger, local_port, fd) = (opened.io, opened.ledger, opened.local_port, opened.fd);
         let (send, connection) = h2::client::Builder::new()
             .initial_window_size(h2_cfg.initial_window_size)
             .initial_connection_window_size(h2_cfg.initial_conn_window_size)

@@ -9,7 +9,7 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::client::io_failure;
-use crate::net::{self, Layers, Ledger, Metered, NetConfig};
+use crate::net::{self, Alpn, Io, Layers, Ledger, NetConfig};
 use crate::stats::{ConnRecord, Failure};
 use crate::wire::http1::{self, BodyKind, ChunkedDecoder};
 
@@ -18,7 +18,7 @@ const READ_CHUNK: usize = 16 * 1024;
 
 /// One keepalive HTTP/1.1 connection.
 pub struct Conn {
-    io: Metered,
+    io: Io,
     ledger: Rc<Ledger>,
     rbuf: BytesMut,
     /// de-chunked body of the last chunked response
@@ -42,16 +42,17 @@ pub struct Response<'a> {
 }
 
 impl Conn {
+    /// `host`: the server's name for TLS (SNI and verification).
     pub async fn connect(
         addr: SocketAddr,
+        host: &str,
         endpoint: usize,
         cfg: &NetConfig,
         max_body: u64,
         layers: Layers,
     ) -> io::Result<Conn> {
-        let stream = net::connect(addr, cfg).await?;
-        let local_port = net::local_port(&stream);
-        let (io, ledger) = Metered::new(stream, layers);
+        let opened = net::open(addr, host, cfg, Alpn::Http1, layers).await?;
+        let (io, ledger, local_port) = (opened.io, opened.ledger, opened.local_port);
         Ok(Conn {
             io,
             ledger,
@@ -183,7 +184,7 @@ impl Conn {
 
     /// Snapshots TCP_INFO and the ledger, then closes the connection.
     pub fn close(self) -> ConnRecord {
-        let tcp = net::tcp_info(self.io.stream());
+        let tcp = net::tcp_info(self.io.tcp());
         let lifetime_us = self.opened.elapsed().as_micros() as u64;
         ConnRecord::from_ledger(
             &self.ledger,

@@ -37,7 +37,7 @@ struct Handle {
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
     let addr = ctx.addrs[endpoint];
-    Conn::connect(addr, endpoint, &ctx.net, &ctx.h2)
+    Conn::connect(addr, &ctx.hosts[endpoint], endpoint, &ctx.net, &ctx.h2)
         .await
         .map_err(|e| format!("connect to {addr}: {e}"))
 }

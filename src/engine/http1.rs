@@ -12,9 +12,16 @@ use crate::workload::etcd::{authenticate_http, is_invalid_token};
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
     let addr = ctx.addrs[endpoint];
-    Conn::connect(addr, endpoint, &ctx.net, ctx.max_body, ctx.layers)
-        .await
-        .map_err(|e| format!("connect to {addr}: {e}"))
+    Conn::connect(
+        addr,
+        &ctx.hosts[endpoint],
+        endpoint,
+        &ctx.net,
+        ctx.max_body,
+        ctx.layers,
+    )
+    .await
+    .map_err(|e| format!("connect to {addr}: {e}"))
 }
 
 /// Opens every client's connection before the start line.

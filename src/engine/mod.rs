@@ -60,6 +60,8 @@ struct Ctx {
     addrs: Vec<std::net::SocketAddr>,
     /// `host:port` per endpoint (re-authentication requests)
     authorities: Vec<String>,
+    /// host per endpoint (TLS server name)
+    hosts: Vec<String>,
     /// etcd credentials, to re-authenticate on "invalid auth token"
     auth: Option<(String, String)>,
     workload: Workload,
@@ -253,7 +255,7 @@ pub fn run_proto(
         stop: load.stop,
         warmup: load.warmup,
         timeout: load.timeout,
-        net: cfg.net,
+        net: cfg.net.clone(),
         h2: cfg.h2,
         max_body: cfg.max_body,
         layers: if cfg.h2.ledger {
@@ -263,6 +265,7 @@ pub fn run_proto(
         },
         addrs: cfg.endpoints.iter().map(|e| e.addr).collect(),
         authorities: cfg.endpoints.iter().map(|e| e.authority.clone()).collect(),
+        hosts: cfg.endpoints.iter().map(|e| e.host.clone()).collect(),
         auth: cfg.auth.clone(),
         workload: cfg.workload.clone(),
     });

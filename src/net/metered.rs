@@ -60,6 +60,11 @@ pub struct Ledger {
     pub requests: Cell<u64>,
     pub http1: Option<Http1Tally>,
     pub h2: Option<RefCell<H2Tally>>,
+    /// bytes the protocol wrote / read above TLS (equal to the socket bytes without TLS)
+    pub plain_out: Cell<u64>,
+    pub plain_in: Cell<u64>,
+    /// TLS handshake duration, when the connection is TLS
+    pub tls_handshake_us: Cell<Option<u64>>,
 }
 
 fn bump(c: &Cell<u64>, n: u64) {
@@ -114,10 +119,28 @@ impl Ledger {
         }
     }
 
-    /// Bytes read while draining a closing connection (after its protocol driver ended).
+    /// Bytes read while draining a closing connection (after its protocol driver ended); they
+    /// are protocol bytes only without TLS (with TLS they are records nobody decrypts).
     pub fn drained(&self, bytes: &[u8]) {
         bump(&self.read_calls, 1);
         bump(&self.bytes_in, bytes.len() as u64);
+        if self.tls_handshake_us.get().is_none() {
+            self.plaintext_in(bytes);
+        }
+    }
+
+    pub fn tls_handshake(&self, took: std::time::Duration) {
+        self.tls_handshake_us.set(Some(took.as_micros() as u64));
+    }
+
+    /// Protocol bytes written (after TLS decryption / before encryption).
+    pub fn plaintext_out(&self, bytes: &[u8]) {
+        bump(&self.plain_out, bytes.len() as u64);
+        self.sniff_out(bytes);
+    }
+
+    pub fn plaintext_in(&self, bytes: &[u8]) {
+        bump(&self.plain_in, bytes.len() as u64);
         self.sniff_in(bytes);
     }
 
@@ -177,7 +200,6 @@ impl AsyncRead for Metered {
                 Ok(n) => {
                     bump(&this.ledger.read_calls, 1);
                     bump(&this.ledger.bytes_in, n as u64);
-                    this.ledger.sniff_in(&dst[..n]);
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
@@ -204,7 +226,6 @@ impl AsyncWrite for Metered {
                 Ok(n) => {
                     bump(&this.ledger.write_calls, 1);
                     bump(&this.ledger.bytes_out, n as u64);
-                    this.ledger.sniff_out(&buf[..n]);
                     return Poll::Ready(Ok(n));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -227,15 +248,6 @@ impl AsyncWrite for Metered {
                 Ok(n) => {
                     bump(&this.ledger.write_calls, 1);
                     bump(&this.ledger.bytes_out, n as u64);
-                    let mut left = n;
-                    for b in bufs {
-                        let take = left.min(b.len());
-                        this.ledger.sniff_out(&b[..take]);
-                        left -= take;
-                        if left == 0 {
-                            break;
-                        }
-                    }
                     return Poll::Ready(Ok(n));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

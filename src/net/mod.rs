@@ -1,9 +1,12 @@
 //! Sockets: connecting with the configured options, metering every read and write, TCP_INFO.
 
 mod metered;
+mod stream;
 mod tcpinfo;
+pub mod tls;
 
 pub use metered::{H2Tally, Http1Tally, Layers, Ledger, Metered};
+pub use stream::{Alpn, Io, Opened, open};
 pub use tcpinfo::{TcpInfo, tcp_info};
 
 use std::io;
@@ -14,12 +17,14 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpSocket, TcpStream};
 
 /// Socket options applied to every connection wirebench opens.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct NetConfig {
     pub nodelay: bool,
     pub sndbuf: Option<u32>,
     pub rcvbuf: Option<u32>,
     pub connect_timeout: Duration,
+    /// TLS for every connection (https endpoints)
+    pub tls: Option<std::sync::Arc<tls::TlsClient>>,
 }
 
 impl Default for NetConfig {
@@ -29,6 +34,7 @@ impl Default for NetConfig {
             sndbuf: None,
             rcvbuf: None,
             connect_timeout: Duration::from_secs(5),
+            tls: None,
         }
     }
 }

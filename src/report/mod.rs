@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::config::{Config, Stop};
 use crate::engine::ProtoRun;
-use crate::stats::{ConnRecord, H2Layers, Http1Layers};
+use crate::stats::{ConnRecord, H2Layers, Http1Layers, TlsLayer};
 
 /// Version of the JSON layout below; bumped on any incompatible change (docs/json-schema.md).
 pub const SCHEMA: &str = "wirebench.report.v1";
@@ -148,6 +148,8 @@ pub struct Wire {
     pub wire_bytes_in_per_request: f64,
     /// protocol layers summed over all connections (absent with --ledger off)
     pub layers: Option<LayerTotals>,
+    /// TLS summed over all connections (absent without TLS)
+    pub tls: Option<TlsLayer>,
 }
 
 /// Protocol layers of a run, summed over its connections.
@@ -388,6 +390,14 @@ fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
         wire_bytes_out_per_request: per(sum(|c| c.bytes_out) + hdr_out, requests),
         wire_bytes_in_per_request: per(sum(|c| c.bytes_in) + hdr_in, requests),
         layers: layer_totals(conns, requests),
+        tls: conns
+            .iter()
+            .filter_map(|c| c.tls.as_ref())
+            .fold(None, |acc: Option<TlsLayer>, t| {
+                let mut a = acc.unwrap_or_default();
+                a.add(t);
+                Some(a)
+            }),
         connections_opened: conns.len() as u64,
         reconnects: run.stats.reconnects,
         requests_on_wire: requests,

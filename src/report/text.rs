@@ -297,6 +297,27 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         w.ip_tcp_header_bytes_out,
         w.ip_tcp_header_bytes_in
     );
+    if let Some(t) = &w.tls {
+        let per = |v: u64| {
+            if w.requests_on_wire == 0 {
+                0.0
+            } else {
+                v as f64 / w.requests_on_wire as f64
+            }
+        };
+        let _ = writeln!(
+            out,
+            "  TLS:                      {} handshakes, {:.2} ms average; record overhead {:.1} out, {:.1} in B/request",
+            t.handshakes,
+            if t.handshakes == 0 {
+                0.0
+            } else {
+                t.handshake_us as f64 / t.handshakes as f64 / 1000.0
+            },
+            per(t.record_overhead_out),
+            per(t.record_overhead_in)
+        );
+    }
     if let Some(l) = &w.layers {
         render_layers(out, l, w.requests_on_wire);
     }

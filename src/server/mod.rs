@@ -37,6 +37,8 @@ pub struct ServeConfig {
     /// close connections idle this long
     pub max_conn_idle: Option<Duration>,
     pub max_concurrent_streams: Option<u32>,
+    /// serve TLS (ALPN h2 and http/1.1) with this certificate and key
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 /// A running server; stops when dropped or on `stop()`.
@@ -191,7 +193,18 @@ fn serve_thread(
 }
 
 /// Reads until the first bytes show whether this is h2 (the preface) or HTTP/1.1.
-async fn connection(mut stream: TcpStream, peer: SocketAddr, cfg: std::rc::Rc<ServeConfig>) {
+async fn connection(stream: TcpStream, peer: SocketAddr, cfg: std::rc::Rc<ServeConfig>) {
+    let mut stream: Box<dyn Stream> = match &cfg.tls {
+        None => Box::new(stream),
+        Some(tls) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
+            match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
+                Ok(Ok(s)) => Box::new(s),
+                // A failed or stalled handshake: nothing to answer.
+                _ => return,
+            }
+        }
+    };
     let mut head = BytesMut::with_capacity(4096);
     loop {
         let n = head.len().min(H2_PREFACE.len());
@@ -228,8 +241,12 @@ fn jitter(age: Duration) -> Duration {
 /// A stream that first replays bytes already read while sniffing the protocol.
 struct Rewind {
     prefix: Bytes,
-    inner: TcpStream,
+    inner: Box<dyn Stream>,
 }
+
+/// A byte stream the server speaks on: plain TCP or TLS over it.
+trait Stream: AsyncRead + AsyncWrite + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Unpin> Stream for T {}
 
 impl AsyncRead for Rewind {
     fn poll_read(

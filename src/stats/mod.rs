@@ -217,6 +217,31 @@ pub struct ConnRecord {
     pub http1: Option<Http1Layers>,
     /// h2 layers per direction (gRPC connections, ledger on)
     pub h2: Option<H2Layers>,
+    /// TLS connections: handshake time and record overhead (socket bytes - plaintext)
+    pub tls: Option<TlsLayer>,
+}
+
+/// The TLS layer of one connection (or summed over several).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TlsLayer {
+    pub handshakes: u64,
+    pub handshake_us: u64,
+    pub plaintext_out: u64,
+    pub plaintext_in: u64,
+    /// bytes on the socket beyond the plaintext: handshake, record headers, AEAD tags, alerts
+    pub record_overhead_out: u64,
+    pub record_overhead_in: u64,
+}
+
+impl TlsLayer {
+    pub fn add(&mut self, o: &TlsLayer) {
+        self.handshakes += o.handshakes;
+        self.handshake_us += o.handshake_us;
+        self.plaintext_out += o.plaintext_out;
+        self.plaintext_in += o.plaintext_in;
+        self.record_overhead_out += o.record_overhead_out;
+        self.record_overhead_in += o.record_overhead_in;
+    }
 }
 
 impl ConnRecord {
@@ -248,6 +273,14 @@ impl ConnRecord {
                 response_head_bytes: t.response_head_bytes.get(),
                 response_body_bytes: t.response_body_bytes.get(),
                 chunk_framing_bytes: t.chunk_framing_bytes.get(),
+            }),
+            tls: l.tls_handshake_us.get().map(|h| TlsLayer {
+                handshakes: 1,
+                handshake_us: h,
+                plaintext_out: l.plain_out.get(),
+                plaintext_in: l.plain_in.get(),
+                record_overhead_out: l.bytes_out.get().saturating_sub(l.plain_out.get()),
+                record_overhead_in: l.bytes_in.get().saturating_sub(l.plain_in.get()),
             }),
             h2: l.h2.as_ref().map(|t| {
                 let t = t.borrow();

@@ -183,6 +183,50 @@ impl Etcd {
         }
     }
 
+    /// Starts etcd again on the same ports and data directory (after `stop()`, or kills the
+    /// running one first) and waits until the member has a leader again, like `start()`.
+    /// etcd's log is appended to, so `log()` keeps what the previous incarnation wrote.
+    /// Panics (with etcd's log) if it does not come back within `READY_TIMEOUT`.
+    pub fn restart(&mut self) {
+        self.stop();
+        let bin = etcd_binary();
+        let mut last_log = String::new();
+        for attempt in 0..START_ATTEMPTS {
+            if attempt > 0 {
+                // The ports cannot change: give whatever held one a moment to let go.
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let log = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(self.dir.path().join("etcd.log"))
+                .expect("open etcd.log");
+            self.child = Some(spawn_etcd_logging_to(
+                &bin,
+                self.dir.path(),
+                self.client_port,
+                self.peer_port,
+                log,
+            ));
+            match self.wait_ready(READY_TIMEOUT) {
+                Ok(()) => return,
+                Err(Exited(status)) => {
+                    last_log = format!("etcd exited with {status} at restart:\n{}", self.log());
+                }
+                Err(TimedOut) => {
+                    let log = self.log();
+                    self.stop();
+                    panic!(
+                        "etcd did not become ready again within {READY_TIMEOUT:?} on \
+                         127.0.0.1:{}; its log:\n{log}",
+                        self.client_port
+                    );
+                }
+            }
+        }
+        panic!("etcd failed to restart {START_ATTEMPTS} times; last attempt: {last_log}");
+    }
+
     /// POSTs JSON to the gateway; panics unless the answer is 200 with a JSON body.
     fn call(&self, path: &str, body: &Value) -> Value {
         let (status, resp) =
@@ -248,6 +292,17 @@ use NotReady::{Exited, TimedOut};
 
 fn spawn_etcd(bin: &Path, dir: &Path, client: u16, peer: u16) -> Child {
     let log = std::fs::File::create(dir.join("etcd.log")).expect("create etcd.log");
+    spawn_etcd_logging_to(bin, dir, client, peer, log)
+}
+
+/// Spawns etcd with both of its output streams going to `log`.
+fn spawn_etcd_logging_to(
+    bin: &Path,
+    dir: &Path,
+    client: u16,
+    peer: u16,
+    log: std::fs::File,
+) -> Child {
     let log2 = log.try_clone().expect("dup etcd.log");
     let client_url = format!("http://127.0.0.1:{client}");
     let peer_url = format!("http://127.0.0.1:{peer}");

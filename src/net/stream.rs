@@ -1,0 +1,184 @@
+//! `Io`: the stream a client speaks its protocol on — the metered socket itself, or TLS over
+//! it — counting plaintext bytes and feeding the h2 sniffers with plaintext either way.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, ready};
+use std::time::Instant;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use crate::net::{self, Layers, Ledger, Metered, NetConfig};
+
+/// Which ALPN protocol a TLS connection asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alpn {
+    Http1,
+    H2,
+}
+
+enum Kind {
+    Plain(Metered),
+    Tls(Box<TlsStream<Metered>>),
+}
+
+/// A connected stream with its ledger.
+pub struct Io {
+    kind: Kind,
+    ledger: Rc<Ledger>,
+}
+
+/// What `open` returns besides the stream.
+pub struct Opened {
+    pub io: Io,
+    pub ledger: Rc<Ledger>,
+    pub local_port: u16,
+    /// a duplicate of the socket, for TCP_INFO after the protocol is done with the stream
+    pub fd: OwnedFd,
+}
+
+/// Connects to `addr` and, when `cfg.tls` is set, runs the TLS handshake (timed, into the
+/// ledger) presenting `host` (or `--sni`).
+pub async fn open(
+    addr: SocketAddr,
+    host: &str,
+    cfg: &NetConfig,
+    alpn: Alpn,
+    layers: Layers,
+) -> io::Result<Opened> {
+    let stream = net::connect(addr, cfg).await?;
+    let local_port = net::local_port(&stream);
+    let fd = stream.as_fd().try_clone_to_owned()?;
+    let (metered, ledger) = Metered::new(stream, layers);
+    let kind = match &cfg.tls {
+        None => Kind::Plain(metered),
+        Some(tls) => {
+            let config = match alpn {
+                Alpn::Http1 => tls.http1.clone(),
+                Alpn::H2 => tls.h2.clone(),
+            };
+            let name = tls.server_name(host).map_err(io::Error::other)?;
+            let started = Instant::now();
+            let connector = tokio_rustls::TlsConnector::from(config);
+            let handshake = connector.connect(name, metered);
+            let stream = match tokio::time::timeout(cfg.connect_timeout, handshake).await {
+                Ok(r) => r.map_err(|e| io::Error::new(e.kind(), format!("TLS handshake: {e}")))?,
+                Err(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "TLS handshake timed out",
+                    ));
+                }
+            };
+            let alpn_ok = match alpn {
+                Alpn::H2 => stream.get_ref().1.alpn_protocol() == Some(b"h2"),
+                Alpn::Http1 => true,
+            };
+            if !alpn_ok {
+                return Err(io::Error::other("TLS: the server did not agree to ALPN h2"));
+            }
+            ledger.tls_handshake(started.elapsed());
+            Kind::Tls(Box::new(stream))
+        }
+    };
+    Ok(Opened {
+        io: Io {
+            kind,
+            ledger: ledger.clone(),
+        },
+        ledger,
+        local_port,
+        fd,
+    })
+}
+
+impl Io {
+    /// The TCP socket underneath (for TCP_INFO).
+    pub fn tcp(&self) -> &TcpStream {
+        match &self.kind {
+            Kind::Plain(m) => m.stream(),
+            Kind::Tls(t) => t.get_ref().0.stream(),
+        }
+    }
+}
+
+impl AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match &mut this.kind {
+            Kind::Plain(m) => ready!(Pin::new(m).poll_read(cx, buf))?,
+            Kind::Tls(t) => ready!(Pin::new(t.as_mut()).poll_read(cx, buf))?,
+        }
+        this.ledger.plaintext_in(&buf.filled()[before..]);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let n = match &mut this.kind {
+            Kind::Plain(m) => ready!(Pin::new(m).poll_write(cx, buf))?,
+            Kind::Tls(t) => ready!(Pin::new(t.as_mut()).poll_write(cx, buf))?,
+        };
+        this.ledger.plaintext_out(&buf[..n]);
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let n = match &mut this.kind {
+            Kind::Plain(m) => ready!(Pin::new(m).poll_write_vectored(cx, bufs))?,
+            Kind::Tls(t) => ready!(Pin::new(t.as_mut()).poll_write_vectored(cx, bufs))?,
+        };
+        let mut left = n;
+        for b in bufs {
+            let take = left.min(b.len());
+            this.ledger.plaintext_out(&b[..take]);
+            left -= take;
+            if left == 0 {
+                break;
+            }
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.kind {
+            Kind::Plain(m) => m.is_write_vectored(),
+            Kind::Tls(t) => t.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().kind {
+            Kind::Plain(m) => Pin::new(m).poll_flush(cx),
+            Kind::Tls(t) => Pin::new(t.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().kind {
+            Kind::Plain(m) => Pin::new(m).poll_shutdown(cx),
+            Kind::Tls(t) => Pin::new(t.as_mut()).poll_shutdown(cx),
+        }
+    }
+}

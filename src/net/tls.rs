@@ -1,0 +1,156 @@
+//! TLS with rustls (ring provider): client and server configurations from PEM files, ALPN per
+//! protocol (`h2` for gRPC, `http/1.1` for HTTP/1.1).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, ring};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
+
+/// What the user gave for TLS (`--cacert`, `--cert`, `--key`, `--insecure-skip-verify`, `--sni`).
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    pub cacert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub insecure_skip_verify: bool,
+    pub sni: Option<String>,
+}
+
+/// Ready-made client configurations, one per ALPN protocol.
+#[derive(Debug, Clone)]
+pub struct TlsClient {
+    pub http1: Arc<ClientConfig>,
+    pub h2: Arc<ClientConfig>,
+    /// server name to present and verify instead of the endpoint's host
+    pub sni: Option<String>,
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(ring::default_provider())
+}
+
+fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{}: no PEM certificate in it", path.display()));
+    }
+    Ok(certs)
+}
+
+fn key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+impl TlsClient {
+    pub fn new(o: &TlsOptions) -> Result<TlsClient, String> {
+        let build = |alpn: &[u8]| -> Result<Arc<ClientConfig>, String> {
+            let builder = ClientConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| e.to_string())?;
+            let builder = if o.insecure_skip_verify {
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
+            } else {
+                let Some(ca) = &o.cacert else {
+                    return Err("https needs --cacert FILE (or --insecure-skip-verify)".into());
+                };
+                let mut roots = RootCertStore::empty();
+                for c in certs(ca)? {
+                    roots.add(c).map_err(|e| format!("{}: {e}", ca.display()))?;
+                }
+                builder.with_root_certificates(roots)
+            };
+            let mut cfg = match (&o.cert, &o.key) {
+                (Some(c), Some(k)) => builder
+                    .with_client_auth_cert(certs(c)?, key(k)?)
+                    .map_err(|e| format!("--cert/--key: {e}"))?,
+                (None, None) => builder.with_no_client_auth(),
+                _ => return Err("--cert and --key go together".into()),
+            };
+            cfg.alpn_protocols = vec![alpn.to_vec()];
+            Ok(Arc::new(cfg))
+        };
+        Ok(TlsClient {
+            http1: build(b"http/1.1")?,
+            h2: build(b"h2")?,
+            sni: o.sni.clone(),
+        })
+    }
+
+    /// The name to present for `host` (the endpoint's host, or `--sni`).
+    pub fn server_name(&self, host: &str) -> Result<ServerName<'static>, String> {
+        let name = self.sni.as_deref().unwrap_or(host);
+        let name = name.trim_start_matches('[').trim_end_matches(']');
+        ServerName::try_from(name.to_string()).map_err(|e| format!("server name {name:?}: {e}"))
+    }
+}
+
+/// The built-in server's TLS: certificate chain and key from PEM, ALPN h2 and http/1.1.
+pub fn server_config(cert: &Path, key_path: &Path) -> Result<Arc<ServerConfig>, String> {
+    let mut cfg = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs(cert)?, key(key_path)?)
+        .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+/// `--insecure-skip-verify`: accepts any certificate, but still checks the handshake signatures
+/// so the session is at least bound to the key the server presented.
+#[derive(Debug)]
+struct NoVerify(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

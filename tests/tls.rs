@@ -1,0 +1,314 @@
+//! TLS with rustls against real etcd (server TLS and client-certificate auth) and the built-in
+//! server, certificates generated at test time.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use support::{proto_run, run_bounded, run_json_within, u64_at};
+
+/// A CA and, signed by it, a server certificate for 127.0.0.1/localhost and a client certificate.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "wirebench test CA");
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        std::fs::write(dir.path().join("ca.pem"), ca.pem()).unwrap();
+        for (name, sans) in [
+            ("server", vec!["127.0.0.1", "localhost"]),
+            ("client", vec!["client"]),
+        ] {
+            let key = KeyPair::generate().unwrap();
+            let mut params =
+                CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                    .unwrap();
+            params.distinguished_name.push(DnType::CommonName, name);
+            let cert = params.signed_by(&key, &ca).unwrap();
+            std::fs::write(dir.path().join(format!("{name}.pem")), cert.pem()).unwrap();
+            std::fs::write(dir.path().join(format!("{name}.key")), key.serialize_pem()).unwrap();
+        }
+        Pki { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn s(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
+}
+
+/// etcd serving clients over TLS only; `client_auth` also demands a client certificate.
+struct TlsEtcd {
+    child: Child,
+    port: u16,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for TlsEtcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_etcd(pki: &Pki, client_auth: bool) -> TlsEtcd {
+    let data = tempfile::Builder::new()
+        .tempdir_in(if Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        })
+        .unwrap();
+    let (port, peer) = (support::unused_port(), support::unused_port());
+    let mut cmd = Command::new("/usr/bin/etcd");
+    cmd.args(["--name", "tls", "--data-dir"])
+        .arg(data.path())
+        .args([
+            "--listen-client-urls",
+            &format!("https://127.0.0.1:{port}"),
+            "--advertise-client-urls",
+            &format!("https://127.0.0.1:{port}"),
+            "--listen-peer-urls",
+            &format!("http://127.0.0.1:{peer}"),
+            "--initial-advertise-peer-urls",
+            &format!("http://127.0.0.1:{peer}"),
+            "--initial-cluster",
+            &format!("tls=http://127.0.0.1:{peer}"),
+            "--cert-file",
+            &pki.s("server.pem"),
+            "--key-file",
+            &pki.s("server.key"),
+            "--log-level",
+            "error",
+            "--logger",
+            "zap",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if client_auth {
+        cmd.args(["--client-cert-auth", "--trusted-ca-file", &pki.s("ca.pem")]);
+    }
+    support::die_with_parent(&mut cmd);
+    let child = cmd
+        .spawn()
+        .expect("start etcd (run scripts/test.sh to install it)");
+    let etcd = TlsEtcd {
+        child,
+        port,
+        _data: data,
+    };
+    // Ready once a TLS call through wirebench itself answers.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut args = vec![
+            "call".to_string(),
+            "etcd".into(),
+            "range".into(),
+            "k".into(),
+            "--endpoints".into(),
+            etcd.endpoint(),
+            "--cacert".into(),
+            pki.s("ca.pem"),
+            "--timeout".into(),
+            "1s".into(),
+        ];
+        if client_auth {
+            args.extend([
+                "--cert".into(),
+                pki.s("client.pem"),
+                "--key".into(),
+                pki.s("client.key"),
+            ]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        if run_bounded(&args, Duration::from_secs(10)).code == Some(0) {
+            return etcd;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "etcd with TLS did not become ready"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+impl TlsEtcd {
+    fn endpoint(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
+    }
+}
+
+fn check_tls_run(report: &serde_json::Value, n: u64) {
+    for proto in ["http", "grpc"] {
+        let run = proto_run(report, proto);
+        assert_eq!(
+            u64_at(run, "/summary/ok"),
+            n,
+            "{proto}: {:#}",
+            run["error_distribution"]
+        );
+        let conns = u64_at(run, "/wire/connections_opened");
+        assert_eq!(u64_at(run, "/wire/tls/handshakes"), conns, "{proto}");
+        assert!(u64_at(run, "/wire/tls/record_overhead_out") > 0, "{proto}");
+        assert!(u64_at(run, "/wire/tls/record_overhead_in") > 0, "{proto}");
+        // the layers are counted on plaintext: h2 frames still parse behind TLS
+        if proto == "grpc" {
+            let frames = &run["wire"]["layers"]["h2"]["out"]["frames"]["HEADERS"]["count"];
+            assert!(
+                frames.as_u64().unwrap_or(0) >= n,
+                "{proto}: {:#}",
+                run["wire"]["layers"]
+            );
+        }
+    }
+}
+
+#[test]
+fn etcd_over_tls_and_with_client_certificates() {
+    let pki = Pki::new();
+    let limit = Duration::from_secs(60);
+    let etcd = start_etcd(&pki, false);
+    let ep = etcd.endpoint();
+    let report = run_json_within(
+        &[
+            "etcd",
+            "put",
+            "--endpoints",
+            &ep,
+            "-c",
+            "4",
+            "-n",
+            "400",
+            "--cacert",
+            &pki.s("ca.pem"),
+        ],
+        limit,
+    );
+    check_tls_run(&report, 400);
+    let report = run_json_within(
+        &[
+            "etcd",
+            "range",
+            "k",
+            "--endpoints",
+            &ep,
+            "-n",
+            "100",
+            "--insecure-skip-verify",
+        ],
+        limit,
+    );
+    check_tls_run(&report, 100);
+    // a CA that did not sign the server: a clear connect failure, exit 1
+    let other = Pki::new();
+    let run = run_bounded(
+        &[
+            "etcd",
+            "put",
+            "--endpoints",
+            &ep,
+            "-n",
+            "10",
+            "--cacert",
+            &other.s("ca.pem"),
+        ],
+        limit,
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("TLS handshake"), "{}", run.stderr);
+    drop(etcd);
+
+    let etcd = start_etcd(&pki, true);
+    let ep = etcd.endpoint();
+    let report = run_json_within(
+        &[
+            "etcd",
+            "put",
+            "--endpoints",
+            &ep,
+            "-c",
+            "4",
+            "-n",
+            "400",
+            "--cacert",
+            &pki.s("ca.pem"),
+            "--cert",
+            &pki.s("client.pem"),
+            "--key",
+            &pki.s("client.key"),
+        ],
+        limit,
+    );
+    check_tls_run(&report, 400);
+    // without a client certificate etcd refuses the requests
+    let run = run_bounded(
+        &[
+            "etcd",
+            "put",
+            "--endpoints",
+            &ep,
+            "-n",
+            "10",
+            "--cacert",
+            &pki.s("ca.pem"),
+        ],
+        limit,
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+}
+
+#[test]
+fn the_builtin_server_over_tls() {
+    let pki = Pki::new();
+    let port = support::unused_port();
+    let mut cmd = support::wirebench();
+    cmd.args([
+        "serve",
+        "--addr",
+        &format!("127.0.0.1:{port}"),
+        "--threads",
+        "1",
+        "--tls-cert",
+    ])
+    .arg(pki.path("server.pem"))
+    .arg("--tls-key")
+    .arg(pki.path("server.key"))
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    support::die_with_parent(&mut cmd);
+    let mut server = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let target = format!("https://localhost:{port}");
+    let report = run_json_within(
+        &[
+            "echo",
+            "--target",
+            &target,
+            "-c",
+            "4",
+            "-n",
+            "1000",
+            "--cacert",
+            &pki.s("ca.pem"),
+        ],
+        Duration::from_secs(60),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    check_tls_run(&report, 1000);
+}
