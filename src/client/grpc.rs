@@ -275,7 +275,7 @@ impl CallError {
                 "rst_stream",
                 e.reason().map_or("unknown".into(), |r| r.to_string()),
             )
-        } else if e.is_go_away() {
+        } else if e.is_go_away() && e.is_remote() {
             Failure::with("goaway", e)
         } else if e.is_io() {
             Failure::with("io", e)
@@ -381,6 +381,20 @@ pub async fn unary(
             )));
         }
         rx.extend_from_slice(&chunk);
+        // Judge the announced length as soon as the 5-byte prefix is here, not after
+        // `max_message` bytes have been read.
+        if let Some(&[flag, a, b, c, d]) = rx.get(..grpc::PREFIX_LEN) {
+            let announced = u32::from_be_bytes([a, b, c, d]);
+            if flag <= 1 && announced as usize > max_message {
+                return Err(CallError::plain(Failure::with(
+                    "grpc_framing",
+                    grpc::Error::MessageTooLarge {
+                        len: announced,
+                        max: u32::try_from(max_message).unwrap_or(u32::MAX),
+                    },
+                )));
+            }
+        }
     }
     let trailers = body.trailers().await.map_err(CallError::h2)?;
     let Some(trailers) = trailers else {

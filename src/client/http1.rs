@@ -15,6 +15,8 @@ use crate::wire::http1::{self, BodyKind, ChunkedDecoder};
 
 /// Read buffer growth step; responses larger than this grow the buffer once and keep it.
 const READ_CHUNK: usize = 16 * 1024;
+/// From this buffered size on, the read buffer grows by explicit, limit-capped doubling.
+const EXACT_GROWTH_FROM: usize = 1 << 20;
 
 /// One keepalive HTTP/1.1 connection.
 pub struct Conn {
@@ -136,6 +138,7 @@ impl Conn {
                 self.reusable = false;
                 loop {
                     if self.rbuf.len() as u64 > self.max_body {
+                        self.reusable = false;
                         return Err(Failure::with("http1", http1::Error::BodyTooLarge));
                     }
                     self.reserve();
@@ -161,9 +164,28 @@ impl Conn {
     }
 
     fn reserve(&mut self) {
-        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
-            self.rbuf.reserve(READ_CHUNK);
+        if self.rbuf.capacity() - self.rbuf.len() >= READ_CHUNK / 4 {
+            return;
         }
+        if self.rbuf.len() < EXACT_GROWTH_FROM {
+            // BytesMut's own growth; it also reclaims the space of consumed responses.
+            self.rbuf.reserve(READ_CHUNK);
+            return;
+        }
+        // A large body: double, but never past what the body limit can use (BytesMut would
+        // double to twice --max-body).
+        let limit = usize::try_from(self.max_body)
+            .unwrap_or(usize::MAX)
+            .saturating_add(http1::MAX_HEAD_BYTES + READ_CHUNK);
+        let want = self
+            .rbuf
+            .capacity()
+            .saturating_mul(2)
+            .min(limit)
+            .max(self.rbuf.len() + READ_CHUNK);
+        let mut bigger = BytesMut::with_capacity(want);
+        bigger.extend_from_slice(&self.rbuf);
+        self.rbuf = bigger;
     }
 
     /// Reads more response bytes; EOF here means the server closed before answering fully.

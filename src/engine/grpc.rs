@@ -180,8 +180,9 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         let body = work.encode_grpc(idx);
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
-        // One request, retried on a fresh connection when the server provably did not process
-        // it (GOAWAY, REFUSED_STREAM); the timeout covers all attempts.
+        // One request, sent again when the server provably did not process it: after GOAWAY on
+        // a new connection (the old one is marked dead), after REFUSED_STREAM on the same one
+        // unless it broke. At most MAX_RETRIES times, all within the request timeout.
         let attempt = async {
             let mut retries = 0;
             loop {

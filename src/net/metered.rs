@@ -11,6 +11,9 @@ use tokio::net::TcpStream;
 
 use crate::wire::h2sniff::H2Sniffer;
 
+/// The most one read syscall asks for.
+const MAX_READ: usize = 64 * 1024;
+
 /// Which protocol layers the ledger breaks a connection's bytes into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layers {
@@ -195,7 +198,10 @@ impl AsyncRead for Metered {
         let this = self.get_mut();
         loop {
             ready!(this.inner.poll_read_ready(cx))?;
-            let dst = buf.initialize_unfilled();
+            // Zero (and so make resident) at most one read's worth of the caller's spare
+            // capacity, not all of it: a large buffer must not cost its whole size per read.
+            let want = buf.remaining().min(MAX_READ);
+            let dst = buf.initialize_unfilled_to(want);
             match this.inner.try_read(dst) {
                 Ok(n) => {
                     bump(&this.ledger.read_calls, 1);

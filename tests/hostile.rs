@@ -1,0 +1,721 @@
+//! Misbehaving servers: the real binary against servers that send oversized heads, endless or
+//! malformed chunked bodies, garbage, truncated responses, nothing at all, 4 GiB gRPC messages,
+//! truncated h2 frames, invalid HPACK and RST_STREAM. Every run must end on its own (well within
+//! a hard limit), never panic, keep its peak RSS bounded, and count each request as failed under
+//! a clear error kind; since no request can succeed, it exits 1 with the JSON report on stdout
+//! and one "error:" line on stderr.
+//!
+//! The servers are written here, on plain `std::net` (HTTP/1.1 and hand-made h2 frames) or on the
+//! h2 crate's server side, so they share no code with the tool under test.
+
+mod support;
+
+use std::future::poll_fn;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::Value;
+use support::{Run, die_with_parent, proto_run, u64_at, wirebench};
+
+/// Hard limit for one run of the binary: it is killed (and the test fails) after this.
+const LIMIT: Duration = Duration::from_secs(30);
+/// Peak resident set size a run may reach, whatever the server sends.
+const MAX_RSS_KIB: u64 = 200 * 1024;
+/// The per-request timeout the cases run with.
+const TIMEOUT: &str = "2s";
+/// How long a server thread waits for the client to close before giving up on it.
+const SERVER_IO_TIMEOUT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary
+
+/// One finished run and the child's peak RSS.
+struct Watched {
+    run: Run,
+    max_rss_kib: u64,
+}
+
+/// VmHWM (peak RSS) of `pid` in KiB, once it runs wirebench: between fork and exec the child is
+/// still a copy of this test process (with its RSS), so its name tells the two apart. wait4's
+/// ru_maxrss cannot be used: Linux carries the pre-exec peak over into it.
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mut lines = status.lines();
+    if lines.next()?.strip_prefix("Name:")?.trim() != "wirebench" {
+        return None;
+    }
+    let kib = lines.find_map(|l| l.strip_prefix("VmHWM:"))?;
+    kib.trim().strip_suffix("kB")?.trim().parse().ok()
+}
+
+/// Runs wirebench with `args`, sampling its peak RSS every few milliseconds (VmHWM only grows,
+/// so only growth in the last sampling interval can be missed); kills it and panics if it runs
+/// longer than `limit`.
+fn run_watched(args: &[&str], limit: Duration) -> Watched {
+    let mut cmd = wirebench();
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    die_with_parent(&mut cmd);
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn wirebench");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let mut max_rss_kib = 0;
+    let status = loop {
+        // Sampled before try_wait: an exited (zombie) process has no VmHWM left.
+        if let Some(kib) = vm_hwm_kib(child.id()) {
+            max_rss_kib = max_rss_kib.max(kib);
+        }
+        if let Some(status) = child.try_wait().expect("wait for wirebench") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let stderr = err_reader.join().unwrap_or_default();
+            panic!(
+                "wirebench {} did not finish within {limit:?} (peak RSS so far {max_rss_kib} \
+                 KiB); stderr:\n{}",
+                args.join(" "),
+                String::from_utf8_lossy(&stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let elapsed = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out_reader.join().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    assert!(
+        max_rss_kib > 0,
+        "no VmHWM sample of wirebench {}",
+        args.join(" ")
+    );
+    Watched {
+        run: Run {
+            code: status.code(),
+            stdout,
+            stderr,
+            elapsed,
+        },
+        max_rss_kib,
+    }
+}
+
+/// Runs `wirebench echo --target <url> --proto <proto> --timeout 2s --format json <extra>` and
+/// checks what every hostile case must satisfy: it ends on its own, does not panic, stays under
+/// `MAX_RSS_KIB`, exits 1 because nothing succeeded (one "error:" line on stderr) and prints a
+/// JSON report in which all `n` requests failed. Returns the proto's run and the finished run.
+fn all_fail(url: &str, proto: &str, n: u64, extra: &[&str]) -> (Value, Watched) {
+    let n_arg = n.to_string();
+    let mut args = vec![
+        "echo", "--target", url, "--proto", proto, "-n", &n_arg, "--format", "json",
+    ];
+    if !extra.contains(&"--timeout") {
+        args.extend(["--timeout", TIMEOUT]);
+    }
+    args.extend_from_slice(extra);
+    let cmdline = args.join(" ");
+    let w = run_watched(&args, LIMIT);
+    let run = &w.run;
+    let ctx = format!(
+        "wirebench {cmdline}\nexit {:?} after {:?}, peak RSS {} KiB\nstderr:\n{}\nstdout:\n{}",
+        run.code, run.elapsed, w.max_rss_kib, run.stderr, run.stdout
+    );
+    assert!(!run.stderr.contains("panicked"), "panic: {ctx}");
+    assert!(
+        w.max_rss_kib < MAX_RSS_KIB,
+        "peak RSS {} KiB exceeds {MAX_RSS_KIB} KiB: {ctx}",
+        w.max_rss_kib
+    );
+    assert_eq!(
+        run.code,
+        Some(1),
+        "every request fails: exit 1 expected: {ctx}"
+    );
+    let title = if proto == "grpc" { "gRPC" } else { "HTTP/1.1" };
+    let lines = run.stderr_lines();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with(&format!("error: no {title} request succeeded")),
+        "one error line expected: {ctx}"
+    );
+    let report: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e}): {ctx}"));
+    let r = proto_run(&report, proto).clone();
+    assert_eq!(u64_at(&r, "/summary/count"), n, "{ctx}");
+    assert_eq!(u64_at(&r, "/summary/ok"), 0, "{ctx}");
+    assert_eq!(u64_at(&r, "/summary/failed"), n, "{ctx}");
+    let counted: u64 = errors(&r).iter().map(|e| u64_at(e, "/count")).sum();
+    assert_eq!(counted, n, "error_distribution covers every request: {ctx}");
+    (r, w)
+}
+
+fn errors(run: &Value) -> &Vec<Value> {
+    run["error_distribution"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no error_distribution in {run:#}"))
+}
+
+/// Asserts every failure is one of `kinds` and its message contains one of `words` (any message
+/// when `words` is empty).
+fn assert_errors(run: &Value, kinds: &[&str], words: &[&str]) {
+    for e in errors(run) {
+        let kind = e["kind"].as_str().unwrap_or_default();
+        let message = e["message"].as_str().unwrap_or_default();
+        assert!(
+            kinds.contains(&kind),
+            "error kind {kind:?} ({message:?}) is not one of {kinds:?}: {:#}",
+            run["error_distribution"]
+        );
+        assert!(
+            words.is_empty() || words.iter().any(|w| message.contains(w)),
+            "error message {message:?} ({kind}) mentions none of {words:?}: {:#}",
+            run["error_distribution"]
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP/1.1 servers
+
+/// A loopback HTTP/1.1 server: a thread per connection reads one request and lets `respond`
+/// misbehave; then the connection is kept until the client closes it (so a client that does not
+/// notice the problem by itself runs into its timeout instead of an EOF). Returns the URL.
+fn http_server(respond: fn(&mut TcpStream)) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut s) = conn else { continue };
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
+                let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
+                if read_request(&mut s).unwrap_or(false) {
+                    respond(&mut s);
+                }
+                drain(&mut s);
+            });
+        }
+    });
+    url
+}
+
+/// Reads one request (head and Content-Length body); false on EOF before it.
+fn read_request(s: &mut TcpStream) -> io::Result<bool> {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte)? == 0 {
+            return Ok(false);
+        }
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |v| v.trim().parse().unwrap_or(0));
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body)?;
+    Ok(true)
+}
+
+/// Reads until the client closes (or an error), so closing our side sends FIN, not RST.
+fn drain(s: &mut TcpStream) {
+    let mut sink = [0u8; 4096];
+    while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+}
+
+/// Writes `total` bytes of `fill` in 16 KiB writes, stopping at the first error.
+fn write_filler(s: &mut TcpStream, fill: u8, total: usize) -> io::Result<()> {
+    let block = [fill; 16 * 1024];
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(block.len());
+        s.write_all(&block[..n])?;
+        left -= n;
+    }
+    Ok(())
+}
+
+const MIB: usize = 1024 * 1024;
+
+#[test]
+fn http1_head_larger_than_64k_is_rejected() {
+    // One endless header line, then many 1 KiB header lines: 1 MiB either way, then a valid end
+    // of head (a client that read it all would get a 200 with an empty body, not the error).
+    fn one_line(s: &mut TcpStream) {
+        let _ = (|| {
+            s.write_all(b"HTTP/1.1 200 OK\r\nX-Pad: ")?;
+            write_filler(s, b'a', MIB)?;
+            s.write_all(b"\r\nContent-Length: 0\r\n\r\n")
+        })();
+    }
+    fn many_lines(s: &mut TcpStream) {
+        let mut head = b"HTTP/1.1 200 OK\r\n".to_vec();
+        let value = "b".repeat(1000);
+        for i in 0..1024 {
+            head.extend_from_slice(format!("X-Pad-{i}: {value}\r\n").as_bytes());
+        }
+        head.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+        let _ = s.write_all(&head);
+    }
+    for respond in [one_line as fn(&mut TcpStream), many_lines] {
+        let url = http_server(respond);
+        let (run, _) = all_fail(&url, "http", 5, &["-c", "1"]);
+        assert_errors(&run, &["http1"], &["response head exceeds 65536 bytes"]);
+        // It stopped reading soon after 64 KiB, not at 1 MiB.
+        let bytes_in = u64_at(&run, "/wire/bytes_in");
+        assert!(bytes_in < 5 * 256 * 1024, "{bytes_in} bytes read");
+    }
+}
+
+/// Endless chunked body: 8 KiB chunks until the client goes away.
+fn endless_chunks(s: &mut TcpStream) {
+    let mut chunk = b"2000\r\n".to_vec();
+    chunk.extend_from_slice(&[b'x'; 8192]);
+    chunk.extend_from_slice(b"\r\n");
+    if s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .is_err()
+    {
+        return;
+    }
+    while s.write_all(&chunk).is_ok() {}
+}
+
+/// A body without framing (neither length nor chunked: it ends at close) that never ends.
+fn endless_until_close(s: &mut TcpStream) {
+    if s.write_all(b"HTTP/1.1 200 OK\r\n\r\n").is_ok() {
+        let _ = write_filler(s, b'y', usize::MAX);
+    }
+}
+
+#[test]
+fn http1_endless_body_stops_at_max_body() {
+    for respond in [endless_chunks as fn(&mut TcpStream), endless_until_close] {
+        let url = http_server(respond);
+        let (run, w) = all_fail(&url, "http", 10, &["-c", "2", "--max-body", "1M"]);
+        assert_errors(
+            &run,
+            &["http1"],
+            &["response body exceeds the configured limit"],
+        );
+        // About 1 MiB per request was read; the server would have sent forever.
+        let bytes_in = u64_at(&run, "/wire/bytes_in");
+        assert!(bytes_in < 10 * 2 * MIB as u64, "{bytes_in} bytes read");
+        assert!(
+            w.run.elapsed < Duration::from_secs(15),
+            "{:?}",
+            w.run.elapsed
+        );
+        assert!(
+            w.max_rss_kib < 100 * 1024,
+            "a 1 MiB body limit, yet a peak RSS of {} KiB",
+            w.max_rss_kib
+        );
+    }
+}
+
+#[test]
+fn http1_endless_chunked_body_stops_at_the_default_limit() {
+    let url = http_server(endless_chunks);
+    // 64 MiB per request: a longer per-request timeout, so the limit (not the timeout) ends it.
+    let (run, w) = all_fail(&url, "http", 2, &["-c", "1", "--timeout", "20s"]);
+    assert_errors(
+        &run,
+        &["http1"],
+        &["response body exceeds the configured limit"],
+    );
+    assert!(
+        w.run.elapsed < Duration::from_secs(25),
+        "{:?}",
+        w.run.elapsed
+    );
+}
+
+#[test]
+fn http1_endless_unframed_body_stays_bounded_at_the_default_limit() {
+    let url = http_server(endless_until_close);
+    let (run, w) = all_fail(&url, "http", 2, &["-c", "1", "--timeout", "20s"]);
+    assert_errors(
+        &run,
+        &["http1"],
+        &["response body exceeds the configured limit"],
+    );
+    assert!(
+        w.run.elapsed < Duration::from_secs(25),
+        "{:?}",
+        w.run.elapsed
+    );
+}
+
+#[test]
+fn http1_chunk_size_overflow_is_rejected() {
+    fn respond(s: &mut TcpStream) {
+        let _ = s.write_all(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+              FFFFFFFFFFFFFFFFFFFF\r\nabc\r\n0\r\n\r\n",
+        );
+    }
+    let url = http_server(respond);
+    let (run, _) = all_fail(&url, "http", 5, &["-c", "1"]);
+    assert_errors(&run, &["http1"], &["chunk size overflow"]);
+}
+
+#[test]
+fn http1_bad_chunk_syntax_is_rejected() {
+    fn respond(s: &mut TcpStream) {
+        let _ = s.write_all(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+        );
+    }
+    let url = http_server(respond);
+    let (run, _) = all_fail(&url, "http", 5, &["-c", "1"]);
+    assert_errors(&run, &["http1"], &["malformed chunked body"]);
+}
+
+#[test]
+fn http1_garbage_instead_of_a_response_is_rejected() {
+    fn respond(s: &mut TcpStream) {
+        let _ = s.write_all(b"\x00\x01garbage garbage garbage\r\n\r\n");
+    }
+    let url = http_server(respond);
+    let (run, _) = all_fail(&url, "http", 5, &["-c", "1"]);
+    assert_errors(&run, &["http1"], &["malformed response head"]);
+}
+
+#[test]
+fn http1_connection_closed_mid_response_is_closed() {
+    // Half a head, then FIN.
+    fn mid_head(s: &mut TcpStream) {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Ty");
+        let _ = s.shutdown(Shutdown::Write);
+    }
+    // A whole head announcing 100 bytes, 10 of them, then FIN.
+    fn mid_body(s: &mut TcpStream) {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"body\": \"");
+        let _ = s.shutdown(Shutdown::Write);
+    }
+    for respond in [mid_head as fn(&mut TcpStream), mid_body] {
+        let url = http_server(respond);
+        let (run, _) = all_fail(&url, "http", 5, &["-c", "1"]);
+        assert_errors(&run, &["closed"], &[]);
+    }
+}
+
+#[test]
+fn http1_server_that_never_answers_times_out() {
+    // Reads the request and then nothing: `http_server` waits for the client to hang up.
+    fn respond(_: &mut TcpStream) {}
+    let url = http_server(respond);
+    let (run, w) = all_fail(&url, "http", 8, &["-c", "4"]);
+    assert_errors(&run, &["timeout"], &["no response within 2s"]);
+    // two rounds of four clients, 2 s each
+    assert!(
+        w.run.elapsed >= Duration::from_secs(4) && w.run.elapsed < Duration::from_secs(10),
+        "{:?}",
+        w.run.elapsed
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// gRPC servers on the h2 crate
+
+#[derive(Clone, Copy)]
+enum H2Behavior {
+    /// Answers 200 with a message prefix announcing 0xFFFFFFFF bytes; then either a few bytes
+    /// and grpc-status 0 trailers, or (endless) zeros as fast as flow control allows, up to 1 GiB.
+    HugePrefix { endless: bool },
+    /// Resets every stream with this reason.
+    Reset(h2::Reason),
+    /// Never answers (the stream stays open until the client resets it).
+    Silent,
+}
+
+/// A loopback gRPC server on the h2 crate's server side, on its own thread; returns the URL.
+fn h2_server(behavior: H2Behavior) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the h2 server");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((sock, _)) = listener.accept().await else {
+                    continue;
+                };
+                // Nagle against the client's delayed ACKs would make each window a 10+ ms wait.
+                let _ = sock.set_nodelay(true);
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(sock).await else {
+                        return;
+                    };
+                    while let Some(Ok((req, respond))) = conn.accept().await {
+                        tokio::spawn(answer(behavior, req, respond));
+                    }
+                });
+            }
+        });
+    });
+    url
+}
+
+async fn answer(
+    behavior: H2Behavior,
+    req: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<Bytes>,
+) {
+    let mut body = req.into_body();
+    while let Some(Ok(chunk)) = body.data().await {
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    let endless = match behavior {
+        H2Behavior::Reset(reason) => {
+            respond.send_reset(reason);
+            return;
+        }
+        H2Behavior::Silent => {
+            // Dropping `respond` would reset the stream: hold it until the client does.
+            let _ = poll_fn(|cx| respond.poll_reset(cx)).await;
+            return;
+        }
+        H2Behavior::HugePrefix { endless } => endless,
+    };
+    let head = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let Ok(mut send) = respond.send_response(head, false) else {
+        return;
+    };
+    if !endless {
+        let _ = send.send_data(Bytes::from_static(b"\0\xff\xff\xff\xff\x0a\x03abc"), false);
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+        let _ = send.send_trailers(trailers);
+        return;
+    }
+    if send
+        .send_data(Bytes::from_static(b"\0\xff\xff\xff\xff"), false)
+        .is_err()
+    {
+        return;
+    }
+    let zeros = Bytes::from(vec![0u8; 16 * 1024]);
+    let mut sent = 0;
+    while sent < 1 << 30 {
+        send.reserve_capacity(zeros.len());
+        match poll_fn(|cx| send.poll_capacity(cx)).await {
+            Some(Ok(0)) => {}
+            Some(Ok(n)) => {
+                let n = n.min(zeros.len());
+                if send.send_data(zeros.slice(..n), false).is_err() {
+                    return;
+                }
+                sent += n;
+            }
+            _ => return,
+        }
+    }
+}
+
+#[test]
+fn grpc_four_gib_message_prefix_is_rejected() {
+    let url = h2_server(H2Behavior::HugePrefix { endless: false });
+    let (run, _) = all_fail(&url, "grpc", 10, &["-c", "2"]);
+    assert_errors(
+        &run,
+        &["grpc_framing"],
+        &["4294967295 bytes exceeds the limit"],
+    );
+}
+
+#[test]
+fn grpc_endless_message_stops_at_the_receive_limit() {
+    let url = h2_server(H2Behavior::HugePrefix { endless: true });
+    let (run, w) = all_fail(&url, "grpc", 10, &["-c", "2"]);
+    assert_errors(&run, &["grpc_framing"], &["exceeds the limit"]);
+    // 4 MiB per request at most; the server would have sent 1 GiB each.
+    assert!(
+        w.run.elapsed < Duration::from_secs(15),
+        "{:?}",
+        w.run.elapsed
+    );
+}
+
+#[test]
+fn grpc_oversized_prefix_is_rejected_from_the_prefix_alone() {
+    let url = h2_server(H2Behavior::HugePrefix { endless: true });
+    let (run, _) = all_fail(&url, "grpc", 10, &["-c", "2"]);
+    assert_errors(
+        &run,
+        &["grpc_framing"],
+        &["gRPC message of 4294967295 bytes exceeds the limit of 4194304 bytes"],
+    );
+    assert_eq!(errors(&run).len(), 1, "{:#}", run["error_distribution"]);
+    // The prefix alone tells: about a flow-control window per request arrives, not 4 MiB.
+    let bytes_in = u64_at(&run, "/wire/bytes_in");
+    assert!(bytes_in < 10 * 256 * 1024, "{bytes_in} bytes read");
+}
+
+#[test]
+fn grpc_server_that_never_answers_times_out() {
+    let url = h2_server(H2Behavior::Silent);
+    let (run, w) = all_fail(&url, "grpc", 4, &["-c", "2"]);
+    assert_errors(&run, &["timeout"], &["no response within 2s"]);
+    // two rounds of two clients, 2 s each; cancelling a stream keeps the connection
+    assert!(
+        w.run.elapsed >= Duration::from_secs(4) && w.run.elapsed < Duration::from_secs(10),
+        "{:?}",
+        w.run.elapsed
+    );
+    assert_eq!(u64_at(&run, "/wire/connections_opened"), 1, "{run:#}");
+}
+
+#[test]
+fn grpc_rst_stream_internal_error_fails_each_request() {
+    let url = h2_server(H2Behavior::Reset(h2::Reason::INTERNAL_ERROR));
+    let (run, _) = all_fail(&url, "grpc", 10, &["-c", "2"]);
+    assert_errors(&run, &["rst_stream"], &["internal error"]);
+    assert_eq!(u64_at(&run, "/summary/retried"), 0, "{run:#}");
+}
+
+#[test]
+fn grpc_refused_streams_are_retried_then_fail() {
+    let url = h2_server(H2Behavior::Reset(h2::Reason::REFUSED_STREAM));
+    let (run, _) = all_fail(&url, "grpc", 10, &["-c", "2"]);
+    assert_errors(&run, &["rst_stream"], &["refused"]);
+    // up to 3 retries per request, and the server refuses every one of them
+    assert_eq!(u64_at(&run, "/summary/retried"), 30, "{run:#}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// gRPC servers writing raw h2 frames
+
+const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const SETTINGS: u8 = 4;
+const PING: u8 = 6;
+const DATA: u8 = 0;
+const HEADERS: u8 = 1;
+const ACK: u8 = 1;
+const END_STREAM: u8 = 1;
+const END_HEADERS: u8 = 4;
+
+fn write_frame(
+    s: &mut TcpStream,
+    kind: u8,
+    flags: u8,
+    stream: u32,
+    payload: &[u8],
+) -> io::Result<()> {
+    let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
+    let mut frame = vec![len[1], len[2], len[3], kind, flags];
+    frame.extend_from_slice(&stream.to_be_bytes());
+    frame.extend_from_slice(payload);
+    s.write_all(&frame)
+}
+
+/// (type, flags, stream, payload) of the next frame.
+fn read_frame(s: &mut TcpStream) -> io::Result<(u8, u8, u32, Vec<u8>)> {
+    let mut head = [0u8; 9];
+    s.read_exact(&mut head)?;
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload)?;
+    Ok((head[3], head[4], stream, payload))
+}
+
+/// A loopback h2 server written frame by frame: it reads the preface, sends an empty SETTINGS,
+/// acknowledges the client's SETTINGS and PINGs, and once a request stream is complete lets
+/// `respond` write whatever it likes; then it waits for the client to close. Returns the URL.
+fn raw_h2_server(respond: fn(&mut TcpStream, u32) -> io::Result<()>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut s) = conn else { continue };
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
+                let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
+                let _ = serve_raw_h2(&mut s, respond);
+                drain(&mut s);
+            });
+        }
+    });
+    url
+}
+
+fn serve_raw_h2(
+    s: &mut TcpStream,
+    respond: fn(&mut TcpStream, u32) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut preface = [0u8; 24];
+    s.read_exact(&mut preface)?;
+    if &preface != PREFACE {
+        return Err(io::Error::other("not an h2 preface"));
+    }
+    write_frame(s, SETTINGS, 0, 0, &[])?;
+    loop {
+        let (kind, flags, stream, payload) = read_frame(s)?;
+        match kind {
+            SETTINGS if flags & ACK == 0 => write_frame(s, SETTINGS, ACK, 0, &[])?,
+            PING if flags & ACK == 0 => write_frame(s, PING, ACK, 0, &payload)?,
+            DATA | HEADERS if stream != 0 && flags & END_STREAM != 0 => {
+                return respond(s, stream);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// HPACK for ":status: 200" (static index 8) and "content-type: application/grpc" (literal
+/// without indexing, name from static index 31).
+const GRPC_RESPONSE_HEAD: &[u8] = b"\x88\x0f\x10\x10application/grpc";
+
+#[test]
+fn grpc_truncated_frame_fails_each_request() {
+    // A proper response head, then a DATA frame announcing 16 KiB that ends after 10 bytes: FIN.
+    fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
+        write_frame(s, HEADERS, END_HEADERS, stream, GRPC_RESPONSE_HEAD)?;
+        let mut frame = vec![0x00, 0x40, 0x00, DATA, 0];
+        frame.extend_from_slice(&stream.to_be_bytes());
+        frame.extend_from_slice(&[0u8; 10]);
+        s.write_all(&frame)?;
+        s.shutdown(Shutdown::Write)
+    }
+    let url = raw_h2_server(respond);
+    let (run, _) = all_fail(&url, "grpc", 6, &["-c", "1"]);
+    assert_errors(&run, &["io", "h2", "goaway", "closed"], &[]);
+}
+
+#[test]
+fn grpc_invalid_hpack_fails_each_request() {
+    // A HEADERS frame whose block is not HPACK (an integer that never ends); the connection
+    // stays open, so the client has to notice by itself.
+    fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
+        write_frame(s, HEADERS, END_HEADERS, stream, &[0xff; 32])
+    }
+    let url = raw_h2_server(respond);
+    let (run, _) = all_fail(&url, "grpc", 6, &["-c", "1"]);
+    assert_errors(&run, &["h2", "goaway"], &[]);
+}
