@@ -7,12 +7,15 @@
 //! - `cli`: clap flags, validated into a `config::Config`; nothing else sees raw flags.
 //! - `config`: the validated run configuration (endpoints, load, socket and h2 settings).
 //! - `wire`: pure codecs on `BytesMut` (HTTP/1.1 head/chunked, gRPC framing, gateway JSON).
-//! - `net`: connect with socket options, `Metered` IO that counts bytes and syscalls, TCP_INFO.
+//! - `net`: connect with socket options, `Metered` (socket bytes and syscalls), `Io` (plain or
+//!   TLS, plaintext and layer accounting), TCP_INFO.
 //! - `client`: one HTTP/1.1 keepalive connection; gRPC unary calls on raw h2.
 //! - `workload`: what request N is for each protocol and how its response is judged.
 //! - `engine`: thread-per-core closed-loop runner; per-thread stats merged at the end.
 //! - `stats`: HDR latency histogram, outcomes, per-connection ledgers, process CPU.
-//! - `report`: derived figures (one place), rendered as text or JSON.
+//! - `report`: derived figures (one place), rendered as text or JSON; compare rounds; SVG charts.
+//! - `server`: the built-in grpc-echo compatible server (h2 and HTTP/1.1 on one port, TLS).
+//! - `watch`: the etcd watch benchmark (watch thread, put thread, zero-loss accounting).
 //!
 //! ## Invariants
 //! - `wire` never imports tokio and never reads the clock.
