@@ -11,19 +11,14 @@
 //! "listening on ADDR" line on its stderr, and kills it on drop. Every subprocess runs under a
 //! deadline and is killed when it passes it.
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod support;
-use support::die_with_parent;
+use support::{ServeProcess as Server, die_with_parent, parse_listening};
 
-/// How long the server gets to print its "listening on" line.
-const LISTEN_TIMEOUT: Duration = Duration::from_secs(15);
 /// Bound for the Python client (interpreter start, protoc, ~200 calls).
 const PYTHON_LIMIT: Duration = Duration::from_secs(90);
 /// Bound for one h2load or nghttp run (the dev-profile server does 20000 echoes in seconds).
@@ -46,92 +41,6 @@ const INSTALL_HINT: &str = "run scripts/test.sh (it installs the interop tools)"
 
 // ---------------------------------------------------------------------------------------------
 // The server under test
-
-/// `wirebench serve` on an ephemeral loopback port; SIGKILLed and reaped on drop.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_wirebench"));
-        cmd.args(["serve", "--addr", "127.0.0.1:0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        die_with_parent(&mut cmd);
-        let mut child = cmd.spawn().expect("spawn wirebench serve");
-
-        // Drain stderr for the whole life of the server (so it never blocks on a full pipe),
-        // keeping it for failure messages and handing each line to the waiter below.
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel::<String>();
-        let pipe = child.stderr.take().unwrap();
-        let log = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines() {
-                let Ok(line) = line else { break };
-                log.lock().unwrap().push_str(&line);
-                log.lock().unwrap().push('\n');
-                let _ = tx.send(line);
-            }
-        });
-
-        let deadline = Instant::now() + LISTEN_TIMEOUT;
-        let addr = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(addr) = parse_listening(&line) {
-                        break addr;
-                    }
-                }
-                Err(e) => {
-                    let _ = child.kill();
-                    let status = child.wait();
-                    panic!(
-                        "wirebench serve {extra:?} printed no \"listening on ADDR\" line \
-                         ({e}; exit: {status:?}); stderr:\n{}",
-                        stderr.lock().unwrap()
-                    );
-                }
-            }
-        };
-        Server {
-            child,
-            addr,
-            stderr,
-        }
-    }
-
-    fn target(&self) -> String {
-        self.addr.to_string()
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    fn log(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// "wirebench serve: listening on 127.0.0.1:NNNNN (gRPC ...)" -> the address.
-fn parse_listening(line: &str) -> Option<SocketAddr> {
-    let rest = line.split_once("listening on ")?.1;
-    rest.split_whitespace().next()?.parse().ok()
-}
 
 // ---------------------------------------------------------------------------------------------
 // External tools

@@ -2,6 +2,7 @@
 //!
 //! `Etcd::start()` runs `/usr/bin/etcd` (override with `WIREBENCH_ETCD`) on two free loopback
 //! ports with its data directory on tmpfs, waits until it has a leader, and kills it on drop.
+//! `Cluster::start()` does the same for three members that elect a leader among themselves.
 //! The few gateway calls the tests need (status, range, put) are hand-written HTTP/1.1 over
 //! `std::net::TcpStream`, so the harness shares no code with the tool under test.
 
@@ -9,10 +10,12 @@
 
 pub mod capture;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -46,14 +49,19 @@ fn etcd_binary() -> PathBuf {
 
 /// Two distinct free loopback ports (both listeners are held until both are known).
 fn free_ports() -> (u16, u16) {
-    let a = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    let b = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    let ports = (
-        a.local_addr().unwrap().port(),
-        b.local_addr().unwrap().port(),
-    );
-    drop((a, b));
-    ports
+    let ports = free_port_list(2);
+    (ports[0], ports[1])
+}
+
+/// `n` distinct free loopback ports (every listener is held until all are known).
+fn free_port_list(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
 }
 
 /// A port on which nothing listens (at the time of the call).
@@ -229,22 +237,8 @@ impl Etcd {
 
     /// POSTs JSON to the gateway; panics unless the answer is 200 with a JSON body.
     fn call(&self, path: &str, body: &Value) -> Value {
-        let (status, resp) =
-            http_post(self.client_addr(), path, &body.to_string()).unwrap_or_else(|e| {
-                panic!("POST {path} to etcd failed: {e}\netcd log:\n{}", self.log())
-            });
-        assert_eq!(
-            status,
-            200,
-            "POST {path} answered {status}: {}",
-            String::from_utf8_lossy(&resp)
-        );
-        serde_json::from_slice(&resp).unwrap_or_else(|e| {
-            panic!(
-                "POST {path}: body is not JSON ({e}): {}",
-                String::from_utf8_lossy(&resp)
-            )
-        })
+        gateway_call(self.client_addr(), path, body)
+            .unwrap_or_else(|e| panic!("{e}\netcd log:\n{}", self.log()))
     }
 
     fn wait_ready(&mut self, limit: Duration) -> Result<(), NotReady> {
@@ -290,6 +284,24 @@ enum NotReady {
 }
 use NotReady::{Exited, TimedOut};
 
+/// POSTs JSON to the gateway at `addr`; the body of a 200 answer, parsed.
+fn gateway_call(addr: SocketAddr, path: &str, body: &Value) -> Result<Value, String> {
+    let (status, resp) = http_post(addr, path, &body.to_string())
+        .map_err(|e| format!("POST {path} to etcd failed: {e}"))?;
+    if status != 200 {
+        return Err(format!(
+            "POST {path} answered {status}: {}",
+            String::from_utf8_lossy(&resp)
+        ));
+    }
+    serde_json::from_slice(&resp).map_err(|e| {
+        format!(
+            "POST {path}: body is not JSON ({e}): {}",
+            String::from_utf8_lossy(&resp)
+        )
+    })
+}
+
 fn spawn_etcd(bin: &Path, dir: &Path, client: u16, peer: u16) -> Child {
     let log = std::fs::File::create(dir.join("etcd.log")).expect("create etcd.log");
     spawn_etcd_logging_to(bin, dir, client, peer, log)
@@ -303,32 +315,302 @@ fn spawn_etcd_logging_to(
     peer: u16,
     log: std::fs::File,
 ) -> Child {
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let mut cmd = etcd_command(bin, dir, "t", client, peer, &format!("t={peer_url}"), log);
+    // a lone member: a short election timeout only shortens the first election
+    cmd.args(["--heartbeat-interval", "20", "--election-timeout", "200"]);
+    spawn(cmd, bin)
+}
+
+/// An etcd command for member `name` on loopback `client` and `peer` ports, both output
+/// streams going to `log`; the caller adds cluster and timing flags.
+fn etcd_command(
+    bin: &Path,
+    dir: &Path,
+    name: &str,
+    client: u16,
+    peer: u16,
+    initial_cluster: &str,
+    log: std::fs::File,
+) -> Command {
     let log2 = log.try_clone().expect("dup etcd.log");
     let client_url = format!("http://127.0.0.1:{client}");
     let peer_url = format!("http://127.0.0.1:{peer}");
     let mut cmd = Command::new(bin);
     cmd.arg("--name")
-        .arg("t")
+        .arg(name)
         .arg("--data-dir")
         .arg(dir)
         .args(["--listen-client-urls", &client_url])
         .args(["--advertise-client-urls", &client_url])
         .args(["--listen-peer-urls", &peer_url])
         .args(["--initial-advertise-peer-urls", &peer_url])
-        .args(["--initial-cluster", &format!("t={peer_url}")])
+        .args(["--initial-cluster", initial_cluster])
         // zap honours --log-level (the 3.4 default, capnslog, still prints raft at INFO)
         .args(["--logger", "zap", "--log-level", "error"])
-        // a lone member: a short election timeout only shortens the first election
-        .args(["--heartbeat-interval", "20", "--election-timeout", "200"])
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);
+    cmd
+}
+
+/// Spawns an etcd command that dies with the spawning thread.
+fn spawn(mut cmd: Command, bin: &Path) -> Child {
     // If the test process dies without running Drop (killed by a signal, aborted), take etcd
     // with it. PR_SET_PDEATHSIG fires when the spawning *thread* exits; every test starts and
     // drops its etcd on its own thread, so that is never earlier than Drop.
     die_with_parent(&mut cmd);
     cmd.spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()))
+}
+
+/// Members of a test cluster.
+const CLUSTER_SIZE: usize = 3;
+/// Raft timing of test clusters (ms): a quick first election, yet enough slack that a busy
+/// machine does not trigger a new one in the middle of a test.
+const CLUSTER_HEARTBEAT_MS: &str = "50";
+const CLUSTER_ELECTION_MS: &str = "500";
+
+/// One member of a `Cluster`.
+struct Member {
+    child: Option<Child>,
+    client_port: u16,
+    /// its id as etcd reports it (known once the cluster is ready)
+    id: u64,
+    // Declared after `child` so the process is gone before its directory is removed.
+    dir: tempfile::TempDir,
+}
+
+/// A 3-member etcd cluster (m1..m3) on loopback, data on tmpfs; every member is killed
+/// (SIGKILL) and its data removed on drop.
+pub struct Cluster {
+    members: Vec<Member>,
+}
+
+impl Cluster {
+    /// Starts the three members at once and waits until all of them name the same leader;
+    /// panics (with their logs) if they do not within `READY_TIMEOUT`.
+    pub fn start() -> Cluster {
+        let bin = etcd_binary();
+        let mut last_log = String::new();
+        for attempt in 0..START_ATTEMPTS {
+            let ports = free_port_list(2 * CLUSTER_SIZE);
+            let (client_ports, peer_ports) = ports.split_at(CLUSTER_SIZE);
+            let initial_cluster = peer_ports
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("m{}=http://127.0.0.1:{p}", i + 1))
+                .collect::<Vec<_>>()
+                .join(",");
+            let token = format!(
+                "wirebench-test-{}-{}-{attempt}",
+                std::process::id(),
+                client_ports[0]
+            );
+            let members = (0..CLUSTER_SIZE)
+                .map(|i| {
+                    let dir = data_dir();
+                    let log = std::fs::File::create(dir.path().join("etcd.log"))
+                        .expect("create etcd.log");
+                    let mut cmd = etcd_command(
+                        &bin,
+                        dir.path(),
+                        &format!("m{}", i + 1),
+                        client_ports[i],
+                        peer_ports[i],
+                        &initial_cluster,
+                        log,
+                    );
+                    cmd.args(["--initial-cluster-state", "new"])
+                        .args(["--initial-cluster-token", &token])
+                        .args(["--heartbeat-interval", CLUSTER_HEARTBEAT_MS])
+                        .args(["--election-timeout", CLUSTER_ELECTION_MS]);
+                    Member {
+                        child: Some(spawn(cmd, &bin)),
+                        client_port: client_ports[i],
+                        id: 0,
+                        dir,
+                    }
+                })
+                .collect();
+            let mut cluster = Cluster { members };
+            match cluster.wait_ready(READY_TIMEOUT) {
+                Ok(()) => return cluster,
+                Err(Exited(status)) => {
+                    // Most likely a port was taken between picking and binding: try new ones.
+                    last_log = format!(
+                        "a member exited with {status} at startup:\n{}",
+                        cluster.logs()
+                    );
+                }
+                Err(TimedOut) => {
+                    let logs = cluster.logs();
+                    drop(cluster);
+                    panic!(
+                        "the etcd cluster did not agree on a leader within {READY_TIMEOUT:?}; \
+                         the members' logs:\n{logs}"
+                    );
+                }
+            }
+        }
+        panic!("the etcd cluster failed to start {START_ATTEMPTS} times; last attempt: {last_log}");
+    }
+
+    /// The client URLs, one per member, in member order (m1, m2, m3).
+    pub fn endpoints(&self) -> Vec<String> {
+        (0..self.members.len()).map(|i| self.endpoint(i)).collect()
+    }
+
+    /// Member `i`'s client URL.
+    pub fn endpoint(&self, i: usize) -> String {
+        format!("http://127.0.0.1:{}", self.members[i].client_port)
+    }
+
+    /// All client URLs as wirebench's `--endpoints` takes them (comma-separated).
+    pub fn endpoints_arg(&self) -> String {
+        self.endpoints().join(",")
+    }
+
+    pub fn client_addr(&self, i: usize) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.members[i].client_port))
+    }
+
+    /// Member `i`'s id, as its status reports it.
+    pub fn member_id(&self, i: usize) -> u64 {
+        self.members[i].id
+    }
+
+    /// The index of the member that leads now, by the members' own statuses (retried while
+    /// they disagree, e.g. during an election); panics if they do not agree within
+    /// `READY_TIMEOUT`.
+    pub fn leader(&self) -> usize {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(leader) = self.agreed_leader() {
+                return leader;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "the etcd members do not agree on a leader; their logs:\n{}",
+                    self.logs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// The current store revision (through member m1's gateway).
+    pub fn revision(&self) -> i64 {
+        let v = self.call(
+            0,
+            "/v3/kv/range",
+            &serde_json::json!({ "key": B64.encode([0u8]) }),
+        );
+        header_revision(&v)
+    }
+
+    /// Writes `key` = `value` through member m1's gateway; returns the revision it created.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> i64 {
+        let body = serde_json::json!({
+            "key": B64.encode(key.as_ref()),
+            "value": B64.encode(value.as_ref()),
+        });
+        header_revision(&self.call(0, "/v3/kv/put", &body))
+    }
+
+    /// POSTs JSON to member `i`'s gateway; panics (with the logs) unless the answer is 200
+    /// with a JSON body.
+    pub fn call(&self, i: usize, path: &str, body: &Value) -> Value {
+        gateway_call(self.client_addr(i), path, body)
+            .unwrap_or_else(|e| panic!("{e}\nthe members' logs:\n{}", self.logs()))
+    }
+
+    /// Everything member `i` wrote to stdout and stderr so far.
+    pub fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.members[i].dir.path().join("etcd.log")).unwrap_or_default()
+    }
+
+    /// Every member's log, each under a `--- m1 ---` line.
+    fn logs(&self) -> String {
+        (0..self.members.len())
+            .map(|i| format!("--- m{} ---\n{}", i + 1, self.log(i)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// (member id, leader) of every member, or `None` if one does not answer.
+    fn statuses(&self) -> Option<Vec<(u64, u64)>> {
+        (0..self.members.len())
+            .map(|i| member_status(self.client_addr(i)))
+            .collect()
+    }
+
+    /// The index of the leader every member names, if they all name the same known member.
+    fn agreed_leader(&self) -> Option<usize> {
+        let statuses = self.statuses()?;
+        let leader = statuses.first()?.1;
+        if leader == 0 || statuses.iter().any(|&(_, l)| l != leader) {
+            return None;
+        }
+        statuses.iter().position(|&(id, _)| id == leader)
+    }
+
+    fn wait_ready(&mut self, limit: Duration) -> Result<(), NotReady> {
+        let deadline = Instant::now() + limit;
+        loop {
+            for m in &mut self.members {
+                if let Some(child) = m.child.as_mut()
+                    && let Ok(Some(status)) = child.try_wait()
+                {
+                    m.child = None;
+                    return Err(Exited(status));
+                }
+            }
+            if self.agreed_leader().is_some()
+                && let Some(statuses) = self.statuses()
+            {
+                for (m, (id, _)) in self.members.iter_mut().zip(statuses) {
+                    m.id = id;
+                }
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(TimedOut);
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Kill them all first, then reap: no member outlives the others by a reap's wait.
+        let mut children: Vec<Child> = self
+            .members
+            .iter_mut()
+            .filter_map(|m| m.child.take())
+            .collect();
+        for c in &mut children {
+            let _ = c.kill();
+        }
+        for c in &mut children {
+            let _ = c.wait();
+        }
+    }
+}
+
+/// (header.member_id, leader) from `/v3/maintenance/status` (uint64 as decimal strings).
+fn member_status(addr: SocketAddr) -> Option<(u64, u64)> {
+    let Ok((200, body)) = http_post(addr, "/v3/maintenance/status", "{}") else {
+        return None;
+    };
+    let v: Value = serde_json::from_slice(&body).ok()?;
+    let id = v["header"]["member_id"].as_str()?.parse().ok()?;
+    let leader = v
+        .get("leader")
+        .and_then(Value::as_str)
+        .map_or(Some(0), |s| s.parse().ok())?;
+    Some((id, leader))
 }
 
 fn header_revision(v: &Value) -> i64 {
@@ -556,4 +838,103 @@ pub fn f64_at(v: &Value, pointer: &str) -> f64 {
     v.pointer(pointer)
         .and_then(Value::as_f64)
         .unwrap_or_else(|| panic!("{pointer} is not a number in {v:#}"))
+}
+
+/// How long `wirebench serve` gets to print its "listening on" line.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// `wirebench serve` on an ephemeral loopback port; SIGKILLed and reaped on drop.
+pub struct ServeProcess {
+    child: Child,
+    addr: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl ServeProcess {
+    pub fn start(extra: &[&str]) -> ServeProcess {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_wirebench"));
+        cmd.args(["serve", "--addr", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        die_with_parent(&mut cmd);
+        let mut child = cmd.spawn().expect("spawn wirebench serve");
+
+        // Drain stderr for the whole life of the server (so it never blocks on a full pipe),
+        // keeping it for failure messages and handing each line to the waiter below.
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel::<String>();
+        let pipe = child.stderr.take().unwrap();
+        let log = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                log.lock().unwrap().push_str(&line);
+                log.lock().unwrap().push('\n');
+                let _ = tx.send(line);
+            }
+        });
+
+        let deadline = Instant::now() + LISTEN_TIMEOUT;
+        let addr = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(addr) = parse_listening(&line) {
+                        break addr;
+                    }
+                }
+                Err(e) => {
+                    let _ = child.kill();
+                    let status = child.wait();
+                    panic!(
+                        "wirebench serve {extra:?} printed no \"listening on ADDR\" line \
+                         ({e}; exit: {status:?}); stderr:\n{}",
+                        stderr.lock().unwrap()
+                    );
+                }
+            }
+        };
+        ServeProcess {
+            child,
+            addr,
+            stderr,
+        }
+    }
+
+    pub fn target(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Stops (SIGSTOP) or resumes (SIGCONT) the server process: a stalled server.
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill -{sig} {}", self.child.id());
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// "wirebench serve: listening on 127.0.0.1:NNNNN (gRPC ...)" -> the address.
+pub fn parse_listening(line: &str) -> Option<SocketAddr> {
+    let rest = line.split_once("listening on ")?.1;
+    rest.split_whitespace().next()?.parse().ok()
 }
