@@ -9,6 +9,7 @@ use crate::client::grpc::H2Config;
 use crate::config::{
     Config, Endpoint, Format, Load, Proto, Stop, WorkloadSpec, parse_duration, parse_size,
 };
+use crate::discover::Target;
 use crate::net::NetConfig;
 use crate::server::ServeConfig;
 use crate::watch::WatchConfig;
@@ -20,6 +21,9 @@ const WATCH_DATA_FRAME_BUDGET: usize = 16 << 20;
 
 /// The largest key or value wirebench will generate (etcd's own request limit is 1.5 MiB).
 const MAX_GENERATED: usize = 64 << 20;
+
+/// The highest --rate / --connect-rate accepted (requests or connections per second).
+const MAX_RATE: f64 = 10_000_000.0;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -54,6 +58,12 @@ pub enum Command {
         #[command(subcommand)]
         what: CallCmd,
     },
+    /// Run the product of clients × key sizes × targets × protocols against etcd and print a
+    /// table (etcd's benchmark columns plus p99, bytes, packets and CPU per op)
+    Sweep {
+        #[command(subcommand)]
+        what: SweepCmd,
+    },
     /// Run both protocols in alternating rounds (HTTP/1.1, gRPC, HTTP/1.1, ...): medians,
     /// ratios and findings
     Compare {
@@ -63,6 +73,182 @@ pub enum Command {
         #[command(subcommand)]
         what: CompareCmd,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SweepCmd {
+    /// etcd put or range
+    Etcd {
+        #[command(subcommand)]
+        op: SweepEtcd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SweepEtcd {
+    /// Write keys (etcd's "write one key" table with the defaults)
+    Put(SweepArgs),
+    /// Read one key of each key size, written once before its rows (etcd's "read one key" table)
+    Range(SweepArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableArg {
+    Markdown,
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Client counts (requests in flight), comma-separated
+    #[arg(short = 'c', long, value_delimiter = ',', default_value = "1,64,256")]
+    pub clients: Vec<usize>,
+    /// Key sizes in bytes, comma-separated
+    #[arg(long, value_delimiter = ',', default_value = "64,256")]
+    pub key_size: Vec<usize>,
+    /// Targets, comma-separated: leader, followers, all, first
+    #[arg(long, value_delimiter = ',', default_value = "leader,all", value_parser = parse_target)]
+    pub target: Vec<Target>,
+    /// Protocols, comma-separated
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "http,grpc")]
+    pub proto: Vec<CallProto>,
+    /// Value size in bytes (put: every value; range: the value stored under the key read)
+    #[arg(long, default_value_t = 8)]
+    pub val_size: usize,
+    /// put: distinct keys written
+    #[arg(long, default_value_t = 1)]
+    pub key_space_size: u64,
+    /// put: write keys in order instead of at random
+    #[arg(long)]
+    pub sequential_keys: bool,
+    /// range: l linearizable, s serializable
+    #[arg(long, value_enum, default_value_t = Consistency::L)]
+    pub consistency: Consistency,
+    /// Comma-separated endpoints of the cluster (http://host:port)
+    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    pub endpoints: Vec<String>,
+    /// gRPC connections per row (capped at the row's clients)
+    #[arg(long, default_value_t = 1)]
+    pub conns: usize,
+    /// Requests per row (default 10000 unless --duration is given)
+    #[arg(short = 'n', long, conflicts_with = "duration")]
+    pub total: Option<u64>,
+    /// Run each row for this long instead of a total
+    #[arg(short = 'z', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Warmup per row, left out of its figures
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+    /// Per-request timeout
+    #[arg(long, value_parser = parse_duration, default_value = "20s")]
+    pub timeout: Duration,
+    /// TCP connect timeout
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub connect_timeout: Duration,
+    /// Worker threads (default: number of cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Seed for generated keys and values
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// etcd user, NAME[:PASSWORD]
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Report this server process's CPU per op (a server CPU column)
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// Table format
+    #[arg(long, value_enum, default_value_t = TableArg::Markdown)]
+    pub format: TableArg,
+    /// Write the table to this file instead of stdout
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+impl SweepArgs {
+    fn into_config(self, range: bool) -> Result<crate::sweep::SweepConfig, String> {
+        use crate::sweep::{SweepConfig, SweepOp, TableFormat};
+        let nonempty = |name: &str, n: usize| {
+            if n == 0 {
+                Err(format!("--{name} needs at least one value"))
+            } else {
+                Ok(())
+            }
+        };
+        nonempty("clients", self.clients.len())?;
+        nonempty("key-size", self.key_size.len())?;
+        nonempty("target", self.target.len())?;
+        nonempty("proto", self.proto.len())?;
+        for &c in &self.clients {
+            nonzero("clients", c)?;
+        }
+        let op = if range {
+            for &k in &self.key_size {
+                etcd_put(k, self.val_size, 1, true)?;
+            }
+            SweepOp::Range {
+                val_size: self.val_size,
+                serializable: matches!(self.consistency, Consistency::S),
+            }
+        } else {
+            for &k in &self.key_size {
+                etcd_put(k, self.val_size, self.key_space_size, self.sequential_keys)?;
+            }
+            SweepOp::Put {
+                val_size: self.val_size,
+                key_space_size: self.key_space_size,
+                sequential_keys: self.sequential_keys,
+            }
+        };
+        let max_clients = self.clients.iter().copied().max().unwrap_or(1);
+        let run = RunArgs {
+            conns: self.conns.min(max_clients),
+            total: self.total,
+            duration: self.duration,
+            warmup: self.warmup,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            threads: self.threads,
+            seed: self.seed,
+            user: self.user,
+            server_pid: self.server_pid,
+            ..RunArgs::plain(ProtoArg::Both, max_clients, self.tls)
+        };
+        nonzero("conns", self.conns)?;
+        let spec = WorkloadSpec::Etcd(EtcdOp::Put {
+            key_size: self.key_size[0],
+            val_size: self.val_size,
+            key_space_size: 1,
+            sequential_keys: true,
+        });
+        let base = run.into_config(spec, parse_endpoints(&self.endpoints)?)?;
+        let mut protos: Vec<Proto> = self
+            .proto
+            .iter()
+            .map(|p| match p {
+                CallProto::Http => Proto::Http,
+                CallProto::Grpc => Proto::Grpc,
+            })
+            .collect();
+        protos.dedup();
+        Ok(SweepConfig {
+            base,
+            op,
+            clients: self.clients,
+            key_sizes: self.key_size,
+            targets: self.target,
+            protos,
+            format: match self.format {
+                TableArg::Markdown => TableFormat::Markdown,
+                TableArg::Csv => TableFormat::Csv,
+                TableArg::Json => TableFormat::Json,
+            },
+            output: self.output,
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,6 +373,8 @@ pub enum Action {
     Serve(ServeConfig),
     /// An etcd watch run.
     Watch(WatchConfig),
+    /// A sweep: one run per cell, one table.
+    Sweep(crate::sweep::SweepConfig),
     /// Alternating rounds of both protocols.
     Compare {
         cfg: Config,
@@ -214,6 +402,10 @@ pub enum EtcdCmd {
         /// Comma-separated endpoints (http://host:port); connections are spread over them
         #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
         endpoints: Vec<String>,
+        /// Which members get the clients: all the endpoints, the first, the leader or the
+        /// followers (found with Maintenance/Status and MemberList)
+        #[arg(long, default_value = "all", value_parser = parse_target)]
+        target: Target,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -230,9 +422,17 @@ pub enum EtcdCmd {
         /// Comma-separated endpoints (http://host:port); connections are spread over them
         #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
         endpoints: Vec<String>,
+        /// Which members get the clients: all the endpoints, the first, the leader or the
+        /// followers (found with Maintenance/Status and MemberList)
+        #[arg(long, default_value = "all", value_parser = parse_target)]
+        target: Target,
         #[command(flatten)]
         run: RunArgs,
     },
+}
+
+fn parse_target(s: &str) -> Result<Target, String> {
+    s.parse()
 }
 
 #[derive(Debug, Args)]
@@ -482,9 +682,21 @@ pub struct RunArgs {
     /// Per-request timeout
     #[arg(long, value_parser = parse_duration, default_value = "20s")]
     pub timeout: Duration,
+    /// Open loop: send this many requests per second over all clients on a fixed schedule;
+    /// latency counts from each request's intended send time (coordinated omission corrected)
+    /// and -c caps the requests in flight
+    #[arg(long)]
+    pub rate: Option<f64>,
     /// TCP connect timeout
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub connect_timeout: Duration,
+    /// Open the connections at this many per second (a ramp) instead of all at once
+    #[arg(long)]
+    pub connect_rate: Option<f64>,
+    /// Source addresses for connections, used in turn: addresses and IPv4 ranges,
+    /// comma-separated (127.0.0.1-127.0.0.8): more connections than one address has ports
+    #[arg(long)]
+    pub bind: Option<String>,
     /// Worker threads, each with its own runtime (default: number of cores)
     #[arg(long)]
     pub threads: Option<usize>,
@@ -631,19 +843,39 @@ impl CallArgs {
         if self.timeout.is_zero() {
             return Err("--timeout must be positive".into());
         }
+        let proto = match self.proto {
+            CallProto::Http => ProtoArg::Http,
+            CallProto::Grpc => ProtoArg::Grpc,
+        };
         let run = RunArgs {
-            proto: match self.proto {
-                CallProto::Http => ProtoArg::Http,
-                CallProto::Grpc => ProtoArg::Grpc,
-            },
-            clients: 1,
-            conns: 1,
             total: Some(1),
-            duration: None,
-            warmup: Duration::ZERO,
             timeout: self.timeout,
             connect_timeout: self.timeout,
             threads: Some(1),
+            format: FormatArg::Json,
+            seed: Some(0),
+            ..RunArgs::plain(proto, 1, self.tls)
+        };
+        run.into_config(spec, endpoints)
+    }
+}
+
+impl RunArgs {
+    /// The flags' defaults, for commands that build a run from flags of their own.
+    fn plain(proto: ProtoArg, clients: usize, tls: TlsArgs) -> RunArgs {
+        RunArgs {
+            proto,
+            clients,
+            conns: 1,
+            total: None,
+            duration: None,
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(20),
+            rate: None,
+            connect_timeout: Duration::from_secs(5),
+            connect_rate: None,
+            bind: None,
+            threads: None,
             no_tcp_nodelay: false,
             sndbuf: None,
             rcvbuf: None,
@@ -652,17 +884,16 @@ impl CallArgs {
             max_frame_size: 16_384,
             max_recv_msg_size: 4 << 20,
             max_body: 64 << 20,
-            format: FormatArg::Json,
+            format: FormatArg::Text,
             output: None,
-            seed: Some(0),
+            seed: None,
             ledger: OnOff::On,
             server_pid: None,
             per_conn: false,
             svg: None,
             user: None,
-            tls: self.tls,
-        };
-        run.into_config(spec, endpoints)
+            tls,
+        }
     }
 }
 
@@ -736,6 +967,27 @@ impl RunArgs {
         let buf = |name: &str, v: Option<u64>| -> Result<Option<u32>, String> {
             v.map(|v| u32_in(name, v, 1, i32::MAX as u64)).transpose()
         };
+        for (name, r) in [("rate", self.rate), ("connect-rate", self.connect_rate)] {
+            if let Some(r) = r
+                && !(r.is_finite() && r > 0.0 && r <= MAX_RATE)
+            {
+                return Err(format!(
+                    "--{name} must be a number of requests per second between 0 and {MAX_RATE}, got {r}"
+                ));
+            }
+        }
+        let bind = match &self.bind {
+            Some(b) => crate::net::parse_bind(b)?,
+            None => Vec::new(),
+        };
+        if !bind.is_empty()
+            && !endpoints.is_empty()
+            && endpoints
+                .iter()
+                .any(|e| !bind.iter().any(|ip| ip.is_ipv4() == e.addr.is_ipv4()))
+        {
+            return Err("--bind has no address of an endpoint's family (IPv4 / IPv6)".into());
+        }
         let tls = self.tls.client(&endpoints)?;
         let net = NetConfig {
             tls,
@@ -743,6 +995,7 @@ impl RunArgs {
             sndbuf: buf("sndbuf", self.sndbuf)?,
             rcvbuf: buf("rcvbuf", self.rcvbuf)?,
             connect_timeout: self.connect_timeout,
+            bind: bind.into(),
         };
         let h2 = H2Config {
             initial_window_size: u32_in(
@@ -795,6 +1048,8 @@ impl RunArgs {
                 stop,
                 warmup: self.warmup,
                 timeout: self.timeout,
+                rate: self.rate,
+                connect_rate: self.connect_rate,
             },
             net,
             h2,
@@ -812,6 +1067,8 @@ impl RunArgs {
             svg: self.svg,
             auth,
             token: None,
+            roles: Vec::new(),
+            target: Target::All,
         })
     }
 }
@@ -855,30 +1112,35 @@ fn etcd_range(key: String, consistency: Consistency) -> Result<EtcdOp, String> {
 }
 
 fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
-    let (op, endpoints, run) = match op {
+    let (op, endpoints, target, run) = match op {
         EtcdCmd::Put {
             key_size,
             val_size,
             key_space_size,
             sequential_keys,
             endpoints,
+            target,
             run,
         } => (
             etcd_put(key_size, val_size, key_space_size, sequential_keys)?,
             endpoints,
+            target,
             run,
         ),
         EtcdCmd::Range {
             range_key,
             consistency,
             endpoints,
+            target,
             run,
-        } => (etcd_range(range_key, consistency)?, endpoints, run),
+        } => (etcd_range(range_key, consistency)?, endpoints, target, run),
         EtcdCmd::Watch(_) => {
             return Err("watch has its own report; it cannot run as a request load".into());
         }
     };
-    run.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?)
+    let mut cfg = run.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?)?;
+    cfg.target = target;
+    Ok(cfg)
 }
 
 impl Cli {
@@ -919,6 +1181,12 @@ impl Cli {
                 })
             }
             Command::Serve(args) => Ok(Action::Serve(args.into_config()?)),
+            Command::Sweep {
+                what: SweepCmd::Etcd { op },
+            } => Ok(Action::Sweep(match op {
+                SweepEtcd::Put(a) => a.into_config(false)?,
+                SweepEtcd::Range(a) => a.into_config(true)?,
+            })),
             Command::Call { what } => match what {
                 CallCmd::Echo { echo, call } => {
                     let (spec, endpoints, embedded) = echo.resolve()?;
@@ -953,7 +1221,7 @@ impl Cli {
             Action::Run { cfg, .. } | Action::Call { cfg, .. } | Action::Compare { cfg, .. } => {
                 Ok(cfg)
             }
-            Action::Serve(_) | Action::Watch(_) => {
+            Action::Serve(_) | Action::Watch(_) | Action::Sweep(_) => {
                 Err("this command has no request-load configuration".into())
             }
         }

@@ -152,6 +152,10 @@ pub struct Load {
     pub stop: Stop,
     pub warmup: Duration,
     pub timeout: Duration,
+    /// open loop: requests per second over all clients (`--rate`); None: closed loop
+    pub rate: Option<f64>,
+    /// connections opened per second at setup (`--connect-rate`); None: as fast as they go
+    pub connect_rate: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,6 +190,10 @@ pub struct Config {
     pub auth: Option<(String, String)>,
     /// the etcd auth token in use
     pub token: Option<String>,
+    /// etcd role of each endpoint ("leader", "follower") when `--target` discovered them
+    pub roles: Vec<String>,
+    /// which etcd members get the clients (resolved into `endpoints` before the run)
+    pub target: crate::discover::Target,
 }
 
 impl Config {

@@ -6,6 +6,7 @@
 //! ## Layout
 //! - `cli`: clap flags, validated into a `config::Config`; nothing else sees raw flags.
 //! - `config`: the validated run configuration (endpoints, load, socket and h2 settings).
+//! - `discover`: etcd leader discovery for `--target`: member status and list, pure selection.
 //! - `wire`: pure codecs on `BytesMut` (HTTP/1.1 head/chunked, gRPC framing, gateway JSON).
 //! - `net`: connect with socket options, `Metered` (socket bytes and syscalls), `Io` (plain or
 //!   TLS, plaintext and layer accounting), TCP_INFO.
@@ -27,11 +28,13 @@
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod discover;
 pub mod engine;
 pub mod net;
 pub mod report;
 pub mod server;
 pub mod stats;
+pub mod sweep;
 pub mod watch;
 pub mod wire;
 pub mod workload;
@@ -96,6 +99,7 @@ pub fn run(
     let by_pid = cfg
         .server_pid
         .map(|pid| move || stats::process_cpu(pid).unwrap_or_default());
+    ensure_fds(cfg, server.is_some())?;
     for &proto in &cfg.protos {
         if engine::INTERRUPTED.load(Ordering::Relaxed) {
             break;
@@ -109,6 +113,19 @@ pub fn run(
     }
     let report = Report::new(cfg, &runs);
     Ok((report, runs))
+}
+
+/// Raises the open-file limit for the connections a run opens (twice over when the built-in
+/// server holds the other ends), or says in one line why it cannot.
+pub(crate) fn ensure_fds(cfg: &Config, embedded: bool) -> Result<(), RunError> {
+    /// descriptors beyond the connections: runtimes, timers, std streams, duplicates for TCP_INFO
+    const SPARE: u64 = 256;
+    let conns = cfg.load.clients.max(cfg.load.conns) as u64;
+    // a duplicate fd per connection for TCP_INFO at close, and the server's end when in-process
+    let per_conn = if embedded { 3 } else { 2 };
+    net::raise_nofile(conns * per_conn + SPARE)
+        .map(|_| ())
+        .map_err(RunError::Setup)
 }
 
 /// With `--user`: gets an etcd auth token before the run (over HTTP/1.1 through the gateway when
@@ -161,6 +178,61 @@ fn authenticate(cfg: &mut Config) -> Result<(), RunError> {
     });
     let token = token.map_err(|e| RunError::Setup(format!("authenticate as {user}: {e}")))?;
     cfg.set_token(token).map_err(RunError::Setup)
+}
+
+/// Resolves `--target` into the endpoints the run uses and labels them leader / follower. With
+/// `all` and several endpoints the labels are a bonus: a discovery failure leaves them out.
+pub fn apply_target(cfg: &mut Config) -> Result<(), RunError> {
+    use discover::Target;
+    let target = cfg.target;
+    if !matches!(cfg.spec, config::WorkloadSpec::Etcd(_)) {
+        return Ok(());
+    }
+    if target == Target::First {
+        let first = vec![cfg.endpoints[0].clone()];
+        return cfg.set_endpoints(first).map_err(RunError::Setup);
+    }
+    if target == Target::All && cfg.endpoints.len() < 2 {
+        return Ok(());
+    }
+    let over_grpc = cfg.protos.contains(&config::Proto::Grpc);
+    let view = match discover::discover(
+        &cfg.endpoints,
+        over_grpc,
+        &cfg.net,
+        &cfg.h2,
+        cfg.token.as_deref(),
+    ) {
+        Ok(v) => v,
+        Err(_) if target == Target::All => return Ok(()),
+        Err(e) => return Err(RunError::Setup(format!("--target {}: {e}", target.name()))),
+    };
+    let chosen = match discover::resolve(&cfg.endpoints, target, &view) {
+        Ok(c) => c,
+        Err(_) if target == Target::All => return Ok(()),
+        Err(e) => return Err(RunError::Setup(format!("--target {}: {e}", target.name()))),
+    };
+    let leader = view.statuses.first().map(|s| s.leader).unwrap_or_default();
+    let roles = chosen
+        .iter()
+        .map(|ep| {
+            let status = cfg
+                .endpoints
+                .iter()
+                .position(|given| given.addr == ep.addr)
+                .and_then(|i| view.statuses.iter().find(|s| s.endpoint == i));
+            match status {
+                Some(s) if s.member_id == leader => "leader",
+                Some(_) => "follower",
+                // not a given endpoint: the leader found in the member list
+                None => "leader",
+            }
+            .to_string()
+        })
+        .collect();
+    cfg.set_endpoints(chosen).map_err(RunError::Setup)?;
+    cfg.roles = roles;
+    Ok(())
 }
 
 /// Starts the built-in server and points `cfg` at it.
@@ -221,11 +293,15 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     let result = match action {
         cli::Action::Serve(cfg) => serve(cfg),
         cli::Action::Watch(cfg) => watch_and_write(&cfg),
+        cli::Action::Sweep(mut s) => authenticate(&mut s.base).and_then(|()| sweep_and_write(&s)),
         cli::Action::Run { mut cfg, embedded } => embedded
             .map(|s| start_embedded(&mut cfg, s))
             .transpose()
             .and_then(|srv| {
                 authenticate(&mut cfg)?;
+                if srv.is_none() {
+                    apply_target(&mut cfg)?;
+                }
                 run_and_write(&cfg, srv.as_ref())
             }),
         cli::Action::Call { mut cfg, embedded } => embedded
@@ -241,6 +317,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
             .transpose()
             .and_then(|srv| {
                 authenticate(&mut cfg)?;
+                if srv.is_none() {
+                    apply_target(&mut cfg)?;
+                }
                 compare(&cfg, srv.as_ref(), rounds)
             }),
     };
@@ -279,6 +358,41 @@ fn watch_and_write(cfg: &watch::WatchConfig) -> Result<i32, RunError> {
         }
     }
     Ok(code)
+}
+
+fn sweep_and_write(s: &sweep::SweepConfig) -> Result<i32, RunError> {
+    let rows = sweep::run(s, |i, n, r| {
+        eprintln!(
+            "wirebench sweep: {i}/{n} key {} B, {} clients, {}, {}: {:.0} req/s, p90 {:.2} ms{}",
+            r.key_size,
+            r.clients,
+            r.target,
+            r.proto,
+            r.qps,
+            r.p90_ms,
+            if r.failed > 0 {
+                format!(", {} failed", r.failed)
+            } else {
+                String::new()
+            }
+        );
+    })
+    .map_err(RunError::Setup)?;
+    emit(s.output.as_deref(), &sweep::render(s, &rows))?;
+    let empty: Vec<_> = rows.iter().filter(|r| r.ok == 0).collect();
+    if let Some(r) = empty.first() {
+        eprintln!(
+            "error: {} of {} rows had no successful request (first: key {} B, {} clients, {}, {})",
+            empty.len(),
+            rows.len(),
+            r.key_size,
+            r.clients,
+            r.target,
+            r.proto
+        );
+        return Ok(exit::FAILURE);
+    }
+    Ok(exit::OK)
 }
 
 fn serve(cfg: server::ServeConfig) -> Result<i32, RunError> {

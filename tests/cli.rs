@@ -61,6 +61,33 @@ fn bad_flags_exit_2_with_one_error_line() {
         &["etcd", "watch", "--put-rate", "0"],
         &["etcd", "watch", "--put-total", "0"],
         &["etcd", "watch", "--watched-keys", "0"],
+        &["etcd", "put", "--rate", "0"],
+        &["etcd", "put", "--rate", "-5"],
+        &["etcd", "put", "--rate", "fast"],
+        &["etcd", "put", "--rate", "inf"],
+        &["etcd", "put", "--connect-rate", "0"],
+        &["etcd", "put", "--bind", "127.0.0.9-127.0.0.1"],
+        &["etcd", "put", "--bind", "not-an-ip"],
+        &["etcd", "put", "--bind", "::1"],
+        &["etcd", "put", "--target", "majority"],
+        &["etcd", "range", "k", "--target", ""],
+        &["sweep", "etcd", "put", "--clients", "0"],
+        &["sweep", "etcd", "put", "--clients", "1,x"],
+        &["sweep", "etcd", "range", "--key-size", "0"],
+        &["sweep", "etcd", "put", "--target", "leader,nobody"],
+        &["sweep", "etcd", "put", "--proto", "http,quic"],
+        &["sweep", "etcd", "put", "--format", "xml"],
+        &["sweep", "etcd", "put", "-n", "0"],
+        &[
+            "sweep",
+            "etcd",
+            "put",
+            "--key-size",
+            "1",
+            "--key-space-size",
+            "1000",
+        ],
+        &["sweep", "etcd", "watch"],
         &["bogus"],
     ];
     for case in cases {
@@ -179,4 +206,21 @@ fn unreachable_endpoint_exits_1_with_one_connect_error() {
         assert_one_error_line(&run, &what);
         assert!(run.stderr.contains("connect"), "{what}: {:?}", run.stderr);
     }
+}
+
+#[test]
+fn progress_bar_only_on_a_terminal() {
+    let bin = env!("CARGO_BIN_EXE_wirebench");
+    let args = ["echo", "-z", "1500ms", "--proto", "grpc", "-o", "/dev/null"];
+    // stderr is a pipe: nothing but errors goes there
+    let quiet = run_bounded(&args, LIMIT);
+    assert_eq!(quiet.code, Some(0), "{quiet:?}");
+    assert_eq!(quiet.stderr, "", "no progress output without a terminal");
+    // under script(1) stderr is a pseudo-terminal: the bar appears with req/s and errors
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &format!("{bin} {}", args.join(" ")), "/dev/null"]);
+    let tty = support::run_command(cmd, LIMIT);
+    assert_eq!(tty.code, Some(0), "{tty:?}");
+    assert!(tty.stdout.contains("gRPC ["), "{:?}", tty.stdout);
+    assert!(tty.stdout.contains("req/s, 0 errors"), "{:?}", tty.stdout);
 }

@@ -9,7 +9,7 @@ use h2::client::SendRequest;
 use tokio::sync::Notify;
 
 use crate::client::grpc::{self as grpc_client, CallError, Conn};
-use crate::engine::{Assignment, Ctx, Reconnect, Worker, count_failure, quota};
+use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
 use crate::net::Ledger;
 use crate::stats::{Failure, StatusKey};
 use crate::wire::grpc::Code;
@@ -44,7 +44,9 @@ async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
 
 pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Slot>>, String> {
     let mut slots = Vec::with_capacity(a.conns.len());
-    for &endpoint in &a.conns {
+    let t0 = Instant::now();
+    for (j, &endpoint) in a.conns.iter().enumerate() {
+        connect_turn(ctx, a, j, t0).await;
         let conn = connect(ctx, endpoint).await?;
         slots.push(Rc::new(Slot {
             endpoint,
@@ -152,7 +154,7 @@ pub(super) async fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
 
 async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let ctx = w.ctx.clone();
-    let quota = quota(ctx.stop, id, ctx.clients);
+    let quota = quota(&ctx, id);
     let mut work = ctx.workload.for_client(id as u64);
     let mut call = work.call(slot.endpoint).clone();
     let max_message = ctx.h2.max_recv_message;
@@ -163,11 +165,21 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let mut reconnect = Reconnect::new();
     // set while the request after a re-authentication is in flight: at most one retry
     let mut reauthed = false;
+    let mut again = None;
+    let endpoint = slot.endpoint;
 
-    while let Some(warm) = w.phase(sent, quota) {
+    loop {
+        let turn = match again.take() {
+            Some(t) => t,
+            None => match w.next(endpoint, sent, quota).await {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        let warm = turn.warm;
         if let Err(f) = slot.acquire(&w, &mut handle).await {
             if reconnect
-                .connect_failed(&w, warm, &mut sent, quota, f)
+                .connect_failed(&w, endpoint, warm, &mut sent, quota, f)
                 .await
             {
                 continue;
@@ -217,12 +229,11 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
             }
         };
         let result = tokio::time::timeout(ctx.timeout, attempt).await;
-        let latency = started.elapsed();
         let was_reauthed = std::mem::take(&mut reauthed);
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
-            Err(_) => count_failure(
-                &w,
+            Err(_) => w.fail(
+                endpoint,
                 warm,
                 None,
                 Failure::with("timeout", format!("no response within {:?}", ctx.timeout)),
@@ -243,24 +254,25 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                             reauthed = true;
                             // The same request goes again; it was not counted.
                             sent -= u64::from(!warm);
+                            again = Some(turn);
                             continue;
                         }
-                        Err(f) => count_failure(&w, warm, e.status, f),
+                        Err(f) => w.fail(endpoint, warm, e.status, f),
                     }
                 }
             }
-            Ok(Err(e)) => count_failure(&w, warm, e.status, e.failure),
+            Ok(Err(e)) => w.fail(endpoint, warm, e.status, e.failure),
             Ok(Ok(message)) => {
                 if warm {
-                    w.stats.borrow_mut().warmup += 1;
+                    w.warmup_done();
                 } else {
                     let ok = StatusKey::Grpc(Code::Ok.as_u32());
                     match work.check_grpc(&message) {
                         Ok(()) => {
+                            w.ok(endpoint, turn, started, ok);
                             w.keep_sample(|| work.sample_grpc(&message));
-                            w.stats.borrow_mut().record_ok(latency, ok);
                         }
-                        Err(f) => w.stats.borrow_mut().record_failure(Some(ok), f),
+                        Err(f) => w.fail(endpoint, warm, Some(ok), f),
                     }
                 }
             }

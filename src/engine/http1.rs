@@ -6,7 +6,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 
 use crate::client::http1::Conn;
-use crate::engine::{Assignment, Ctx, Reconnect, Worker, count_failure, quota};
+use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
 use crate::stats::Failure;
 use crate::workload::etcd::{authenticate_http, is_invalid_token};
 
@@ -27,7 +27,9 @@ async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
 /// Opens every client's connection before the start line.
 pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Option<Conn>>, String> {
     let mut conns = Vec::with_capacity(a.clients.len());
-    for &(_, endpoint) in &a.clients {
+    let t0 = Instant::now();
+    for (j, &(_, endpoint)) in a.clients.iter().enumerate() {
+        connect_turn(ctx, a, j, t0).await;
         conns.push(Some(connect(ctx, endpoint).await?));
     }
     Ok(conns)
@@ -51,7 +53,7 @@ pub(super) async fn run(w: Rc<Worker>, a: &Assignment, conns: Vec<Option<Conn>>)
 
 async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn>) {
     let ctx = w.ctx.clone();
-    let quota = quota(ctx.stop, id, ctx.clients);
+    let quota = quota(&ctx, id);
     let mut work = ctx.workload.for_client(id as u64);
     let mut wbuf = BytesMut::with_capacity(4096);
     let mut idx = id as u64;
@@ -59,8 +61,18 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
     let mut reconnect = Reconnect::new();
     // re-authentication: at most once per request
     let (mut needs_auth, mut reauthed) = (false, false);
+    // a turn to use again: the request goes again after re-authenticating
+    let mut again = None;
 
-    while let Some(warm) = w.phase(sent, quota) {
+    loop {
+        let turn = match again.take() {
+            Some(t) => t,
+            None => match w.next(endpoint, sent, quota).await {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        let warm = turn.warm;
         let c = match &mut conn {
             Some(c) => c,
             None => match connect(&ctx, endpoint).await {
@@ -72,7 +84,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                 Err(e) => {
                     let f = Failure::with("connect", e);
                     if reconnect
-                        .connect_failed(&w, warm, &mut sent, quota, f)
+                        .connect_failed(&w, endpoint, warm, &mut sent, quota, f)
                         .await
                     {
                         continue;
@@ -88,11 +100,10 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
         let result = tokio::time::timeout(ctx.timeout, c.round_trip(&wbuf, head_len)).await;
-        let latency = started.elapsed();
         let keep = match result {
             Err(_) => {
-                count_failure(
-                    &w,
+                w.fail(
+                    endpoint,
                     warm,
                     None,
                     Failure::with("timeout", format!("no response within {:?}", ctx.timeout)),
@@ -101,7 +112,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                 false
             }
             Ok(Err(f)) => {
-                count_failure(&w, warm, None, f);
+                w.fail(endpoint, warm, None, f);
                 c.reusable()
             }
             Ok(Ok(resp)) => {
@@ -111,12 +122,12 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     Err((_, f)) if !reauthed && ctx.auth.is_some() && is_invalid_token(&f) => {
                         needs_auth = true;
                     }
-                    _ if warm => w.stats.borrow_mut().warmup += 1,
+                    _ if warm => w.warmup_done(),
                     Ok(status) => {
+                        w.ok(endpoint, turn, started, status);
                         w.keep_sample(|| work.sample_http(resp.body));
-                        w.stats.borrow_mut().record_ok(latency, status);
                     }
-                    Err((status, f)) => w.stats.borrow_mut().record_failure(Some(status), f),
+                    Err((status, f)) => w.fail(endpoint, warm, Some(status), f),
                 }
                 c.reusable()
             }
@@ -132,11 +143,12 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                         reauthed = true;
                         // The same request goes again; it was not counted.
                         sent -= u64::from(!warm);
+                        again = Some(turn);
                         continue;
                     }
-                    Err(e) => count_failure(&w, warm, None, Failure::with("auth", e)),
+                    Err(e) => w.fail(endpoint, warm, None, Failure::with("auth", e)),
                 },
-                Err(f) => count_failure(&w, warm, None, Failure::with("auth", f)),
+                Err(f) => w.fail(endpoint, warm, None, Failure::with("auth", f)),
             }
         }
         if !keep && let Some(c) = conn.take() {

@@ -3,11 +3,13 @@
 
 mod grpc;
 mod http1;
+mod pace;
+mod progress;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, LazyLock};
+use std::sync::{Arc, Barrier, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -15,7 +17,7 @@ use serde_json::Value;
 use crate::client::grpc::H2Config;
 use crate::config::{Config, Proto, Stop};
 use crate::net::NetConfig;
-use crate::stats::{CpuTimes, Failure, Stats};
+use crate::stats::{At, CpuTimes, Failure, Stats, StatusKey};
 use crate::workload::Workload;
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.
@@ -43,6 +45,20 @@ pub struct ProtoRun {
     /// the first successful response, as JSON
     pub sample: Option<Value>,
     pub interrupted: bool,
+    /// open loop: the target rate (requests/s over all clients)
+    pub rate: Option<f64>,
+    /// this process's memory: before connecting, once every connection was open, and the peak
+    pub memory: Option<Memory>,
+}
+
+/// Resident memory of this process around one run (from /proc/self/status).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Memory {
+    pub rss_before_kib: u64,
+    /// once every connection was open (before the first request)
+    pub rss_connected_kib: u64,
+    /// VmHWM: the process's peak so far (an in-process server and earlier runs included)
+    pub peak_rss_kib: u64,
 }
 
 /// Read-only run parameters shared by all worker threads.
@@ -55,6 +71,12 @@ struct Ctx {
     net: NetConfig,
     h2: H2Config,
     max_body: u64,
+    /// open loop: requests/s over all threads
+    rate: Option<f64>,
+    /// connections opened per second at setup (all threads together)
+    connect_rate: Option<f64>,
+    /// worker threads that have clients
+    threads: usize,
     /// HTTP/1.1 layer accounting on or off (h2 carries its own switch in `h2`)
     layers: crate::net::Layers,
     addrs: Vec<std::net::SocketAddr>,
@@ -70,6 +92,8 @@ struct Ctx {
 /// The clients (and, for gRPC, connections) one thread owns.
 #[derive(Debug, Default)]
 struct Assignment {
+    /// this thread's index among the threads that have clients
+    thread: usize,
     /// (client id, connection index into `conns` for gRPC, endpoint for HTTP/1.1)
     clients: Vec<(usize, usize)>,
     /// gRPC connections: endpoint of each
@@ -87,9 +111,97 @@ struct Worker {
     warmup_end: Instant,
     /// Duration mode: no new request starts after this.
     deadline: Option<Instant>,
+    /// open loop: the ticks this thread releases
+    pacer: Option<pace::Pacer>,
+    /// the progress bar's counters for this thread
+    progress: Option<(Arc<[progress::Counters]>, usize)>,
+}
+
+/// A client's next send: warmup or measured, and (open loop) when it was meant to go.
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    warm: bool,
+    intended: Option<Instant>,
 }
 
 impl Worker {
+    /// The next send of a client talking to `endpoint`, or None when it should stop. Closed loop:
+    /// at once while the run lasts. Open loop: when the schedule releases one.
+    async fn next(&self, endpoint: usize, sent: u64, quota: u64) -> Option<Turn> {
+        let Some(pacer) = &self.pacer else {
+            return self.phase(sent, quota).map(|warm| Turn {
+                warm,
+                intended: None,
+            });
+        };
+        loop {
+            if INTERRUPTED.load(Ordering::Relaxed) {
+                return None;
+            }
+            match pacer.next(self.ctx.timeout).await? {
+                pace::Take::Send(t) => {
+                    if !t.warm {
+                        let lag = t.intended.elapsed();
+                        let mut st = self.stats.borrow_mut();
+                        st.max_send_lag = st.max_send_lag.max(lag);
+                        st.lagged_sends += 1;
+                        st.send_lag_sum += lag;
+                    }
+                    return Some(Turn {
+                        warm: t.warm,
+                        intended: Some(t.intended),
+                    });
+                }
+                pace::Take::Expired(t, f) => self.fail(endpoint, t.warm, None, f),
+            }
+        }
+    }
+
+    fn at(&self, endpoint: usize) -> At {
+        At {
+            endpoint,
+            offset: Instant::now().saturating_duration_since(self.warmup_end),
+        }
+    }
+
+    fn bump_progress(&self, failed: bool) {
+        if let Some((c, i)) = &self.progress {
+            c[*i].done(failed);
+        }
+    }
+
+    /// A successful measured request: latency from the intended send time in open loop
+    /// (corrected) and from `sent` as well; from `sent` alone in closed loop.
+    fn ok(&self, endpoint: usize, turn: Turn, sent: Instant, status: StatusKey) {
+        let now = Instant::now();
+        let at = self.at(endpoint);
+        let mut st = self.stats.borrow_mut();
+        st.record_ok(at, now - turn.intended.unwrap_or(sent), status);
+        if turn.intended.is_some() {
+            st.record_uncorrected(now - sent);
+        }
+        drop(st);
+        self.bump_progress(false);
+    }
+
+    /// Counts one failed request (warmup requests only as a number).
+    fn fail(&self, endpoint: usize, warm: bool, status: Option<StatusKey>, f: Failure) {
+        let at = self.at(endpoint);
+        let mut st = self.stats.borrow_mut();
+        if warm {
+            st.warmup += 1;
+        } else {
+            st.record_failure(at, status, f);
+        }
+        drop(st);
+        self.bump_progress(!warm);
+    }
+
+    fn warmup_done(&self) {
+        self.stats.borrow_mut().warmup += 1;
+        self.bump_progress(false);
+    }
+
     /// Whether a request starting now is warmup, measured, or not to be sent (`None`).
     fn phase(&self, sent: u64, quota: u64) -> Option<bool> {
         if INTERRUPTED.load(Ordering::Relaxed) {
@@ -139,17 +251,20 @@ impl Reconnect {
     async fn connect_failed(
         &mut self,
         w: &Worker,
+        endpoint: usize,
         warm: bool,
         sent: &mut u64,
         quota: u64,
         f: Failure,
     ) -> bool {
-        count_failure(w, warm, None, f);
+        w.fail(endpoint, warm, None, f);
         *sent += u64::from(!warm);
         if self.failed(w).await {
             return true;
         }
+        let at = w.at(endpoint);
         w.stats.borrow_mut().record_failures(
+            at,
             quota.saturating_sub(*sent),
             Failure::with(
                 "connect",
@@ -162,7 +277,8 @@ impl Reconnect {
     /// After a failed connect: sleeps the backoff; returns false when the client should give up.
     async fn failed(&mut self, w: &Worker) -> bool {
         let since = *self.down_since.get_or_insert_with(Instant::now);
-        if w.deadline.is_none() && since.elapsed() >= w.ctx.timeout {
+        // Open loop: the schedule bounds the run, and every tick counts as a failure meanwhile.
+        if w.deadline.is_none() && w.pacer.is_none() && since.elapsed() >= w.ctx.timeout {
             return false;
         }
         let mut delay = self.delay;
@@ -175,19 +291,25 @@ impl Reconnect {
     }
 }
 
-/// Counts one request outcome into the right bucket (warmup requests only as a number).
-fn count_failure(w: &Worker, warm: bool, status: Option<crate::stats::StatusKey>, f: Failure) {
-    let mut st = w.stats.borrow_mut();
-    if warm {
-        st.warmup += 1;
-    } else {
-        st.record_failure(status, f);
+/// Opens connection `j` of this thread no earlier than `--connect-rate` allows: connection g
+/// (over all threads) at `t0 + g / rate`.
+async fn connect_turn(ctx: &Ctx, a: &Assignment, j: usize, t0: Instant) {
+    if let Some(rate) = ctx.connect_rate {
+        let g = (j * ctx.threads + a.thread) as f64;
+        tokio::time::sleep_until((t0 + Duration::from_secs_f64(g / rate)).into()).await;
     }
 }
 
 /// Number of measured requests client `id` of `clients` sends for `-n total`: the requests
-/// with index id, id + clients, id + 2*clients, ... below total.
-fn quota(stop: Stop, id: usize, clients: usize) -> u64 {
+/// with index id, id + clients, id + 2*clients, ... below total. Open loop: the schedule decides.
+fn quota(ctx: &Ctx, id: usize) -> u64 {
+    if ctx.rate.is_some() {
+        return u64::MAX;
+    }
+    quota_of(ctx.stop, id, ctx.clients)
+}
+
+fn quota_of(stop: Stop, id: usize, clients: usize) -> u64 {
     match stop {
         Stop::Total(n) => {
             let (id, c) = (id as u64, clients as u64);
@@ -227,6 +349,9 @@ fn assign(
         }
     }
     out.retain(|a| !a.clients.is_empty());
+    for (i, a) in out.iter_mut().enumerate() {
+        a.thread = i;
+    }
     out
 }
 
@@ -239,7 +364,8 @@ pub fn run_proto(
     let load = &cfg.load;
     let conns = match proto {
         Proto::Http => load.clients,
-        Proto::Grpc => load.conns.min(load.clients),
+        // at least one connection per endpoint, so every endpoint gets clients
+        Proto::Grpc => load.conns.max(cfg.endpoints.len()).min(load.clients),
     };
     let plan = assign(
         proto,
@@ -249,6 +375,7 @@ pub fn run_proto(
         cfg.endpoints.len(),
     );
     let threads = plan.len();
+    let rss_before = crate::stats::memory();
     let ctx = Arc::new(Ctx {
         proto,
         clients: load.clients,
@@ -258,6 +385,9 @@ pub fn run_proto(
         net: cfg.net.clone(),
         h2: cfg.h2,
         max_body: cfg.max_body,
+        rate: load.rate,
+        connect_rate: load.connect_rate,
+        threads,
         layers: if cfg.h2.ledger {
             crate::net::Layers::Http1
         } else {
@@ -273,37 +403,54 @@ pub fn run_proto(
     let finish = Arc::new(Barrier::new(threads + 1));
     let abort = Arc::new(AtomicBool::new(false));
     let setup_error: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+    let t0: Arc<OnceLock<Instant>> = Arc::default();
+    let bar = progress::Bar::start(proto.title(), threads, load.stop, load.warmup);
+    let counters = bar.as_ref().map(|b| b.counters.clone());
 
     let handles: Vec<_> = plan
         .into_iter()
         .enumerate()
         .map(|(i, a)| {
-            let (ctx, start, finish, abort, setup_error) = (
-                ctx.clone(),
-                start.clone(),
-                finish.clone(),
-                abort.clone(),
-                setup_error.clone(),
-            );
+            let sync = Shared {
+                start: start.clone(),
+                finish: finish.clone(),
+                abort: abort.clone(),
+                setup_error: setup_error.clone(),
+                t0: t0.clone(),
+                progress: counters.clone().map(|c| (c, i)),
+            };
+            let ctx = ctx.clone();
             std::thread::Builder::new()
                 .name(format!("wirebench-{}-{i}", proto.name()))
-                .spawn(move || worker_thread(ctx, a, start, finish, abort, setup_error))
+                .spawn(move || worker_thread(ctx, a, sync))
                 .map_err(|e| format!("cannot start a worker thread: {e}"))
         })
         .collect::<Result<_, _>>()?;
 
     let server_now = || server_cpu.map_or(Duration::ZERO, |f| f());
     start.wait();
-    let mut measure_start = Instant::now();
+    let started = *t0.get_or_init(Instant::now);
+    let rss_connected = crate::stats::memory();
+    let mut measure_start = started;
     let mut server_start = server_now();
     if !abort.load(Ordering::SeqCst) && !load.warmup.is_zero() {
-        std::thread::sleep(load.warmup);
+        std::thread::sleep((started + load.warmup).saturating_duration_since(Instant::now()));
         measure_start = Instant::now();
         server_start = server_now();
     }
     finish.wait();
     let elapsed = measure_start.elapsed();
     let server_used = server_now().saturating_sub(server_start);
+    drop(bar);
+    let memory = match (rss_before, rss_connected, crate::stats::memory()) {
+        (Some(b), Some(c), Some(end)) => Some(Memory {
+            rss_before_kib: b.rss_kib,
+            rss_connected_kib: c.rss_kib,
+            // VmHWM is synced from per-thread counters lazily: never below what was seen
+            peak_rss_kib: end.peak_kib.max(end.rss_kib).max(c.rss_kib),
+        }),
+        _ => None,
+    };
 
     let mut stats = Stats::default();
     let mut sample = None;
@@ -330,19 +477,33 @@ pub fn run_proto(
         server_cpu: server_cpu.map(|_| server_used),
         sample,
         interrupted: INTERRUPTED.load(Ordering::Relaxed),
+        rate: load.rate,
+        memory,
     })
 }
 
-/// One worker thread: set up connections, wait for the start, run clients, wait for the
-/// finish line, close connections. Always passes both barriers, so a failure cannot hang the run.
-fn worker_thread(
-    ctx: Arc<Ctx>,
-    a: Assignment,
+/// What a worker thread shares with the others and the main thread.
+struct Shared {
     start: Arc<Barrier>,
     finish: Arc<Barrier>,
     abort: Arc<AtomicBool>,
     setup_error: Arc<std::sync::Mutex<Option<String>>>,
-) -> (Stats, Option<Value>, CpuTimes) {
+    /// the moment the first thread passed the start line: the schedule's origin
+    t0: Arc<OnceLock<Instant>>,
+    progress: Option<(Arc<[progress::Counters]>, usize)>,
+}
+
+/// One worker thread: set up connections, wait for the start, run clients, wait for the
+/// finish line, close connections. Always passes both barriers, so a failure cannot hang the run.
+fn worker_thread(ctx: Arc<Ctx>, a: Assignment, sync: Shared) -> (Stats, Option<Value>, CpuTimes) {
+    let Shared {
+        start,
+        finish,
+        abort,
+        setup_error,
+        t0,
+        progress,
+    } = sync;
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -371,7 +532,7 @@ fn worker_thread(
         }
     };
     start.wait();
-    let t0 = Instant::now();
+    let t0 = *t0.get_or_init(Instant::now);
     let warmup_end = t0 + ctx.warmup;
     let worker = Rc::new(Worker {
         ctx: ctx.clone(),
@@ -383,7 +544,33 @@ fn worker_thread(
             Stop::Duration(d) => Some(warmup_end + d),
             Stop::Total(_) => None,
         },
+        pacer: ctx.rate.map(|_| pace::Pacer::default()),
+        progress,
     });
+    if let Some(rate) = ctx.rate
+        && setup.is_some()
+        && !abort.load(Ordering::SeqCst)
+    {
+        let schedule = pace::Schedule {
+            t0,
+            rate,
+            index: a.thread as u64,
+            stride: ctx.threads as u64,
+            warmup: ctx.warmup,
+            stop: ctx.stop,
+        };
+        let w = worker.clone();
+        local.spawn_local(async move {
+            if let Some(p) = &w.pacer {
+                p.dispatch(
+                    schedule,
+                    || INTERRUPTED.load(Ordering::Relaxed),
+                    || w.stats.borrow_mut().late += 1,
+                )
+                .await;
+            }
+        });
+    }
     let setup = if abort.load(Ordering::SeqCst) {
         None
     } else {
@@ -459,7 +646,7 @@ mod tests {
     #[test]
     fn quotas_add_up_to_total() {
         for (n, c) in [(20_000u64, 10usize), (7, 3), (2, 5), (0, 4), (1, 1)] {
-            let sum: u64 = (0..c).map(|id| quota(Stop::Total(n), id, c)).sum();
+            let sum: u64 = (0..c).map(|id| quota_of(Stop::Total(n), id, c)).sum();
             assert_eq!(sum, n, "n={n} c={c}");
         }
     }

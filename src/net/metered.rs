@@ -68,6 +68,10 @@ pub struct Ledger {
     pub plain_in: Cell<u64>,
     /// TLS handshake duration, when the connection is TLS
     pub tls_handshake_us: Cell<Option<u64>>,
+    /// TCP connect duration
+    pub connect_us: Cell<u64>,
+    /// the connection's source address
+    pub local_ip: Cell<Option<std::net::IpAddr>>,
 }
 
 fn bump(c: &Cell<u64>, n: u64) {

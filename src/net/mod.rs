@@ -10,7 +10,9 @@ pub use stream::{Alpn, Io, Opened, open};
 pub use tcpinfo::{TcpInfo, tcp_info};
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -25,6 +27,8 @@ pub struct NetConfig {
     pub connect_timeout: Duration,
     /// TLS for every connection (https endpoints)
     pub tls: Option<std::sync::Arc<tls::TlsClient>>,
+    /// source addresses, used in turn (`--bind`); empty: the kernel picks
+    pub bind: Arc<[IpAddr]>,
 }
 
 impl Default for NetConfig {
@@ -35,6 +39,7 @@ impl Default for NetConfig {
             rcvbuf: None,
             connect_timeout: Duration::from_secs(5),
             tls: None,
+            bind: Arc::new([]),
         }
     }
 }
@@ -51,6 +56,14 @@ pub async fn connect(addr: SocketAddr, cfg: &NetConfig) -> io::Result<TcpStream>
     if let Some(n) = cfg.rcvbuf {
         socket.set_recv_buffer_size(n as usize)?;
     }
+    if let Some(ip) = source_address(&cfg.bind, addr) {
+        // Leave the port to connect(): each source address then has the whole ephemeral range
+        // per destination, which is what --bind is for.
+        set_bind_address_no_port(&socket);
+        socket
+            .bind(&SocketAddr::new(ip, 0).into())
+            .map_err(|e| io::Error::new(e.kind(), format!("bind to {ip}: {e}")))?;
+    }
     let socket = TcpSocket::from_std_stream(socket.into());
     let stream = match tokio::time::timeout(cfg.connect_timeout, socket.connect(addr)).await {
         Ok(r) => r?,
@@ -65,7 +78,146 @@ pub async fn connect(addr: SocketAddr, cfg: &NetConfig) -> io::Result<TcpStream>
     Ok(stream)
 }
 
+/// Round-robin position over the `--bind` addresses, shared by every thread (connects only).
+static NEXT_SOURCE: AtomicUsize = AtomicUsize::new(0);
+
+/// The next source address of `addr`'s family, if any were given.
+fn source_address(bind: &[IpAddr], addr: SocketAddr) -> Option<IpAddr> {
+    let family: Vec<IpAddr> = bind
+        .iter()
+        .copied()
+        .filter(|ip| ip.is_ipv4() == addr.is_ipv4())
+        .collect();
+    if family.is_empty() {
+        return None;
+    }
+    Some(family[NEXT_SOURCE.fetch_add(1, Ordering::Relaxed) % family.len()])
+}
+
+/// IP_BIND_ADDRESS_NO_PORT: bind() picks the address only; failure just means the older
+/// behaviour (a port reserved at bind time).
+fn set_bind_address_no_port(socket: &Socket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket fd and a pointer to a c_int of the stated size.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Parses `--bind`: addresses and IPv4 ranges, comma-separated
+/// (`127.0.0.1-127.0.0.8,127.0.1.1`).
+pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, String> {
+    /// More source addresses than anyone needs (each has ~28k ephemeral ports).
+    const MAX_BIND: usize = 65_536;
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = |why: &str| format!("--bind {part}: {why}");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: std::net::Ipv4Addr =
+                    a.trim().parse().map_err(|_| bad("not an IPv4 range"))?;
+                let b: std::net::Ipv4Addr =
+                    b.trim().parse().map_err(|_| bad("not an IPv4 range"))?;
+                let (a, b) = (u32::from(a), u32::from(b));
+                if b < a {
+                    return Err(bad("the range ends before it starts"));
+                }
+                if (b - a) as usize >= MAX_BIND - out.len() {
+                    return Err(bad("too many addresses"));
+                }
+                out.extend((a..=b).map(|n| IpAddr::from(std::net::Ipv4Addr::from(n))));
+            }
+            None => out.push(part.parse().map_err(|_| bad("not an IP address"))?),
+        }
+        if out.len() > MAX_BIND {
+            return Err(bad("too many addresses"));
+        }
+    }
+    if out.is_empty() {
+        return Err("--bind needs at least one address".into());
+    }
+    Ok(out)
+}
+
 /// The local port of a connected stream (the key a packet capture is matched on).
 pub fn local_port(stream: &TcpStream) -> u16 {
     stream.local_addr().map(|a| a.port()).unwrap_or(0)
+}
+
+/// Raises the open-file limit (RLIMIT_NOFILE) to what `needed` descriptors require: the soft
+/// limit up to the hard one, and the hard one too when allowed (root). Returns the new soft limit,
+/// or a one-line error saying how far short it is.
+pub fn raise_nofile(needed: u64) -> Result<u64, String> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid pointer to an rlimit we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(format!(
+            "cannot read the open-file limit: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    let set = |cur: u64, max: u64| {
+        let l = libc::rlimit {
+            rlim_cur: cur,
+            rlim_max: max,
+        };
+        // SAFETY: a valid pointer to an rlimit.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) == 0 }
+    };
+    if lim.rlim_max < needed && set(needed, needed) {
+        return Ok(needed);
+    }
+    if lim.rlim_cur < lim.rlim_max && set(lim.rlim_max, lim.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+    }
+    if lim.rlim_cur < needed {
+        return Err(format!(
+            "this run needs about {needed} open files but the limit is {} (raise it with `ulimit -n`)",
+            lim.rlim_cur
+        ));
+    }
+    Ok(lim.rlim_cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_lists_and_ranges() {
+        let v = parse_bind("127.0.0.1-127.0.0.3,::1").unwrap();
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[2], "127.0.0.3".parse::<IpAddr>().unwrap());
+        assert!(parse_bind("127.0.0.3-127.0.0.1").is_err());
+        assert!(parse_bind("x").is_err());
+        assert!(parse_bind("").is_err());
+        assert!(parse_bind("10.0.0.0-10.255.255.255").is_err());
+        let only_v6 = ["::1".parse().unwrap()];
+        assert_eq!(
+            source_address(&only_v6, "127.0.0.1:1".parse().unwrap()),
+            None
+        );
+        let two = ["127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap()];
+        let a = source_address(&two, "127.0.0.1:1".parse().unwrap()).unwrap();
+        let b = source_address(&two, "127.0.0.1:1".parse().unwrap()).unwrap();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn nofile_limit_is_raised_or_explained() {
+        let now = raise_nofile(64).unwrap();
+        assert!(now >= 64);
+        let e = raise_nofile(u64::MAX).unwrap_err();
+        assert!(e.contains("open files"), "{e}");
+    }
 }

@@ -51,10 +51,15 @@ pub async fn open(
     alpn: Alpn,
     layers: Layers,
 ) -> io::Result<Opened> {
+    let connecting = Instant::now();
     let stream = net::connect(addr, cfg).await?;
+    let connect_us = connecting.elapsed().as_micros() as u64;
     let local_port = net::local_port(&stream);
+    let local_ip = stream.local_addr().ok().map(|a| a.ip());
     let fd = stream.as_fd().try_clone_to_owned()?;
     let (metered, ledger) = Metered::new(stream, layers);
+    ledger.connect_us.set(connect_us);
+    ledger.local_ip.set(local_ip);
     let kind = match &cfg.tls {
         None => Kind::Plain(metered),
         Some(tls) => {

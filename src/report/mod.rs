@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::config::{Config, Stop};
 use crate::engine::ProtoRun;
-use crate::stats::{ConnRecord, H2Layers, Http1Layers, TlsLayer};
+use crate::stats::{ConnRecord, H2Layers, Http1Layers, Latencies, TlsLayer};
 
 /// Version of the JSON layout below; bumped on any incompatible change (docs/json-schema.md).
 pub const SCHEMA: &str = "wirebench.report.v1";
@@ -60,8 +60,87 @@ pub struct RunReport {
     pub status_distribution: Vec<StatusCount>,
     pub error_distribution: Vec<ErrorCount>,
     pub wire: Wire,
+    /// open loop (`--rate`) only
+    pub open_loop: Option<OpenLoop>,
+    /// outcomes by endpoint, in `--endpoints` order (after `--target` selection)
+    pub per_endpoint: Vec<EndpointReport>,
+    /// outcomes by completion time from the start of the measured window
+    pub timeline: Vec<TimelinePoint>,
+    /// TCP connect times of the connections opened (SYN to established)
+    pub connect_times: Option<ConnectTimes>,
+    pub memory: Option<MemoryReport>,
     pub per_connection: Vec<ConnRecord>,
     pub sample_response: Option<Value>,
+}
+
+/// Open-loop figures: the schedule against what happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenLoop {
+    pub target_rate: f64,
+    /// measured requests / measured window (the window ends with the last response)
+    pub achieved_rate: f64,
+    /// measured sends whose intended time came while all -c clients were busy: the in-flight
+    /// cap was hit and they went late (their corrected latency includes the wait)
+    pub late_sends: u64,
+    /// intended send time to the moment a client took the send (timer wake-up and scheduling
+    /// included): part of every corrected latency
+    pub average_send_lag_ms: f64,
+    pub max_send_lag_ms: f64,
+    /// latency from the actual send time, as a closed-loop tool would report it
+    pub uncorrected_average_ms: f64,
+    pub uncorrected_slowest_ms: f64,
+    pub uncorrected_distribution: Vec<Percentile>,
+}
+
+/// One endpoint's share of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct EndpointReport {
+    pub endpoint: String,
+    /// etcd role found by `--target` discovery ("leader", "follower"), when known
+    pub role: Option<String>,
+    pub count: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub requests_per_sec: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// One timeline bucket.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelinePoint {
+    /// bucket start, seconds from the start of the measured window
+    pub t_s: u64,
+    pub width_s: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub requests_per_sec: f64,
+    /// of the successful requests completed in the bucket (2 significant digits)
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// The distribution of TCP connect times.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectTimes {
+    pub connections: u64,
+    pub average_ms: f64,
+    pub fastest_ms: f64,
+    pub slowest_ms: f64,
+    pub histogram: Vec<Bucket>,
+    pub distribution: Vec<Percentile>,
+}
+
+/// This process's resident memory around the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryReport {
+    pub rss_before_kib: u64,
+    pub rss_connected_kib: u64,
+    pub peak_rss_kib: u64,
+    /// (RSS with every connection open - RSS before) / connections at start: client state per
+    /// connection (buffers, TLS, h2, tasks), worker threads' stacks included
+    pub rss_per_connection_bytes: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -85,14 +164,14 @@ pub struct Summary {
     pub ok_per_sec: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Bucket {
     /// upper edge of the bucket
     pub mark_ms: f64,
     pub count: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Percentile {
     pub percentile: f64,
     pub latency_ms: f64,
@@ -252,9 +331,147 @@ fn layer_totals(conns: &[ConnRecord], requests: u64) -> Option<LayerTotals> {
     })
 }
 
+fn distribution(lat: &Latencies) -> Vec<Percentile> {
+    if lat.count == 0 {
+        return Vec::new();
+    }
+    PERCENTILES
+        .iter()
+        .map(|&p| Percentile {
+            percentile: p,
+            latency_ms: ms(lat.quantile_ns(p / 100.0) as f64),
+        })
+        .collect()
+}
+
+fn open_loop(run: &ProtoRun) -> Option<OpenLoop> {
+    let target_rate = run.rate?;
+    let st = &run.stats;
+    let secs = run.elapsed.as_secs_f64();
+    let unc = st.uncorrected.clone().unwrap_or_default();
+    Some(OpenLoop {
+        target_rate,
+        achieved_rate: if secs > 0.0 {
+            st.count() as f64 / secs
+        } else {
+            0.0
+        },
+        late_sends: st.late,
+        average_send_lag_ms: if st.lagged_sends == 0 {
+            0.0
+        } else {
+            ms(st.send_lag_sum.as_nanos() as f64 / st.lagged_sends as f64)
+        },
+        max_send_lag_ms: ms(st.max_send_lag.as_nanos() as f64),
+        uncorrected_average_ms: ms(unc.mean_ns()),
+        uncorrected_slowest_ms: if unc.count == 0 {
+            0.0
+        } else {
+            ms(unc.max_ns as f64)
+        },
+        uncorrected_distribution: distribution(&unc),
+    })
+}
+
+fn per_endpoint(run: &ProtoRun, endpoints: &[String], roles: &[String]) -> Vec<EndpointReport> {
+    let secs = run.elapsed.as_secs_f64();
+    run.stats
+        .per_endpoint
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let q = |p: f64| {
+                if e.latency.count == 0 {
+                    0.0
+                } else {
+                    ms(e.latency.quantile_ns(p) as f64)
+                }
+            };
+            EndpointReport {
+                endpoint: endpoints.get(i).cloned().unwrap_or_default(),
+                role: roles.get(i).cloned(),
+                count: e.ok + e.failed,
+                ok: e.ok,
+                failed: e.failed,
+                requests_per_sec: if secs > 0.0 {
+                    (e.ok + e.failed) as f64 / secs
+                } else {
+                    0.0
+                },
+                p50_ms: q(0.5),
+                p90_ms: q(0.9),
+                p99_ms: q(0.99),
+            }
+        })
+        .collect()
+}
+
+fn timeline(run: &ProtoRun) -> Vec<TimelinePoint> {
+    let t = &run.stats.timeline;
+    t.buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let q = |p: f64| {
+                if b.ok == 0 {
+                    0.0
+                } else {
+                    b.hist.value_at_quantile(p) as f64 / 1000.0
+                }
+            };
+            TimelinePoint {
+                t_s: i as u64 * t.width_s,
+                width_s: t.width_s,
+                ok: b.ok,
+                errors: b.failed,
+                requests_per_sec: (b.ok + b.failed) as f64 / t.width_s as f64,
+                p50_ms: q(0.5),
+                p99_ms: q(0.99),
+            }
+        })
+        .collect()
+}
+
+fn connect_times(conns: &[ConnRecord]) -> Option<ConnectTimes> {
+    if conns.is_empty() {
+        return None;
+    }
+    let mut lat = Latencies::default();
+    for c in conns {
+        lat.record(std::time::Duration::from_micros(c.connect_us));
+    }
+    Some(ConnectTimes {
+        connections: lat.count,
+        average_ms: ms(lat.mean_ns()),
+        fastest_ms: ms(lat.min_ns as f64),
+        slowest_ms: ms(lat.max_ns as f64),
+        histogram: buckets(&lat),
+        distribution: distribution(&lat),
+    })
+}
+
+fn memory(run: &ProtoRun) -> Option<MemoryReport> {
+    let m = run.memory?;
+    Some(MemoryReport {
+        rss_before_kib: m.rss_before_kib,
+        rss_connected_kib: m.rss_connected_kib,
+        peak_rss_kib: m.peak_rss_kib,
+        rss_per_connection_bytes: per(
+            m.rss_connected_kib.saturating_sub(m.rss_before_kib) * 1024,
+            run.conns as u64,
+        ),
+    })
+}
+
 impl RunReport {
-    /// `ipv6[i]`: whether endpoint `i` is an IPv6 address (for the header estimate).
-    pub fn from_run(run: &ProtoRun, ipv6: &[bool]) -> RunReport {
+    /// `endpoints`: the run's endpoints; `roles`: their etcd roles when discovered.
+    pub fn from_run(
+        run: &ProtoRun,
+        endpoints: &[crate::config::Endpoint],
+        roles: &[String],
+    ) -> RunReport {
+        let ipv6: Vec<bool> = endpoints.iter().map(|e| e.addr.is_ipv6()).collect();
+        let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
         let st = &run.stats;
         let lat = &st.latency;
         let secs = run.elapsed.as_secs_f64();
@@ -282,17 +499,7 @@ impl RunReport {
             requests_per_sec: if secs > 0.0 { count as f64 / secs } else { 0.0 },
             ok_per_sec: if secs > 0.0 { st.ok as f64 / secs } else { 0.0 },
         };
-        let latency_distribution = if lat.count == 0 {
-            Vec::new()
-        } else {
-            PERCENTILES
-                .iter()
-                .map(|&p| Percentile {
-                    percentile: p,
-                    latency_ms: ms(lat.quantile_ns(p / 100.0) as f64),
-                })
-                .collect()
-        };
+        let latency_distribution = distribution(lat);
         let mut status_distribution: Vec<StatusCount> = st
             .statuses
             .iter()
@@ -312,11 +519,16 @@ impl RunReport {
             threads: run.threads,
             interrupted: run.interrupted,
             summary,
-            histogram: histogram(run),
+            histogram: buckets(lat),
             latency_distribution,
             status_distribution,
             error_distribution,
-            wire: wire(run, ipv6),
+            wire: wire(run, &ipv6),
+            open_loop: open_loop(run),
+            per_endpoint: per_endpoint(run, &urls, roles),
+            timeline: timeline(run),
+            connect_times: connect_times(&st.conns),
+            memory: memory(run),
             per_connection: st.conns.clone(),
             sample_response: run.sample.clone(),
         }
@@ -332,8 +544,7 @@ impl RunReport {
 
 /// ghz's response-time histogram: 10 equal-width buckets from fastest to slowest, each counting
 /// the latencies at or below its mark (HDR-bucket resolution: 0.1%).
-fn histogram(run: &ProtoRun) -> Vec<Bucket> {
-    let lat = &run.stats.latency;
+fn buckets(lat: &Latencies) -> Vec<Bucket> {
     if lat.count == 0 {
         return Vec::new();
     }
@@ -425,8 +636,10 @@ fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
 
 impl Report {
     pub fn new(cfg: &Config, runs: &[ProtoRun]) -> Report {
-        let ipv6: Vec<bool> = cfg.endpoints.iter().map(|e| e.addr.is_ipv6()).collect();
-        let runs: Vec<RunReport> = runs.iter().map(|r| RunReport::from_run(r, &ipv6)).collect();
+        let runs: Vec<RunReport> = runs
+            .iter()
+            .map(|r| RunReport::from_run(r, &cfg.endpoints, &cfg.roles))
+            .collect();
         let http = runs.iter().find(|r| r.proto == "http");
         let grpc = runs.iter().find(|r| r.proto == "grpc");
         let ratios = match (http, grpc) {

@@ -200,9 +200,43 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
             );
         }
         let _ = writeln!(out);
-        let _ = writeln!(out, "Latency distribution:");
+        let _ = writeln!(
+            out,
+            "Latency distribution{}:",
+            if run.open_loop.is_some() {
+                " (from the intended send time, coordinated omission corrected)"
+            } else {
+                ""
+            }
+        );
         for p in &run.latency_distribution {
             let _ = writeln!(out, "  {} % in {}", p.percentile, fmt_ms(p.latency_ms));
+        }
+        let _ = writeln!(out);
+    }
+    if let Some(o) = &run.open_loop {
+        render_open_loop(out, o);
+    }
+    if run.per_endpoint.len() > 1 || run.per_endpoint.iter().any(|e| e.role.is_some()) {
+        let _ = writeln!(out, "Endpoints:");
+        let _ = writeln!(
+            out,
+            "  {:<28} {:<9} {:>9} {:>8} {:>10} {:>9} {:>9} {:>9}",
+            "endpoint", "role", "requests", "failed", "req/s", "p50 ms", "p90 ms", "p99 ms"
+        );
+        for e in &run.per_endpoint {
+            let _ = writeln!(
+                out,
+                "  {:<28} {:<9} {:>9} {:>8} {:>10.1} {:>9.3} {:>9.3} {:>9.3}",
+                e.endpoint,
+                e.role.as_deref().unwrap_or("-"),
+                e.count,
+                e.failed,
+                e.requests_per_sec,
+                e.p50_ms,
+                e.p90_ms,
+                e.p99_ms
+            );
         }
         let _ = writeln!(out);
     }
@@ -242,6 +276,31 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         "  Requests / connection:    {:.1}",
         w.requests_per_connection
     );
+    if let Some(c) = &run.connect_times {
+        let p = |q: f64| {
+            c.distribution
+                .iter()
+                .find(|x| x.percentile == q)
+                .map_or(0.0, |x| x.latency_ms)
+        };
+        let _ = writeln!(
+            out,
+            "  TCP connect time:         p50 {}, p99 {}, slowest {} ({} connections)",
+            fmt_ms(p(50.0)),
+            fmt_ms(p(99.0)),
+            fmt_ms(c.slowest_ms),
+            c.connections
+        );
+    }
+    if let Some(m) = &run.memory {
+        let _ = writeln!(
+            out,
+            "  Client memory:            {:.1} MiB RSS with connections open ({:.0} B per connection), peak {:.1} MiB",
+            m.rss_connected_kib as f64 / 1024.0,
+            m.rss_per_connection_bytes,
+            m.peak_rss_kib as f64 / 1024.0
+        );
+    }
     let _ = writeln!(
         out,
         "  Bytes out / request:      {:.1} ({} in all)",
@@ -456,4 +515,43 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64) {
             let _ = writeln!(out, "  frames {dir}: {}", list.join(", "));
         }
     }
+}
+
+fn render_open_loop(out: &mut String, o: &crate::report::OpenLoop) {
+    let _ = writeln!(
+        out,
+        "Open loop: target {:.1} req/s, achieved {:.1} req/s, average send lag {}",
+        o.target_rate,
+        o.achieved_rate,
+        fmt_ms(o.average_send_lag_ms)
+    );
+    if o.late_sends > 0 {
+        let _ = writeln!(
+            out,
+            "  {} sends found no free client at their intended time (all -c busy, or the thread \
+             was held up) and went late; their wait is in the corrected latency (largest send lag {})",
+            o.late_sends,
+            fmt_ms(o.max_send_lag_ms)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  every send found a free client (largest send lag {})",
+            fmt_ms(o.max_send_lag_ms)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Uncorrected latency (from the actual send time): average {}, slowest {}",
+        fmt_ms(o.uncorrected_average_ms),
+        fmt_ms(o.uncorrected_slowest_ms)
+    );
+    let line: Vec<String> = o
+        .uncorrected_distribution
+        .iter()
+        .filter(|p| [50.0, 90.0, 99.0, 99.9].contains(&p.percentile))
+        .map(|p| format!("p{} {}", p.percentile, fmt_ms(p.latency_ms)))
+        .collect();
+    let _ = writeln!(out, "  {}", line.join(", "));
+    let _ = writeln!(out);
 }

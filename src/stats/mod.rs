@@ -131,10 +131,124 @@ impl Latencies {
     }
 }
 
+/// Where and when an outcome happened: the endpoint it went to, and its offset from the start of
+/// the measured window (for the timeline).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct At {
+    pub endpoint: usize,
+    pub offset: Duration,
+}
+
+/// Outcomes of the requests sent to one endpoint.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointStats {
+    pub ok: u64,
+    pub failed: u64,
+    pub latency: Latencies,
+}
+
+/// Most timeline buckets kept: past this, neighbouring buckets are merged (the width doubles), so
+/// a long run's timeline stays bounded in memory.
+const TIMELINE_MAX_BUCKETS: usize = 600;
+
+/// Latencies a timeline bucket tracks (µs; longer ones saturate): 100 s.
+const TIMELINE_MAX_US: u64 = 100_000_000;
+
+/// One timeline bucket: outcomes completed in it and their latencies (µs, 2 significant digits).
+#[derive(Debug, Clone)]
+pub struct Bucket {
+    pub ok: u64,
+    pub failed: u64,
+    pub hist: Histogram<u32>,
+}
+
+impl Default for Bucket {
+    fn default() -> Self {
+        Bucket {
+            ok: 0,
+            failed: 0,
+            // Invariant: constant bounds that satisfy hdrhistogram's preconditions.
+            hist: Histogram::new_with_bounds(1, TIMELINE_MAX_US, 2).expect("valid bounds"),
+        }
+    }
+}
+
+impl Bucket {
+    fn add(&mut self, o: &Bucket) {
+        self.ok += o.ok;
+        self.failed += o.failed;
+        // Same bounds on both sides: add cannot fail.
+        self.hist.add(&o.hist).expect("same histogram bounds");
+    }
+}
+
+/// Outcomes by completion time: buckets of `width_s` seconds from the start of the measured
+/// window (1 s until the run outgrows `TIMELINE_MAX_BUCKETS`).
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    pub width_s: u64,
+    pub buckets: Vec<Bucket>,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline {
+            width_s: 1,
+            buckets: Vec::new(),
+        }
+    }
+}
+
+impl Timeline {
+    fn bucket(&mut self, offset: Duration) -> &mut Bucket {
+        let mut i = (offset.as_secs() / self.width_s) as usize;
+        while i >= TIMELINE_MAX_BUCKETS {
+            self.coarsen();
+            i = (offset.as_secs() / self.width_s) as usize;
+        }
+        if self.buckets.len() <= i {
+            self.buckets.resize_with(i + 1, Bucket::default);
+        }
+        &mut self.buckets[i]
+    }
+
+    /// Merges neighbouring buckets: twice the width, half the buckets.
+    fn coarsen(&mut self) {
+        let old = std::mem::take(&mut self.buckets);
+        let mut it = old.into_iter();
+        while let Some(mut a) = it.next() {
+            if let Some(b) = it.next() {
+                a.add(&b);
+            }
+            self.buckets.push(a);
+        }
+        self.width_s *= 2;
+    }
+
+    pub fn merge(&mut self, mut other: Timeline) {
+        while self.width_s < other.width_s {
+            self.coarsen();
+        }
+        while other.width_s < self.width_s {
+            other.coarsen();
+        }
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets
+                .resize_with(other.buckets.len(), Bucket::default);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            a.add(b);
+        }
+    }
+}
+
 /// Everything one worker thread measured.
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// latency of successful requests; in open loop from the intended send time (corrected)
     pub latency: Latencies,
+    /// open loop only: latency from the actual send time (what a closed-loop tool would report)
+    pub uncorrected: Option<Latencies>,
     pub ok: u64,
     pub failed: u64,
     /// requests sent during warmup (excluded from everything but the wire counters)
@@ -147,35 +261,74 @@ pub struct Stats {
     pub retried: u64,
     /// requests re-sent after re-authenticating ("invalid auth token")
     pub reauthenticated: u64,
+    /// open loop: measured sends whose intended time came while every client was busy
+    pub late: u64,
+    /// open loop: the largest delay between a send's intended and actual time
+    pub max_send_lag: Duration,
+    /// open loop: measured sends and their delays summed (for the average)
+    pub lagged_sends: u64,
+    pub send_lag_sum: Duration,
+    pub per_endpoint: Vec<EndpointStats>,
+    pub timeline: Timeline,
     pub conns: Vec<ConnRecord>,
 }
 
 impl Stats {
-    pub fn record_ok(&mut self, latency: Duration, status: StatusKey) {
+    fn endpoint(&mut self, i: usize) -> &mut EndpointStats {
+        if self.per_endpoint.len() <= i {
+            self.per_endpoint.resize_with(i + 1, EndpointStats::default);
+        }
+        &mut self.per_endpoint[i]
+    }
+
+    pub fn record_ok(&mut self, at: At, latency: Duration, status: StatusKey) {
         self.ok += 1;
         self.latency.record(latency);
         *self.statuses.entry(status).or_insert(0) += 1;
+        let e = self.endpoint(at.endpoint);
+        e.ok += 1;
+        e.latency.record(latency);
+        let b = self.timeline.bucket(at.offset);
+        b.ok += 1;
+        b.hist.saturating_record(
+            u64::try_from(latency.as_micros())
+                .unwrap_or(u64::MAX)
+                .max(1),
+        );
     }
 
-    pub fn record_failure(&mut self, status: Option<StatusKey>, failure: Failure) {
-        self.failed += 1;
+    /// Open loop: the same request's latency from its actual send time.
+    pub fn record_uncorrected(&mut self, latency: Duration) {
+        self.uncorrected
+            .get_or_insert_with(Latencies::default)
+            .record(latency);
+    }
+
+    pub fn record_failure(&mut self, at: At, status: Option<StatusKey>, failure: Failure) {
+        self.record_failures(at, 1, failure);
         if let Some(s) = status {
             *self.statuses.entry(s).or_insert(0) += 1;
         }
-        *self.errors.entry(failure).or_insert(0) += 1;
     }
 
-    /// `n` requests that failed the same way without being sent (e.g. server unreachable).
-    pub fn record_failures(&mut self, n: u64, failure: Failure) {
+    /// `n` requests that failed the same way (e.g. not sent: server unreachable).
+    pub fn record_failures(&mut self, at: At, n: u64, failure: Failure) {
         if n == 0 {
             return;
         }
         self.failed += n;
         *self.errors.entry(failure).or_insert(0) += n;
+        self.endpoint(at.endpoint).failed += n;
+        self.timeline.bucket(at.offset).failed += n;
     }
 
     pub fn merge(&mut self, other: Stats) {
         self.latency.merge(&other.latency);
+        if let Some(u) = &other.uncorrected {
+            self.uncorrected
+                .get_or_insert_with(Latencies::default)
+                .merge(u);
+        }
         self.ok += other.ok;
         self.failed += other.failed;
         self.warmup += other.warmup;
@@ -188,6 +341,17 @@ impl Stats {
         self.reconnects += other.reconnects;
         self.retried += other.retried;
         self.reauthenticated += other.reauthenticated;
+        self.late += other.late;
+        self.max_send_lag = self.max_send_lag.max(other.max_send_lag);
+        self.lagged_sends += other.lagged_sends;
+        self.send_lag_sum += other.send_lag_sum;
+        for (i, e) in other.per_endpoint.iter().enumerate() {
+            let mine = self.endpoint(i);
+            mine.ok += e.ok;
+            mine.failed += e.failed;
+            mine.latency.merge(&e.latency);
+        }
+        self.timeline.merge(other.timeline);
         self.conns.extend(other.conns);
     }
 
@@ -201,6 +365,8 @@ impl Stats {
 pub struct ConnRecord {
     /// index of the endpoint it went to
     pub endpoint: usize,
+    /// source address (see `--bind`)
+    pub local_ip: Option<std::net::IpAddr>,
     pub local_port: u16,
     pub bytes_out: u64,
     pub bytes_in: u64,
@@ -211,6 +377,8 @@ pub struct ConnRecord {
     /// requests (HTTP/1.1) or streams (gRPC) carried
     pub requests: u64,
     pub lifetime_us: u64,
+    /// TCP connect time (SYN sent to established), before any TLS or h2 handshake
+    pub connect_us: u64,
     /// TCP_INFO read just before close; absent if the kernel would not say
     pub tcp: Option<TcpInfo>,
     /// HTTP/1.1 layers (HTTP/1.1 connections, ledger on)
@@ -255,6 +423,7 @@ impl ConnRecord {
     ) -> Self {
         ConnRecord {
             endpoint,
+            local_ip: l.local_ip.get(),
             local_port,
             bytes_out: l.bytes_out.get(),
             bytes_in: l.bytes_in.get(),
@@ -264,6 +433,7 @@ impl ConnRecord {
             read_would_block: l.read_would_block.get(),
             requests: l.requests.get(),
             lifetime_us,
+            connect_us: l.connect_us.get(),
             tcp,
             http1: l.http1.as_ref().map(|t| Http1Layers {
                 requests: t.requests.get(),
@@ -443,6 +613,24 @@ mod tests {
     }
 
     #[test]
+    fn long_timelines_coarsen_and_merge() {
+        let mut a = Timeline::default();
+        for s in 0..1300u64 {
+            a.bucket(Duration::from_secs(s)).ok += 1;
+        }
+        // 1300 s do not fit 600 one-second buckets: 4-second buckets, every one counted
+        assert_eq!(a.width_s, 4);
+        assert!(a.buckets.len() <= TIMELINE_MAX_BUCKETS);
+        assert_eq!(a.buckets.iter().map(|b| b.ok).sum::<u64>(), 1300);
+        let mut b = Timeline::default();
+        b.bucket(Duration::from_secs(5)).failed += 1;
+        a.merge(b);
+        assert_eq!(a.width_s, 4);
+        assert_eq!(a.buckets[1].failed, 1);
+        assert_eq!(a.buckets[1].ok, 4);
+    }
+
+    #[test]
     fn exact_mean_and_stddev() {
         let mut l = Latencies::default();
         for us in [100u64, 200, 300, 400] {
@@ -462,15 +650,29 @@ mod tests {
     fn merge_adds_everything() {
         let mut a = Stats::default();
         let mut b = Stats::default();
-        a.record_ok(Duration::from_micros(10), StatusKey::Http(200));
-        b.record_ok(Duration::from_micros(30), StatusKey::Http(200));
+        let at = |endpoint, s| At {
+            endpoint,
+            offset: Duration::from_secs(s),
+        };
+        a.record_ok(at(0, 0), Duration::from_micros(10), StatusKey::Http(200));
+        b.record_ok(at(1, 2), Duration::from_micros(30), StatusKey::Http(200));
         b.record_failure(
+            at(1, 2),
             Some(StatusKey::Http(500)),
             Failure::with("http_status", "boom"),
         );
-        b.record_failure(None, Failure::new("timeout"));
+        b.record_failure(at(0, 1), None, Failure::new("timeout"));
         a.merge(b);
         assert_eq!((a.ok, a.failed, a.count()), (2, 2, 4));
+        let eps: Vec<(u64, u64)> = a.per_endpoint.iter().map(|e| (e.ok, e.failed)).collect();
+        assert_eq!(eps, [(1, 1), (1, 1)]);
+        let secs: Vec<(u64, u64)> = a
+            .timeline
+            .buckets
+            .iter()
+            .map(|b| (b.ok, b.failed))
+            .collect();
+        assert_eq!(secs, [(1, 0), (0, 1), (1, 1)]);
         assert_eq!(a.statuses[&StatusKey::Http(200)], 2);
         assert_eq!(a.statuses[&StatusKey::Http(500)], 1);
         assert_eq!(a.errors[&Failure::new("timeout")], 1);
@@ -535,4 +737,28 @@ impl CpuTimes {
     pub fn total_us(self) -> u64 {
         self.user_us + self.sys_us
     }
+}
+
+/// This process's resident memory now and at its peak (kiB, from /proc/self/status).
+#[derive(Debug, Clone, Copy)]
+pub struct Rss {
+    pub rss_kib: u64,
+    pub peak_kib: u64,
+}
+
+pub fn memory() -> Option<Rss> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(Rss {
+        rss_kib: field("VmRSS:")?,
+        peak_kib: field("VmHWM:")?,
+    })
 }
