@@ -118,12 +118,22 @@ pub fn run(
 /// Raises the open-file limit for the connections a run opens (twice over when the built-in
 /// server holds the other ends), or says in one line why it cannot.
 pub(crate) fn ensure_fds(cfg: &Config, embedded: bool) -> Result<(), RunError> {
-    /// descriptors beyond the connections: runtimes, timers, std streams, duplicates for TCP_INFO
+    /// descriptors beyond the connections: runtimes, timers, std streams, the server's listeners
     const SPARE: u64 = 256;
-    let conns = cfg.load.clients.max(cfg.load.conns) as u64;
-    // a duplicate fd per connection for TCP_INFO at close, and the server's end when in-process
-    let per_conn = if embedded { 3 } else { 2 };
-    net::raise_nofile(conns * per_conn + SPARE)
+    let needed = cfg
+        .protos
+        .iter()
+        .map(|p| {
+            // gRPC keeps a duplicate of each socket for TCP_INFO at close
+            let (conns, per_conn) = match p {
+                config::Proto::Http => (cfg.load.clients, 1),
+                config::Proto::Grpc => (cfg.load.conns.min(cfg.load.clients), 2),
+            };
+            conns as u64 * (per_conn + u64::from(embedded))
+        })
+        .max()
+        .unwrap_or(0);
+    net::raise_nofile(needed + SPARE)
         .map(|_| ())
         .map_err(RunError::Setup)
 }
@@ -396,6 +406,8 @@ fn sweep_and_write(s: &sweep::SweepConfig) -> Result<i32, RunError> {
 }
 
 fn serve(cfg: server::ServeConfig) -> Result<i32, RunError> {
+    // as many connections as the hard limit allows: the soft one is often 1024
+    let _ = net::raise_nofile(1024);
     let srv = server::Server::start(cfg.clone())
         .map_err(|e| RunError::Setup(format!("cannot listen on {}: {e}", cfg.addr)))?;
     eprintln!(

@@ -15,6 +15,9 @@ use crate::stats::{Failure, StatusKey};
 use crate::wire::grpc::Code;
 use crate::workload::etcd::{authenticate_grpc, is_invalid_token};
 
+/// A client's first response buffer (bytes).
+const RX_START: usize = 512;
+
 /// Attempts after the first for a request the server refused unprocessed.
 const MAX_RETRIES: u32 = 3;
 
@@ -158,7 +161,8 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let mut work = ctx.workload.for_client(id as u64);
     let mut call = work.call(slot.endpoint).clone();
     let max_message = ctx.h2.max_recv_message;
-    let mut rx = BytesMut::with_capacity(4096);
+    // grows to the largest response once; small to start, as there may be 100,000 clients
+    let mut rx = BytesMut::with_capacity(RX_START);
     let mut idx = id as u64;
     let mut sent = 0u64;
     let mut handle: Option<Handle> = None;
