@@ -6,10 +6,18 @@
 mod support;
 
 use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
 use support::{ServeProcess, f64_at, proto_run, run_json_within, u64_at};
+
+/// These tests measure timing: one at a time, so they do not share the two cores with each other.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Percentile `p` of a latency distribution in the JSON report.
 fn percentile(dist: &Value, p: f64) -> f64 {
@@ -23,6 +31,7 @@ fn percentile(dist: &Value, p: f64) -> f64 {
 
 #[test]
 fn a_fixed_rate_is_kept_within_one_percent() {
+    let _one = serial();
     let report = run_json_within(
         &[
             "echo", "--rate", "2000", "-z", "5s", "-c", "20", "--proto", "both",
@@ -62,6 +71,7 @@ fn a_fixed_rate_is_kept_within_one_percent() {
 /// from when they actually went out, only the ~10 requests in flight at the stop waited: 0.25%,
 /// below the p99.
 fn stall_shows_only_in_corrected_latency(proto: &str) {
+    let _one = serial();
     let server = ServeProcess::start(&["--threads", "1"]);
     let target = format!("http://{}", server.target());
     let args: Vec<String> = [
@@ -117,6 +127,7 @@ fn a_stalled_server_shows_in_corrected_p99_only_http() {
 
 #[test]
 fn bind_spreads_connections_over_source_addresses() {
+    let _one = serial();
     let report = run_json_within(
         &[
             "echo",
@@ -152,6 +163,7 @@ fn bind_spreads_connections_over_source_addresses() {
 
 #[test]
 fn thousands_of_connections_raise_the_file_limit_and_report_connect_times() {
+    let _one = serial();
     // 3000 HTTP/1.1 connections and their server ends are 6000+ descriptors: more than the
     // usual soft limit of 1024, so this only passes when the limit is raised.
     let report = run_json_within(
@@ -187,6 +199,7 @@ fn thousands_of_connections_raise_the_file_limit_and_report_connect_times() {
 
 #[test]
 fn connect_rate_ramps_the_connections_up() {
+    let _one = serial();
     // 200 connections at 400/s take half a second to open; without the ramp, a few ms
     let run = support::run_bounded(
         &[
