@@ -10,7 +10,7 @@
 # Free client and peer ports are picked at start. The endpoints go to stdout as one line,
 # http://127.0.0.1:P1,http://127.0.0.1:P2,http://127.0.0.1:P3 (ready for --endpoints).
 # Environment: CLUSTER_DIR (pids, endpoints, logs, data; default /dev/shm/wirebench-etcd-cluster),
-#   LOG_LEVEL (default warn), READY_TIMEOUT (seconds, default 20), ETCD (binary).
+#   LOG_LEVEL (default warn), READY_TIMEOUT (seconds, default 20), ETCD (binary; Debian's etcd-server is installed when absent).
 set -euo pipefail
 
 MEMBERS=(m1 m2 m3)
@@ -25,10 +25,8 @@ usage() {
     sed -n '2,14s/^# \{0,1\}//p' "$0"
 }
 
-die() {
-    printf 'error: %s\n' "$*" >&2
-    exit 1
-}
+# shellcheck source=scripts/common.sh
+source "$(dirname "$0")/common.sh"
 
 mode=foreground
 while [[ $# -gt 0 ]]; do
@@ -51,13 +49,7 @@ done
 
 # The pid of member $1 from its pid file, if that process is still an etcd.
 member_pid() {
-    local file="$CLUSTER_DIR/$1.pid" pid
-    [[ -f $file ]] || return 1
-    pid="$(cat "$file")"
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    [[ -r /proc/$pid/cmdline ]] || return 1
-    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q etcd || return 1
-    echo "$pid"
+    etcd_pid "$CLUSTER_DIR/$1.pid"
 }
 
 # Succeeds when at least one member is running.
@@ -133,8 +125,7 @@ case "$mode" in
 esac
 
 # --- start -------------------------------------------------------------------------------------
-ETCD="${ETCD:-$(command -v etcd || true)}"
-[[ -n $ETCD ]] || die "etcd not found: install etcd-server (scripts/etcd-local.sh does) or set ETCD"
+find_etcd
 command -v curl >/dev/null 2>&1 || die "curl is needed to wait for the cluster's leader"
 
 if any_running; then

@@ -26,10 +26,8 @@ usage() {
     sed -n '2,13s/^# \{0,1\}//p' "$0"
 }
 
-die() {
-    printf 'error: %s\n' "$*" >&2
-    exit 1
-}
+# shellcheck source=scripts/common.sh
+source "$(dirname "$0")/common.sh"
 
 mode=foreground
 fresh=0
@@ -55,15 +53,8 @@ done
     die "PEER_PORT must be a port number, got '$PEER_PORT'"
 [[ $PORT != "$PEER_PORT" ]] || die "PORT and PEER_PORT must differ"
 
-# The pid in the pid file, if that process is still an etcd.
 running_pid() {
-    [[ -f $PID_FILE ]] || return 1
-    local pid
-    pid="$(cat "$PID_FILE")"
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    [[ -r /proc/$pid/cmdline ]] || return 1
-    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q etcd || return 1
-    echo "$pid"
+    etcd_pid "$PID_FILE"
 }
 
 port_open() {
@@ -103,28 +94,7 @@ case "$mode" in
 esac
 
 # --- install -----------------------------------------------------------------------------------
-ETCD="${ETCD:-$(command -v etcd || true)}"
-if [[ -z $ETCD ]]; then
-    command -v apt-get >/dev/null 2>&1 || die "etcd not found and no apt-get: install etcd 3.4+ by hand"
-    echo "etcd not found: installing etcd-server with apt-get"
-    SUDO=()
-    [[ "$(id -u)" -eq 0 ]] || SUDO=(sudo)
-    # Keep the package from starting its own etcd service on :2379.
-    added_policy=0
-    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee /usr/sbin/policy-rc.d >/dev/null
-        "${SUDO[@]}" chmod 755 /usr/sbin/policy-rc.d
-        added_policy=1
-    fi
-    rc=0
-    {
-        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-            "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends etcd-server
-    } </dev/null || rc=$?
-    [[ $added_policy -eq 0 ]] || "${SUDO[@]}" rm -f /usr/sbin/policy-rc.d
-    [[ $rc -eq 0 ]] || die "apt-get install etcd-server failed"
-    ETCD="$(command -v etcd)" || die "etcd-server installed but no etcd on PATH"
-fi
+find_etcd
 
 # --- start -------------------------------------------------------------------------------------
 if pid="$(running_pid)"; then

@@ -25,10 +25,8 @@ usage() {
     sed -n '2,14s/^# \{0,1\}//p' "$0"
 }
 
-die() {
-    printf 'error: %s\n' "$*" >&2
-    exit 1
-}
+# shellcheck source=scripts/common.sh
+source "$(dirname "$0")/common.sh"
 
 while [[ $# -gt 0 ]]; do
     case "$1" in

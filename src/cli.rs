@@ -131,24 +131,9 @@ pub struct SweepArgs {
     /// gRPC connections per row (capped at the row's clients)
     #[arg(long, default_value_t = 1)]
     pub conns: usize,
-    /// Requests per row (default 10000 unless --duration is given)
-    #[arg(short = 'n', long, conflicts_with = "duration")]
-    pub total: Option<u64>,
-    /// Run each row for this long instead of a total
-    #[arg(short = 'z', long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Warmup per row, left out of its figures
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
-    pub warmup: Duration,
-    /// Per-request timeout
-    #[arg(long, value_parser = parse_duration, default_value = "20s")]
-    pub timeout: Duration,
-    /// TCP connect timeout
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
-    pub connect_timeout: Duration,
-    /// Worker threads (default: number of cores)
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// -n / -z / --warmup apply to each row
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Seed for generated keys and values
     #[arg(long)]
     pub seed: Option<u64>,
@@ -206,12 +191,7 @@ impl SweepArgs {
         let max_clients = self.clients.iter().copied().max().unwrap_or(1);
         let run = RunArgs {
             conns: self.conns.min(max_clients),
-            total: self.total,
-            duration: self.duration,
-            warmup: self.warmup,
-            timeout: self.timeout,
-            connect_timeout: self.connect_timeout,
-            threads: self.threads,
+            limits: self.limits,
             seed: self.seed,
             user: self.user,
             server_pid: self.server_pid,
@@ -657,6 +637,43 @@ impl TlsArgs {
     }
 }
 
+/// How long a run (or each sweep row) lasts, its timeouts and threads.
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Total measured requests (default 10000 unless --duration is given)
+    #[arg(short = 'n', long, conflicts_with = "duration")]
+    pub total: Option<u64>,
+    /// Run for this long instead of a total (e.g. 10s, 1m)
+    #[arg(short = 'z', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Send requests for this long first and leave them out of the figures
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+    /// Per-request timeout
+    #[arg(long, value_parser = parse_duration, default_value = "20s")]
+    pub timeout: Duration,
+    /// TCP connect timeout
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub connect_timeout: Duration,
+    /// Worker threads, each with its own runtime (default: number of cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+impl Default for LimitArgs {
+    /// The flags' defaults.
+    fn default() -> Self {
+        LimitArgs {
+            total: None,
+            duration: None,
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(20),
+            connect_timeout: Duration::from_secs(5),
+            threads: None,
+        }
+    }
+}
+
 /// Flags shared by every load-generating command.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -670,26 +687,13 @@ pub struct RunArgs {
     /// opens one connection per client
     #[arg(long, default_value_t = 1)]
     pub conns: usize,
-    /// Total measured requests (default 10000 unless --duration is given)
-    #[arg(short = 'n', long, conflicts_with = "duration")]
-    pub total: Option<u64>,
-    /// Run for this long instead of a total (e.g. 10s, 1m)
-    #[arg(short = 'z', long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Send requests for this long first and leave them out of the figures
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
-    pub warmup: Duration,
-    /// Per-request timeout
-    #[arg(long, value_parser = parse_duration, default_value = "20s")]
-    pub timeout: Duration,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Open loop: send this many requests per second over all clients on a fixed schedule;
     /// latency counts from each request's intended send time (coordinated omission corrected)
     /// and -c caps the requests in flight
     #[arg(long)]
     pub rate: Option<f64>,
-    /// TCP connect timeout
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
-    pub connect_timeout: Duration,
     /// Open the connections at this many per second (a ramp) instead of all at once
     #[arg(long)]
     pub connect_rate: Option<f64>,
@@ -697,9 +701,6 @@ pub struct RunArgs {
     /// comma-separated (127.0.0.1-127.0.0.8): more connections than one address has ports
     #[arg(long)]
     pub bind: Option<String>,
-    /// Worker threads, each with its own runtime (default: number of cores)
-    #[arg(long)]
-    pub threads: Option<usize>,
     /// Leave Nagle's algorithm on (TCP_NODELAY is set by default)
     #[arg(long)]
     pub no_tcp_nodelay: bool,
@@ -848,10 +849,13 @@ impl CallArgs {
             CallProto::Grpc => ProtoArg::Grpc,
         };
         let run = RunArgs {
-            total: Some(1),
-            timeout: self.timeout,
-            connect_timeout: self.timeout,
-            threads: Some(1),
+            limits: LimitArgs {
+                total: Some(1),
+                timeout: self.timeout,
+                connect_timeout: self.timeout,
+                threads: Some(1),
+                ..LimitArgs::default()
+            },
             format: FormatArg::Json,
             seed: Some(0),
             ..RunArgs::plain(proto, 1, self.tls)
@@ -867,15 +871,10 @@ impl RunArgs {
             proto,
             clients,
             conns: 1,
-            total: None,
-            duration: None,
-            warmup: Duration::ZERO,
-            timeout: Duration::from_secs(20),
+            limits: LimitArgs::default(),
             rate: None,
-            connect_timeout: Duration::from_secs(5),
             connect_rate: None,
             bind: None,
-            threads: None,
             no_tcp_nodelay: false,
             sndbuf: None,
             rcvbuf: None,
@@ -937,7 +936,7 @@ impl RunArgs {
     fn into_config(self, spec: WorkloadSpec, endpoints: Vec<Endpoint>) -> Result<Config, String> {
         let clients = nonzero("clients", self.clients)?;
         let conns = nonzero("conns", self.conns)?;
-        let threads = match self.threads {
+        let threads = match self.limits.threads {
             Some(t) => nonzero("threads", t)?,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
@@ -951,17 +950,17 @@ impl RunArgs {
                 "--conns {conns} exceeds --clients {clients}: every gRPC connection needs a client"
             ));
         }
-        let stop = match (self.total, self.duration) {
+        let stop = match (self.limits.total, self.limits.duration) {
             (Some(0), _) => return Err("--total must be at least 1".into()),
             (Some(n), _) => Stop::Total(n),
             (None, Some(d)) if d.is_zero() => return Err("--duration must be positive".into()),
             (None, Some(d)) => Stop::Duration(d),
             (None, None) => Stop::Total(10_000),
         };
-        if self.timeout.is_zero() {
+        if self.limits.timeout.is_zero() {
             return Err("--timeout must be positive".into());
         }
-        if self.connect_timeout.is_zero() {
+        if self.limits.connect_timeout.is_zero() {
             return Err("--connect-timeout must be positive".into());
         }
         let buf = |name: &str, v: Option<u64>| -> Result<Option<u32>, String> {
@@ -994,7 +993,7 @@ impl RunArgs {
             nodelay: !self.no_tcp_nodelay,
             sndbuf: buf("sndbuf", self.sndbuf)?,
             rcvbuf: buf("rcvbuf", self.rcvbuf)?,
-            connect_timeout: self.connect_timeout,
+            connect_timeout: self.limits.connect_timeout,
             bind: bind.into(),
         };
         let h2 = H2Config {
@@ -1046,8 +1045,8 @@ impl RunArgs {
                 conns,
                 threads,
                 stop,
-                warmup: self.warmup,
-                timeout: self.timeout,
+                warmup: self.limits.warmup,
+                timeout: self.limits.timeout,
                 rate: self.rate,
                 connect_rate: self.connect_rate,
             },

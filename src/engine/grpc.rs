@@ -172,14 +172,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let mut again = None;
     let endpoint = slot.endpoint;
 
-    loop {
-        let turn = match again.take() {
-            Some(t) => t,
-            None => match w.next(endpoint, sent, quota).await {
-                Some(t) => t,
-                None => break,
-            },
-        };
+    while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
         let warm = turn.warm;
         if let Err(f) = slot.acquire(&w, &mut handle).await {
             if reconnect

@@ -64,14 +64,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
     // a turn to use again: the request goes again after re-authenticating
     let mut again = None;
 
-    loop {
-        let turn = match again.take() {
-            Some(t) => t,
-            None => match w.next(endpoint, sent, quota).await {
-                Some(t) => t,
-                None => break,
-            },
-        };
+    while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
         let warm = turn.warm;
         let c = match &mut conn {
             Some(c) => c,

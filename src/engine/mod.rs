@@ -157,10 +157,25 @@ impl Worker {
         }
     }
 
-    fn at(&self, endpoint: usize) -> At {
+    /// The next turn of a client: `again` (a request to send once more) first.
+    async fn turn(
+        &self,
+        again: &mut Option<Turn>,
+        endpoint: usize,
+        sent: u64,
+        quota: u64,
+    ) -> Option<Turn> {
+        match again.take() {
+            Some(t) => Some(t),
+            None => self.next(endpoint, sent, quota).await,
+        }
+    }
+
+    /// `endpoint` and the offset of `now` into the measured window.
+    fn at(&self, endpoint: usize, now: Instant) -> At {
         At {
             endpoint,
-            offset: Instant::now().saturating_duration_since(self.warmup_end),
+            offset: now.saturating_duration_since(self.warmup_end),
         }
     }
 
@@ -174,7 +189,7 @@ impl Worker {
     /// (corrected) and from `sent` as well; from `sent` alone in closed loop.
     fn ok(&self, endpoint: usize, turn: Turn, sent: Instant, status: StatusKey) {
         let now = Instant::now();
-        let at = self.at(endpoint);
+        let at = self.at(endpoint, now);
         let mut st = self.stats.borrow_mut();
         st.record_ok(at, now - turn.intended.unwrap_or(sent), status);
         if turn.intended.is_some() {
@@ -186,15 +201,13 @@ impl Worker {
 
     /// Counts one failed request (warmup requests only as a number).
     fn fail(&self, endpoint: usize, warm: bool, status: Option<StatusKey>, f: Failure) {
-        let at = self.at(endpoint);
-        let mut st = self.stats.borrow_mut();
         if warm {
-            st.warmup += 1;
-        } else {
-            st.record_failure(at, status, f);
+            self.warmup_done();
+            return;
         }
-        drop(st);
-        self.bump_progress(!warm);
+        let at = self.at(endpoint, Instant::now());
+        self.stats.borrow_mut().record_failure(at, status, f);
+        self.bump_progress(true);
     }
 
     fn warmup_done(&self) {
@@ -262,7 +275,7 @@ impl Reconnect {
         if self.failed(w).await {
             return true;
         }
-        let at = w.at(endpoint);
+        let at = w.at(endpoint, Instant::now());
         w.stats.borrow_mut().record_failures(
             at,
             quota.saturating_sub(*sent),

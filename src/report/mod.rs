@@ -535,11 +535,15 @@ impl RunReport {
     }
 
     pub fn percentile_ms(&self, p: f64) -> f64 {
-        self.latency_distribution
-            .iter()
-            .find(|x| x.percentile == p)
-            .map_or(0.0, |x| x.latency_ms)
+        percentile_in(&self.latency_distribution, p)
     }
+}
+
+/// Percentile `p` of a distribution (0 when it is empty).
+pub fn percentile_in(dist: &[Percentile], p: f64) -> f64 {
+    dist.iter()
+        .find(|x| x.percentile == p)
+        .map_or(0.0, |x| x.latency_ms)
 }
 
 /// ghz's response-time histogram: 10 equal-width buckets from fastest to slowest, each counting

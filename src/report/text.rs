@@ -277,12 +277,7 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         w.requests_per_connection
     );
     if let Some(c) = &run.connect_times {
-        let p = |q: f64| {
-            c.distribution
-                .iter()
-                .find(|x| x.percentile == q)
-                .map_or(0.0, |x| x.latency_ms)
-        };
+        let p = |q: f64| crate::report::percentile_in(&c.distribution, q);
         let _ = writeln!(
             out,
             "  TCP connect time:         p50 {}, p99 {}, slowest {} ({} connections)",

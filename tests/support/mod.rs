@@ -86,6 +86,28 @@ fn data_dir() -> tempfile::TempDir {
         .expect("create a temporary data directory")
 }
 
+/// The store revision, through a gateway call `call(path, body)` (a range's header.revision).
+fn revision_via(call: impl Fn(&str, &Value) -> Value) -> i64 {
+    let v = call(
+        "/v3/kv/range",
+        &serde_json::json!({ "key": B64.encode([0u8]) }),
+    );
+    header_revision(&v)
+}
+
+/// Writes `key` = `value` through a gateway call; returns the revision it created.
+fn put_via(
+    call: impl Fn(&str, &Value) -> Value,
+    key: impl AsRef<[u8]>,
+    value: impl AsRef<[u8]>,
+) -> i64 {
+    let body = serde_json::json!({
+        "key": B64.encode(key.as_ref()),
+        "value": B64.encode(value.as_ref()),
+    });
+    header_revision(&call("/v3/kv/put", &body))
+}
+
 /// A single-member etcd listening on loopback; killed (SIGKILL) and its data removed on drop.
 pub struct Etcd {
     child: Option<Child>,
@@ -155,20 +177,12 @@ impl Etcd {
 
     /// The current store revision (header.revision of a range; etcd sends int64 as a string).
     pub fn revision(&self) -> i64 {
-        let v = self.call(
-            "/v3/kv/range",
-            &serde_json::json!({ "key": B64.encode([0u8]) }),
-        );
-        header_revision(&v)
+        revision_via(|path, body| self.call(path, body))
     }
 
     /// Writes `key` = `value` through the JSON gateway; returns the revision it created.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> i64 {
-        let body = serde_json::json!({
-            "key": B64.encode(key.as_ref()),
-            "value": B64.encode(value.as_ref()),
-        });
-        header_revision(&self.call("/v3/kv/put", &body))
+        put_via(|path, body| self.call(path, body), key, value)
     }
 
     /// Reads `key` through the JSON gateway; `None` when it does not exist.
@@ -501,21 +515,12 @@ impl Cluster {
 
     /// The current store revision (through member m1's gateway).
     pub fn revision(&self) -> i64 {
-        let v = self.call(
-            0,
-            "/v3/kv/range",
-            &serde_json::json!({ "key": B64.encode([0u8]) }),
-        );
-        header_revision(&v)
+        revision_via(|path, body| self.call(0, path, body))
     }
 
     /// Writes `key` = `value` through member m1's gateway; returns the revision it created.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> i64 {
-        let body = serde_json::json!({
-            "key": B64.encode(key.as_ref()),
-            "value": B64.encode(value.as_ref()),
-        });
-        header_revision(&self.call(0, "/v3/kv/put", &body))
+        put_via(|path, body| self.call(0, path, body), key, value)
     }
 
     /// POSTs JSON to member `i`'s gateway; panics (with the logs) unless the answer is 200
