@@ -907,41 +907,15 @@ mod tests {
         input.extend(frame(0xFA, PADDED | PRIORITY, 5, &[0xff; 11]));
         let s = sniff(false, &input);
         let c = s.counts();
-        assert_eq!(
-            stat(&s, FrameType::Ping),
-            FrameStat {
-                count: 2,
-                bytes: 34
-            }
-        );
-        assert_eq!(
-            stat(&s, FrameType::GoAway),
-            FrameStat {
-                count: 1,
-                bytes: 20
-            }
-        );
-        assert_eq!(
-            stat(&s, FrameType::RstStream),
-            FrameStat {
-                count: 1,
-                bytes: 13
-            }
-        );
-        assert_eq!(
-            stat(&s, FrameType::Priority),
-            FrameStat {
-                count: 1,
-                bytes: 14
-            }
-        );
-        assert_eq!(
-            stat(&s, FrameType::Unknown),
-            FrameStat {
-                count: 1,
-                bytes: 20
-            }
-        );
+        for (t, count, bytes) in [
+            (FrameType::Ping, 2, 34),
+            (FrameType::GoAway, 1, 20),
+            (FrameType::RstStream, 1, 13),
+            (FrameType::Priority, 1, 14),
+            (FrameType::Unknown, 1, 20),
+        ] {
+            assert_eq!(stat(&s, t), FrameStat { count, bytes }, "{t:?}");
+        }
         assert_eq!(c.padding_bytes + c.hpack_bytes + c.data_payload_bytes, 0);
         assert_eq!(c.setup_bytes, s.fed());
         assert_eq!(c.malformed, None);
