@@ -78,8 +78,9 @@ cp = {x["percentile"]: x["latency_ms"] for x in c["distribution"]}
 print(f"{name}: {s['count']} requests, {s['failed']} failed, {s['requests_per_sec']:.0f} req/s, "
       f"p50 {p.get(50.0, 0):.1f} ms, p99 {p.get(99.0, 0):.1f} ms; "
       f"{r['wire']['connections_opened']} connections, connect p50 {cp[50.0]:.3f} ms p99 {cp[99.0]:.3f} ms; "
-      f"client RSS {m['rss_connected_kib'] / 1024:.1f} MiB with connections open "
-      f"({m['rss_per_connection_bytes'] / 1024:.1f} KiB per connection), peak {m['peak_rss_kib'] / 1024:.1f} MiB")
+      f"client RSS {m['rss_steady_kib'] / 1024:.1f} MiB mid-run, {m['rss_baseline_kib'] / 1024:.1f} MiB before connecting "
+      f"({m['rss_per_connection_bytes'] / 1024:.1f} KiB per connection, {m['rss_per_in_flight_bytes'] / 1024:.2f} KiB per request in flight), "
+      f"peak {m['peak_rss_kib'] / 1024:.1f} MiB")
 sys.exit(1 if s["failed"] else 0)
 EOF
 }

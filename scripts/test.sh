@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it (.ci/run execs this): install what the tests need when it is
-# absent (etcd, tshark, h2load and nghttp, Python's grpcio), then rustfmt, clippy with warnings
+# absent (etcd, tshark, perf, h2load and nghttp, Python's grpcio), then rustfmt, clippy with warnings
 # denied, the test suite, and the fuzz targets when a nightly toolchain with cargo-fuzz is
 # available.
 #
@@ -87,6 +87,13 @@ else
         echo "wireshark-common wireshark-common/install-setuid boolean false" |
             "${SUDO[@]}" debconf-set-selections
         apt_install tshark
+    fi
+    # Kernel-count tests (tests/kernel_counts.rs) compare with `perf stat`.
+    if command -v perf >/dev/null 2>&1 && perf --version >/dev/null 2>&1; then
+        echo "perf: $(perf --version 2>/dev/null | head -n1)"
+    else
+        echo "perf: installing linux-perf"
+        apt_install linux-perf
     fi
     # Interop tests (tests/interop.rs): nghttp2's h2load and nghttp, and Python's grpcio.
     if command -v h2load >/dev/null 2>&1 && command -v nghttp >/dev/null 2>&1; then

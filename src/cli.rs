@@ -460,6 +460,10 @@ pub struct WatchArgs {
     /// After the last put, wait this long at most for outstanding events
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub timeout: Duration,
+    /// Per-put timeout: a put not answered within it fails (`timeout`); a put client whose
+    /// server stays unreachable for longer stops, and its remaining puts are not sent
+    #[arg(long, value_parser = parse_duration, default_value = "20s")]
+    pub put_timeout: Duration,
     /// TCP connect timeout
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub connect_timeout: Duration,
@@ -521,6 +525,9 @@ impl WatchArgs {
         if a.timeout.is_zero() || a.connect_timeout.is_zero() {
             return Err("--timeout and --connect-timeout must be positive".into());
         }
+        if a.put_timeout.is_zero() {
+            return Err("--put-timeout must be positive".into());
+        }
         let protos = match a.proto {
             ProtoArg::Http => vec![Proto::Http],
             ProtoArg::Grpc => vec![Proto::Grpc],
@@ -546,6 +553,7 @@ impl WatchArgs {
             },
             val_size: a.val_size,
             drain: a.timeout,
+            put_timeout: a.put_timeout,
             net: NetConfig {
                 connect_timeout: a.connect_timeout,
                 tls,
@@ -1025,12 +1033,8 @@ impl RunArgs {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         });
-        if let Some(pid) = self.server_pid
-            && crate::stats::process_cpu(pid).is_none()
-        {
-            return Err(format!(
-                "--server-pid {pid}: no such process (or /proc/{pid}/stat unreadable)"
-            ));
+        if let Some(pid) = self.server_pid {
+            crate::stats::ProcessClock::open(pid)?;
         }
         if self.user.is_some() && matches!(spec, WorkloadSpec::Echo { .. }) {
             return Err("--user is for etcd; the echo server has no authentication".into());

@@ -23,6 +23,7 @@ use crate::client::http1;
 use crate::config::Endpoint;
 use crate::net::{Layers, NetConfig};
 use crate::proto::etcd::{MemberListRequest, MemberListResponse, StatusRequest, StatusResponse};
+use crate::stats::FailureKind;
 use crate::wire::grpc as grpc_wire;
 use crate::wire::http1::RequestTemplate;
 use crate::wire::json::GwError;
@@ -256,7 +257,7 @@ impl Probe {
             .collect();
         let mut rx = BytesMut::new();
         let status = bounded(limit, async {
-            let call = Call::new(uri(ep, STATUS_GRPC)?, metadata.clone(), "etcd");
+            let call = Call::new(uri(ep, STATUS_GRPC)?, metadata.clone(), FailureKind::Etcd);
             let msg = unary(&mut send, &conn, &call, &StatusRequest {}, &mut rx).await?;
             let resp = StatusResponse::decode(msg).map_err(|e| format!("bad response: {e}"))?;
             member_status(
@@ -271,7 +272,11 @@ impl Probe {
         let members = if self.members && status.is_ok() {
             Some(
                 bounded(limit, async {
-                    let call = Call::new(uri(ep, MEMBER_LIST_GRPC)?, metadata.clone(), "etcd");
+                    let call = Call::new(
+                        uri(ep, MEMBER_LIST_GRPC)?,
+                        metadata.clone(),
+                        FailureKind::Etcd,
+                    );
                     let msg =
                         unary(&mut send, &conn, &call, &MemberListRequest {}, &mut rx).await?;
                     let resp = MemberListResponse::decode(msg)
@@ -349,7 +354,7 @@ impl Probe {
         } else {
             None
         };
-        conn.close();
+        drop(conn);
         Ok((status, members))
     }
 }

@@ -13,7 +13,8 @@
 //! - `client`: one HTTP/1.1 keepalive connection; gRPC unary calls on raw h2.
 //! - `workload`: what request N is for each protocol and how its response is judged.
 //! - `engine`: thread-per-core closed-loop runner; per-thread stats merged at the end.
-//! - `stats`: HDR latency histogram, outcomes, per-connection ledgers, process CPU.
+//! - `stats`: HDR latency histogram, outcomes, per-connection ledgers, process CPU, and
+//!   per-thread kernel counts (syscalls, context switches, instructions, cycles).
 //! - `report`: derived figures (one place), rendered as text or JSON; compare rounds; SVG charts.
 //! - `server`: the built-in grpc-echo compatible server (h2 and HTTP/1.1 on one port, TLS).
 //! - `watch`: the etcd watch benchmark (watch thread, put thread, zero-loss accounting).
@@ -94,25 +95,33 @@ pub fn run(
     server: Option<&server::Server>,
 ) -> Result<(Report, Vec<ProtoRun>), RunError> {
     let mut runs = Vec::with_capacity(cfg.protos.len());
-    // Server CPU: the in-process server's thread clocks, or another process's /proc entry.
-    let in_process = server.map(|s| move || s.cpu_time());
-    let by_pid = cfg
-        .server_pid
-        .map(|pid| move || stats::process_cpu(pid).unwrap_or_default());
+    let clock = server_clock(cfg)?;
+    // Server CPU: the in-process server's thread clocks, or another process's CPU clock.
+    let in_process = server.map(|s| move || Ok(s.cpu_time()));
+    let by_pid = clock.map(|c| move || c.read());
     ensure_fds(cfg, server.is_some())?;
     for &proto in &cfg.protos {
         if engine::INTERRUPTED.load(Ordering::Relaxed) {
             break;
         }
-        let cpu: Option<&dyn Fn() -> std::time::Duration> = match (&in_process, &by_pid) {
-            (Some(f), _) => Some(f),
-            (None, Some(f)) => Some(f),
-            (None, None) => None,
-        };
+        let cpu: Option<&dyn Fn() -> Result<std::time::Duration, String>> =
+            match (&in_process, &by_pid) {
+                (Some(f), _) => Some(f),
+                (None, Some(f)) => Some(f),
+                (None, None) => None,
+            };
         runs.push(engine::run_proto(cfg, proto, cpu).map_err(RunError::Setup)?);
     }
-    let report = Report::new(cfg, &runs);
+    let report = Report::new(cfg, &runs, server.is_some());
     Ok((report, runs))
+}
+
+/// `--server-pid`'s CPU clock, or a one-line error when the process cannot be read.
+pub(crate) fn server_clock(cfg: &Config) -> Result<Option<stats::ProcessClock>, RunError> {
+    cfg.server_pid
+        .map(stats::ProcessClock::open)
+        .transpose()
+        .map_err(RunError::Setup)
 }
 
 /// Raises the open-file limit for the connections a run opens (twice over when the built-in
@@ -357,12 +366,21 @@ fn watch_and_write(cfg: &watch::WatchConfig) -> Result<i32, RunError> {
         }
     };
     emit(cfg.output.as_deref(), &text)?;
+    // Failed or unsent puts alone do not fail the run (they are in the report, and the zero-loss
+    // check covers only the puts etcd acknowledged); lost or doubled events do, and so does a run
+    // in which no put was acknowledged at all (nothing was measured).
     let mut code = exit::OK;
     for r in &runs {
         if r.missing > 0 || r.duplicated > 0 {
             eprintln!(
                 "error: watch over {}: {} events missing, {} duplicated",
                 r.title, r.missing, r.duplicated
+            );
+            code = exit::FAILURE;
+        } else if r.puts.ok == 0 {
+            eprintln!(
+                "error: watch over {}: no put was acknowledged ({} failed, {} not sent)",
+                r.title, r.puts.failed, r.puts.not_sent
             );
             code = exit::FAILURE;
         }
@@ -507,11 +525,36 @@ fn compare(cfg: &Config, server: Option<&server::Server>, rounds: usize) -> Resu
     };
     emit(cfg.output.as_deref(), &text)?;
     write_svg(cfg, Some(cmp.median_http), Some(cmp.median_grpc))?;
-    Ok(exit::OK)
+    // As for a run: a side with no successful request in a round is a failed comparison.
+    let mut code = exit::OK;
+    for (i, rep) in reports.iter().enumerate() {
+        for r in rep.runs.iter().filter(|r| r.summary.ok == 0) {
+            eprintln!(
+                "error: round {}: no {} request succeeded ({})",
+                i + 1,
+                r.title,
+                first_error(r)
+            );
+            code = exit::FAILURE;
+        }
+    }
+    Ok(code)
+}
+
+/// The most frequent failure of a run, or the last connect error, for a one-line message.
+fn first_error(r: &report::RunReport) -> String {
+    r.error_distribution
+        .first()
+        .map(|e| match &e.message {
+            Some(m) => format!("{}: {m}", e.kind),
+            None => e.kind.to_string(),
+        })
+        .or_else(|| r.wire.connect_error.clone())
+        .unwrap_or_else(|| "no request was sent".into())
 }
 
 fn run_and_write(cfg: &Config, server: Option<&server::Server>) -> Result<i32, RunError> {
-    let (report, runs) = run(cfg, server)?;
+    let (report, _) = run(cfg, server)?;
     let text = match cfg.format {
         Format::Text => report::text::render(&report),
         Format::Json => report.to_json(),
@@ -526,18 +569,13 @@ fn run_and_write(cfg: &Config, server: Option<&server::Server>) -> Result<i32, R
     };
     write_svg(cfg, fig("http"), fig("grpc"))?;
     let mut code = exit::OK;
-    for r in &runs {
-        if r.stats.ok == 0 && r.stats.count() > 0 {
-            let first = r
-                .stats
-                .errors
-                .iter()
-                .max_by_key(|(_, n)| **n)
-                .map(|(f, _)| f.to_string())
-                .unwrap_or_default();
-            eprintln!("error: no {} request succeeded ({first})", r.proto.title());
-            code = exit::FAILURE;
-        }
+    for r in report.runs.iter().filter(|r| r.summary.ok == 0) {
+        eprintln!(
+            "error: no {} request succeeded ({})",
+            r.title,
+            first_error(r)
+        );
+        code = exit::FAILURE;
     }
     Ok(code)
 }

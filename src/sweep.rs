@@ -67,6 +67,9 @@ pub struct Row {
     pub bytes_per_op: f64,
     /// TCP segments out + in per request (TCP_INFO)
     pub packets_per_op: f64,
+    /// syscalls per request written, counted by the kernel (null where it could not count)
+    pub syscalls_per_op: Option<f64>,
+    pub context_switches_per_op: Option<f64>,
     pub client_cpu_us_per_op: f64,
     /// with --server-pid
     pub server_cpu_us_per_op: Option<f64>,
@@ -168,10 +171,8 @@ pub fn run(
     let cells = s.cells();
     let mut rows = Vec::with_capacity(cells.len());
     let mut written: Vec<usize> = Vec::new();
-    let by_pid = s
-        .base
-        .server_pid
-        .map(|pid| move || crate::stats::process_cpu(pid).unwrap_or_default());
+    let clock = crate::server_clock(&s.base).map_err(|e| e.to_string())?;
+    let by_pid = clock.map(|c| move || c.read());
     for (i, &(target, key_size, clients, proto)) in cells.iter().enumerate() {
         if engine::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
             break;
@@ -185,10 +186,10 @@ pub fn run(
         let mut c = s.cell(target, key_size, clients, proto)?;
         crate::ensure_fds(&c, false).map_err(|e| e.to_string())?;
         crate::apply_target(&mut c).map_err(|e| e.to_string())?;
-        let cpu: Option<&dyn Fn() -> Duration> = by_pid.as_ref().map(|f| f as _);
+        let cpu: Option<&dyn Fn() -> Result<Duration, String>> = by_pid.as_ref().map(|f| f as _);
         let run = engine::run_proto(&c, proto, cpu)?;
-        let r = RunReport::from_run(&run, &c.endpoints, &c.roles);
-        let w = &r.wire;
+        let r = RunReport::from_run(&run, &c.endpoints, &c.roles, false);
+        let (w, cost) = (&r.wire, &r.cost);
         let row = Row {
             key_size,
             clients,
@@ -205,8 +206,10 @@ pub fn run(
             p99_ms: r.percentile_ms(99.0),
             bytes_per_op: w.bytes_out_per_request + w.bytes_in_per_request,
             packets_per_op: w.segments_out_per_request + w.segments_in_per_request,
-            client_cpu_us_per_op: w.client_cpu_us_per_request,
-            server_cpu_us_per_op: w.server_cpu_us_per_request,
+            syscalls_per_op: cost.syscalls_per_request,
+            context_switches_per_op: cost.context_switches_per_request,
+            client_cpu_us_per_op: cost.client_cpu_us_per_request,
+            server_cpu_us_per_op: cost.server_cpu_us_per_request,
         };
         progress(i + 1, cells.len(), &row);
         rows.push(row);
@@ -241,7 +244,7 @@ pub fn describe(s: &SweepConfig) -> String {
     format!("{what}; {stop}")
 }
 
-const COLUMNS: [&str; 11] = [
+const COLUMNS: [&str; 12] = [
     "key size (B)",
     "clients",
     "target",
@@ -251,11 +254,12 @@ const COLUMNS: [&str; 11] = [
     "p99 ms",
     "bytes/op",
     "packets/op",
+    "syscalls/op",
     "client CPU µs/op",
     "failed",
 ];
 
-fn cells_of(r: &Row) -> [String; 11] {
+fn cells_of(r: &Row) -> [String; 12] {
     [
         r.key_size.to_string(),
         r.clients.to_string(),
@@ -271,6 +275,8 @@ fn cells_of(r: &Row) -> [String; 11] {
         format!("{:.2}", r.p99_ms),
         format!("{:.1}", r.bytes_per_op),
         format!("{:.2}", r.packets_per_op),
+        r.syscalls_per_op
+            .map_or_else(|| "n/a".into(), |v| format!("{v:.2}")),
         format!("{:.1}", r.client_cpu_us_per_op),
         r.failed.to_string(),
     ]
@@ -311,12 +317,12 @@ pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
 
 pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from(
-        "key_size,clients,target,proto,qps,p50_ms,p90_ms,p99_ms,bytes_per_op,packets_per_op,client_cpu_us_per_op,server_cpu_us_per_op,count,ok,failed,connections\n",
+        "key_size,clients,target,proto,qps,p50_ms,p90_ms,p99_ms,bytes_per_op,packets_per_op,syscalls_per_op,context_switches_per_op,client_cpu_us_per_op,server_cpu_us_per_op,count,ok,failed,connections\n",
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.1},{:.3},{:.2},{},{},{},{},{}",
+            "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.1},{:.3},{},{},{:.2},{},{},{},{},{}",
             r.key_size,
             r.clients,
             r.target,
@@ -327,6 +333,10 @@ pub fn csv(rows: &[Row]) -> String {
             r.p99_ms,
             r.bytes_per_op,
             r.packets_per_op,
+            r.syscalls_per_op
+                .map_or_else(String::new, |v| format!("{v:.3}")),
+            r.context_switches_per_op
+                .map_or_else(String::new, |v| format!("{v:.4}")),
             r.client_cpu_us_per_op,
             r.server_cpu_us_per_op
                 .map_or_else(String::new, |v| format!("{v:.2}")),
@@ -381,6 +391,8 @@ mod tests {
             p99_ms: 1.25,
             bytes_per_op: 200.0,
             packets_per_op: 2.0,
+            syscalls_per_op: Some(3.5),
+            context_switches_per_op: None,
             client_cpu_us_per_op: 20.0,
             server_cpu_us_per_op: None,
         }
@@ -392,7 +404,9 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("key_size,clients,target,proto,qps"));
-        assert!(lines[2].starts_with("64,64,leader,grpc,1534.4,0.500,0.700,1.250,200.0,2.000"));
+        assert!(
+            lines[2].starts_with("64,64,leader,grpc,1534.4,0.500,0.700,1.250,200.0,2.000,3.500,,")
+        );
         let fields = lines[0].split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == fields));
     }

@@ -26,9 +26,9 @@ use crate::net::{self, Layers, NetConfig};
 use crate::proto::etcd::{
     PutResponse, WatchCreateRequest, WatchRequest, WatchResponse, watch_request::RequestUnion,
 };
-use crate::stats::{ConnRecord, Failure, Latencies};
+use crate::stats::{ConnRecord, Failure, FailureKind, Latencies};
 use crate::wire::http1::{self as h1, BodyKind, ChunkedDecoder, RequestTemplate};
-use crate::wire::json::{self, GwResponse};
+use crate::wire::json::{self, GwError, GwResponse};
 use crate::wire::{grpc, watch as wline};
 
 /// Largest gRPC WatchResponse accepted (etcd fragments larger ones only when asked to).
@@ -58,6 +58,8 @@ pub struct WatchConfig {
     pub val_size: usize,
     /// how long to wait for outstanding events after the last put
     pub drain: Duration,
+    /// per-put limit: a put not answered within it fails (`timeout`)
+    pub put_timeout: Duration,
     pub net: NetConfig,
     pub h2: H2Config,
     pub format: Format,
@@ -102,17 +104,27 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     vec![0]
 }
 
-/// What the put side measured.
+/// What the put side measured. Every one of the `--put-total` puts is counted in exactly one of
+/// `ok`, `failed` and `not_sent`.
 #[derive(Debug, Default)]
-struct PutOutcome {
+pub struct PutOutcome {
     /// revisions etcd assigned, per key index
-    revisions: Vec<Vec<i64>>,
-    ok: u64,
-    failed: u64,
-    latency: Latencies,
-    errors: HashMap<Failure, u64>,
-    first_sent: Option<Instant>,
-    last_done: Option<Instant>,
+    pub revisions: Vec<Vec<i64>>,
+    /// answered with a revision
+    pub ok: u64,
+    /// due but not answered with a revision: by kind in `errors` (a put that timed out or lost
+    /// its connection may still have been applied by etcd)
+    pub failed: u64,
+    /// never sent: its client stopped first (server unreachable for longer than
+    /// --put-timeout, or Ctrl-C); why in `not_sent_reasons`
+    pub not_sent: u64,
+    /// connections opened during the run to replace broken ones
+    pub reconnects: u64,
+    pub latency: Latencies,
+    pub errors: HashMap<Failure, u64>,
+    pub not_sent_reasons: HashMap<Failure, u64>,
+    pub first_sent: Option<Instant>,
+    pub last_done: Option<Instant>,
 }
 
 /// Per-watch-thread state shared by its stream tasks.
@@ -134,6 +146,48 @@ struct WatchState {
     stopped: Cell<bool>,
     /// h2 DATA frames or HTTP chunk-framing bytes come from the ledgers; this counts messages
     responses: Cell<u64>,
+    /// set once the puts are done: what each watcher must still receive
+    expected: RefCell<Option<Expected>>,
+}
+
+/// Per watcher, the revisions of the acknowledged puts it must see (sorted) and which of them
+/// arrived. The drain waits for these, not for a count of events: an event of a put that failed
+/// (timed out, yet applied by etcd) must not stand in for one that is still on its way.
+struct Expected {
+    revisions: Arc<Vec<Vec<i64>>>,
+    seen: Vec<Vec<bool>>,
+    outstanding: u64,
+}
+
+impl Expected {
+    fn new(revisions: Arc<Vec<Vec<i64>>>, seen_so_far: &[Vec<i64>]) -> Expected {
+        let seen = revisions.iter().map(|r| vec![false; r.len()]).collect();
+        let outstanding = revisions.iter().map(|r| r.len() as u64).sum();
+        let mut e = Expected {
+            revisions,
+            seen,
+            outstanding,
+        };
+        for (w, revs) in seen_so_far.iter().enumerate() {
+            for &rev in revs {
+                e.arrived(w, rev);
+            }
+        }
+        e
+    }
+
+    fn arrived(&mut self, w: usize, revision: i64) {
+        let (Some(revs), Some(seen)) = (self.revisions.get(w), self.seen.get_mut(w)) else {
+            return;
+        };
+        if let Ok(i) = revs.binary_search(&revision)
+            && let Some(s) = seen.get_mut(i)
+            && !*s
+        {
+            *s = true;
+            self.outstanding -= 1;
+        }
+    }
 }
 
 impl WatchState {
@@ -152,6 +206,9 @@ impl WatchState {
     fn event(&self, w: usize, revision: i64, value: &[u8], now: Instant) {
         if let Some(seen) = self.seen.borrow_mut().get_mut(w) {
             seen.push(revision);
+        }
+        if let Some(e) = self.expected.borrow_mut().as_mut() {
+            e.arrived(w, revision);
         }
         if let Some(stamp) = value.get(..STAMP_LEN) {
             let mut b = [0u8; STAMP_LEN];
@@ -187,14 +244,14 @@ impl WatchState {
                 self.created(w, now);
             } else {
                 self.error(Failure::with(
-                    "watch",
+                    FailureKind::Watch,
                     "created response without a create request",
                 ));
             }
         }
         if compact_revision > 0 {
             self.error(Failure::with(
-                "compacted",
+                FailureKind::Compacted,
                 format!("watch {watch_id}: compacted at revision {compact_revision}"),
             ));
         }
@@ -204,19 +261,22 @@ impl WatchState {
             } else {
                 cancel_reason
             };
-            self.error(Failure::with("canceled", why));
+            self.error(Failure::with(FailureKind::Canceled, why));
         }
         let Some(&w) = ids.get(&watch_id) else {
             if !created {
                 for _ in events {
-                    self.error(Failure::with("watch", "event for an unknown watch id"));
+                    self.error(Failure::with(
+                        FailureKind::Watch,
+                        "event for an unknown watch id",
+                    ));
                 }
             }
             return;
         };
         for (delete, revision, value) in events {
             if delete {
-                self.error(Failure::with("watch", "unexpected DELETE event"));
+                self.error(Failure::with(FailureKind::Watch, "unexpected DELETE event"));
             }
             self.event(w, revision, &value, now);
         }
@@ -254,12 +314,20 @@ pub struct WatchReport {
 pub struct PutReport {
     pub proto: &'static str,
     pub clients: usize,
+    /// --put-total: always ok + failed + not_sent
+    pub total: u64,
     pub ok: u64,
     pub failed: u64,
+    pub not_sent: u64,
+    /// connections opened during the run to replace broken ones
+    pub reconnects: u64,
+    pub timeout_ms: f64,
     pub target_rate: Option<f64>,
     pub achieved_rate: f64,
     pub latency_ms: LatencySummary,
     pub errors: Vec<crate::report::ErrorCount>,
+    /// why puts were not sent (`{kind, message, count}`, counts summing to not_sent)
+    pub not_sent_reasons: Vec<crate::report::ErrorCount>,
 }
 
 #[derive(Debug, Serialize)]
@@ -341,7 +409,7 @@ struct WatchOutcome {
 fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> {
     let epoch = Instant::now();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<u64>();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<Arc<Vec<Vec<i64>>>>();
     let wcfg = cfg.clone();
     let watcher = std::thread::Builder::new()
         .name("wirebench-watch".into())
@@ -351,12 +419,12 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
     match ready_rx.recv_timeout(setup_limit) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
-            let _ = done_tx.send(0);
+            let _ = done_tx.send(Arc::default());
             let _ = watcher.join();
             return Err(e);
         }
         Err(_) => {
-            let _ = done_tx.send(0);
+            let _ = done_tx.send(Arc::default());
             let _ = watcher.join();
             return Err(format!(
                 "watches were not all created within {setup_limit:?}"
@@ -371,7 +439,7 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
         .join()
         .map_err(|_| "the put thread panicked (a bug: please report it)".to_string())??;
 
-    // Every watcher should see every put to the keys it watches.
+    // Every watcher should see every acknowledged put to the keys it watches.
     let expected: Vec<Vec<i64>> = (0..cfg.watchers)
         .map(|w| {
             let mut v: Vec<i64> = cfg
@@ -384,7 +452,8 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
         })
         .collect();
     let expected_events: u64 = expected.iter().map(|v| v.len() as u64).sum();
-    let _ = done_tx.send(expected_events);
+    let expected = Arc::new(expected);
+    let _ = done_tx.send(expected.clone());
     let w = watcher
         .join()
         .map_err(|_| "the watch thread panicked (a bug: please report it)".to_string())?;
@@ -474,8 +543,12 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
         puts: PutReport {
             proto: cfg.put_proto.name(),
             clients: cfg.put_clients,
+            total: cfg.put_total,
             ok: puts.ok,
             failed: puts.failed,
+            not_sent: puts.not_sent,
+            reconnects: puts.reconnects,
+            timeout_ms: cfg.put_timeout.as_secs_f64() * 1e3,
             target_rate: cfg.put_rate,
             achieved_rate: if put_span > 0.0 {
                 puts.ok as f64 / put_span
@@ -484,6 +557,7 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
             },
             latency_ms: LatencySummary::of(&puts.latency),
             errors: crate::report::error_counts(&puts.errors),
+            not_sent_reasons: crate::report::error_counts(&puts.not_sent_reasons),
         },
         wire: WatchWire {
             bytes_in: sum(|c| c.bytes_in),
@@ -514,7 +588,7 @@ fn watch_thread(
     proto: Proto,
     epoch: Instant,
     ready: std::sync::mpsc::Sender<Result<(), String>>,
-    done: tokio::sync::oneshot::Receiver<u64>,
+    done: tokio::sync::oneshot::Receiver<Arc<Vec<Vec<i64>>>>,
 ) -> WatchOutcome {
     let st = Rc::new(WatchState {
         epoch,
@@ -531,6 +605,7 @@ fn watch_thread(
         stop: Notify::new(),
         stopped: Cell::new(false),
         responses: Cell::new(0),
+        expected: RefCell::new(None),
     });
     let rt = match runtime() {
         Ok(rt) => rt,
@@ -572,10 +647,13 @@ fn watch_thread(
             return;
         }
         let _ = ready.send(Ok(()));
-        // The puts run now; their total arrives when they are done.
-        let expected = done.await.unwrap_or(0);
+        // The puts run now; the revisions they created arrive when they are done.
+        let expected = done.await.unwrap_or_default();
+        let tracked = Expected::new(expected, &st.seen.borrow());
+        *st.expected.borrow_mut() = Some(tracked);
+        let outstanding = || st.expected.borrow().as_ref().map_or(0, |e| e.outstanding);
         let deadline = tokio::time::Instant::now() + cfg.drain;
-        while st.events.get() < expected && tokio::time::Instant::now() < deadline {
+        while outstanding() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         stop_all(&st, tasks).await;
@@ -715,13 +793,13 @@ async fn grpc_stream(
     req.headers_mut()
         .insert(TE, HeaderValue::from_static("trailers"));
     if let Err(e) = std::future::poll_fn(|cx| send.poll_ready(cx)).await {
-        st.error(Failure::with("h2", e));
+        st.error(Failure::with(FailureKind::H2, e));
         return;
     }
     let (response, mut tx) = match send.send_request(req, false) {
         Ok(r) => r,
         Err(e) => {
-            st.error(Failure::with("h2", e));
+            st.error(Failure::with(FailureKind::H2, e));
             return;
         }
     };
@@ -732,7 +810,7 @@ async fn grpc_stream(
         grpc::encode(&create_request(&cfg, w), &mut frame);
         st.create_sent.borrow_mut()[w] = Some(Instant::now());
         if let Err(e) = tx.send_data(frame.split().freeze(), false) {
-            st.error(Failure::with("h2", e));
+            st.error(Failure::with(FailureKind::H2, e));
             return;
         }
     }
@@ -743,7 +821,7 @@ async fn grpc_stream(
     let response = match response {
         Ok(r) => r,
         Err(e) => {
-            st.error(Failure::with("h2", e));
+            st.error(Failure::with(FailureKind::H2, e));
             return;
         }
     };
@@ -754,7 +832,7 @@ async fn grpc_stream(
             .get("grpc-message")
             .map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned())
             .unwrap_or_else(|| format!("HTTP {}", parts.status));
-        st.error(Failure::with("etcd", status));
+        st.error(Failure::with(FailureKind::Etcd, status));
         return;
     }
     let mut pending: VecDeque<usize> = watchers.iter().copied().collect();
@@ -771,11 +849,14 @@ async fn grpc_stream(
         let chunk = match chunk {
             Some(Ok(c)) => c,
             Some(Err(e)) => {
-                st.error(Failure::with("h2", e));
+                st.error(Failure::with(FailureKind::H2, e));
                 break;
             }
             None => {
-                st.error(Failure::with("watch", "etcd ended the watch stream"));
+                st.error(Failure::with(
+                    FailureKind::Watch,
+                    "etcd ended the watch stream",
+                ));
                 break;
             }
         };
@@ -801,7 +882,7 @@ async fn grpc_stream(
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    st.error(Failure::with("grpc_framing", e));
+                    st.error(Failure::with(FailureKind::GrpcFraming, e));
                     return;
                 }
             }
@@ -839,7 +920,7 @@ async fn http_stream(
     ) {
         Ok(t) => t,
         Err(e) => {
-            st.error(Failure::with("http1", e));
+            st.error(Failure::with(FailureKind::Http1, e));
             return;
         }
     };
@@ -880,7 +961,10 @@ async fn http_stream(
         };
         match n {
             Ok(0) => {
-                st.error(Failure::with("closed", "etcd closed the watch connection"));
+                st.error(Failure::with(
+                    FailureKind::Closed,
+                    "etcd closed the watch connection",
+                ));
                 break;
             }
             Ok(_) => {}
@@ -895,7 +979,7 @@ async fn http_stream(
                     if h.status != 200 || h.body != BodyKind::Chunked {
                         let msg = String::from_utf8_lossy(&rbuf).into_owned();
                         st.error(Failure::with(
-                            "etcd",
+                            FailureKind::Etcd,
                             format!("HTTP {}: {}", h.status, msg.trim()),
                         ));
                         break;
@@ -904,7 +988,7 @@ async fn http_stream(
                 }
                 Ok(None) => continue,
                 Err(e) => {
-                    st.error(Failure::with("http1", e));
+                    st.error(Failure::with(FailureKind::Http1, e));
                     break;
                 }
             }
@@ -912,7 +996,7 @@ async fn http_stream(
         let ended = match chunked.decode(&mut rbuf, &mut lines) {
             Ok(ended) => ended,
             Err(e) => {
-                st.error(Failure::with("http1", e));
+                st.error(Failure::with(FailureKind::Http1, e));
                 break;
             }
         };
@@ -946,19 +1030,22 @@ async fn http_stream(
                         &mut ids,
                     ),
                     Ok(wline::WatchLine::Error { message, .. }) => {
-                        st.error(Failure::with("etcd", message))
+                        st.error(Failure::with(FailureKind::Etcd, message))
                     }
-                    Err(e) => st.error(Failure::with("bad_response", e)),
+                    Err(e) => st.error(Failure::with(FailureKind::BadResponse, e)),
                 },
                 Ok(None) => break,
                 Err(e) => {
-                    st.error(Failure::with("bad_response", e));
+                    st.error(Failure::with(FailureKind::BadResponse, e));
                     break;
                 }
             }
         }
         if ended {
-            st.error(Failure::with("watch", "etcd ended the watch response"));
+            st.error(Failure::with(
+                FailureKind::Watch,
+                "etcd ended the watch response",
+            ));
             break;
         }
     }
@@ -973,7 +1060,7 @@ async fn http_stream(
     st.conns.borrow_mut().push(record(&io));
 }
 
-/// Put request bytes, both forms, for key `k` with a value stamped now.
+/// Writes the send time (ns since the epoch, little endian) into the front of a put value.
 fn stamp(value: &mut [u8], epoch: Instant) {
     let ns = epoch.elapsed().as_nanos() as u64;
     if let Some(s) = value.get_mut(..STAMP_LEN) {
@@ -981,174 +1068,565 @@ fn stamp(value: &mut [u8], epoch: Instant) {
     }
 }
 
+/// Runs the put load alone (no watchers): `--put-total` puts over `--put-proto` to the first
+/// endpoint, as a watch run would send them. Every put ends counted in exactly one of `ok`,
+/// `failed` and `not_sent`. An error is a setup error (a connection or the request template).
+pub fn put_load(cfg: &WatchConfig) -> Result<PutOutcome, String> {
+    put_thread(Arc::new(cfg.clone()), Instant::now())
+}
+
+/// What one put client shares with the others on the put thread.
+struct PutCtx {
+    cfg: Arc<WatchConfig>,
+    epoch: Instant,
+    /// the schedule's origin (open loop), taken once every put connection is open
+    start: tokio::time::Instant,
+    out: RefCell<PutOutcome>,
+}
+
+impl PutCtx {
+    fn note_first(&self, t: Instant) {
+        let mut o = self.out.borrow_mut();
+        if o.first_sent.is_none() {
+            o.first_sent = Some(t);
+        }
+    }
+
+    /// One put that was due ends: answered with a revision, or failed by kind.
+    fn record(&self, k: usize, rev: Result<i64, Failure>, t0: Instant) {
+        let now = Instant::now();
+        let mut o = self.out.borrow_mut();
+        o.last_done = Some(now);
+        match rev {
+            Ok(rev) => {
+                o.ok += 1;
+                o.latency.record(now.duration_since(t0));
+                if let Some(v) = o.revisions.get_mut(k) {
+                    v.push(rev);
+                }
+            }
+            Err(f) => {
+                o.failed += 1;
+                *o.errors.entry(f).or_insert(0) += 1;
+            }
+        }
+    }
+
+    /// A client stops at put `idx`: that one and the rest of its share are not sent.
+    fn not_sent(&self, idx: u64, why: Failure) {
+        let n = remaining(idx, self.cfg.put_clients as u64, self.cfg.put_total);
+        if n > 0 {
+            let mut o = self.out.borrow_mut();
+            o.not_sent += n;
+            *o.not_sent_reasons.entry(why).or_insert(0) += n;
+        }
+    }
+
+    fn reconnected(&self) {
+        self.out.borrow_mut().reconnects += 1;
+    }
+
+    /// Open-loop pacing: put `idx` is due at start + idx / rate.
+    async fn pace(&self, idx: u64) {
+        if let Some(rate) = self.cfg.put_rate {
+            let due = self.start + Duration::from_secs_f64(idx as f64 / rate);
+            tokio::time::sleep_until(due).await;
+        }
+    }
+
+    /// Why the clients stop early when Ctrl-C was pressed.
+    fn interrupted(&self) -> Option<Failure> {
+        crate::engine::INTERRUPTED
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .then(|| Failure::with(FailureKind::Interrupted, "Ctrl-C"))
+    }
+
+    fn timed_out(&self) -> Failure {
+        Failure::with(
+            FailureKind::Timeout,
+            format!("no response within {:?}", self.cfg.put_timeout),
+        )
+    }
+
+    fn gave_up(&self) -> Failure {
+        Failure::with(
+            FailureKind::Connect,
+            format!(
+                "gave up: server unreachable for longer than --put-timeout ({:?})",
+                self.cfg.put_timeout
+            ),
+        )
+    }
+}
+
+/// Puts of a client's share at or after `idx`: idx, idx + step, ... below total.
+fn remaining(idx: u64, step: u64, total: u64) -> u64 {
+    if idx >= total {
+        0
+    } else {
+        (total - idx).div_ceil(step.max(1))
+    }
+}
+
+/// Reconnect pacing of one put connection: capped exponential backoff, and when to give up.
+#[derive(Debug)]
+struct Backoff {
+    delay: Duration,
+    /// start of the first failed connect attempt since the last success
+    down_since: Option<Instant>,
+}
+
+impl Backoff {
+    fn new() -> Self {
+        Backoff {
+            delay: crate::engine::BACKOFF_MIN,
+            down_since: None,
+        }
+    }
+
+    fn ok(&mut self) {
+        *self = Backoff::new();
+    }
+
+    /// After a connect attempt that started at `tried` failed: `None` when the server has been
+    /// unreachable for `limit` or longer (give up), else the delay before the next attempt.
+    fn failed(&mut self, tried: Instant, limit: Duration) -> Option<Duration> {
+        let since = *self.down_since.get_or_insert(tried);
+        if since.elapsed() >= limit {
+            return None;
+        }
+        let delay = self.delay;
+        self.delay = (self.delay * 2).min(crate::engine::BACKOFF_MAX);
+        Some(delay)
+    }
+
+    /// Whether the server has been unreachable for `limit` or longer.
+    fn expired(&self, limit: Duration) -> bool {
+        self.down_since.is_some_and(|s| s.elapsed() >= limit)
+    }
+}
+
 fn put_thread(cfg: Arc<WatchConfig>, epoch: Instant) -> Result<PutOutcome, String> {
     let rt = runtime()?;
     let local = tokio::task::LocalSet::new();
-    let out = Rc::new(RefCell::new(PutOutcome {
-        revisions: vec![Vec::new(); cfg.watched_keys],
-        ..Default::default()
-    }));
-    let result: Result<(), String> = local.block_on(&rt, async {
-        let start = tokio::time::Instant::now();
-        let mut tasks = Vec::new();
-        match cfg.put_proto {
+    let ctx = local.block_on(&rt, async {
+        let ep = cfg.endpoints[0].clone();
+        // Setup: everything that can fail is done before the first put is sent.
+        let setup = match cfg.put_proto {
             Proto::Grpc => {
-                let ep = &cfg.endpoints[0];
-                let conn = Rc::new(
-                    GrpcConn::connect(ep.addr, &ep.host, 0, &cfg.net, &cfg.h2)
-                        .await
-                        .map_err(|e| format!("put connection to {}: {e}", ep.addr))?,
-                );
                 let uri: Uri = format!("http://{}/etcdserverpb.KV/Put", ep.authority)
                     .parse()
-                    .map_err(|e| format!("{e}"))?;
-                let call = Rc::new(Call::new(uri, Vec::new(), "etcd"));
-                for c in 0..cfg.put_clients {
-                    let (cfg, out, conn, call) =
-                        (cfg.clone(), out.clone(), conn.clone(), call.clone());
-                    tasks.push(tokio::task::spawn_local(async move {
-                        let mut send = conn.handle();
-                        let ledger = conn.ledger().clone();
-                        let mut rx = BytesMut::new();
-                        let mut value = vec![0u8; cfg.val_size];
-                        let mut idx = c as u64;
-                        while idx < cfg.put_total {
-                            pace(&cfg, start, idx).await;
-                            let k = (idx % cfg.watched_keys as u64) as usize;
-                            stamp(&mut value, epoch);
-                            let mut frame = BytesMut::new();
-                            grpc::encode(
-                                &crate::proto::etcd::PutRequest {
-                                    key: cfg.key(k).into(),
-                                    value: Bytes::copy_from_slice(&value),
-                                    ..Default::default()
-                                },
-                                &mut frame,
-                            );
-                            let t0 = Instant::now();
-                            note_first(&out, t0);
-                            let r =
-                                unary(&mut send, &ledger, &call, frame.freeze(), &mut rx, 4 << 20)
-                                    .await;
-                            let rev = match r {
-                                Ok(msg) => PutResponse::decode(msg)
-                                    .ok()
-                                    .and_then(|p| p.header)
-                                    .map(|h| h.revision)
-                                    .ok_or_else(|| {
-                                        Failure::with("bad_response", "PutResponse without header")
-                                    }),
-                                Err(e) => Err(e.failure),
-                            };
-                            record_put(&out, k, rev, t0);
-                            idx += cfg.put_clients as u64;
-                        }
-                    }));
-                }
+                    .map_err(|e| format!("put request path for {}: {e}", ep.authority))?;
+                let call = Call::new(uri, Vec::new(), FailureKind::Etcd);
+                let conn = GrpcConn::connect(ep.addr, &ep.host, 0, &cfg.net, &cfg.h2)
+                    .await
+                    .map_err(|e| format!("put connection to {}: {e}", ep.addr))?;
+                PutSetup::Grpc(Rc::new(GrpcPutConn::new(ep, conn)), Rc::new(call))
             }
             Proto::Http => {
-                for c in 0..cfg.put_clients {
-                    let ep = cfg.endpoints[0].clone();
-                    let mut conn =
-                        HttpConn::connect(ep.addr, &ep.host, 0, &cfg.net, 1 << 20, Layers::Off)
+                let template = RequestTemplate::new(
+                    "POST",
+                    "/v3/kv/put",
+                    &ep.authority,
+                    &[("Content-Type", "application/json")],
+                )
+                .map_err(|e| format!("put request for {}: {e}", ep.authority))?;
+                let mut conns = Vec::with_capacity(cfg.put_clients);
+                for _ in 0..cfg.put_clients {
+                    conns.push(
+                        connect_http(&cfg, &ep)
                             .await
-                            .map_err(|e| format!("put connection to {}: {e}", ep.addr))?;
-                    let (cfg, out) = (cfg.clone(), out.clone());
-                    tasks.push(tokio::task::spawn_local(async move {
-                        let template = match RequestTemplate::new(
-                            "POST",
-                            "/v3/kv/put",
-                            &ep.authority,
-                            &[("Content-Type", "application/json")],
-                        ) {
-                            Ok(t) => t,
-                            Err(_) => return,
-                        };
-                        let mut value = vec![0u8; cfg.val_size];
-                        let (mut body, mut wbuf) = (BytesMut::new(), BytesMut::new());
-                        let mut idx = c as u64;
-                        while idx < cfg.put_total {
-                            pace(&cfg, start, idx).await;
-                            let k = (idx % cfg.watched_keys as u64) as usize;
-                            stamp(&mut value, epoch);
-                            body.clear();
-                            body.put_slice(br#"{"key":""#);
-                            json::put_base64(&cfg.key(k), &mut body);
-                            body.put_slice(br#"","value":""#);
-                            json::put_base64(&value, &mut body);
-                            body.put_slice(br#""}"#);
-                            wbuf.clear();
-                            let head = template.encode(&body, &mut wbuf);
-                            let t0 = Instant::now();
-                            note_first(&out, t0);
-                            let rev = match conn.round_trip(&wbuf, head).await {
-                                Ok(resp) if resp.status == 200 => serde_json::from_slice::<
-                                    GwResponse,
-                                >(
-                                    resp.body
-                                )
-                                .ok()
-                                .and_then(|r| r.header)
-                                .and_then(|h| h.revision.and_then(|s| s.parse::<i64>().ok()))
-                                .ok_or_else(|| Failure::with("bad_response", "no header.revision")),
-                                Ok(resp) => Err(Failure::with(
-                                    "http_status",
-                                    format!("HTTP {}", resp.status),
-                                )),
-                                Err(f) => Err(f),
-                            };
-                            record_put(&out, k, rev, t0);
-                            if !conn.reusable() {
-                                break;
-                            }
-                            idx += cfg.put_clients as u64;
-                        }
-                    }));
+                            .map_err(|e| format!("put connection to {}: {e}", ep.addr))?,
+                    );
+                }
+                PutSetup::Http(ep, Rc::new(template), conns)
+            }
+        };
+        let ctx = Rc::new(PutCtx {
+            cfg: cfg.clone(),
+            epoch,
+            start: tokio::time::Instant::now(),
+            out: RefCell::new(PutOutcome {
+                revisions: vec![Vec::new(); cfg.watched_keys],
+                ..Default::default()
+            }),
+        });
+        let mut tasks = Vec::with_capacity(cfg.put_clients);
+        match setup {
+            PutSetup::Grpc(conn, call) => {
+                for c in 0..cfg.put_clients {
+                    tasks.push(tokio::task::spawn_local(grpc_put_client(
+                        ctx.clone(),
+                        conn.clone(),
+                        call.clone(),
+                        c,
+                    )));
+                }
+            }
+            PutSetup::Http(ep, template, conns) => {
+                for (c, conn) in conns.into_iter().enumerate() {
+                    tasks.push(tokio::task::spawn_local(http_put_client(
+                        ctx.clone(),
+                        ep.clone(),
+                        template.clone(),
+                        c,
+                        conn,
+                    )));
                 }
             }
         }
         for t in tasks {
-            let _ = t.await;
+            t.await
+                .map_err(|_| "a put client panicked (a bug: please report it)".to_string())?;
         }
-        Ok(())
-    });
-    result?;
-    Rc::try_unwrap(out)
-        .map(RefCell::into_inner)
-        .map_err(|_| "put tasks still hold the outcome".to_string())
-}
-
-/// Open-loop pacing: put `idx` is due at start + idx / rate.
-async fn pace(cfg: &WatchConfig, start: tokio::time::Instant, idx: u64) {
-    if let Some(rate) = cfg.put_rate {
-        let due = start + Duration::from_secs_f64(idx as f64 / rate);
-        tokio::time::sleep_until(due).await;
+        Ok::<_, String>(ctx)
+    })?;
+    let out = Rc::try_unwrap(ctx)
+        .map(|c| c.out.into_inner())
+        .map_err(|_| "put tasks still hold the outcome (a bug: please report it)".to_string())?;
+    let counted = out.ok + out.failed + out.not_sent;
+    if counted != cfg.put_total {
+        return Err(format!(
+            "put accounting: {} ok + {} failed + {} not sent != {} puts (a bug: please report it)",
+            out.ok, out.failed, out.not_sent, cfg.put_total
+        ));
     }
+    Ok(out)
 }
 
-fn note_first(out: &RefCell<PutOutcome>, t: Instant) {
-    let mut o = out.borrow_mut();
-    if o.first_sent.is_none() {
-        o.first_sent = Some(t);
+/// Put connections opened before the first put.
+enum PutSetup {
+    Grpc(Rc<GrpcPutConn>, Rc<Call>),
+    Http(Endpoint, Rc<RequestTemplate>, Vec<HttpConn>),
+}
+
+async fn connect_http(cfg: &WatchConfig, ep: &Endpoint) -> std::io::Result<HttpConn> {
+    HttpConn::connect(ep.addr, &ep.host, 0, &cfg.net, 1 << 20, Layers::Off).await
+}
+
+/// The gateway's answer to one put: its revision, or why not.
+fn judge_http_put(status: u16, body: &[u8]) -> Result<i64, Failure> {
+    if status != 200 {
+        return Err(match serde_json::from_slice::<GwError>(body) {
+            Ok(e) => Failure::with(FailureKind::Etcd, e.text()),
+            Err(_) => Failure::with(FailureKind::HttpStatus, format!("HTTP {status}")),
+        });
     }
+    let r: GwResponse =
+        serde_json::from_slice(body).map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
+    r.header
+        .and_then(|h| h.revision)
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| Failure::with(FailureKind::BadResponse, "no header.revision in response"))
 }
 
-fn record_put(out: &RefCell<PutOutcome>, k: usize, rev: Result<i64, Failure>, t0: Instant) {
-    let now = Instant::now();
-    let mut o = out.borrow_mut();
-    o.last_done = Some(now);
-    match rev {
-        Ok(rev) => {
-            o.ok += 1;
-            o.latency.record(now.duration_since(t0));
-            if let Some(v) = o.revisions.get_mut(k) {
-                v.push(rev);
+/// One HTTP/1.1 put client: puts c, c + clients, ... on its own keepalive connection, replaced
+/// whenever it cannot carry the next put (`Connection: close`, a failed round trip, a timeout).
+async fn http_put_client(
+    ctx: Rc<PutCtx>,
+    ep: Endpoint,
+    template: Rc<RequestTemplate>,
+    c: usize,
+    conn: HttpConn,
+) {
+    let cfg = ctx.cfg.clone();
+    let step = cfg.put_clients as u64;
+    let mut conn = Some(conn);
+    let mut backoff = Backoff::new();
+    let mut value = vec![0u8; cfg.val_size];
+    let (mut body, mut wbuf) = (BytesMut::new(), BytesMut::new());
+    let mut idx = c as u64;
+    while idx < cfg.put_total {
+        if let Some(why) = ctx.interrupted() {
+            ctx.not_sent(idx, why);
+            break;
+        }
+        ctx.pace(idx).await;
+        let k = (idx % cfg.watched_keys as u64) as usize;
+        let live = match &mut conn {
+            Some(live) => live,
+            None => {
+                let tried = Instant::now();
+                match connect_http(&cfg, &ep).await {
+                    Ok(fresh) => {
+                        backoff.ok();
+                        ctx.reconnected();
+                        conn.insert(fresh)
+                    }
+                    Err(e) => {
+                        // This put was due and found no connection.
+                        let f = Failure::with(
+                            FailureKind::Connect,
+                            format!("connect to {}: {e}", ep.addr),
+                        );
+                        ctx.record(k, Err(f), tried);
+                        idx += step;
+                        match backoff.failed(tried, cfg.put_timeout) {
+                            Some(delay) => tokio::time::sleep(delay).await,
+                            None => {
+                                ctx.not_sent(idx, ctx.gave_up());
+                                break;
+                            }
+                        }
+                        continue;
+                    }
+                }
             }
+        };
+        stamp(&mut value, ctx.epoch);
+        body.clear();
+        body.put_slice(br#"{"key":""#);
+        json::put_base64(&cfg.key(k), &mut body);
+        body.put_slice(br#"","value":""#);
+        json::put_base64(&value, &mut body);
+        body.put_slice(br#""}"#);
+        wbuf.clear();
+        let head = template.encode(&body, &mut wbuf);
+        let t0 = Instant::now();
+        ctx.note_first(t0);
+        let (rev, keep) =
+            match tokio::time::timeout(cfg.put_timeout, live.round_trip(&wbuf, head)).await {
+                // The answer may still come: the connection's framing is unknown now.
+                Err(_) => (Err(ctx.timed_out()), false),
+                // Closed, broken or malformed mid-response: the same (a failed write does not
+                // even clear `reusable`).
+                Ok(Err(f)) => (Err(f), false),
+                Ok(Ok(resp)) => {
+                    let rev = judge_http_put(resp.status, resp.body);
+                    (rev, live.reusable())
+                }
+            };
+        ctx.record(k, rev, t0);
+        if !keep {
+            conn = None;
         }
-        Err(f) => {
-            o.failed += 1;
-            *o.errors.entry(f).or_insert(0) += 1;
+        idx += step;
+    }
+}
+
+/// The gRPC put connection every put client shares as concurrent h2 streams. When it breaks,
+/// the first client to notice opens the replacement and the others wait for that one attempt.
+struct GrpcPutConn {
+    ep: Endpoint,
+    conn: RefCell<Option<GrpcConn>>,
+    /// bumped on every new connection, so a client notices its cached handle is stale
+    generation: Cell<u64>,
+    connecting: Cell<bool>,
+    /// finished reconnect attempts, and the failure of the last one when it failed
+    attempts: Cell<u64>,
+    last_failure: RefCell<Option<Failure>>,
+    attempt_done: Notify,
+    backoff: RefCell<Backoff>,
+    /// no reconnect attempt before this (the backoff after a failed one)
+    retry_at: Cell<Option<Instant>>,
+}
+
+/// A client's handle to the shared connection's current generation.
+struct PutHandle {
+    generation: u64,
+    send: h2::client::SendRequest<Bytes>,
+    ledger: Rc<crate::net::Ledger>,
+}
+
+/// Why a put found no connection to go on.
+enum Unavailable {
+    /// the reconnect attempt it waited for failed: this put fails (`connect`)
+    Failed(Failure),
+    /// the server has been unreachable for longer than --put-timeout: stop sending
+    GaveUp,
+}
+
+impl GrpcPutConn {
+    fn new(ep: Endpoint, conn: GrpcConn) -> Self {
+        GrpcPutConn {
+            ep,
+            conn: RefCell::new(Some(conn)),
+            generation: Cell::new(1),
+            connecting: Cell::new(false),
+            attempts: Cell::new(0),
+            last_failure: RefCell::new(None),
+            attempt_done: Notify::new(),
+            backoff: RefCell::new(Backoff::new()),
+            retry_at: Cell::new(None),
         }
+    }
+
+    /// A handle on a live connection, reconnecting (once for all clients) if it broke.
+    async fn acquire<'h>(
+        &self,
+        ctx: &PutCtx,
+        handle: &'h mut Option<PutHandle>,
+    ) -> Result<&'h mut PutHandle, Unavailable> {
+        let fresh = self.live(ctx, handle.as_ref()).await?;
+        if let Some(fresh) = fresh {
+            return Ok(handle.insert(fresh));
+        }
+        // `live` returns no fresh handle only when the cached one is current.
+        handle
+            .as_mut()
+            .ok_or_else(|| Unavailable::Failed(Failure::new(FailureKind::Connect)))
+    }
+
+    /// Waits for a live connection; a new handle when `cached` is missing or stale.
+    async fn live(
+        &self,
+        ctx: &PutCtx,
+        cached: Option<&PutHandle>,
+    ) -> Result<Option<PutHandle>, Unavailable> {
+        let cached = cached.map(|h| h.generation);
+        loop {
+            if let Some(c) = self.conn.borrow().as_ref()
+                && !c.is_dead()
+            {
+                let generation = self.generation.get();
+                return Ok((cached != Some(generation)).then(|| PutHandle {
+                    generation,
+                    send: c.handle(),
+                    ledger: c.ledger().clone(),
+                }));
+            }
+            if self.connecting.get() {
+                let before = self.attempts.get();
+                self.attempt_done.notified().await;
+                if self.attempts.get() != before
+                    && let Some(f) = self.last_failure.borrow().clone()
+                {
+                    return Err(Unavailable::Failed(f));
+                }
+                continue;
+            }
+            if self.backoff.borrow().expired(ctx.cfg.put_timeout) {
+                return Err(Unavailable::GaveUp);
+            }
+            if let Some(at) = self.retry_at.get()
+                && Instant::now() < at
+            {
+                tokio::time::sleep_until(at.into()).await;
+                continue;
+            }
+            self.reconnect(ctx).await?;
+        }
+    }
+
+    /// One reconnect attempt; the clients waiting meanwhile share its outcome.
+    async fn reconnect(&self, ctx: &PutCtx) -> Result<(), Unavailable> {
+        self.connecting.set(true);
+        // The broken connection goes; its driver ends with it.
+        drop(self.conn.borrow_mut().take());
+        let tried = Instant::now();
+        let result =
+            GrpcConn::connect(self.ep.addr, &self.ep.host, 0, &ctx.cfg.net, &ctx.cfg.h2).await;
+        self.connecting.set(false);
+        self.attempts.set(self.attempts.get() + 1);
+        let outcome = match result {
+            Ok(conn) => {
+                *self.conn.borrow_mut() = Some(conn);
+                self.generation.set(self.generation.get() + 1);
+                self.backoff.borrow_mut().ok();
+                self.retry_at.set(None);
+                *self.last_failure.borrow_mut() = None;
+                ctx.reconnected();
+                Ok(())
+            }
+            Err(e) => {
+                let f = Failure::with(
+                    FailureKind::Connect,
+                    format!("connect to {}: {e}", self.ep.addr),
+                );
+                // After the give-up point the next caller stops at once; before it, it waits.
+                let delay = self
+                    .backoff
+                    .borrow_mut()
+                    .failed(tried, ctx.cfg.put_timeout)
+                    .unwrap_or_default();
+                self.retry_at.set(Some(Instant::now() + delay));
+                *self.last_failure.borrow_mut() = Some(f.clone());
+                Err(Unavailable::Failed(f))
+            }
+        };
+        self.attempt_done.notify_waiters();
+        outcome
+    }
+
+    fn mark_dead(&self, generation: u64) {
+        if self.generation.get() == generation
+            && let Some(c) = self.conn.borrow().as_ref()
+        {
+            c.mark_dead();
+        }
+    }
+}
+
+/// One gRPC put client: puts c, c + clients, ... as unary calls on the shared connection.
+async fn grpc_put_client(ctx: Rc<PutCtx>, conn: Rc<GrpcPutConn>, call: Rc<Call>, c: usize) {
+    let cfg = ctx.cfg.clone();
+    let step = cfg.put_clients as u64;
+    let mut handle: Option<PutHandle> = None;
+    let mut rx = BytesMut::new();
+    let mut frame = BytesMut::new();
+    let mut value = vec![0u8; cfg.val_size];
+    let mut idx = c as u64;
+    while idx < cfg.put_total {
+        if let Some(why) = ctx.interrupted() {
+            ctx.not_sent(idx, why);
+            break;
+        }
+        ctx.pace(idx).await;
+        let k = (idx % cfg.watched_keys as u64) as usize;
+        let asked = Instant::now();
+        let h = match conn.acquire(&ctx, &mut handle).await {
+            Ok(h) => h,
+            Err(Unavailable::Failed(f)) => {
+                ctx.record(k, Err(f), asked);
+                idx += step;
+                continue;
+            }
+            Err(Unavailable::GaveUp) => {
+                ctx.not_sent(idx, ctx.gave_up());
+                break;
+            }
+        };
+        stamp(&mut value, ctx.epoch);
+        frame.clear();
+        grpc::encode(
+            &crate::proto::etcd::PutRequest {
+                key: cfg.key(k).into(),
+                value: Bytes::copy_from_slice(&value),
+                ..Default::default()
+            },
+            &mut frame,
+        );
+        let t0 = Instant::now();
+        ctx.note_first(t0);
+        let generation = h.generation;
+        let call = unary(
+            &mut h.send,
+            &h.ledger,
+            &call,
+            frame.split().freeze(),
+            &mut rx,
+            cfg.h2.max_recv_message,
+        );
+        // On timeout, dropping the call resets its stream (RST_STREAM CANCEL); the connection
+        // itself lives on.
+        let rev = match tokio::time::timeout(cfg.put_timeout, call).await {
+            Err(_) => Err(ctx.timed_out()),
+            Ok(Err(e)) => {
+                if e.conn_broken {
+                    conn.mark_dead(generation);
+                }
+                Err(e.failure)
+            }
+            Ok(Ok(msg)) => PutResponse::decode(msg)
+                .ok()
+                .and_then(|p| p.header)
+                .map(|h| h.revision)
+                .ok_or_else(|| {
+                    Failure::with(FailureKind::BadResponse, "PutResponse without header")
+                }),
+        };
+        ctx.record(k, rev, t0);
+        idx += step;
     }
 }
 
@@ -1221,9 +1699,29 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "Puts: {} ok, {} failed, {:.1}/s achieved; latency p50 {:.3} ms, p99 {:.3} ms",
-            p.ok, p.failed, p.achieved_rate, p.latency_ms.p50, p.latency_ms.p99
+            "Puts: {} ok, {} failed, {} not sent (of {}); {:.1}/s achieved; latency p50 {:.3} ms, p99 {:.3} ms",
+            p.ok,
+            p.failed,
+            p.not_sent,
+            p.total,
+            p.achieved_rate,
+            p.latency_ms.p50,
+            p.latency_ms.p99
         );
+        let _ = writeln!(
+            out,
+            "  per-put timeout {:.0} ms, {} reconnects",
+            p.timeout_ms, p.reconnects
+        );
+        for e in &p.not_sent_reasons {
+            let _ = writeln!(
+                out,
+                "  not sent [{}]\t{}: {}",
+                e.count,
+                e.kind,
+                e.message.as_deref().unwrap_or("")
+            );
+        }
         let w = &r.wire;
         let _ = writeln!(out);
         let _ = writeln!(out, "Wire (watch connections, per event received):");
@@ -1284,6 +1782,87 @@ mod tests {
         assert_eq!(prefix_end(b"a/"), b"a0".to_vec());
         assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
         assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+    }
+
+    #[test]
+    fn client_shares_cover_every_put_once() {
+        for (total, clients) in [(300u64, 4u64), (7, 3), (2, 5), (1, 1), (20, 2)] {
+            let all: u64 = (0..clients).map(|c| remaining(c, clients, total)).sum();
+            assert_eq!(all, total, "total={total} clients={clients}");
+        }
+        // from the middle of a share: idx, idx + step, ... below total
+        assert_eq!(remaining(5, 4, 300), 74);
+        assert_eq!(remaining(299, 4, 300), 1);
+        assert_eq!(remaining(300, 4, 300), 0);
+        assert_eq!(remaining(400, 4, 300), 0);
+    }
+
+    #[test]
+    fn gateway_put_answers_are_judged_by_kind() {
+        assert_eq!(
+            judge_http_put(200, br#"{"header":{"revision":"42"}}"#),
+            Ok(42)
+        );
+        let kind = |status, body: &[u8]| judge_http_put(status, body).map_err(|f| f.kind);
+        assert_eq!(
+            kind(200, br#"{"header":{}}"#),
+            Err(FailureKind::BadResponse)
+        );
+        assert_eq!(kind(200, b"not json"), Err(FailureKind::BadResponse));
+        assert_eq!(
+            kind(
+                400,
+                br#"{"error":"etcdserver: request is too large","code":3}"#
+            ),
+            Err(FailureKind::Etcd)
+        );
+        assert_eq!(kind(502, b"Bad Gateway"), Err(FailureKind::HttpStatus));
+    }
+
+    #[test]
+    fn only_expected_revisions_count_toward_the_drain() {
+        // watcher 0 expects 10, 11, 12; it already saw 10 and an unexpected 99
+        let revisions = Arc::new(vec![vec![10, 11, 12], vec![]]);
+        let mut e = Expected::new(revisions, &[vec![10, 99], vec![]]);
+        assert_eq!(e.outstanding, 2);
+        // an unexpected event (a timed-out put etcd applied) is no stand-in for 11 or 12
+        e.arrived(0, 98);
+        e.arrived(1, 11);
+        // a duplicate counts once
+        e.arrived(0, 10);
+        assert_eq!(e.outstanding, 2);
+        e.arrived(0, 12);
+        e.arrived(0, 11);
+        assert_eq!(e.outstanding, 0);
+        e.arrived(0, 11);
+        e.arrived(7, 11);
+        assert_eq!(e.outstanding, 0);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap_and_gives_up_after_the_limit() {
+        let limit = Duration::from_secs(60);
+        let mut b = Backoff::new();
+        let mut delays = Vec::new();
+        for _ in 0..9 {
+            delays.push(b.failed(Instant::now(), limit).expect("within the limit"));
+        }
+        assert_eq!(delays[0], crate::engine::BACKOFF_MIN);
+        assert_eq!(delays[1], crate::engine::BACKOFF_MIN * 2);
+        assert_eq!(*delays.last().unwrap(), crate::engine::BACKOFF_MAX);
+        assert!(!b.expired(limit));
+        // down since the first failure: a later failure past the limit gives up
+        let mut b = Backoff::new();
+        let long_ago = Instant::now() - Duration::from_millis(500);
+        let short = Duration::from_millis(300);
+        assert_eq!(b.failed(long_ago, short), None);
+        assert!(b.expired(short));
+        b.ok();
+        assert!(!b.expired(short));
+        assert_eq!(
+            b.failed(Instant::now(), short),
+            Some(crate::engine::BACKOFF_MIN)
+        );
     }
 
     #[test]

@@ -240,6 +240,14 @@ fn a_revoked_token_is_replaced_mid_run() {
         let r = proto_run(&report, proto);
         assert!(u64_at(r, "/summary/reauthenticated") >= 1, "{proto}: {r:#}");
         assert!(u64_at(r, "/summary/ok") > 0, "{proto}: {r:#}");
+        // a request sent again after re-authenticating is one measured request, written once
+        // as far as the per-request denominator goes (its second write is in the wire figures)
+        assert_eq!(
+            u64_at(r, "/summary/written"),
+            u64_at(r, "/summary/count"),
+            "{proto}: {}",
+            r["summary"]
+        );
         // Requests in the short window while auth was off fail as etcd says; nothing else.
         for e in r["error_distribution"].as_array().unwrap() {
             let kind = e["kind"].as_str().unwrap();
@@ -249,4 +257,112 @@ fn a_revoked_token_is_replaced_mid_run() {
             );
         }
     }
+}
+
+/// Reads one HTTP/1.1 request (head and Content-Length body); its path, or None at EOF.
+fn read_request(s: &mut TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).to_string();
+    let len: usize = head
+        .to_ascii_lowercase()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("content-length:")
+                .map(|v| v.trim().to_string())
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).ok()?;
+    head.split(' ').nth(1).map(str::to_string)
+}
+
+/// A gateway that hands out one token, rejects every put with "invalid auth token", and never
+/// answers a second authentication: the re-authentication has to give up by itself.
+#[test]
+fn re_authentication_is_bounded_by_the_timeout() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static AUTHS: AtomicUsize = AtomicUsize::new(0);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { break };
+            std::thread::spawn(move || {
+                while let Some(path) = read_request(&mut s) {
+                    let (status, body) = if path == "/v3/auth/authenticate" {
+                        if AUTHS.fetch_add(1, Ordering::SeqCst) > 0 {
+                            // hold the connection, answer nothing
+                            while read_request(&mut s).is_some() {}
+                            return;
+                        }
+                        (200, r#"{"header":{},"token":"t1"}"#.to_string())
+                    } else {
+                        let e = "etcdserver: invalid auth token";
+                        (
+                            401,
+                            json!({"error": e, "message": e, "code": 16}).to_string(),
+                        )
+                    };
+                    let resp = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if s.write_all(resp.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let run = run_bounded(
+        &[
+            "etcd",
+            "put",
+            "--endpoints",
+            &url,
+            "--proto",
+            "http",
+            "--user",
+            "root:pw",
+            "-n",
+            "2",
+            "-c",
+            "1",
+            "--timeout",
+            "1s",
+            "--format",
+            "json",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.elapsed < Duration::from_secs(6), "{:?}", run.elapsed);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let r = proto_run(&report, "http");
+    assert_eq!(u64_at(r, "/summary/failed"), 2, "{r:#}");
+    let kinds: Vec<(&str, &str)> = r["error_distribution"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap(),
+                e["message"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(
+        kinds
+            .iter()
+            .any(|(k, m)| *k == "timeout" && m.contains("re-authentication")),
+        "{kinds:?}"
+    );
 }

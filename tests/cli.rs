@@ -61,6 +61,8 @@ fn bad_flags_exit_2_with_one_error_line() {
         &["etcd", "watch", "--put-rate", "0"],
         &["etcd", "watch", "--put-total", "0"],
         &["etcd", "watch", "--watched-keys", "0"],
+        &["etcd", "watch", "--put-timeout", "0s"],
+        &["etcd", "watch", "--put-timeout", "soon"],
         &["etcd", "put", "--rate", "0"],
         &["etcd", "put", "--rate", "-5"],
         &["etcd", "put", "--rate", "fast"],
@@ -113,6 +115,43 @@ fn bad_flags_exit_2_with_one_error_line() {
         assert_eq!(run.code, Some(2), "{what}: {run:?}");
         assert_one_error_line(&run, &what);
     }
+}
+
+#[test]
+fn watch_put_timeout_must_be_positive() {
+    let dead = format!("http://127.0.0.1:{}", unused_port());
+    for value in ["0s", "0ms"] {
+        let args = [
+            "etcd",
+            "watch",
+            "--put-timeout",
+            value,
+            "--endpoints",
+            &dead,
+        ];
+        let what = format!("wirebench {}", args.join(" "));
+        let run = run_bounded(&args, LIMIT);
+        assert_eq!(run.code, Some(2), "{what}: {run:?}");
+        assert_one_error_line(&run, &what);
+        assert_eq!(
+            run.stderr.trim_end(),
+            "error: --put-timeout must be positive",
+            "{what}"
+        );
+    }
+    // A positive one passes validation: the run then fails to connect (exit 1), not on flags.
+    let args = [
+        "etcd",
+        "watch",
+        "--put-timeout",
+        "300ms",
+        "--endpoints",
+        &dead,
+        "--connect-timeout",
+        "1s",
+    ];
+    let run = run_bounded(&args, LIMIT);
+    assert_eq!(run.code, Some(1), "{run:?}");
 }
 
 #[test]

@@ -54,21 +54,39 @@ fn epoch_nanos(ts: &str) -> i128 {
 
 #[test]
 fn echo_runs_both_protocols_against_the_builtin_server() {
-    let report = run_json(&["echo", "-n", "2000", "-c", "4"]);
+    let args = ["echo", "-n", "20000", "-c", "4", "--format", "json"];
+    let out = run_bounded(&args, support::RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).expect("a JSON report");
+    let mut in_window = Duration::ZERO;
     for proto in ["http", "grpc"] {
         let run = proto_run(&report, proto);
-        assert_eq!(u64_at(run, "/summary/ok"), 2000, "{proto}");
+        assert_eq!(u64_at(run, "/summary/ok"), 20_000, "{proto}");
         assert_eq!(u64_at(run, "/summary/failed"), 0, "{proto}");
         assert_eq!(run["sample_response"]["body"], "Hello, world!", "{proto}");
-        assert!(
-            f64_at(run, "/wire/server_cpu_us_per_request") > 0.0,
+        // every measured request was written: the window's denominator
+        assert_eq!(u64_at(run, "/cost/requests"), 20_000, "{proto}");
+        let client =
+            u64_at(run, "/cost/client_cpu_user_us") + u64_at(run, "/cost/client_cpu_sys_us");
+        let server = u64_at(run, "/cost/server_cpu_ns") / 1000;
+        assert_eq!(
+            f64_at(run, "/cost/client_cpu_us_per_request"),
+            client as f64 / 20_000.0,
             "{proto}"
         );
-        assert!(
-            f64_at(run, "/wire/client_cpu_us_per_request") > 0.0,
-            "{proto}"
-        );
+        in_window += Duration::from_micros(client + server);
     }
+    // Client and in-process server CPU over both windows are part of the process's CPU as the
+    // kernel accounted it at exit (wait4), and most of it: the rest is setup, close, printing.
+    let process = out.cpu.expect("the child's rusage");
+    assert!(
+        in_window <= process + Duration::from_millis(20),
+        "client + server CPU in the windows {in_window:?} > the process's {process:?}"
+    );
+    assert!(
+        in_window * 2 >= process,
+        "client + server CPU in the windows {in_window:?} is not most of the process's {process:?}"
+    );
     assert!(report["ratios"]["server_cpu_us_per_request"].is_number());
     // HTTP/1.1: one connection per client; gRPC: the default single connection.
     assert_eq!(
@@ -211,4 +229,77 @@ fn connections_closed_by_age_lose_no_request() {
         run["error_distribution"]
     );
     assert!(u64_at(run, "/wire/reconnects") >= 4, "{run:#}");
+}
+
+#[test]
+fn compare_fails_when_one_side_fails_every_request() {
+    // The echo answer over HTTP/1.1 (about 420 B) is beyond --max-body 100; gRPC is unaffected.
+    let run = run_bounded(
+        &[
+            "compare",
+            "--rounds",
+            "1",
+            "echo",
+            "-n",
+            "200",
+            "--max-body",
+            "100",
+            "--format",
+            "json",
+        ],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let errors: Vec<&str> = run
+        .stderr_lines()
+        .into_iter()
+        .filter(|l| l.starts_with("error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", run.stderr);
+    assert!(
+        errors[0].contains("no HTTP/1.1 request succeeded") && errors[0].contains("body"),
+        "{}",
+        errors[0]
+    );
+    // the report is still written, and its findings say what the medians are made of
+    let report: Value = serde_json::from_str(&run.stdout).expect("the compare report");
+    let findings: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.starts_with("HTTP/1.1: 200 of 200 requests failed")),
+        "{findings:#?}"
+    );
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f.contains("successful requests per second")),
+        "no throughput comparison against a side without successes: {findings:#?}"
+    );
+}
+
+#[test]
+fn the_window_starts_where_the_warmup_ends() {
+    // The window runs from start + warmup (the instant the workers start measuring) to the last
+    // measured response; in duration mode no request starts after start + warmup + D, so the
+    // window is at least D and exceeds it by one request's tail.
+    for proto in ["http", "grpc"] {
+        let report = run_json(&[
+            "echo", "--proto", proto, "-c", "2", "-z", "600ms", "--warmup", "300ms",
+        ]);
+        let r = proto_run(&report, proto);
+        let total = f64_at(r, "/summary/total_s");
+        assert!((0.6..0.8).contains(&total), "{proto}: Total {total} s");
+        assert!(u64_at(r, "/summary/warmup_requests") > 0, "{proto}");
+        let count = u64_at(r, "/summary/count");
+        let rps = f64_at(r, "/summary/requests_per_sec");
+        assert!((rps - count as f64 / total).abs() < 1e-6, "{proto}");
+        // warmup requests are in no measured figure
+        assert_eq!(u64_at(r, "/cost/requests"), count, "{proto}");
+    }
 }

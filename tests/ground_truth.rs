@@ -4,21 +4,22 @@
 //! wirebench run goes, then checks every connection of the JSON report (`runs[].per_connection`)
 //! against the capture's connection with the same client port:
 //!
-//! * `bytes_out` / `bytes_in` equal the TCP payload the capture carried each way, exactly. The
-//!   capture's figure is the length of the byte stream by sequence number: a retransmitted
-//!   segment carries bytes already counted once, and the application wrote / read them once.
-//!   (On loopback that still happens now and then: a tail loss probe fires when a delayed ACK
-//!   is late, and the peer receives the same bytes twice.)
+//! * Every figure of a connection record is a snapshot taken when its last response had been
+//!   read, before the client began to close; what crossed the wire after it is the record's
+//!   `close`. So `bytes_out` / `bytes_in` + `close.bytes_out` / `close.bytes_in` equal the TCP
+//!   payload the capture carried each way, exactly. The capture's figure is the length of the
+//!   byte stream by sequence number: a retransmitted segment carries bytes already counted
+//!   once, and the application wrote / read them once. (On loopback that still happens now and
+//!   then: a tail loss probe fires when a delayed ACK is late, and the peer receives the same
+//!   bytes twice.)
 //! * the TCP_INFO segment counters (`tcp.segs_out`, `segs_in`, `data_segs_out`, `data_segs_in`)
-//!   count exactly the captured segments up to the moment of the snapshot. The kernel counts
-//!   every segment it transmits (tcp_transmit_skb: SYN, pure ACKs, data, retransmissions) and
-//!   every segment it receives (tcp_v4_rcv: SYN-ACK, ACKs, data, duplicates), so the 3-way
-//!   handshake is in both: our SYN and our ACK of the SYN-ACK in segs_out, the SYN-ACK in
-//!   segs_in; the "data" counters count segments with payload, duplicates included. The
-//!   snapshot is taken just before close, so the capture has more: the close exchange (our
-//!   FIN, the peer's FIN/ACK, our last ACK). Those trailing extra segments are checked to be
-//!   close-time segments (FIN, pure ACK, RST — or an h2 GOAWAY written at close, which is
-//!   reported on stderr when seen) and there may be at most 3 of them each way.
+//!   count exactly a prefix of the captured segments: those before the snapshot. The kernel
+//!   counts every segment it transmits (tcp_transmit_skb: SYN, pure ACKs, data,
+//!   retransmissions) and every segment it receives (tcp_v4_rcv: SYN-ACK, ACKs, data,
+//!   duplicates), so the 3-way handshake is in both. The segments after the prefix are the
+//!   close exchange (FIN, pure ACK, RST, an h2 GOAWAY) and nothing else, and `close.segs_out`
+//!   / `close.segs_in` count them: exactly out; in, the peer's last ACK may come after our
+//!   final TCP_INFO read (at most one pure ACK more).
 //! * `tcp.retransmits` equals the segments tshark flags as retransmitted in our direction.
 //! * `requests` equals the requests the capture shows on the connection (HTTP/1.1 requests,
 //!   h2 streams opened by a HEADERS frame).
@@ -41,10 +42,25 @@ use support::capture::{Capture, Conn, Dir, Packets, Segment, Side};
 use support::{Etcd, proto_run, run_json, u64_at};
 use wirebench::server::{ServeConfig, Server};
 
-/// Most segments the capture may hold beyond the TCP_INFO snapshot, per direction: the close
-/// exchange (out: our FIN and our ACK of the peer's FIN, plus a GOAWAY if h2 writes one at
-/// close; in: the peer's ACK and its FIN, possibly combined).
+/// Most segments of the close exchange per direction (out: a GOAWAY, our FIN, our ACK of the
+/// peer's FIN; in: the peer's GOAWAY, its ACK and its FIN).
 const CLOSE_SEGMENTS: u64 = 3;
+
+/// A connection of the capture, and its segments after the snapshot, by direction.
+struct Matched<'a> {
+    conn: &'a Conn,
+    after_out: Vec<Segment>,
+    after_in: Vec<Segment>,
+}
+
+impl Matched<'_> {
+    fn after(&self, d: Dir) -> &[Segment] {
+        match d {
+            Dir::Out => &self.after_out,
+            Dir::In => &self.after_in,
+        }
+    }
+}
 
 /// Disagreements with the capture, collected so that one run reports all of them.
 #[derive(Default)]
@@ -140,14 +156,14 @@ fn describe(segs: &[Segment]) -> String {
 }
 
 /// Bytes, segments, retransmits of every connection of `run` against the capture. Returns the
-/// captured connections, by port, for the layer checks.
+/// captured connections, by port, with their segments after the snapshot, for the layer checks.
 fn check_tcp<'a>(
     ck: &mut Checks,
     case: &str,
     run: &Value,
     cap: &'a Packets,
     h2: bool,
-) -> BTreeMap<u16, &'a Conn> {
+) -> BTreeMap<u16, Matched<'a>> {
     cap.assert_complete();
     let conns = per_connection(run);
     let mut matched = BTreeMap::new();
@@ -170,11 +186,20 @@ fn check_tcp<'a>(
             describe(&cc.out.segments),
             describe(&cc.r#in.segments)
         );
+        let close = &c["close"];
+        assert!(close.is_object(), "{ctx}: no close record: {c:#}");
+        assert_eq!(
+            close["drained"].as_bool(),
+            Some(true),
+            "{ctx}: the close did not reach the server's FIN: {close:#}"
+        );
 
-        // Bytes: exact.
+        // Bytes: exact, the snapshot's and the close's together.
         for (dir, field) in [(Dir::Out, "bytes_out"), (Dir::In, "bytes_in")] {
             let side = cc.side(dir);
-            let ours = u64_at(c, &format!("/{field}"));
+            let before = u64_at(c, &format!("/{field}"));
+            let closing = u64_at(close, &format!("/{field}"));
+            let ours = before + closing;
             ck.check(ours == side.stream_bytes, || {
                 // The captured segments holding the bytes wirebench did not count (or the
                 // extra ones it did): where the two streams part.
@@ -185,8 +210,9 @@ fn check_tcp<'a>(
                     .cloned()
                     .collect();
                 format!(
-                    "{ctx}: {field} = {ours}, the capture carried {} payload bytes {} ({} in all, \
-                     {} of them retransmitted); captured segments past byte {ours}:\n  {}",
+                    "{ctx}: {field} = {before} + close {closing}, the capture carried {} payload \
+                     bytes {} ({} in all, {} of them retransmitted); captured segments past byte \
+                     {ours}:\n  {}",
                     side.stream_bytes,
                     dir_name(dir),
                     side.payload_bytes,
@@ -196,7 +222,7 @@ fn check_tcp<'a>(
             });
             if side.retransmitted_bytes() > 0 {
                 eprintln!(
-                    "{ctx}: {} bytes {} were retransmitted ({} segments); {field} = {ours} counts \
+                    "{ctx}: {} bytes {} were retransmitted ({} segments); {field} counts \
                      them once, as the capture's byte stream does",
                     side.retransmitted_bytes(),
                     dir_name(dir),
@@ -205,26 +231,32 @@ fn check_tcp<'a>(
             }
         }
 
-        // Segments: TCP_INFO is read just before close, so it counts a prefix of the captured
-        // segments each way; the rest must be the close exchange.
+        // Segments: the snapshot counts a prefix of the captured segments each way; the rest
+        // is the close exchange, which the close record counts.
         let tcp = &c["tcp"];
         assert!(
             tcp.is_object(),
             "{ctx}: no TCP_INFO (tcp is null) on Linux loopback: {c:#}"
         );
-        for (dir, segs_f, data_f) in [
+        let mut after = [Vec::new(), Vec::new()];
+        for (i, (dir, segs_f, data_f)) in [
             (Dir::Out, "segs_out", "data_segs_out"),
             (Dir::In, "segs_in", "data_segs_in"),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let side = cc.side(dir);
             let segs = u64_at(tcp, &format!("/{segs_f}"));
             let data = u64_at(tcp, &format!("/{data_f}"));
+            let close_segs = u64_at(close, &format!("/{segs_f}"));
+            let close_data = u64_at(close, &format!("/{data_f}"));
             let all = &side.segments;
             let bounded = segs <= side.segs() && side.segs() - segs <= CLOSE_SEGMENTS;
             ck.check(bounded, || {
                 format!(
-                    "{ctx}: tcp.{segs_f} = {segs}, the capture has {} segments {} (TCP_INFO may \
-                     miss only the close exchange, at most {CLOSE_SEGMENTS}); the last ones:\n  {}",
+                    "{ctx}: tcp.{segs_f} = {segs}, the capture has {} segments {} (after the \
+                     snapshot only the close exchange, at most {CLOSE_SEGMENTS}); the last ones:\n  {}",
                     side.segs(),
                     dir_name(dir),
                     describe(&all[all.len().saturating_sub(8)..])
@@ -244,42 +276,63 @@ fn check_tcp<'a>(
                     )
                 },
             );
-            let goaways: Vec<&Segment> = extra.iter().filter(|s| s.len > 0).collect();
-            ck.eq(data + goaways.len() as u64, side.data_segs(), || {
+            // The close record counts them: all of ours; of the peer's, all but perhaps its
+            // last ACK, which may arrive after our final TCP_INFO read.
+            let late = extra.len() as u64 - close_segs.min(extra.len() as u64);
+            let last_is_ack = extra.last().is_some_and(|s| s.len == 0 && !s.fin);
+            ck.check(
+                close_segs <= extra.len() as u64
+                    && match dir {
+                        Dir::Out => late == 0,
+                        Dir::In => late == 0 || (late == 1 && last_is_ack),
+                    },
+                || {
+                    format!(
+                        "{ctx}: close.{segs_f} = {close_segs}, the capture has {} segments {} \
+                         after the snapshot:\n  {}",
+                        extra.len(),
+                        dir_name(dir),
+                        describe(extra)
+                    )
+                },
+            );
+            let extra_data = extra.iter().filter(|s| s.len > 0).count() as u64;
+            ck.eq(data, side.data_segs() - extra_data, || {
                 format!(
-                    "{ctx}: tcp.{data_f} (+ {} data segments after the snapshot) vs the \
-                     captured segments with payload {}",
-                    goaways.len(),
+                    "{ctx}: tcp.{data_f} vs the captured segments with payload {} before the \
+                     snapshot",
                     dir_name(dir)
                 )
             });
-            for g in goaways {
-                eprintln!(
-                    "{ctx}: NOTE a GOAWAY-only segment {} crossed the wire after the TCP_INFO \
-                     snapshot (frame #{}, {} bytes): not in tcp.{data_f} ({data}) / \
-                     tcp.{segs_f} ({segs}); captured {} data segments, {} segments {}",
-                    dir_name(dir),
-                    g.frame,
-                    g.len,
-                    side.data_segs(),
-                    side.segs(),
+            ck.eq(close_data, extra_data, || {
+                format!(
+                    "{ctx}: close.{data_f} vs the captured segments with payload {} after it",
                     dir_name(dir)
-                );
-            }
+                )
+            });
             eprintln!(
-                "{ctx}: {} captured {} segs / {} data segs, TCP_INFO {segs} / {data}; after the \
-                 snapshot:\n  {}",
+                "{ctx}: {} captured {} segs / {} data segs, TCP_INFO {segs} / {data}, close \
+                 {close_segs} / {close_data}; after the snapshot:\n  {}",
                 dir_name(dir),
                 side.segs(),
                 side.data_segs(),
                 describe(extra)
             );
+            after[i] = extra.to_vec();
         }
         let retrans = u64_at(tcp, "/retransmits");
         ck.eq(retrans, cc.out.retransmissions(), || {
             format!("{ctx}: tcp.retransmits vs segments tshark flags as retransmitted out")
         });
-        matched.insert(port, cc);
+        let [after_out, after_in] = after;
+        matched.insert(
+            port,
+            Matched {
+                conn: cc,
+                after_out,
+                after_in,
+            },
+        );
     }
     let extra: Vec<u16> = cap
         .client_ports()
@@ -321,9 +374,10 @@ fn layer<'a>(ck: &mut Checks, ctx: &str, c: &'a Value, name: &str) -> Option<&'a
 }
 
 /// h2 layers of every connection against tshark's HTTP/2 dissector.
-fn check_h2(ck: &mut Checks, case: &str, run: &Value, conns: &BTreeMap<u16, &Conn>) {
+fn check_h2(ck: &mut Checks, case: &str, run: &Value, conns: &BTreeMap<u16, Matched<'_>>) {
     let report = per_connection(run);
-    for (&port, cc) in conns {
+    for (&port, m) in conns {
+        let cc = m.conn;
         let c = report[&port];
         let ctx = format!("{case}, connection from port {port}");
         // A unary call opens a stream with one HEADERS frame; the client sends no trailers.
@@ -346,11 +400,22 @@ fn check_h2(ck: &mut Checks, case: &str, run: &Value, conns: &BTreeMap<u16, &Con
                 .iter()
                 .map(|(k, v)| (k.clone(), (u64_at(v, "/count"), u64_at(v, "/bytes"))))
                 .collect();
-            let theirs: BTreeMap<String, (u64, u64)> = t
+            let mut theirs: BTreeMap<String, (u64, u64)> = t
                 .frames
                 .iter()
                 .map(|(k, v)| (k.to_string(), (v.count, v.bytes)))
                 .collect();
+            // The frames of the close exchange (GOAWAY-only segments) are not in the snapshot.
+            let mut closing_bytes = 0;
+            for seg in m.after(dir).iter().filter(|s| s.len > 0) {
+                for ty in &seg.h2_types {
+                    let e = theirs.entry(ty.to_string()).or_default();
+                    e.0 -= 1;
+                    e.1 -= seg.len / seg.h2_types.len() as u64;
+                }
+                closing_bytes += seg.len;
+            }
+            theirs.retain(|_, v| v.0 > 0);
             let counts = |m: &BTreeMap<String, (u64, u64)>| -> BTreeMap<String, u64> {
                 m.iter().map(|(k, v)| (k.clone(), v.0)).collect()
             };
@@ -371,7 +436,7 @@ fn check_h2(ck: &mut Checks, case: &str, run: &Value, conns: &BTreeMap<u16, &Con
             let frame_bytes: u64 = theirs.values().map(|v| v.1).sum();
             // The capture itself: the byte stream is the preface and whole frames, nothing else.
             assert_eq!(
-                t.preface_bytes + frame_bytes,
+                t.preface_bytes + frame_bytes + closing_bytes,
                 side.stream_bytes,
                 "{ctx}: tshark's frames do not add up to the captured stream"
             );
@@ -399,11 +464,12 @@ fn check_http1(
     ck: &mut Checks,
     case: &str,
     run: &Value,
-    conns: &BTreeMap<u16, &Conn>,
+    conns: &BTreeMap<u16, Matched<'_>>,
     chunked: bool,
 ) {
     let report = per_connection(run);
-    for (&port, cc) in conns {
+    for (&port, m) in conns {
+        let cc = m.conn;
         let c = report[&port];
         let ctx = format!("{case}, connection from port {port}");
         let (req, resp) = (&cc.out.http, &cc.r#in.http);
@@ -701,7 +767,8 @@ fn chunked_http1_responses_match_the_capture() {
     let body: u64 = CHUNKS.iter().map(|(_, d)| d.len() as u64).sum();
     let framing = chunked_response().len() as u64 - head - body;
     assert_eq!((head, body, framing), (79, 24, 24));
-    for (port, cc) in &conns {
+    for (port, m) in &conns {
+        let cc = m.conn;
         let n = cc.r#in.http.messages;
         let ctx = format!("{case}, connection from port {port}");
         assert_eq!(

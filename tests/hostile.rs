@@ -111,6 +111,7 @@ fn run_watched(args: &[&str], limit: Duration) -> Watched {
             stdout,
             stderr,
             elapsed,
+            cpu: None,
         },
         max_rss_kib,
     }
@@ -640,9 +641,11 @@ fn read_frame(s: &mut TcpStream) -> io::Result<(u8, u8, u32, Vec<u8>)> {
 }
 
 /// A loopback h2 server written frame by frame: it reads the preface, sends an empty SETTINGS,
-/// acknowledges the client's SETTINGS and PINGs, and once a request stream is complete lets
-/// `respond` write whatever it likes; then it waits for the client to close. Returns the URL.
-fn raw_h2_server(respond: fn(&mut TcpStream, u32) -> io::Result<()>) -> String {
+/// acknowledges the client's SETTINGS and PINGs, ignores everything else (the client's GOAWAY
+/// too), and each time a request stream is complete lets `respond` write whatever it likes;
+/// once the client closes (or `respond` fails) it keeps its side open for `hold`, then closes.
+/// Returns the URL.
+fn raw_h2_server(respond: fn(&mut TcpStream, u32) -> io::Result<()>, hold: Duration) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     let url = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -653,6 +656,7 @@ fn raw_h2_server(respond: fn(&mut TcpStream, u32) -> io::Result<()>) -> String {
                 let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
                 let _ = serve_raw_h2(&mut s, respond);
                 drain(&mut s);
+                std::thread::sleep(hold);
             });
         }
     });
@@ -674,9 +678,7 @@ fn serve_raw_h2(
         match kind {
             SETTINGS if flags & ACK == 0 => write_frame(s, SETTINGS, ACK, 0, &[])?,
             PING if flags & ACK == 0 => write_frame(s, PING, ACK, 0, &payload)?,
-            DATA | HEADERS if stream != 0 && flags & END_STREAM != 0 => {
-                return respond(s, stream);
-            }
+            DATA | HEADERS if stream != 0 && flags & END_STREAM != 0 => respond(s, stream)?,
             _ => {}
         }
     }
@@ -697,7 +699,7 @@ fn grpc_truncated_frame_fails_each_request() {
         s.write_all(&frame)?;
         s.shutdown(Shutdown::Write)
     }
-    let url = raw_h2_server(respond);
+    let url = raw_h2_server(respond, Duration::ZERO);
     let (run, _) = all_fail(&url, "grpc", 6, &["-c", "1"]);
     assert_errors(&run, &["io", "h2", "goaway", "closed"], &[]);
 }
@@ -709,7 +711,76 @@ fn grpc_invalid_hpack_fails_each_request() {
     fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
         write_frame(s, HEADERS, END_HEADERS, stream, &[0xff; 32])
     }
-    let url = raw_h2_server(respond);
+    let url = raw_h2_server(respond, Duration::ZERO);
     let (run, _) = all_fail(&url, "grpc", 6, &["-c", "1"]);
     assert_errors(&run, &["h2", "goaway"], &[]);
+}
+
+/// HPACK for a trailers-only answer: ":status: 200" (static index 8), "content-type:
+/// application/grpc" and "grpc-status: 5" (literals without indexing).
+const NOT_FOUND_TRAILERS: &[u8] = b"\x88\x0f\x10\x10application/grpc\x00\x0bgrpc-status\x015";
+
+/// A server that keeps its side open past the close bound still leaves TCP_INFO in the report
+/// (read from the connection's own descriptor), and calls that failed still count their header
+/// lists, so the HPACK ratio compares like with like.
+#[test]
+fn grpc_tcp_info_and_header_lists_survive_a_server_that_holds_on() {
+    // Every request answered with a trailers-only NOT_FOUND; after the client's GOAWAY and FIN
+    // the server holds its side open for 3 s.
+    fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
+        write_frame(
+            s,
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            stream,
+            NOT_FOUND_TRAILERS,
+        )
+    }
+    let url = raw_h2_server(respond, Duration::from_secs(3));
+    let (run, _) = all_fail(&url, "grpc", 10, &["-c", "1"]);
+    assert_errors(&run, &["grpc_status"], &["NOT_FOUND"]);
+    let conns = run["per_connection"].as_array().unwrap();
+    assert_eq!(conns.len(), 1, "{run:#}");
+    let c = &conns[0];
+    assert!(c["tcp"].is_object(), "no TCP_INFO: {c:#}");
+    assert_eq!(c["close"]["drained"], false, "{c:#}");
+    assert_eq!(u64_at(&run, "/wire/connections_without_tcp_info"), 0);
+    assert_eq!(u64_at(&run, "/wire/requests_with_tcp_info"), 10);
+    assert!(run["wire"]["segments_out_per_request"].as_f64().unwrap() > 0.0);
+    // every request's header list was sent, and every answer's received
+    let out = &c["h2"]["out"];
+    let list_out = u64_at(out, "/header_list_bytes");
+    assert!(list_out > 0 && list_out.is_multiple_of(10), "{out:#}");
+    let hpack_out = u64_at(out, "/hpack_bytes");
+    assert!(
+        hpack_out < list_out,
+        "HPACK {hpack_out} B for {list_out} B of header lists"
+    );
+    let inbound = &c["h2"]["in"];
+    // ":status" "200" + "content-type" "application/grpc" + "grpc-status" "5", ten times
+    assert_eq!(
+        u64_at(inbound, "/header_list_bytes"),
+        10 * (7 + 3 + 12 + 16 + 11 + 1),
+        "{inbound:#}"
+    );
+}
+
+/// A gRPC server answering with a non-200 HTTP status: the status distribution shows the gRPC
+/// code the spec maps it to and the HTTP status itself.
+#[test]
+fn grpc_http_status_is_shown_beside_its_grpc_code() {
+    fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
+        // ":status: 404" is static index 13
+        write_frame(s, HEADERS, END_HEADERS | END_STREAM, stream, b"\x8d")
+    }
+    let url = raw_h2_server(respond, Duration::ZERO);
+    let (run, _) = all_fail(&url, "grpc", 1, &["-c", "1"]);
+    assert_errors(&run, &["http_status"], &["HTTP 404"]);
+    let statuses: Vec<&str> = run["status_distribution"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["UNIMPLEMENTED (HTTP 404)"], "{run:#}");
 }

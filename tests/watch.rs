@@ -1,11 +1,20 @@
 //! etcd watch against a real etcd: every put seen by every watcher exactly once, over gRPC bidi
-//! streams and HTTP/1.1 chunked streams.
+//! streams and HTTP/1.1 chunked streams; and the put load's own accounting: every put ends ok,
+//! failed by kind, or not sent, when etcd stalls (SIGSTOP), dies, or closes every connection.
 
 mod support;
 
-use std::time::Duration;
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use support::{Etcd, f64_at, run_json_within, u64_at};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::Value;
+
+use support::{Etcd, Run, f64_at, run_bounded, run_json_within, u64_at};
 
 fn watch_run(etcd: &Etcd, args: &[&str]) -> serde_json::Value {
     let endpoint = etcd.endpoint();
@@ -138,4 +147,464 @@ fn fifty_http_watchers_and_a_prefix_watch() {
         ],
     );
     assert_complete(run_for(&report, "grpc"), 2 * 40);
+}
+
+/// The puts' per-put timeout in the fault tests.
+const PUT_TIMEOUT: &str = "300ms";
+/// 300 puts at 100/s: a put phase of 3 s.
+const PUTS: u64 = 300;
+const PUT_RATE: &str = "100";
+const PUT_PHASE: Duration = Duration::from_secs(3);
+/// When the fault starts, counted from starting wirebench (the put phase is under way by then).
+const FAULT_AT: Duration = Duration::from_millis(1000);
+/// How long etcd stays stopped.
+const STALL_FOR: Duration = Duration::from_millis(1000);
+/// The run's --timeout: the wait for outstanding events after the last put.
+const DRAIN: Duration = Duration::from_secs(2);
+/// Slack for process start, etcd's catch-up and a loaded machine.
+const MARGIN: Duration = Duration::from_secs(4);
+/// The test kills wirebench after this long (it fails the bounds above long before).
+const HARD_LIMIT: Duration = Duration::from_secs(60);
+
+/// `etcd watch` with one gRPC watcher on one key and a paced put load over `put_proto`, started
+/// on a background thread.
+fn spawn_paced_watch(
+    etcd: &Etcd,
+    watch_proto: &str,
+    put_proto: &str,
+) -> std::thread::JoinHandle<Run> {
+    let args: Vec<String> = [
+        "etcd",
+        "watch",
+        "--endpoints",
+        &etcd.endpoint(),
+        "--proto",
+        watch_proto,
+        "--put-proto",
+        put_proto,
+        "--put-total",
+        &PUTS.to_string(),
+        "--put-rate",
+        PUT_RATE,
+        "--put-clients",
+        "4",
+        "--put-timeout",
+        PUT_TIMEOUT,
+        "--timeout",
+        &format!("{}s", DRAIN.as_secs()),
+        "--connect-timeout",
+        "1s",
+        "--format",
+        "json",
+    ]
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    std::thread::spawn(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_bounded(&args, HARD_LIMIT)
+    })
+}
+
+fn report_of(run: &Run) -> Value {
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e}): {run:#?}"))
+}
+
+/// The `puts` object adds up: ok + failed + not_sent == total == --put-total, the error counts
+/// add up to failed and the reasons to not_sent. Returns (ok, failed, not_sent).
+fn assert_puts_add_up(puts: &Value) -> (u64, u64, u64) {
+    let (ok, failed, not_sent) = (
+        u64_at(puts, "/ok"),
+        u64_at(puts, "/failed"),
+        u64_at(puts, "/not_sent"),
+    );
+    assert_eq!(u64_at(puts, "/total"), PUTS, "{puts:#}");
+    assert_eq!(ok + failed + not_sent, PUTS, "{puts:#}");
+    let sum = |field: &str| -> u64 {
+        puts[field]
+            .as_array()
+            .unwrap_or_else(|| panic!("{field}[] in {puts:#}"))
+            .iter()
+            .map(|e| u64_at(e, "/count"))
+            .sum()
+    };
+    assert_eq!(sum("errors"), failed, "{puts:#}");
+    assert_eq!(sum("not_sent_reasons"), not_sent, "{puts:#}");
+    (ok, failed, not_sent)
+}
+
+fn error_kinds(list: &Value) -> BTreeSet<String> {
+    list.as_array()
+        .expect("an error list")
+        .iter()
+        .map(|e| e["kind"].as_str().expect("kind").to_string())
+        .collect()
+}
+
+/// etcd is stopped for a second in the middle of the put phase. The puts in flight then get no
+/// answer within --put-timeout: they fail as `timeout` (HTTP/1.1 replaces its connection, gRPC
+/// resets the stream) and the load goes on when etcd is back. The run ends by itself, every put
+/// is counted once, and no acknowledged event is missing, so it exits 0. A put that timed out
+/// may still have been applied once etcd resumed: its event is `unexpected`, and etcd's revision
+/// shows exactly those.
+fn stalled_etcd_times_out_puts(put_proto: &str) {
+    let etcd = Etcd::start();
+    let before = etcd.revision();
+    let started = Instant::now();
+    let runner = spawn_paced_watch(&etcd, "grpc", put_proto);
+    std::thread::sleep(FAULT_AT.saturating_sub(started.elapsed()));
+    let paused = etcd.pause();
+    std::thread::sleep(STALL_FOR);
+    paused.resume();
+    let run = runner.join().expect("the wirebench runner thread");
+
+    let what = format!("watch with {put_proto} puts, etcd stopped for {STALL_FOR:?}");
+    let bound = PUT_PHASE + STALL_FOR + MARGIN;
+    assert!(
+        run.elapsed < bound,
+        "{what}: took {:?} (bound {bound:?})",
+        run.elapsed
+    );
+    assert_eq!(run.code, Some(0), "{what}: {run:#?}");
+    let report = report_of(&run);
+    let w = run_for(&report, "grpc");
+    let puts = &w["puts"];
+    let (ok, failed, not_sent) = assert_puts_add_up(puts);
+    eprintln!(
+        "{what}: {ok} ok, {failed} failed, {not_sent} not sent, {} reconnects, {} unexpected events; {:?}",
+        u64_at(puts, "/reconnects"),
+        u64_at(w, "/unexpected"),
+        run.elapsed
+    );
+    // Every failure is a put that got no answer in time; etcd's kernel kept accepting
+    // connections, so no client found its server unreachable and nothing went unsent.
+    assert!(failed > 0, "{what}: no put failed: {puts:#}");
+    assert_eq!(
+        error_kinds(&puts["errors"]),
+        BTreeSet::from(["timeout".to_string()]),
+        "{what}: {puts:#}"
+    );
+    assert_eq!(not_sent, 0, "{what}: {puts:#}");
+    // The watcher saw every acknowledged put exactly once.
+    assert_eq!(u64_at(w, "/expected_events"), ok, "{w:#}");
+    assert_eq!(u64_at(w, "/missing"), 0, "{w:#}");
+    assert_eq!(u64_at(w, "/duplicated"), 0, "{w:#}");
+    assert!(
+        w["errors"].as_array().is_some_and(|e| e.is_empty()),
+        "{w:#}"
+    );
+    // etcd applied every acknowledged put and some of the timed-out ones; the watcher saw
+    // those as its unexpected events.
+    let applied = u64::try_from(etcd.revision() - before).expect("the revision only grows");
+    assert!(
+        (ok..=ok + failed).contains(&applied),
+        "{what}: etcd applied {applied} puts, {ok} ok, {failed} failed"
+    );
+    assert_eq!(u64_at(w, "/unexpected"), applied - ok, "{what}: {w:#}");
+}
+
+#[test]
+fn http_puts_time_out_while_etcd_is_stopped_and_the_run_ends() {
+    stalled_etcd_times_out_puts("http");
+}
+
+#[test]
+fn grpc_puts_time_out_while_etcd_is_stopped_and_the_run_ends() {
+    stalled_etcd_times_out_puts("grpc");
+}
+
+/// etcd is killed in the middle of the put phase and stays down: each put client fails the puts
+/// that find no server (`closed`, `io`, `connect`, ...), retries with backoff, and once the
+/// server has been unreachable for longer than --put-timeout counts the rest of its puts as not
+/// sent and stops. The run ends soon after; every put is counted once.
+#[test]
+fn puts_are_not_sent_once_etcd_has_been_gone_longer_than_the_put_timeout() {
+    let mut etcd = Etcd::start();
+    for put_proto in ["http", "grpc"] {
+        let before = etcd.revision();
+        let started = Instant::now();
+        let runner = spawn_paced_watch(&etcd, "grpc", put_proto);
+        std::thread::sleep(FAULT_AT.saturating_sub(started.elapsed()));
+        etcd.stop();
+        let run = runner.join().expect("the wirebench runner thread");
+
+        let what = format!("watch with {put_proto} puts, etcd killed");
+        // give up after --put-timeout, then at most --timeout of waiting for events
+        let bound = FAULT_AT + Duration::from_millis(300) + DRAIN + MARGIN;
+        assert!(
+            run.elapsed < bound,
+            "{what}: took {:?} (bound {bound:?})",
+            run.elapsed
+        );
+        // Events of puts acknowledged just before the kill may be lost with the watch stream:
+        // then the run says so and exits 1. Failed and unsent puts alone do not fail it.
+        match run.code {
+            Some(0) => {}
+            Some(1) => assert!(run.stderr.contains("missing"), "{what}: {run:#?}"),
+            _ => panic!("{what}: {run:#?}"),
+        }
+        let report = report_of(&run);
+        let puts = &run_for(&report, "grpc")["puts"];
+        let (ok, failed, not_sent) = assert_puts_add_up(puts);
+        eprintln!(
+            "{what}: {ok} ok, {failed} failed, {not_sent} not sent; {:?}",
+            run.elapsed
+        );
+        assert!(ok > 0 && failed > 0 && not_sent > 0, "{what}: {puts:#}");
+        let allowed: BTreeSet<String> = [
+            "closed",
+            "io",
+            "connect",
+            "h2",
+            "goaway",
+            "rst_stream",
+            "timeout",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+        assert!(
+            error_kinds(&puts["errors"]).is_subset(&allowed),
+            "{what}: {puts:#}"
+        );
+        assert!(
+            error_kinds(&puts["errors"]).contains("connect"),
+            "{what}: {puts:#}"
+        );
+        let reasons = puts["not_sent_reasons"]
+            .as_array()
+            .expect("not_sent_reasons[]");
+        assert!(
+            reasons.iter().all(|r| r["kind"] == "connect"
+                && r["message"].as_str().is_some_and(|m| m.contains("gave up"))),
+            "{what}: {puts:#}"
+        );
+
+        etcd.restart();
+        let applied = u64::try_from(etcd.revision() - before).expect("the revision only grows");
+        assert!(
+            (ok..=ok + failed).contains(&applied),
+            "{what}: etcd applied {applied} puts, {ok} ok, {failed} failed"
+        );
+    }
+}
+
+/// (revision handed out, key put) of every put a `ClosingGateway` answered.
+type Answered = Arc<Mutex<Vec<(i64, Vec<u8>)>>>;
+
+/// A stand-in for the etcd gateway's put endpoint: answers every `POST /v3/kv/put` with a fresh
+/// revision and `Connection: close`, then closes. Counts connections and keeps the keys put.
+struct ClosingGateway {
+    addr: SocketAddr,
+    connections: Arc<Mutex<usize>>,
+    answered: Answered,
+}
+
+impl ClosingGateway {
+    /// `accept_only`: accept this many connections, then stop listening (later connects are
+    /// refused); `None`: listen for the whole test.
+    fn start(accept_only: Option<usize>) -> ClosingGateway {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(Mutex::new(0));
+        let answered: Answered = Arc::default();
+        let (conns, seen) = (connections.clone(), answered.clone());
+        std::thread::spawn(move || {
+            let mut accepted = Vec::new();
+            loop {
+                if accept_only.is_some_and(|n| accepted.len() >= n) {
+                    // Stop listening before answering: the clients' reconnects are refused.
+                    drop(listener);
+                    break;
+                }
+                let Ok((stream, _)) = listener.accept() else {
+                    break;
+                };
+                *conns.lock().unwrap() += 1;
+                if accept_only.is_some() {
+                    accepted.push(stream);
+                } else {
+                    let seen = seen.clone();
+                    std::thread::spawn(move || answer_one_put(stream, &seen));
+                }
+            }
+            for stream in accepted {
+                let seen = seen.clone();
+                std::thread::spawn(move || answer_one_put(stream, &seen));
+            }
+        });
+        ClosingGateway {
+            addr,
+            connections,
+            answered,
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// Reads one request, answers it as etcd's gateway would (with `Connection: close`), closes.
+fn answer_one_put(mut s: TcpStream, seen: &Mutex<Vec<(i64, Vec<u8>)>>) {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let (head_end, length) = loop {
+        let Ok(n) = s.read(&mut buf) else { return };
+        if n == 0 {
+            return;
+        }
+        raw.extend_from_slice(&buf[..n]);
+        if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..end]).to_string();
+            assert!(head.starts_with("POST /v3/kv/put HTTP/1.1\r\n"), "{head}");
+            let length: usize = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().ok())?
+                })
+                .expect("a Content-Length");
+            break (end + 4, length);
+        }
+    };
+    while raw.len() < head_end + length {
+        let Ok(n) = s.read(&mut buf) else { return };
+        if n == 0 {
+            return;
+        }
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let body: Value = serde_json::from_slice(&raw[head_end..head_end + length]).expect("JSON body");
+    let key = B64
+        .decode(body["key"].as_str().expect("key"))
+        .expect("base64 key");
+    let revision = {
+        let mut seen = seen.lock().unwrap();
+        let revision = 100 + seen.len() as i64;
+        seen.push((revision, key));
+        revision
+    };
+    let json = format!(r#"{{"header":{{"revision":"{revision}"}}}}"#);
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{json}",
+        json.len()
+    );
+    let _ = s.write_all(resp.as_bytes());
+}
+
+/// The put load's counts and failures, for assertion messages (its Debug form includes the
+/// latency histogram).
+fn summary(out: &wirebench::watch::PutOutcome) -> String {
+    format!(
+        "{} ok, {} failed, {} not sent, {} reconnects; errors {:?}; not sent {:?}",
+        out.ok, out.failed, out.not_sent, out.reconnects, out.errors, out.not_sent_reasons
+    )
+}
+
+/// The put load's configuration as `etcd watch` would build it from these flags.
+fn put_config(endpoint: &str, extra: &[&str]) -> wirebench::watch::WatchConfig {
+    use clap::Parser as _;
+    let mut args = vec![
+        "wirebench",
+        "etcd",
+        "watch",
+        "--endpoints",
+        endpoint,
+        "--put-proto",
+        "http",
+        "--watched-keys",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    let cli = wirebench::cli::Cli::try_parse_from(args).expect("valid flags");
+    match cli.into_action().expect("a valid watch configuration") {
+        wirebench::cli::Action::Watch(cfg) => cfg,
+        _ => panic!("not a watch action"),
+    }
+}
+
+/// Every answer says `Connection: close`: each HTTP/1.1 put client opens a new connection for
+/// each of its puts, and every put is sent and counted OK (the put client used to stop after its
+/// first put, leaving the rest neither sent nor counted).
+#[test]
+fn http_puts_reconnect_after_every_connection_close_answer() {
+    let gw = ClosingGateway::start(None);
+    let cfg = put_config(&gw.endpoint(), &["--put-total", "20", "--put-clients", "2"]);
+    let out = wirebench::watch::put_load(&cfg).expect("the put load runs");
+    assert_eq!(
+        (out.ok, out.failed, out.not_sent),
+        (20, 0, 0),
+        "{}",
+        summary(&out)
+    );
+    // two connections at setup, then one new connection per later put
+    assert_eq!(out.reconnects, 18, "{}", summary(&out));
+    assert_eq!(*gw.connections.lock().unwrap(), 20);
+    let answered = gw.answered.lock().unwrap().clone();
+    assert_eq!(answered.len(), 20);
+    // the revisions recorded per key are exactly the ones the server handed out for that key
+    for (k, revisions) in out.revisions.iter().enumerate() {
+        let key = format!("wirebench/watch/{k}").into_bytes();
+        let mut expected: Vec<i64> = answered
+            .iter()
+            .filter(|(_, put)| *put == key)
+            .map(|&(r, _)| r)
+            .collect();
+        expected.sort_unstable();
+        let mut got = revisions.clone();
+        got.sort_unstable();
+        assert_eq!(got, expected, "key {k}");
+    }
+    assert_eq!(out.revisions.iter().map(Vec::len).sum::<usize>(), 20);
+}
+
+/// The server answers each client's first put with `Connection: close` and is gone afterwards
+/// (connects are refused): each client fails its puts with `connect` while it backs off, and
+/// once the server has been unreachable for longer than --put-timeout its remaining puts are not
+/// sent. Every put is counted once, and the load stops on its own.
+#[test]
+fn http_puts_not_sent_after_the_server_is_gone_longer_than_the_put_timeout() {
+    let gw = ClosingGateway::start(Some(2));
+    let cfg = put_config(
+        &gw.endpoint(),
+        &[
+            "--put-total",
+            "40",
+            "--put-clients",
+            "2",
+            "--put-timeout",
+            "300ms",
+        ],
+    );
+    let started = Instant::now();
+    let out = wirebench::watch::put_load(&cfg).expect("the put load runs");
+    let took = started.elapsed();
+    eprintln!(
+        "{} ok, {} failed, {} not sent in {took:?}",
+        out.ok, out.failed, out.not_sent
+    );
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert_eq!(out.ok, 2, "{}", summary(&out));
+    assert_eq!(out.ok + out.failed + out.not_sent, 40, "{}", summary(&out));
+    assert!(out.failed >= 2 && out.not_sent > 0, "{}", summary(&out));
+    assert!(
+        out.errors.keys().all(|f| f.kind.as_str() == "connect"),
+        "{}",
+        summary(&out)
+    );
+    assert_eq!(out.errors.values().sum::<u64>(), out.failed);
+    assert!(
+        out.not_sent_reasons
+            .keys()
+            .all(|f| f.kind.as_str() == "connect" && f.to_string().contains("gave up")),
+        "{}",
+        summary(&out)
+    );
+    assert_eq!(out.not_sent_reasons.values().sum::<u64>(), out.not_sent);
+    assert_eq!(out.reconnects, 0);
 }

@@ -13,7 +13,7 @@ use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, TE};
 use http::{HeaderMap, Method, Request, Uri, Version};
 
 use crate::net::{self, Alpn, Layers, Ledger, NetConfig};
-use crate::stats::{ConnRecord, Failure, StatusKey};
+use crate::stats::{CloseRecord, ConnRecord, Failure, FailureKind, StatusKey};
 use crate::wire::grpc::{self, Code};
 
 /// h2's own default budget for small DATA frames.
@@ -150,12 +150,13 @@ impl Conn {
         &self.ledger
     }
 
-    /// Closes the connection and returns its ledger. h2 writes its GOAWAY and shuts down our
-    /// side (FIN) once every handle is gone and the streams are done; what the server still sends
-    /// after that (its own GOAWAY, its FIN) is read through the ledger from the duplicate
-    /// descriptor until EOF, for at most `DRAIN`. Only then is TCP_INFO read, so the byte and
-    /// segment counts cover the same traffic; the final ACKs are all that can follow.
-    /// Streams still in flight get up to `linger` to finish.
+    /// Closes the connection and returns its record. Streams still in flight get up to
+    /// `linger` to finish; then the snapshot the record's figures come from (the ledger and
+    /// TCP_INFO, read from the duplicate descriptor). Then the close: dropping the last handle
+    /// makes h2 write its GOAWAY and shut our side down (FIN; sent here too should h2 not get
+    /// to it), and what the server still sends (its GOAWAY, its FIN) is read from the
+    /// duplicate, through the ledger, for at most `CLOSE_BOUND`. That exchange goes into the
+    /// record's `close`.
     pub async fn close(self, linger: std::time::Duration) -> ConnRecord {
         let Conn {
             send,
@@ -167,45 +168,75 @@ impl Conn {
             opened,
             ..
         } = self;
+        let waited = Instant::now();
+        while ledger.in_flight.get() > 0 && waited.elapsed() < linger {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
         let lifetime_us = opened.elapsed().as_micros() as u64;
+        let mut rec = ConnRecord::from_ledger(
+            &ledger,
+            endpoint,
+            local_port,
+            lifetime_us,
+            net::tcp_info(&fd),
+        );
+        let began = Instant::now();
         drop(send);
         let mut driver = driver;
-        if tokio::time::timeout(linger, &mut driver).await.is_err() {
-            driver.abort();
-        }
-        // A server that keeps its side open past DRAIN: stop waiting (no TCP_INFO then).
-        let fd = tokio::time::timeout(DRAIN, drain(fd, &ledger))
-            .await
-            .unwrap_or_default();
-        let tcp = fd.as_ref().and_then(net::tcp_info);
-        drop(fd);
-        ConnRecord::from_ledger(&ledger, endpoint, local_port, lifetime_us, tcp)
+        let drained = match tokio::time::timeout(CLOSE_BOUND, &mut driver).await {
+            Ok(_) => {
+                let left = CLOSE_BOUND.saturating_sub(began.elapsed());
+                drain(&fd, &ledger, left).await
+            }
+            Err(_) => {
+                driver.abort();
+                false
+            }
+        };
+        rec.close = Some(CloseRecord::since(
+            &rec,
+            &ledger,
+            net::tcp_info(&fd),
+            drained,
+            began.elapsed(),
+        ));
+        rec
     }
 }
 
-/// How long a closing connection waits for the server's last bytes and FIN.
-const DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long the close exchange of one connection may take (connections close concurrently).
+pub const CLOSE_BOUND: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Reads the socket to EOF through the ledger (after h2 is done with it) and hands the
-/// descriptor back; `None` if it cannot be read.
-async fn drain(fd: OwnedFd, ledger: &Ledger) -> Option<OwnedFd> {
-    let std_stream = std::net::TcpStream::from(fd);
-    std_stream.set_nonblocking(true).ok()?;
-    let stream = tokio::net::TcpStream::from_std(std_stream).ok()?;
-    let mut buf = [0u8; 4096];
-    loop {
-        if stream.readable().await.is_err() {
-            break;
-        }
-        match stream.try_read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => ledger.drained(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => ledger.drained_would_block(),
-            Err(_) => break,
-        }
+/// Reads the socket through a duplicate descriptor to EOF (after h2 is done with it), through
+/// the ledger, for at most `bound`; true when the server's FIN arrived. Our FIN goes first, in
+/// case h2 did not shut the socket down itself.
+async fn drain(fd: &OwnedFd, ledger: &Ledger, bound: std::time::Duration) -> bool {
+    let Ok(dup) = fd.try_clone() else {
+        return false;
+    };
+    let std_stream = std::net::TcpStream::from(dup);
+    let _ = std_stream.shutdown(std::net::Shutdown::Write);
+    if std_stream.set_nonblocking(true).is_err() {
+        return false;
     }
-    let std_stream = stream.into_std().ok()?;
-    Some(OwnedFd::from(std_stream))
+    let Ok(stream) = tokio::net::TcpStream::from_std(std_stream) else {
+        return false;
+    };
+    let mut buf = [0u8; 4096];
+    let read = async {
+        loop {
+            if stream.readable().await.is_err() {
+                return false;
+            }
+            match stream.try_read(&mut buf) {
+                Ok(0) => return true,
+                Ok(n) => ledger.drained(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => ledger.drained_would_block(),
+                Err(_) => return false,
+            }
+        }
+    };
+    tokio::time::timeout(bound, read).await.unwrap_or(false)
 }
 
 /// A unary call's target, built once: full URI (scheme, authority, path), extra metadata, and
@@ -214,7 +245,7 @@ async fn drain(fd: OwnedFd, ledger: &Ledger) -> Option<OwnedFd> {
 pub struct Call {
     pub uri: Uri,
     pub metadata: Vec<(HeaderName, HeaderValue)>,
-    pub status_kind: &'static str,
+    pub status_kind: FailureKind,
     /// uncompressed size of the request's header list (pseudo-headers included)
     pub header_list_bytes: u64,
 }
@@ -223,7 +254,7 @@ impl Call {
     pub fn new(
         uri: Uri,
         metadata: Vec<(HeaderName, HeaderValue)>,
-        status_kind: &'static str,
+        status_kind: FailureKind,
     ) -> Call {
         let pseudo = [
             (":method", "POST".len()),
@@ -272,15 +303,15 @@ impl CallError {
             (e.is_go_away() && e.is_remote()) || e.reason() == Some(h2::Reason::REFUSED_STREAM);
         let failure = if e.is_reset() {
             Failure::with(
-                "rst_stream",
+                FailureKind::RstStream,
                 e.reason().map_or("unknown".into(), |r| r.to_string()),
             )
         } else if e.is_go_away() && e.is_remote() {
-            Failure::with("goaway", e)
+            Failure::with(FailureKind::Goaway, e)
         } else if e.is_io() {
-            Failure::with("io", e)
+            Failure::with(FailureKind::Io, e)
         } else {
-            Failure::with("h2", e)
+            Failure::with(FailureKind::H2, e)
         };
         CallError {
             status: None,
@@ -300,6 +331,24 @@ impl CallError {
     }
 }
 
+/// Counts a stream in flight on the connection while it lives (the close waits for none).
+struct InFlight<'a>(&'a Ledger);
+
+impl<'a> InFlight<'a> {
+    fn new(l: &'a Ledger) -> InFlight<'a> {
+        l.in_flight.set(l.in_flight.get() + 1);
+        InFlight(l)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .set(self.0.in_flight.get().saturating_sub(1));
+    }
+}
+
 /// Sends one framed request message and returns the one response message (a slice of `rx`).
 pub async fn unary(
     send: &mut SendRequest<Bytes>,
@@ -308,6 +357,20 @@ pub async fn unary(
     request: Bytes,
     rx: &mut BytesMut,
     max_message: usize,
+) -> Result<Bytes, CallError> {
+    let sent = Cell::new(false);
+    unary_sent(send, ledger, call, request, rx, max_message, &sent).await
+}
+
+/// `unary`, and `sent` becomes true once the request is handed to h2 (its HEADERS queued).
+pub async fn unary_sent(
+    send: &mut SendRequest<Bytes>,
+    ledger: &Ledger,
+    call: &Call,
+    request: Bytes,
+    rx: &mut BytesMut,
+    max_message: usize,
+    sent: &Cell<bool>,
 ) -> Result<Bytes, CallError> {
     let mut req = Request::new(());
     *req.method_mut() = Method::POST;
@@ -332,23 +395,33 @@ pub async fn unary(
         .await
         .map_err(never_sent)?;
     let (response, mut body_tx) = send.send_request(req, false).map_err(never_sent)?;
+    let _in_flight = InFlight::new(ledger);
+    sent.set(true);
     ledger.count_request();
+    // Uncompressed header list sizes, for the ledger's HPACK ratio: each list counted when its
+    // HEADERS frame is sent or received, whatever becomes of the call.
+    if ledger.h2.is_some() {
+        ledger.h2_header_lists(call.header_list_bytes, 0);
+    }
     body_tx.send_data(request, true).map_err(CallError::h2)?;
 
     let response = response.await.map_err(CallError::h2)?;
     let (parts, mut body) = response.into_parts();
-    // Uncompressed header list sizes, for the ledger's HPACK ratio (only when it is on).
-    let header_list_in = if ledger.h2.is_some() {
-        header_list_bytes(&parts.headers) + ":status".len() as u64 + 3
-    } else {
-        0
-    };
+    if ledger.h2.is_some() {
+        ledger.h2_header_lists(
+            0,
+            header_list_bytes(&parts.headers) + ":status".len() as u64 + 3,
+        );
+    }
     if parts.status != http::StatusCode::OK {
         let code = http_to_grpc(parts.status.as_u16());
         return Err(CallError {
-            status: Some(StatusKey::Grpc(code.as_u32())),
+            status: Some(StatusKey::GrpcFromHttp {
+                code: code.as_u32(),
+                http: parts.status.as_u16(),
+            }),
             failure: Failure::with(
-                "http_status",
+                FailureKind::HttpStatus,
                 format!("HTTP {} from a gRPC server", parts.status),
             ),
             conn_broken: false,
@@ -360,7 +433,7 @@ pub async fn unary(
         return Err(
             status_error(&parts.headers, call.status_kind).unwrap_or_else(|| {
                 CallError::plain(Failure::with(
-                    "bad_response",
+                    FailureKind::BadResponse,
                     "OK without a response message",
                 ))
             }),
@@ -373,7 +446,7 @@ pub async fn unary(
         let _ = body.flow_control().release_capacity(chunk.len());
         if rx.len() + chunk.len() > max_message + grpc::PREFIX_LEN {
             return Err(CallError::plain(Failure::with(
-                "grpc_framing",
+                FailureKind::GrpcFraming,
                 grpc::Error::MessageTooLarge {
                     len: u32::try_from(rx.len() + chunk.len()).unwrap_or(u32::MAX),
                     max: u32::try_from(max_message).unwrap_or(u32::MAX),
@@ -387,7 +460,7 @@ pub async fn unary(
             let announced = u32::from_be_bytes([a, b, c, d]);
             if flag <= 1 && announced as usize > max_message {
                 return Err(CallError::plain(Failure::with(
-                    "grpc_framing",
+                    FailureKind::GrpcFraming,
                     grpc::Error::MessageTooLarge {
                         len: announced,
                         max: u32::try_from(max_message).unwrap_or(u32::MAX),
@@ -399,22 +472,19 @@ pub async fn unary(
     let trailers = body.trailers().await.map_err(CallError::h2)?;
     let Some(trailers) = trailers else {
         return Err(CallError::plain(Failure::with(
-            "bad_response",
+            FailureKind::BadResponse,
             "stream ended without trailers",
         )));
     };
     if ledger.h2.is_some() {
-        ledger.h2_header_lists(
-            call.header_list_bytes,
-            header_list_in + header_list_bytes(&trailers),
-        );
+        ledger.h2_header_lists(0, header_list_bytes(&trailers));
     }
     if let Some(err) = status_error(&trailers, call.status_kind) {
         return Err(err);
     }
     if !trailers.contains_key("grpc-status") {
         return Err(CallError::plain(Failure::with(
-            "bad_response",
+            FailureKind::BadResponse,
             "trailers without grpc-status",
         )));
     }
@@ -422,15 +492,15 @@ pub async fn unary(
         Ok(Some(m)) => m,
         Ok(None) => {
             return Err(CallError::plain(Failure::with(
-                "bad_response",
+                FailureKind::BadResponse,
                 "truncated response message",
             )));
         }
-        Err(e) => return Err(CallError::plain(Failure::with("grpc_framing", e))),
+        Err(e) => return Err(CallError::plain(Failure::with(FailureKind::GrpcFraming, e))),
     };
     if !rx.is_empty() {
         return Err(CallError::plain(Failure::with(
-            "bad_response",
+            FailureKind::BadResponse,
             "more than one response message",
         )));
     }
@@ -445,11 +515,11 @@ fn header_list_bytes(h: &HeaderMap) -> u64 {
 }
 
 /// `None` when grpc-status is 0 (or absent); otherwise the status as a call error.
-fn status_error(headers: &HeaderMap, kind: &'static str) -> Option<CallError> {
+fn status_error(headers: &HeaderMap, kind: FailureKind) -> Option<CallError> {
     let value = headers.get("grpc-status")?;
     let code = match grpc::parse_status(value.as_bytes()) {
         Ok(c) => c,
-        Err(e) => return Some(CallError::plain(Failure::with("grpc_framing", e))),
+        Err(e) => return Some(CallError::plain(Failure::with(FailureKind::GrpcFraming, e))),
     };
     if code == Code::Ok {
         return None;

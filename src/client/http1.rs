@@ -3,14 +3,14 @@
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::client::io_failure;
 use crate::net::{self, Alpn, Io, Layers, Ledger, NetConfig};
-use crate::stats::{ConnRecord, Failure};
+use crate::stats::{CloseRecord, ConnRecord, Failure, FailureKind};
 use crate::wire::http1::{self, BodyKind, ChunkedDecoder};
 
 /// Read buffer growth step; responses larger than this grow the buffer once and keep it.
@@ -75,6 +75,11 @@ impl Conn {
         self.reusable
     }
 
+    /// Requests written completely on this connection so far.
+    pub fn requests_written(&self) -> u64 {
+        self.ledger.requests.get()
+    }
+
     /// Sends one complete, pre-encoded request and reads its whole response. The request goes
     /// out in one write call unless the kernel takes it partially.
     /// `head_len` is the request's head (start line + headers) length, for the ledger.
@@ -85,13 +90,15 @@ impl Conn {
     ) -> Result<Response<'_>, Failure> {
         self.rbuf.advance(self.consumed);
         self.consumed = 0;
+        if let Err(e) = self.io.write_all(request).await {
+            // part of the request may be on the wire: this connection's framing is unknown
+            self.reusable = false;
+            return Err(io_failure(&e));
+        }
+        // counted once all of it is written: the socket has the whole request
         self.ledger.count_request();
         self.ledger
             .http1_request(head_len, request.len().saturating_sub(head_len));
-        self.io
-            .write_all(request)
-            .await
-            .map_err(|e| io_failure(&e))?;
 
         let head = loop {
             match http1::decode_response_head(&mut self.rbuf, self.max_body) {
@@ -99,7 +106,7 @@ impl Conn {
                 Ok(None) => self.fill().await?,
                 Err(e) => {
                     self.reusable = false;
-                    return Err(Failure::with("http1", e));
+                    return Err(Failure::with(FailureKind::Http1, e));
                 }
             }
         };
@@ -111,7 +118,7 @@ impl Conn {
             BodyKind::Empty => &[],
             BodyKind::Length(n) => {
                 // decode_response_head checked n <= max_body, so it fits in usize memory.
-                let n = usize::try_from(n).map_err(|_| Failure::new("body_too_large"))?;
+                let n = usize::try_from(n).map_err(|_| Failure::new(FailureKind::BodyTooLarge))?;
                 while self.rbuf.len() < n {
                     self.fill().await?;
                 }
@@ -127,7 +134,7 @@ impl Conn {
                         Ok(false) => self.fill().await?,
                         Err(e) => {
                             self.reusable = false;
-                            return Err(Failure::with("http1", e));
+                            return Err(Failure::with(FailureKind::Http1, e));
                         }
                     }
                 }
@@ -139,7 +146,10 @@ impl Conn {
                 loop {
                     if self.rbuf.len() as u64 > self.max_body {
                         self.reusable = false;
-                        return Err(Failure::with("http1", http1::Error::BodyTooLarge));
+                        return Err(Failure::with(
+                            FailureKind::Http1,
+                            http1::Error::BodyTooLarge,
+                        ));
                     }
                     self.reserve();
                     let n = self
@@ -194,7 +204,10 @@ impl Conn {
         match self.io.read_buf(&mut self.rbuf).await {
             Ok(0) => {
                 self.reusable = false;
-                Err(Failure::with("closed", "server closed the connection"))
+                Err(Failure::with(
+                    FailureKind::Closed,
+                    "server closed the connection",
+                ))
             }
             Ok(_) => Ok(()),
             Err(e) => {
@@ -204,16 +217,47 @@ impl Conn {
         }
     }
 
-    /// Snapshots TCP_INFO and the ledger, then closes the connection.
-    pub fn close(self) -> ConnRecord {
+    /// Snapshots TCP_INFO and the ledger (the figures of the record), then closes: our FIN
+    /// (with TLS, close_notify first) and what the server sends until its FIN, read for at most
+    /// `bound`, go into the record's `close`.
+    pub async fn close(mut self, bound: Duration) -> ConnRecord {
         let tcp = net::tcp_info(self.io.tcp());
         let lifetime_us = self.opened.elapsed().as_micros() as u64;
-        ConnRecord::from_ledger(
+        let mut rec = ConnRecord::from_ledger(
             &self.ledger,
             self.endpoint,
             self.local_port,
             lifetime_us,
             tcp,
-        )
+        );
+        // The buffers go now, not when the close is done: a replacement connection may be
+        // growing its own meanwhile.
+        self.rbuf = BytesMut::new();
+        self.body = BytesMut::new();
+        let began = Instant::now();
+        let io = &mut self.io;
+        let drained = tokio::time::timeout(bound, async {
+            let _ = io.shutdown().await;
+            let mut buf = [0u8; 4096];
+            loop {
+                match io.read(&mut buf).await {
+                    Ok(0) => return true,
+                    Ok(_) => {}
+                    // TLS: the server's FIN without its close_notify still ends the stream
+                    Err(e) => return e.kind() == io::ErrorKind::UnexpectedEof,
+                }
+            }
+        })
+        .await
+        .unwrap_or(false);
+        let tcp = net::tcp_info(self.io.tcp());
+        rec.close = Some(CloseRecord::since(
+            &rec,
+            &self.ledger,
+            tcp,
+            drained,
+            began.elapsed(),
+        ));
+        rec
     }
 }

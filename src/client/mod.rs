@@ -5,14 +5,18 @@ pub mod http1;
 
 use std::io;
 
-use crate::stats::Failure;
+use crate::stats::{Failure, FailureKind};
 
 /// A failure kind for an IO error, with the OS's words as detail.
 pub fn io_failure(e: &io::Error) -> Failure {
     match e.kind() {
-        io::ErrorKind::UnexpectedEof => Failure::with("closed", "connection closed mid-response"),
-        io::ErrorKind::ConnectionReset => Failure::with("io", "connection reset by peer"),
-        io::ErrorKind::BrokenPipe => Failure::with("io", "broken pipe"),
-        _ => Failure::with("io", e),
+        io::ErrorKind::UnexpectedEof => {
+            Failure::with(FailureKind::Closed, "connection closed mid-response")
+        }
+        io::ErrorKind::ConnectionReset => {
+            Failure::with(FailureKind::Io, "connection reset by peer")
+        }
+        io::ErrorKind::BrokenPipe => Failure::with(FailureKind::Io, "broken pipe"),
+        _ => Failure::with(FailureKind::Io, e),
     }
 }

@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use crate::client::grpc::{self as grpc_client, CallError, Conn};
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
 use crate::net::Ledger;
-use crate::stats::{Failure, StatusKey};
+use crate::stats::{Failure, FailureKind, StatusKey};
 use crate::wire::grpc::Code;
 use crate::workload::etcd::{authenticate_grpc, is_invalid_token};
 
@@ -106,7 +106,7 @@ impl Slot {
             let result = connect(&w.ctx, self.endpoint).await;
             self.connecting.set(false);
             self.connected.notify_waiters();
-            let conn = result.map_err(|e| Failure::with("connect", e))?;
+            let conn = result.map_err(|e| Failure::with(FailureKind::Connect, e))?;
             *self.conn.borrow_mut() = Some(conn);
             self.generation.set(self.generation.get() + 1);
             w.stats.borrow_mut().reconnects += 1;
@@ -136,8 +136,8 @@ pub(super) async fn run(w: Rc<Worker>, a: &Assignment, slots: &[Rc<Slot>]) {
     }
 }
 
-pub(super) async fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
-    // All at once: each close may wait for its server's last bytes.
+/// Starts closing every connection of `slots` (the records are collected with the others).
+pub(super) fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
     let linger = w.ctx.timeout;
     for slot in slots {
         let conn = slot.conn.borrow_mut().take();
@@ -145,12 +145,6 @@ pub(super) async fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
             w.closing
                 .borrow_mut()
                 .push(tokio::task::spawn_local(conn.close(linger)));
-        }
-    }
-    let closing: Vec<_> = w.closing.borrow_mut().drain(..).collect();
-    for handle in closing {
-        if let Ok(rec) = handle.await {
-            w.stats.borrow_mut().conns.push(rec);
         }
     }
 }
@@ -189,6 +183,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         let body = work.encode_grpc(idx);
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
+        let written = Cell::new(false);
         // One request, sent again when the server provably did not process it: after GOAWAY on
         // a new connection (the old one is marked dead), after REFUSED_STREAM on the same one
         // unless it broke. At most MAX_RETRIES times, all within the request timeout.
@@ -196,16 +191,17 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
             let mut retries = 0;
             loop {
                 let Some(h) = handle.as_mut() else {
-                    return Err(CallError::plain(Failure::new("no connection")));
+                    return Err(CallError::plain(Failure::new(FailureKind::Connect)));
                 };
                 let generation = h.generation;
-                let r = grpc_client::unary(
+                let r = grpc_client::unary_sent(
                     &mut h.send,
                     &h.ledger,
                     &call,
                     body.clone(),
                     &mut rx,
                     max_message,
+                    &written,
                 )
                 .await;
                 if let Err(e) = &r
@@ -227,35 +223,58 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         };
         let result = tokio::time::timeout(ctx.timeout, attempt).await;
         let was_reauthed = std::mem::take(&mut reauthed);
+        // a request sent again after re-authenticating was written (and counted) the first time
+        if written.get() && !was_reauthed {
+            w.wrote(warm);
+        }
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
             Err(_) => w.fail(
                 endpoint,
                 warm,
                 None,
-                Failure::with("timeout", format!("no response within {:?}", ctx.timeout)),
+                Failure::with(
+                    FailureKind::Timeout,
+                    format!("no response within {:?}", ctx.timeout),
+                ),
             ),
             // etcd no longer accepts the token: authenticate again, then send again (once).
             Ok(Err(e)) if !was_reauthed && ctx.auth.is_some() && is_invalid_token(&e.failure) => {
-                if let (Some((user, password)), Some(h)) = (&ctx.auth, handle.as_mut()) {
-                    let authority = &ctx.authorities[slot.endpoint];
-                    let token =
-                        authenticate_grpc(&mut h.send, &h.ledger, authority, user, password).await;
-                    match token
-                        .map_err(|f| Failure::with("auth", f))
-                        .and_then(|t| work.set_token(&t).map_err(|e| Failure::with("auth", e)))
-                    {
-                        Ok(()) => {
-                            call = work.call(slot.endpoint).clone();
-                            w.stats.borrow_mut().reauthenticated += 1;
-                            reauthed = true;
-                            // The same request goes again; it was not counted.
-                            sent -= u64::from(!warm);
-                            again = Some(turn);
-                            continue;
-                        }
-                        Err(f) => w.fail(endpoint, warm, e.status, f),
+                let Some(((user, password), h)) = ctx.auth.as_ref().zip(handle.as_mut()) else {
+                    // no connection to authenticate on: the request fails as it came back
+                    w.fail(endpoint, warm, e.status, e.failure);
+                    continue;
+                };
+                let authority = &ctx.authorities[slot.endpoint];
+                let token = tokio::time::timeout(
+                    ctx.timeout,
+                    authenticate_grpc(&mut h.send, &h.ledger, authority, user, password),
+                )
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Failure::with(
+                        FailureKind::Timeout,
+                        format!("re-authentication: no answer within {:?}", ctx.timeout),
+                    ))
+                });
+                let token = token.map_err(|f| match f.kind {
+                    FailureKind::Timeout => f,
+                    _ => Failure::with(FailureKind::Auth, f),
+                });
+                match token.and_then(|t| {
+                    work.set_token(&t)
+                        .map_err(|e| Failure::with(FailureKind::Auth, e))
+                }) {
+                    Ok(()) => {
+                        call = work.call(slot.endpoint).clone();
+                        w.stats.borrow_mut().reauthenticated += 1;
+                        reauthed = true;
+                        // The same request goes again; it was not counted.
+                        sent -= u64::from(!warm);
+                        again = Some(turn);
+                        continue;
                     }
+                    Err(f) => w.fail(endpoint, warm, e.status, f),
                 }
             }
             Ok(Err(e)) => w.fail(endpoint, warm, e.status, e.failure),

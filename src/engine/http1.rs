@@ -7,7 +7,7 @@ use bytes::BytesMut;
 
 use crate::client::http1::Conn;
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
-use crate::stats::Failure;
+use crate::stats::{Failure, FailureKind};
 use crate::workload::etcd::{authenticate_http, is_invalid_token};
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
@@ -35,7 +35,8 @@ pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Option<Conn>>
     Ok(conns)
 }
 
-pub(super) async fn run(w: Rc<Worker>, a: &Assignment, conns: Vec<Option<Conn>>) {
+/// Runs every client; returns the connections still open, to be closed after the window.
+pub(super) async fn run(w: Rc<Worker>, a: &Assignment, conns: Vec<Option<Conn>>) -> Vec<Conn> {
     let mut tasks = Vec::with_capacity(conns.len());
     for (&(id, endpoint), conn) in a.clients.iter().zip(conns) {
         tasks.push(tokio::task::spawn_local(client(
@@ -45,13 +46,26 @@ pub(super) async fn run(w: Rc<Worker>, a: &Assignment, conns: Vec<Option<Conn>>)
             conn,
         )));
     }
+    let mut open = Vec::with_capacity(tasks.len());
     for t in tasks {
         // A client task only ends by returning; a JoinError would mean a panic, already reported.
-        let _ = t.await;
+        if let Ok(Some(c)) = t.await {
+            open.push(c);
+        }
     }
+    open
 }
 
-async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn>) {
+/// Closes a connection replaced mid-run in the background; its record joins the stats at the
+/// end.
+fn retire(w: &Worker, c: Conn) {
+    w.closing
+        .borrow_mut()
+        .push(tokio::task::spawn_local(c.close(super::CLOSE_BOUND)));
+}
+
+/// One client's closed (or paced) loop; returns its connection, still open.
+async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn>) -> Option<Conn> {
     let ctx = w.ctx.clone();
     let quota = quota(&ctx, id);
     let mut work = ctx.workload.for_client(id as u64);
@@ -75,7 +89,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     conn.insert(c)
                 }
                 Err(e) => {
-                    let f = Failure::with("connect", e);
+                    let f = Failure::with(FailureKind::Connect, e);
                     if reconnect
                         .connect_failed(&w, endpoint, warm, &mut sent, quota, f)
                         .await
@@ -92,14 +106,18 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         let head_len = work.encode_http(idx, endpoint, &mut wbuf);
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
+        let before = c.requests_written();
         let result = tokio::time::timeout(ctx.timeout, c.round_trip(&wbuf, head_len)).await;
-        let keep = match result {
+        let mut keep = match result {
             Err(_) => {
                 w.fail(
                     endpoint,
                     warm,
                     None,
-                    Failure::with("timeout", format!("no response within {:?}", ctx.timeout)),
+                    Failure::with(
+                        FailureKind::Timeout,
+                        format!("no response within {:?}", ctx.timeout),
+                    ),
                 );
                 // The response may still arrive: this connection's framing is unknown now.
                 false
@@ -125,11 +143,24 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                 c.reusable()
             }
         };
+        // a request sent again after re-authenticating was written (and counted) the first time
+        if c.requests_written() > before && !reauthed {
+            w.wrote(warm);
+        }
         reauthed = false;
         if needs_auth && let Some((user, password)) = &ctx.auth {
             needs_auth = false;
             let authority = &ctx.authorities[endpoint];
-            match authenticate_http(c, authority, user, password).await {
+            let auth =
+                tokio::time::timeout(ctx.timeout, authenticate_http(c, authority, user, password))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Failure::with(
+                            FailureKind::Timeout,
+                            format!("re-authentication: no answer within {:?}", ctx.timeout),
+                        ))
+                    });
+            match auth {
                 Ok(token) => match work.set_token(&token) {
                     Ok(()) => {
                         w.stats.borrow_mut().reauthenticated += 1;
@@ -139,16 +170,21 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                         again = Some(turn);
                         continue;
                     }
-                    Err(e) => w.fail(endpoint, warm, None, Failure::with("auth", e)),
+                    Err(e) => w.fail(endpoint, warm, None, Failure::with(FailureKind::Auth, e)),
                 },
-                Err(f) => w.fail(endpoint, warm, None, Failure::with("auth", f)),
+                Err(f) if f.kind == FailureKind::Timeout => {
+                    w.fail(endpoint, warm, None, f);
+                    // the authentication's answer may still come: the framing is unknown now
+                    keep = false;
+                }
+                Err(f) => w.fail(endpoint, warm, None, Failure::with(FailureKind::Auth, f)),
             }
         }
-        if !keep && let Some(c) = conn.take() {
-            w.stats.borrow_mut().conns.push(c.close());
+        if (!keep || !c.reusable())
+            && let Some(c) = conn.take()
+        {
+            retire(&w, c);
         }
     }
-    if let Some(c) = conn.take() {
-        w.stats.borrow_mut().conns.push(c.close());
-    }
+    conn
 }

@@ -6,26 +6,30 @@ mod http1;
 mod pace;
 mod progress;
 
-use std::cell::RefCell;
+pub use pace::TIMERFD;
+
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, LazyLock, OnceLock};
+use std::sync::{Arc, Barrier, Condvar, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::client::grpc::H2Config;
 use crate::config::{Config, Proto, Stop};
-use crate::net::NetConfig;
-use crate::stats::{At, CpuTimes, Failure, Stats, StatusKey};
+use crate::net::{IoCalls, NetConfig};
+use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
+use crate::stats::{At, CpuTimes, Failure, FailureKind, RssSampler, Stats, StatusKey};
 use crate::workload::Workload;
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.
 pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
 
-/// First reconnect delay after a failed connect; doubles up to `BACKOFF_MAX`.
-const BACKOFF_MIN: Duration = Duration::from_millis(10);
-const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// First reconnect delay after a failed connect; doubles up to `BACKOFF_MAX` (the watch
+/// command's put load uses the same).
+pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(10);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// What one protocol run measured, merged over all threads.
 #[derive(Debug)]
@@ -36,29 +40,137 @@ pub struct ProtoRun {
     pub conns: usize,
     pub threads: usize,
     pub stats: Stats,
-    /// the measured window: after warmup until the last request finished
+    /// the measured window: from the end of the warmup until the last worker's last request
     pub elapsed: Duration,
-    /// process CPU over the measured window (the in-process server's threads excluded)
-    pub cpu: CpuTimes,
-    /// the in-process server's CPU over the measured window
-    pub server_cpu: Option<Duration>,
+    /// what the worker threads cost over the measured window (and apart, outside it)
+    pub cost: WindowCost,
+    /// the server's CPU over the measured window, or why it could not be read
+    pub server_cpu: Option<Result<Duration, String>>,
     /// the first successful response, as JSON
     pub sample: Option<Value>,
     pub interrupted: bool,
     /// open loop: the target rate (requests/s over all clients)
     pub rate: Option<f64>,
-    /// this process's memory: before connecting, once every connection was open, and the peak
+    /// open loop: the pacers' timer ("timerfd", or tokio's 1 ms wheel when a timerfd failed)
+    pub pacer_timer: Option<&'static str>,
+    /// this process's memory around the run
     pub memory: Option<Memory>,
 }
 
-/// Resident memory of this process around one run (from /proc/self/status).
+/// The worker threads' cost, each counted on its own thread: over the measured window (CPU,
+/// kernel counters, data calls), and the kernel counters outside it (setup and close).
+#[derive(Debug, Clone, Default)]
+pub struct WindowCost {
+    pub cpu: CpuTimes,
+    pub kernel: KernelCounts,
+    pub outside: KernelCounts,
+    pub io: IoCalls,
+    /// why syscalls are not counted (perf events not permitted, ...), one line
+    pub kernel_unavailable: Option<String>,
+}
+
+impl WindowCost {
+    fn plus(self, o: WindowCost) -> WindowCost {
+        WindowCost {
+            cpu: self.cpu.plus(o.cpu),
+            kernel: self.kernel.plus(o.kernel),
+            outside: self.outside.plus(o.outside),
+            io: self.io.plus(o.io),
+            kernel_unavailable: self.kernel_unavailable.or(o.kernel_unavailable),
+        }
+    }
+}
+
+/// Resident memory of this process around one run (kiB).
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct Memory {
-    pub rss_before_kib: u64,
+    /// once the worker threads and their runtimes exist, before the first connect
+    pub rss_baseline_kib: u64,
     /// once every connection was open (before the first request)
     pub rss_connected_kib: u64,
-    /// VmHWM: the process's peak so far (an in-process server and earlier runs included)
+    /// mid-run: the sample nearest the middle of the measured window
+    pub rss_steady_kib: u64,
+    /// VmHWM at the end: the process's peak so far (earlier runs of the process included)
     pub peak_rss_kib: u64,
+}
+
+/// How often the main thread samples RSS during the measured window.
+const RSS_EVERY: Duration = Duration::from_millis(20);
+/// Most RSS samples kept; past this every other one is dropped (and the interval doubles).
+const RSS_SAMPLES: usize = 1024;
+
+/// RSS samples over the window, thinned to stay bounded.
+struct RssSamples {
+    every: Duration,
+    next: Instant,
+    samples: Vec<(Instant, u64)>,
+}
+
+impl RssSamples {
+    fn new(start: Instant) -> RssSamples {
+        RssSamples {
+            every: RSS_EVERY,
+            next: start,
+            samples: Vec::new(),
+        }
+    }
+
+    fn take(&mut self, sampler: &RssSampler, now: Instant) {
+        if now < self.next {
+            return;
+        }
+        if let Some(kib) = sampler.rss_kib() {
+            self.samples.push((now, kib));
+        }
+        if self.samples.len() >= RSS_SAMPLES {
+            let kept = self.samples.iter().copied().step_by(2).collect();
+            self.samples = kept;
+            self.every *= 2;
+        }
+        self.next = now + self.every;
+    }
+
+    /// The sample nearest the middle of `[start, end]`.
+    fn steady(&self, start: Instant, end: Instant) -> Option<u64> {
+        let mid = start + end.saturating_duration_since(start) / 2;
+        self.samples
+            .iter()
+            .min_by_key(|(t, _)| t.max(&mid).duration_since(*t.min(&mid)))
+            .map(|&(_, kib)| kib)
+    }
+}
+
+/// The workers tell the main thread they are done; it waits with a timeout to sample meanwhile.
+struct Latch {
+    left: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Latch {
+    fn new(n: usize) -> Latch {
+        Latch {
+            left: Mutex::new(n),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn arrive(&self) {
+        let mut left = self.left.lock().unwrap_or_else(|e| e.into_inner());
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            self.cv.notify_all();
+        }
+    }
+
+    /// Waits at most `d`; true once every worker has arrived.
+    fn wait(&self, d: Duration) -> bool {
+        let left = self.left.lock().unwrap_or_else(|e| e.into_inner());
+        let (left, _) = self
+            .cv
+            .wait_timeout_while(left, d, |n| *n > 0)
+            .unwrap_or_else(|e| e.into_inner());
+        *left == 0
+    }
 }
 
 /// Read-only run parameters shared by all worker threads.
@@ -152,7 +264,12 @@ impl Worker {
                         intended: Some(t.intended),
                     });
                 }
-                pace::Take::Expired(t, f) => self.fail(endpoint, t.warm, None, f),
+                pace::Take::Expired(t, f) => {
+                    if !t.warm {
+                        self.stats.borrow_mut().expired += 1;
+                    }
+                    self.fail(endpoint, t.warm, None, f)
+                }
             }
         }
     }
@@ -186,12 +303,15 @@ impl Worker {
     }
 
     /// A successful measured request: latency from the intended send time in open loop
-    /// (corrected) and from `sent` as well; from `sent` alone in closed loop.
+    /// (corrected) and from `sent` as well; from `sent` alone in closed loop. The pacer never
+    /// releases a send before its intended time; should one still start earlier, the corrected
+    /// latency counts from the actual start, so it is never below the uncorrected one.
     fn ok(&self, endpoint: usize, turn: Turn, sent: Instant, status: StatusKey) {
         let now = Instant::now();
         let at = self.at(endpoint, now);
+        let from = turn.intended.map_or(sent, |i| i.min(sent));
         let mut st = self.stats.borrow_mut();
-        st.record_ok(at, now - turn.intended.unwrap_or(sent), status);
+        st.record_ok(at, now - from, status);
         if turn.intended.is_some() {
             st.record_uncorrected(now - sent);
         }
@@ -208,6 +328,13 @@ impl Worker {
         let at = self.at(endpoint, Instant::now());
         self.stats.borrow_mut().record_failure(at, status, f);
         self.bump_progress(true);
+    }
+
+    /// A request's bytes went to the socket: measured ones are the window's denominator.
+    fn wrote(&self, warm: bool) {
+        if !warm {
+            self.stats.borrow_mut().written += 1;
+        }
     }
 
     fn warmup_done(&self) {
@@ -259,8 +386,13 @@ impl Reconnect {
         self.down_since = None;
     }
 
-    /// Counts a request that found no connection, backs off, and returns false when the client
+    /// Counts a turn that found no connection, backs off, and returns false when the client
     /// should stop: then its remaining quota is counted as failed too (total mode only).
+    ///
+    /// In total mode the turn is one of the N requests and in open loop one scheduled send:
+    /// both fail as `connect`. In closed-loop duration mode there is no fixed number of
+    /// requests, and how many turns fit in the run would only measure the backoff, so the turn
+    /// is no request: it counts as a connect failure alone.
     async fn connect_failed(
         &mut self,
         w: &Worker,
@@ -270,8 +402,15 @@ impl Reconnect {
         quota: u64,
         f: Failure,
     ) -> bool {
-        w.fail(endpoint, warm, None, f);
-        *sent += u64::from(!warm);
+        {
+            let mut st = w.stats.borrow_mut();
+            st.connect_failures += 1;
+            st.connect_error = Some(f.clone());
+        }
+        if w.deadline.is_none() || w.pacer.is_some() {
+            w.fail(endpoint, warm, None, f);
+            *sent += u64::from(!warm);
+        }
         if self.failed(w).await {
             return true;
         }
@@ -280,7 +419,7 @@ impl Reconnect {
             at,
             quota.saturating_sub(*sent),
             Failure::with(
-                "connect",
+                FailureKind::Connect,
                 "gave up: server unreachable for longer than --timeout",
             ),
         );
@@ -368,11 +507,13 @@ fn assign(
     out
 }
 
-/// Runs one protocol to completion and merges what every thread measured.
+/// Runs one protocol to completion and merges what every thread measured. `server_cpu` reads
+/// the server's CPU time so far (the built-in server's thread clocks, or `--server-pid`'s
+/// process clock).
 pub fn run_proto(
     cfg: &Config,
     proto: Proto,
-    server_cpu: Option<&dyn Fn() -> Duration>,
+    server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
 ) -> Result<ProtoRun, String> {
     let load = &cfg.load;
     let conns = match proto {
@@ -388,7 +529,6 @@ pub fn run_proto(
         cfg.endpoints.len(),
     );
     let threads = plan.len();
-    let rss_before = crate::stats::memory();
     let ctx = Arc::new(Ctx {
         proto,
         clients: load.clients,
@@ -412,11 +552,7 @@ pub fn run_proto(
         auth: cfg.auth.clone(),
         workload: cfg.workload.clone(),
     });
-    let start = Arc::new(Barrier::new(threads + 1));
-    let finish = Arc::new(Barrier::new(threads + 1));
-    let abort = Arc::new(AtomicBool::new(false));
-    let setup_error: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
-    let t0: Arc<OnceLock<Instant>> = Arc::default();
+    let sync = Arc::new(Sync::new(threads));
     let bar = progress::Bar::start(proto.title(), threads, load.stop, load.warmup);
     let counters = bar.as_ref().map(|b| b.counters.clone());
 
@@ -424,109 +560,198 @@ pub fn run_proto(
         .into_iter()
         .enumerate()
         .map(|(i, a)| {
-            let sync = Shared {
-                start: start.clone(),
-                finish: finish.clone(),
-                abort: abort.clone(),
-                setup_error: setup_error.clone(),
-                t0: t0.clone(),
-                progress: counters.clone().map(|c| (c, i)),
-            };
-            let ctx = ctx.clone();
+            let (ctx, sync, progress) = (ctx.clone(), sync.clone(), counters.clone());
             std::thread::Builder::new()
                 .name(format!("wirebench-{}-{i}", proto.name()))
-                .spawn(move || worker_thread(ctx, a, sync))
+                .spawn(move || worker_thread(ctx, a, &sync, progress.map(|c| (c, i))))
                 .map_err(|e| format!("cannot start a worker thread: {e}"))
         })
         .collect::<Result<_, _>>()?;
 
-    let server_now = || server_cpu.map_or(Duration::ZERO, |f| f());
-    start.wait();
-    let started = *t0.get_or_init(Instant::now);
-    let rss_connected = crate::stats::memory();
-    let mut measure_start = started;
-    let mut server_start = server_now();
-    if !abort.load(Ordering::SeqCst) && !load.warmup.is_zero() {
-        std::thread::sleep((started + load.warmup).saturating_duration_since(Instant::now()));
-        measure_start = Instant::now();
-        server_start = server_now();
+    // Memory: the baseline once every worker thread and runtime exists, before any connect.
+    let sampler = RssSampler::open();
+    let rss = || sampler.as_ref().and_then(RssSampler::rss_kib);
+    sync.ready.wait();
+    let rss_baseline = rss();
+    sync.go.wait();
+    sync.start.wait();
+    let started = *sync.t0.get_or_init(Instant::now);
+    let rss_connected = rss();
+    // The measured window starts where the workers start it: at the end of the warmup.
+    let window_start = started + load.warmup;
+    let aborted = sync.abort.load(Ordering::SeqCst);
+    if !aborted {
+        std::thread::sleep(window_start.saturating_duration_since(Instant::now()));
     }
-    finish.wait();
-    let elapsed = measure_start.elapsed();
-    let server_used = server_now().saturating_sub(server_start);
+    let server_start = server_cpu.map(|f| f());
+    let mut samples = RssSamples::new(window_start);
+    if let Some(s) = &sampler {
+        while !sync
+            .done
+            .wait(samples.next.saturating_duration_since(Instant::now()))
+        {
+            samples.take(s, Instant::now());
+        }
+    } else {
+        while !sync.done.wait(Duration::from_secs(3600)) {}
+    }
+    let server_end = server_cpu.map(|f| f());
+    let last_sample = rss();
+    sync.close.wait();
     drop(bar);
-    let memory = match (rss_before, rss_connected, crate::stats::memory()) {
-        (Some(b), Some(c), Some(end)) => Some(Memory {
-            rss_before_kib: b.rss_kib,
-            rss_connected_kib: c.rss_kib,
-            // VmHWM is synced from per-thread counters lazily: never below what was seen
-            peak_rss_kib: end.peak_kib.max(end.rss_kib).max(c.rss_kib),
-        }),
-        _ => None,
-    };
 
     let mut stats = Stats::default();
     let mut sample = None;
-    let mut cpu = CpuTimes::default();
+    let mut cost = WindowCost {
+        kernel: KernelCounts::ZERO,
+        outside: KernelCounts::ZERO,
+        ..WindowCost::default()
+    };
+    let mut ended: Option<Instant> = None;
+    let mut pacer_timer = None;
     for h in handles {
-        let (s, smp, c) = h
+        let out = h
             .join()
             .map_err(|_| "a worker thread panicked (a bug: please report it)".to_string())?;
-        stats.merge(s);
-        sample = sample.or(smp);
-        cpu = cpu.plus(c);
+        stats.merge(out.stats);
+        sample = sample.or(out.sample);
+        cost = cost.plus(out.cost);
+        ended = ended.max(out.ended);
+        pacer_timer = pacer_timer.or(out.pacer_timer);
     }
-    if let Some(e) = setup_error.lock().ok().and_then(|mut g| g.take()) {
+    if let Some(e) = sync.setup_error.lock().ok().and_then(|mut g| g.take()) {
         return Err(e);
     }
+    let window_end = ended.unwrap_or(window_start).max(window_start);
+    let server_cpu = match (server_start, server_end) {
+        (Some(Ok(a)), Some(Ok(b))) => Some(Ok(b.saturating_sub(a))),
+        (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
+        _ => None,
+    };
+    let memory = match (rss_baseline, rss_connected, crate::stats::memory()) {
+        (Some(baseline), Some(connected), Some(end)) => Some(Memory {
+            rss_baseline_kib: baseline,
+            rss_connected_kib: connected,
+            rss_steady_kib: samples
+                .steady(window_start, window_end)
+                .or(last_sample)
+                .unwrap_or(connected),
+            peak_rss_kib: end.peak_kib,
+        }),
+        _ => None,
+    };
     Ok(ProtoRun {
         proto,
         clients: load.clients,
         conns,
         threads,
         stats,
-        elapsed,
-        cpu,
-        server_cpu: server_cpu.map(|_| server_used),
+        elapsed: window_end - window_start,
+        cost,
+        server_cpu,
         sample,
         interrupted: INTERRUPTED.load(Ordering::Relaxed),
         rate: load.rate,
+        pacer_timer,
         memory,
     })
 }
 
-/// What a worker thread shares with the others and the main thread.
-struct Shared {
-    start: Arc<Barrier>,
-    finish: Arc<Barrier>,
-    abort: Arc<AtomicBool>,
-    setup_error: Arc<std::sync::Mutex<Option<String>>>,
+/// The meeting points of the main thread and the workers, in order.
+struct Sync {
+    /// every worker has its runtime: the main thread reads the memory baseline
+    ready: Barrier,
+    /// the workers may connect
+    go: Barrier,
+    /// every connection is open: the run starts
+    start: Barrier,
+    /// every worker's clients are done (the main thread samples memory until then)
+    done: Latch,
+    /// the main thread has read its end figures: the workers may close their connections
+    close: Barrier,
+    abort: AtomicBool,
+    setup_error: Mutex<Option<String>>,
     /// the moment the first thread passed the start line: the schedule's origin
-    t0: Arc<OnceLock<Instant>>,
-    progress: Option<(Arc<[progress::Counters]>, usize)>,
+    t0: OnceLock<Instant>,
 }
 
-/// One worker thread: set up connections, wait for the start, run clients, wait for the
-/// finish line, close connections. Always passes both barriers, so a failure cannot hang the run.
-fn worker_thread(ctx: Arc<Ctx>, a: Assignment, sync: Shared) -> (Stats, Option<Value>, CpuTimes) {
-    let Shared {
-        start,
-        finish,
-        abort,
-        setup_error,
-        t0,
-        progress,
-    } = sync;
-    let rt = match tokio::runtime::Builder::new_current_thread()
+impl Sync {
+    fn new(threads: usize) -> Sync {
+        Sync {
+            ready: Barrier::new(threads + 1),
+            go: Barrier::new(threads + 1),
+            start: Barrier::new(threads + 1),
+            done: Latch::new(threads),
+            close: Barrier::new(threads + 1),
+            abort: AtomicBool::new(false),
+            setup_error: Mutex::new(None),
+            t0: OnceLock::new(),
+        }
+    }
+}
+
+/// What a worker thread hands back.
+struct WorkerOut {
+    stats: Stats,
+    sample: Option<Value>,
+    cost: WindowCost,
+    /// when its last client was done (None when it never ran)
+    ended: Option<Instant>,
+    pacer_timer: Option<&'static str>,
+}
+
+/// A thread's counters at one moment: CPU, kernel counters, socket data calls.
+#[derive(Debug, Clone, Copy, Default)]
+struct Reading {
+    cpu: CpuTimes,
+    kernel: KernelCounts,
+    io: IoCalls,
+}
+
+impl Reading {
+    fn now(counters: &ThreadCounters) -> Reading {
+        Reading {
+            cpu: CpuTimes::thread_now(),
+            kernel: counters.read(),
+            io: crate::net::thread_io_calls(),
+        }
+    }
+}
+
+/// One worker thread: set up connections, wait for the start, run clients, report done, wait
+/// for the main thread, close connections. Always passes every meeting point, so a failure
+/// cannot hang the run.
+fn worker_thread(
+    ctx: Arc<Ctx>,
+    a: Assignment,
+    sync: &Sync,
+    progress: Option<(Arc<[progress::Counters]>, usize)>,
+) -> WorkerOut {
+    // Opened first, so that the counts outside the window cover this thread's whole life.
+    let counters = Rc::new(ThreadCounters::open());
+    let born = counters.read();
+    let idle = |sync: &Sync| {
+        sync.start.wait();
+        sync.done.arrive();
+        sync.close.wait();
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-    {
+        .build();
+    sync.ready.wait();
+    sync.go.wait();
+    let rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
-            fail_setup(&abort, &setup_error, format!("cannot start a runtime: {e}"));
-            start.wait();
-            finish.wait();
-            return (Stats::default(), None, CpuTimes::default());
+            fail_setup(sync, format!("cannot start a runtime: {e}"));
+            idle(sync);
+            return WorkerOut {
+                stats: Stats::default(),
+                sample: None,
+                cost: WindowCost::default(),
+                ended: None,
+                pacer_timer: None,
+            };
         }
     };
     let local = tokio::task::LocalSet::new();
@@ -540,12 +765,12 @@ fn worker_thread(ctx: Arc<Ctx>, a: Assignment, sync: Shared) -> (Stats, Option<V
     let setup = match setup {
         Ok(s) => Some(s),
         Err(e) => {
-            fail_setup(&abort, &setup_error, e);
+            fail_setup(sync, e);
             None
         }
     };
-    start.wait();
-    let t0 = *t0.get_or_init(Instant::now);
+    sync.start.wait();
+    let t0 = *sync.t0.get_or_init(Instant::now);
     let warmup_end = t0 + ctx.warmup;
     let worker = Rc::new(Worker {
         ctx: ctx.clone(),
@@ -560,9 +785,13 @@ fn worker_thread(ctx: Arc<Ctx>, a: Assignment, sync: Shared) -> (Stats, Option<V
         pacer: ctx.rate.map(|_| pace::Pacer::default()),
         progress,
     });
+    let setup = if sync.abort.load(Ordering::SeqCst) {
+        None
+    } else {
+        setup
+    };
     if let Some(rate) = ctx.rate
         && setup.is_some()
-        && !abort.load(Ordering::SeqCst)
     {
         let schedule = pace::Schedule {
             t0,
@@ -584,35 +813,48 @@ fn worker_thread(ctx: Arc<Ctx>, a: Assignment, sync: Shared) -> (Stats, Option<V
             }
         });
     }
-    let setup = if abort.load(Ordering::SeqCst) {
-        None
-    } else {
-        setup
-    };
-    // This thread's CPU from the end of warmup (sampled on this thread by a timer task) to the
-    // moment its clients are done.
-    let cpu_start = Rc::new(std::cell::Cell::new(CpuTimes::thread_now()));
+    // The window: from the end of warmup (read on this thread by a timer task) to the moment
+    // its clients are done.
+    let window_start = Rc::new(Cell::new(Reading::now(&counters)));
     if !ctx.warmup.is_zero() {
-        let at = cpu_start.clone();
+        let (at, counters) = (window_start.clone(), counters.clone());
         local.spawn_local(async move {
             tokio::time::sleep_until(warmup_end.into()).await;
-            at.set(CpuTimes::thread_now());
+            at.set(Reading::now(&counters));
         });
     }
+    let ran = setup.is_some();
     let closing = setup.map(|s| local.block_on(&rt, s.run(worker.clone(), &a)));
-    let cpu = CpuTimes::thread_now().since(cpu_start.get());
-    finish.wait();
+    let window_end = Reading::now(&counters);
+    let ended = ran.then(Instant::now);
+    sync.done.arrive();
+    sync.close.wait();
     if let Some(closing) = closing {
         local.block_on(&rt, closing.close(&worker));
     }
-    let stats = worker.stats.take();
-    let sample = worker.sample.take();
-    (stats, sample, cpu)
+    let dead = counters.read();
+    let start = window_start.get();
+    let window = window_end.kernel.since(start.kernel);
+    let cost = WindowCost {
+        cpu: window_end.cpu.since(start.cpu),
+        kernel: window,
+        outside: dead.since(born).since(window),
+        io: window_end.io.since(start.io),
+        kernel_unavailable: counters.unavailable(Counter::Syscalls).map(str::to_string),
+    };
+    let pacer_timer = worker.pacer.as_ref().and_then(pace::Pacer::timer);
+    WorkerOut {
+        stats: worker.stats.take(),
+        sample: worker.sample.take(),
+        cost,
+        ended,
+        pacer_timer,
+    }
 }
 
-fn fail_setup(abort: &AtomicBool, slot: &std::sync::Mutex<Option<String>>, e: String) {
-    abort.store(true, Ordering::SeqCst);
-    if let Ok(mut g) = slot.lock() {
+fn fail_setup(sync: &Sync, e: String) {
+    sync.abort.store(true, Ordering::SeqCst);
+    if let Ok(mut g) = sync.setup_error.lock() {
         g.get_or_insert(e);
     }
 }
@@ -623,19 +865,19 @@ enum Setup {
     Grpc(Vec<Rc<grpc::Slot>>),
 }
 
-/// What is left to close after the finish barrier.
+/// What is left to close after the measured window.
 enum Closing {
-    Http,
+    Http(Vec<crate::client::http1::Conn>),
     Grpc(Vec<Rc<grpc::Slot>>),
 }
+
+/// How long one connection's close exchange may take; connections close concurrently.
+pub(crate) const CLOSE_BOUND: Duration = crate::client::grpc::CLOSE_BOUND;
 
 impl Setup {
     async fn run(self, w: Rc<Worker>, a: &Assignment) -> Closing {
         match self {
-            Setup::Http(conns) => {
-                http1::run(w, a, conns).await;
-                Closing::Http
-            }
+            Setup::Http(conns) => Closing::Http(http1::run(w, a, conns).await),
             Setup::Grpc(slots) => {
                 grpc::run(w, a, &slots).await;
                 Closing::Grpc(slots)
@@ -645,16 +887,77 @@ impl Setup {
 }
 
 impl Closing {
+    /// Closes every connection at once (each may wait for its server's last bytes), and the
+    /// ones replaced mid-run that are still closing; their records join the stats.
     async fn close(self, w: &Rc<Worker>) {
-        if let Closing::Grpc(slots) = self {
-            grpc::close(w, slots).await;
+        match self {
+            Closing::Http(conns) => {
+                let mut c = w.closing.borrow_mut();
+                for conn in conns {
+                    c.push(tokio::task::spawn_local(conn.close(CLOSE_BOUND)));
+                }
+            }
+            Closing::Grpc(slots) => grpc::close(w, slots),
+        }
+        let closing: Vec<_> = w.closing.borrow_mut().drain(..).collect();
+        for handle in closing {
+            if let Ok(rec) = handle.await {
+                w.stats.borrow_mut().conns.push(rec);
+            }
         }
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_steady_memory_sample_is_the_one_nearest_mid_window() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut s = RssSamples::new(t0);
+        s.samples = vec![(ms(0), 10), (ms(40), 20), (ms(90), 30), (ms(140), 40)];
+        // window 0..200 ms: middle 100 ms, nearest sample at 90 ms
+        assert_eq!(s.steady(ms(0), ms(200)), Some(30));
+        // window 20..60 ms: middle 40 ms
+        assert_eq!(s.steady(ms(20), ms(60)), Some(20));
+        assert_eq!(RssSamples::new(t0).steady(ms(0), ms(10)), None);
+    }
+
+    #[test]
+    fn rss_samples_stay_bounded_and_thin_out_evenly() {
+        let Some(sampler) = RssSampler::open() else {
+            panic!("/proc/self/statm");
+        };
+        let t0 = Instant::now();
+        let mut s = RssSamples::new(t0);
+        let mut now = t0;
+        for _ in 0..10 * RSS_SAMPLES {
+            s.take(&sampler, now);
+            now += RSS_EVERY;
+        }
+        assert!(s.samples.len() < RSS_SAMPLES, "{}", s.samples.len());
+        // thinned several times: the interval doubled each time
+        assert!(s.every >= RSS_EVERY * 8, "{:?}", s.every);
+        // what is kept still covers the whole span, evenly (a thinning can leave one gap of
+        // up to two intervals where old and new spacings meet)
+        let gaps: Vec<Duration> = s.samples.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(gaps.iter().all(|g| *g <= s.every * 2), "{gaps:?}");
+        let span = s.samples.last().unwrap().0 - s.samples[0].0;
+        assert!(span >= (now - t0) * 9 / 10, "{span:?}");
+    }
+
+    #[test]
+    fn the_latch_opens_when_every_worker_arrived() {
+        let latch = Arc::new(Latch::new(2));
+        assert!(!latch.wait(Duration::from_millis(1)));
+        latch.arrive();
+        assert!(!latch.wait(Duration::from_millis(1)));
+        let l = latch.clone();
+        let t = std::thread::spawn(move || l.arrive());
+        assert!(latch.wait(Duration::from_secs(10)));
+        t.join().unwrap();
+    }
 
     #[test]
     fn quotas_add_up_to_total() {

@@ -61,6 +61,8 @@ pub struct Ledger {
     pub read_would_block: Cell<u64>,
     /// requests (HTTP/1.1) or streams (h2) this connection carried
     pub requests: Cell<u64>,
+    /// h2 streams open now (a closing connection waits for them)
+    pub in_flight: Cell<u64>,
     pub http1: Option<Http1Tally>,
     pub h2: Option<RefCell<H2Tally>>,
     /// bytes the protocol wrote / read above TLS (equal to the socket bytes without TLS)
@@ -76,6 +78,92 @@ pub struct Ledger {
 
 fn bump(c: &Cell<u64>, n: u64) {
     c.set(c.get() + n);
+}
+
+/// Data calls on this thread's sockets: reads and writes that moved bytes (a read of EOF
+/// counts), and those the kernel answered EAGAIN. Every socket read and write wirebench makes
+/// goes through `net::Metered` (or the close drain), which counts them here per thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IoCalls {
+    pub reads: u64,
+    pub writes: u64,
+    pub read_would_block: u64,
+    pub write_would_block: u64,
+}
+
+impl IoCalls {
+    pub const ZERO: IoCalls = IoCalls {
+        reads: 0,
+        writes: 0,
+        read_would_block: 0,
+        write_would_block: 0,
+    };
+
+    pub fn since(self, earlier: IoCalls) -> IoCalls {
+        IoCalls {
+            reads: self.reads.saturating_sub(earlier.reads),
+            writes: self.writes.saturating_sub(earlier.writes),
+            read_would_block: self
+                .read_would_block
+                .saturating_sub(earlier.read_would_block),
+            write_would_block: self
+                .write_would_block
+                .saturating_sub(earlier.write_would_block),
+        }
+    }
+
+    pub fn plus(self, o: IoCalls) -> IoCalls {
+        IoCalls {
+            reads: self.reads + o.reads,
+            writes: self.writes + o.writes,
+            read_would_block: self.read_would_block + o.read_would_block,
+            write_would_block: self.write_would_block + o.write_would_block,
+        }
+    }
+
+    pub fn total(self) -> u64 {
+        self.reads + self.writes + self.read_would_block + self.write_would_block
+    }
+}
+
+thread_local! {
+    /// Every data call this thread's sockets made (`IoCalls`), for the measured window.
+    static IO_CALLS: Cell<IoCalls> = const { Cell::new(IoCalls::ZERO) };
+}
+
+/// The data calls this thread has made so far on sockets (reads, writes, EAGAIN answers).
+pub fn thread_io_calls() -> IoCalls {
+    IO_CALLS.with(Cell::get)
+}
+
+fn count_io(f: impl FnOnce(&mut IoCalls)) {
+    IO_CALLS.with(|c| {
+        let mut v = c.get();
+        f(&mut v);
+        c.set(v);
+    });
+}
+
+fn counted_read(l: &Ledger, n: usize) {
+    bump(&l.read_calls, 1);
+    bump(&l.bytes_in, n as u64);
+    count_io(|c| c.reads += 1);
+}
+
+fn counted_write(l: &Ledger, n: usize) {
+    bump(&l.write_calls, 1);
+    bump(&l.bytes_out, n as u64);
+    count_io(|c| c.writes += 1);
+}
+
+fn read_would_block(l: &Ledger) {
+    bump(&l.read_would_block, 1);
+    count_io(|c| c.read_would_block += 1);
+}
+
+fn write_would_block(l: &Ledger) {
+    bump(&l.write_would_block, 1);
+    count_io(|c| c.write_would_block += 1);
 }
 
 impl Ledger {
@@ -129,8 +217,7 @@ impl Ledger {
     /// Bytes read while draining a closing connection (after its protocol driver ended); they
     /// are protocol bytes only without TLS (with TLS they are records nobody decrypts).
     pub fn drained(&self, bytes: &[u8]) {
-        bump(&self.read_calls, 1);
-        bump(&self.bytes_in, bytes.len() as u64);
+        counted_read(self, bytes.len());
         if self.tls_handshake_us.get().is_none() {
             self.plaintext_in(bytes);
         }
@@ -152,7 +239,7 @@ impl Ledger {
     }
 
     pub fn drained_would_block(&self) {
-        bump(&self.read_would_block, 1);
+        read_would_block(self);
     }
 
     fn sniff_out(&self, bytes: &[u8]) {
@@ -208,15 +295,12 @@ impl AsyncRead for Metered {
             let dst = buf.initialize_unfilled_to(want);
             match this.inner.try_read(dst) {
                 Ok(n) => {
-                    bump(&this.ledger.read_calls, 1);
-                    bump(&this.ledger.bytes_in, n as u64);
+                    counted_read(&this.ledger, n);
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
                 // The failed try_read cleared readiness; poll_read_ready registers the waker.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    bump(&this.ledger.read_would_block, 1)
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => read_would_block(&this.ledger),
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
@@ -234,13 +318,10 @@ impl AsyncWrite for Metered {
             ready!(this.inner.poll_write_ready(cx))?;
             match this.inner.try_write(buf) {
                 Ok(n) => {
-                    bump(&this.ledger.write_calls, 1);
-                    bump(&this.ledger.bytes_out, n as u64);
+                    counted_write(&this.ledger, n);
                     return Poll::Ready(Ok(n));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    bump(&this.ledger.write_would_block, 1)
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => write_would_block(&this.ledger),
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
@@ -256,13 +337,10 @@ impl AsyncWrite for Metered {
             ready!(this.inner.poll_write_ready(cx))?;
             match this.inner.try_write_vectored(bufs) {
                 Ok(n) => {
-                    bump(&this.ledger.write_calls, 1);
-                    bump(&this.ledger.bytes_out, n as u64);
+                    counted_write(&this.ledger, n);
                     return Poll::Ready(Ok(n));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    bump(&this.ledger.write_would_block, 1)
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => write_would_block(&this.ledger),
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }

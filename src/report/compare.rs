@@ -8,12 +8,19 @@ use serde::Serialize;
 use crate::report::svg::Panel;
 use crate::report::{Report, RunReport};
 
-/// The headline figures of one protocol run, per request where it says so.
+/// The headline figures of one protocol run, per request where it says so (each with the
+/// denominator its report names: requests written in the window for CPU and syscalls,
+/// requests on the connections for bytes and segments).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Figures {
     /// the measured window of the run
     pub total_s: f64,
+    /// measured requests (ok + failed) / window
     pub requests_per_sec: f64,
+    /// successful requests / window: what the findings compare
+    pub ok_per_sec: f64,
+    pub count: f64,
+    pub failed: f64,
     pub latency_p50_ms: f64,
     pub latency_p99_ms: f64,
     pub connections: f64,
@@ -23,17 +30,24 @@ pub struct Figures {
     pub wire_bytes_in_per_request: f64,
     pub segments_out_per_request: f64,
     pub segments_in_per_request: f64,
-    pub syscalls_per_request: f64,
+    /// counted by the kernel; None where it could not count
+    pub syscalls_per_request: Option<f64>,
+    /// socket reads and writes (EAGAIN included), the data part of the syscalls
+    pub data_calls_per_request: f64,
+    pub context_switches_per_request: Option<f64>,
     pub client_cpu_us_per_request: f64,
     pub server_cpu_us_per_request: Option<f64>,
 }
 
 impl Figures {
     pub fn of(r: &RunReport) -> Figures {
-        let w = &r.wire;
+        let (w, c) = (&r.wire, &r.cost);
         Figures {
             total_s: r.summary.total_s,
             requests_per_sec: r.summary.requests_per_sec,
+            ok_per_sec: r.summary.ok_per_sec,
+            count: r.summary.count as f64,
+            failed: r.summary.failed as f64,
             latency_p50_ms: r.percentile_ms(50.0),
             latency_p99_ms: r.percentile_ms(99.0),
             connections: w.connections_opened as f64,
@@ -43,13 +57,19 @@ impl Figures {
             wire_bytes_in_per_request: w.wire_bytes_in_per_request,
             segments_out_per_request: w.segments_out_per_request,
             segments_in_per_request: w.segments_in_per_request,
-            syscalls_per_request: w.write_calls_per_request + w.read_calls_per_request,
-            client_cpu_us_per_request: w.client_cpu_us_per_request,
-            server_cpu_us_per_request: w.server_cpu_us_per_request,
+            syscalls_per_request: c.syscalls_per_request,
+            data_calls_per_request: c.reads_per_request
+                + c.writes_per_request
+                + c.read_would_block_per_request
+                + c.write_would_block_per_request,
+            context_switches_per_request: c.context_switches_per_request,
+            client_cpu_us_per_request: c.client_cpu_us_per_request,
+            server_cpu_us_per_request: c.server_cpu_us_per_request,
         }
     }
 
-    /// The median of each figure over rounds (the mean of the middle two for an even count).
+    /// The median of each figure over rounds (the mean of the middle two for an even count);
+    /// an optional figure has a median only when every round has it.
     pub fn median(all: &[Figures]) -> Figures {
         fn med(mut v: Vec<f64>) -> f64 {
             if v.is_empty() {
@@ -64,13 +84,16 @@ impl Figures {
             }
         }
         let m = |f: fn(&Figures) -> f64| med(all.iter().map(f).collect());
-        let servers: Vec<f64> = all
-            .iter()
-            .filter_map(|f| f.server_cpu_us_per_request)
-            .collect();
+        let mo = |f: fn(&Figures) -> Option<f64>| {
+            let v: Option<Vec<f64>> = all.iter().map(f).collect();
+            v.filter(|v| !v.is_empty()).map(med)
+        };
         Figures {
             total_s: m(|f| f.total_s),
             requests_per_sec: m(|f| f.requests_per_sec),
+            ok_per_sec: m(|f| f.ok_per_sec),
+            count: m(|f| f.count),
+            failed: m(|f| f.failed),
             latency_p50_ms: m(|f| f.latency_p50_ms),
             latency_p99_ms: m(|f| f.latency_p99_ms),
             connections: m(|f| f.connections),
@@ -80,10 +103,11 @@ impl Figures {
             wire_bytes_in_per_request: m(|f| f.wire_bytes_in_per_request),
             segments_out_per_request: m(|f| f.segments_out_per_request),
             segments_in_per_request: m(|f| f.segments_in_per_request),
-            syscalls_per_request: m(|f| f.syscalls_per_request),
+            syscalls_per_request: mo(|f| f.syscalls_per_request),
+            data_calls_per_request: m(|f| f.data_calls_per_request),
+            context_switches_per_request: mo(|f| f.context_switches_per_request),
             client_cpu_us_per_request: m(|f| f.client_cpu_us_per_request),
-            server_cpu_us_per_request: (servers.len() == all.len() && !all.is_empty())
-                .then(|| med(servers)),
+            server_cpu_us_per_request: mo(|f| f.server_cpu_us_per_request),
         }
     }
 
@@ -184,14 +208,23 @@ pub fn findings(h: &Figures, g: &Figures, server: &str) -> Vec<String> {
         if h.connections == 1.0 { "" } else { "s" },
         g.connections
     ));
-    if h.requests_per_sec > 0.0 && g.requests_per_sec > 0.0 {
-        let (fast, slow, a, b) = if g.requests_per_sec >= h.requests_per_sec {
-            ("gRPC", "HTTP/1.1", g.requests_per_sec, h.requests_per_sec)
+    for (name, x) in [("HTTP/1.1", h), ("gRPC", g)] {
+        if x.failed > 0.0 {
+            f.push(format!(
+                "{name}: {:.0} of {:.0} requests failed (median round); throughput counts the \
+                 successful ones, latency is over them, costs are per request written.",
+                x.failed, x.count
+            ));
+        }
+    }
+    if h.ok_per_sec > 0.0 && g.ok_per_sec > 0.0 {
+        let (fast, slow, a, b) = if g.ok_per_sec >= h.ok_per_sec {
+            ("gRPC", "HTTP/1.1", g.ok_per_sec, h.ok_per_sec)
         } else {
-            ("HTTP/1.1", "gRPC", h.requests_per_sec, g.requests_per_sec)
+            ("HTTP/1.1", "gRPC", h.ok_per_sec, g.ok_per_sec)
         };
         f.push(format!(
-            "{fast} completed {} the requests per second of {slow} ({a:.0} vs {b:.0}).",
+            "{fast} completed {} the successful requests per second of {slow} ({a:.0} vs {b:.0}).",
             times(a / b)
         ));
     }
@@ -215,12 +248,21 @@ pub fn findings(h: &Figures, g: &Figures, server: &str) -> Vec<String> {
             times(bs / ss)
         ));
     }
-    f.extend(cost_line(
-        "syscalls per request",
-        "calls",
-        h.syscalls_per_request,
-        g.syscalls_per_request,
-    ));
+    if let (Some(hs), Some(gs)) = (h.syscalls_per_request, g.syscalls_per_request) {
+        f.extend(cost_line(
+            "syscalls per request (counted by the kernel)",
+            "calls",
+            hs,
+            gs,
+        ));
+    } else {
+        f.extend(cost_line(
+            "socket reads and writes per request (the kernel's full syscall count was not available)",
+            "calls",
+            h.data_calls_per_request,
+            g.data_calls_per_request,
+        ));
+    }
     f.extend(cost_line(
         "client CPU per request",
         "µs",
@@ -285,15 +327,17 @@ impl CompareReport {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "  {:<6} {:<9} {:>8} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
+            "  {:<6} {:<9} {:>8} {:>10} {:>7} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9}",
             "round",
             "proto",
             "total s",
             "req/s",
+            "failed",
             "p50 ms",
             "p99 ms",
             "B/req",
             "segs/req",
+            "sys/req",
             "cpu µs",
             "srv µs"
         );
@@ -301,15 +345,18 @@ impl CompareReport {
             let f = &r.figures;
             let _ = writeln!(
                 out,
-                "  {:<6} {:<9} {:>8.2} {:>10.0} {:>9.3} {:>9.3} {:>10.1} {:>9.2} {:>9.1} {:>9}",
+                "  {:<6} {:<9} {:>8.2} {:>10.0} {:>7} {:>9.3} {:>9.3} {:>10.1} {:>9.2} {:>9} {:>9.1} {:>9}",
                 r.round,
                 r.proto,
                 f.total_s,
                 f.requests_per_sec,
+                f.failed,
                 f.latency_p50_ms,
                 f.latency_p99_ms,
                 f.wire_bytes_out_per_request + f.wire_bytes_in_per_request,
                 f.segments_out_per_request + f.segments_in_per_request,
+                f.syscalls_per_request
+                    .map_or("-".into(), |v| format!("{v:.2}")),
                 f.client_cpu_us_per_request,
                 f.server_cpu_us_per_request
                     .map_or("-".into(), |v| format!("{v:.1}"))
@@ -331,6 +378,7 @@ impl CompareReport {
         };
         row("Total (s)", h.total_s, g.total_s);
         row("Requests/sec", h.requests_per_sec, g.requests_per_sec);
+        row("OK/sec", h.ok_per_sec, g.ok_per_sec);
         row("Latency p50 (ms)", h.latency_p50_ms, g.latency_p50_ms);
         row("Latency p99 (ms)", h.latency_p99_ms, g.latency_p99_ms);
         row("Connections", h.connections, g.connections);
@@ -354,11 +402,20 @@ impl CompareReport {
             h.segments_out_per_request + h.segments_in_per_request,
             g.segments_out_per_request + g.segments_in_per_request,
         );
+        if let (Some(a), Some(b)) = (h.syscalls_per_request, g.syscalls_per_request) {
+            row("Syscalls / request", a, b);
+        }
         row(
-            "Syscalls / request",
-            h.syscalls_per_request,
-            g.syscalls_per_request,
+            "  socket data calls",
+            h.data_calls_per_request,
+            g.data_calls_per_request,
         );
+        if let (Some(a), Some(b)) = (
+            h.context_switches_per_request,
+            g.context_switches_per_request,
+        ) {
+            row("Context switches / req", a, b);
+        }
         row(
             "Client CPU / req (µs)",
             h.client_cpu_us_per_request,
@@ -390,6 +447,9 @@ mod tests {
         Figures {
             total_s: 1.0,
             requests_per_sec: rps,
+            ok_per_sec: rps,
+            count: rps,
+            failed: 0.0,
             latency_p50_ms: 1.0,
             latency_p99_ms: 2.0,
             connections: conns,
@@ -399,7 +459,9 @@ mod tests {
             wire_bytes_in_per_request: bytes / 2.0,
             segments_out_per_request: segs / 2.0,
             segments_in_per_request: segs / 2.0,
-            syscalls_per_request: 2.0,
+            syscalls_per_request: Some(2.0),
+            data_calls_per_request: 2.0,
+            context_switches_per_request: None,
             client_cpu_us_per_request: cpu,
             server_cpu_us_per_request: srv,
         }
@@ -424,13 +486,108 @@ mod tests {
     }
 
     #[test]
+    fn figures_of_a_run_report() {
+        use std::time::Duration;
+
+        use crate::config::Proto;
+        use crate::net::IoCalls;
+        use crate::report::tests::{conn, hdr, ok_ms, report, run, tcp};
+
+        let mut r = run(Proto::Http);
+        r.elapsed = Duration::from_secs(2);
+        // 8 OK of 1..=8 ms and 2 failed, 10 written; 20 requests on the one connection
+        // (warmup included), IPv4 without timestamps: 40 B of headers a segment
+        ok_ms(&mut r.stats, 1..=8);
+        (r.stats.failed, r.stats.written) = (2, 10);
+        r.stats.conns = vec![conn(0, 20, 2000, 4000, Some(tcp(40, 20, false)))];
+        r.cost.cpu.user_us = 100;
+        r.cost.kernel.syscalls = Some(50);
+        r.cost.io = IoCalls {
+            reads: 10,
+            writes: 10,
+            read_would_block: 5,
+            write_would_block: 5,
+        };
+        let f = Figures::of(&report(&r));
+        // 10 / 2 s, 8 / 2 s
+        assert_eq!(
+            (f.total_s, f.requests_per_sec, f.ok_per_sec),
+            (2.0, 5.0, 4.0)
+        );
+        assert_eq!((f.count, f.failed), (10.0, 2.0));
+        // of 8: p50 the 4th, p99 the 8th
+        hdr(f.latency_p50_ms, 4.0);
+        hdr(f.latency_p99_ms, 8.0);
+        assert_eq!(f.connections, 1.0);
+        // per request on the wire: 2000 / 20, 4000 / 20; 40 / 20 and 20 / 20 segments
+        assert_eq!(
+            (f.bytes_out_per_request, f.bytes_in_per_request),
+            (100.0, 200.0)
+        );
+        assert_eq!(
+            (f.segments_out_per_request, f.segments_in_per_request),
+            (2.0, 1.0)
+        );
+        // (2000 + 40 × 40) / 20, (4000 + 20 × 40) / 20
+        assert_eq!(
+            (f.wire_bytes_out_per_request, f.wire_bytes_in_per_request),
+            (180.0, 240.0)
+        );
+        // per request written: 50 / 10 syscalls, (10 + 10 + 5 + 5) / 10 data calls, 100 / 10 µs
+        assert_eq!(f.syscalls_per_request, Some(5.0));
+        assert_eq!(f.data_calls_per_request, 3.0);
+        assert_eq!(f.client_cpu_us_per_request, 10.0);
+        // not counted: absent, not 0
+        assert_eq!(f.context_switches_per_request, None);
+        assert_eq!(f.server_cpu_us_per_request, None);
+    }
+
+    #[test]
+    fn an_optional_figure_has_a_median_only_when_every_round_has_it() {
+        let round = |sys: Option<f64>, cs: Option<f64>| Figures {
+            syscalls_per_request: sys,
+            context_switches_per_request: cs,
+            ..fig(1.0, 10.0, 1.0, 5.0, Some(1.0), 1.0)
+        };
+        // syscalls in every round: the median of 1, 3, 2; context switches missing in one
+        let m = Figures::median(&[
+            round(Some(1.0), Some(4.0)),
+            round(Some(3.0), None),
+            round(Some(2.0), Some(6.0)),
+        ]);
+        assert_eq!(m.syscalls_per_request, Some(2.0));
+        assert_eq!(m.context_switches_per_request, None);
+        // one round without syscalls: no median (not the median of the other two)
+        let m = Figures::median(&[
+            round(Some(1.0), Some(4.0)),
+            round(None, Some(6.0)),
+            round(Some(2.0), Some(5.0)),
+        ]);
+        assert_eq!(m.syscalls_per_request, None);
+        assert_eq!(m.context_switches_per_request, Some(5.0));
+        // an even count: the mean of the middle two, (1 + 3) / 2 and (4 + 6) / 2
+        let m = Figures::median(&[round(Some(1.0), Some(4.0)), round(Some(3.0), Some(6.0))]);
+        assert_eq!(
+            (m.syscalls_per_request, m.context_switches_per_request),
+            (Some(2.0), Some(5.0))
+        );
+        // no rounds at all: absent, and 0 for the plain figures
+        let m = Figures::median(&[]);
+        assert_eq!(
+            (m.syscalls_per_request, m.server_cpu_us_per_request),
+            (None, None)
+        );
+        assert_eq!(m.requests_per_sec, 0.0);
+    }
+
+    #[test]
     fn findings_follow_the_numbers() {
         let h = fig(10_000.0, 620.0, 2.0, 30.0, Some(42.0), 10.0);
         let g = fig(20_000.0, 200.0, 0.8, 10.0, Some(20.0), 1.0);
         let f = findings(&h, &g, "etcd");
         assert_eq!(f[0], "HTTP/1.1 used 10 connections, gRPC 1.");
         assert!(
-            f[1].starts_with("gRPC completed 2.0× the requests per second of HTTP/1.1"),
+            f[1].starts_with("gRPC completed 2.0× the successful requests per second of HTTP/1.1"),
             "{}",
             f[1]
         );

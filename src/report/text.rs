@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::report::{LayerTotals, Report, RunReport};
+use crate::report::{Cost, LayerTotals, Report, RunReport, Wire};
 use crate::stats::H2Dir;
 
 /// Milliseconds with enough digits for sub-millisecond loopback latencies.
@@ -12,6 +12,11 @@ fn fmt_ms(v: f64) -> String {
     } else {
         format!("{v:.2} ms")
     }
+}
+
+/// Both values, each only where it is positive (so a ratio of them means something).
+fn ratio_of(a: f64, b: f64) -> (Option<f64>, Option<f64>) {
+    ((a > 0.0).then_some(a), (b > 0.0).then_some(b))
 }
 
 fn fmt_ratio(r: Option<f64>) -> String {
@@ -86,27 +91,52 @@ pub fn render(report: &Report) -> String {
             format!("{:.2}", g.wire.segments_in_per_request),
             r.segments_in_per_request,
         );
+        let opt = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.2}"));
         row(
             "Syscalls / request",
-            format!(
-                "{:.2}",
-                h.wire.write_calls_per_request + h.wire.read_calls_per_request
-            ),
-            format!(
-                "{:.2}",
-                g.wire.write_calls_per_request + g.wire.read_calls_per_request
-            ),
+            opt(h.cost.syscalls_per_request),
+            opt(g.cost.syscalls_per_request),
             r.syscalls_per_request,
+        );
+        let data = |c: &Cost| c.reads_per_request + c.writes_per_request;
+        let eagain = |c: &Cost| c.read_would_block_per_request + c.write_would_block_per_request;
+        let dr = |c: &Cost| ratio_of(data(c), eagain(c));
+        row(
+            "  reads + writes",
+            format!("{:.2}", data(&h.cost)),
+            format!("{:.2}", data(&g.cost)),
+            dr(&g.cost).0.and_then(|g| dr(&h.cost).0.map(|h| g / h)),
+        );
+        row(
+            "  would-block",
+            format!("{:.2}", eagain(&h.cost)),
+            format!("{:.2}", eagain(&g.cost)),
+            dr(&g.cost).1.and_then(|g| dr(&h.cost).1.map(|h| g / h)),
+        );
+        row(
+            "  other",
+            opt(h.cost.other_syscalls_per_request),
+            opt(g.cost.other_syscalls_per_request),
+            h.cost
+                .other_syscalls_per_request
+                .zip(g.cost.other_syscalls_per_request)
+                .and_then(|(h, g)| (h > 0.0).then(|| g / h)),
+        );
+        row(
+            "Context switches / request",
+            opt(h.cost.context_switches_per_request),
+            opt(g.cost.context_switches_per_request),
+            r.context_switches_per_request,
         );
         row(
             "Client CPU / request (µs)",
-            format!("{:.1}", h.wire.client_cpu_us_per_request),
-            format!("{:.1}", g.wire.client_cpu_us_per_request),
+            format!("{:.1}", h.cost.client_cpu_us_per_request),
+            format!("{:.1}", g.cost.client_cpu_us_per_request),
             r.client_cpu_us_per_request,
         );
         if let (Some(hs), Some(gs)) = (
-            h.wire.server_cpu_us_per_request,
-            g.wire.server_cpu_us_per_request,
+            h.cost.server_cpu_us_per_request,
+            g.cost.server_cpu_us_per_request,
         ) {
             row(
                 "Server CPU / request (µs)",
@@ -259,11 +289,13 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
             }
         }
     }
+    render_cost(out, run);
     let w = &run.wire;
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "Wire (per request = over {} requests written):",
+        "Wire (per request = over the {} requests written on the connections, warmup included; \
+         each connection until its close):",
         w.requests_on_wire
     );
     let _ = writeln!(
@@ -271,6 +303,14 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         "  Connections opened:       {} ({} reconnects)",
         w.connections_opened, w.reconnects
     );
+    if w.connect_failures > 0 {
+        let _ = writeln!(
+            out,
+            "  Connect failures:         {} (last: {})",
+            w.connect_failures,
+            w.connect_error.as_deref().unwrap_or("-")
+        );
+    }
     let _ = writeln!(
         out,
         "  Requests / connection:    {:.1}",
@@ -288,11 +328,23 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         );
     }
     if let Some(m) = &run.memory {
+        let per_stream = if run.proto == "grpc" {
+            format!(", {:.0} B per stream in flight", m.rss_per_in_flight_bytes)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "  Client memory:            {:.1} MiB RSS with connections open ({:.0} B per connection), peak {:.1} MiB",
-            m.rss_connected_kib as f64 / 1024.0,
+            "  Memory:                   {:.1} MiB RSS mid-run, {:.1} MiB before connecting: \
+             {:.0} B per connection{per_stream}{}; peak {:.1} MiB",
+            m.rss_steady_kib as f64 / 1024.0,
+            m.rss_baseline_kib as f64 / 1024.0,
             m.rss_per_connection_bytes,
+            if m.includes_server {
+                " (the built-in server runs in this process: both ends included)"
+            } else {
+                ""
+            },
             m.peak_rss_kib as f64 / 1024.0
         );
     }
@@ -306,19 +358,17 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         "  Bytes in / request:       {:.1} ({} in all)",
         w.bytes_in_per_request, w.bytes_in
     );
+    let tcp_note = if w.connections_without_tcp_info > 0 {
+        format!(
+            " [over the {} requests of the connections with TCP_INFO]",
+            w.requests_with_tcp_info
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "  Write syscalls / request: {:.2} (+{} would-block)",
-        w.write_calls_per_request, w.write_would_block
-    );
-    let _ = writeln!(
-        out,
-        "  Read syscalls / request:  {:.2} (+{} would-block)",
-        w.read_calls_per_request, w.read_would_block
-    );
-    let _ = writeln!(
-        out,
-        "  TCP segments out / req:   {:.2} ({:.2} with data)",
+        "  TCP segments out / req:   {:.2} ({:.2} with data){tcp_note}",
         w.segments_out_per_request, w.data_segments_out_per_request
     );
     let _ = writeln!(
@@ -335,22 +385,13 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     }
     let _ = writeln!(
         out,
-        "  Client CPU / request:     {:.1} µs (user {} ms, sys {} ms over the run)",
-        w.client_cpu_us_per_request,
-        w.client_cpu_user_us / 1000,
-        w.client_cpu_sys_us / 1000
-    );
-    if let Some(v) = w.server_cpu_us_per_request {
-        let _ = writeln!(out, "  Server CPU / request:     {v:.1} µs");
-    }
-    let _ = writeln!(
-        out,
         "  On the wire / request:    {:.1} out, {:.1} in (with est. IP+TCP headers: {} + {} B)",
         w.wire_bytes_out_per_request,
         w.wire_bytes_in_per_request,
         w.ip_tcp_header_bytes_out,
         w.ip_tcp_header_bytes_in
     );
+    render_close(out, w);
     if let Some(t) = &w.tls {
         let per = |v: u64| {
             if w.requests_on_wire == 0 {
@@ -379,6 +420,93 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         render_per_conn(out, run);
     }
     let _ = writeln!(out);
+}
+
+fn render_cost(out: &mut String, run: &RunReport) {
+    let c = &run.cost;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Cost (measured window, worker threads only; per request = over the {} measured requests \
+         written):",
+        c.requests
+    );
+    let _ = writeln!(
+        out,
+        "  Client CPU / request:     {:.1} µs (user {} ms, sys {} ms)",
+        c.client_cpu_us_per_request,
+        c.client_cpu_user_us / 1000,
+        c.client_cpu_sys_us / 1000
+    );
+    let data = format!(
+        "reads {:.2} + {:.2} would-block, writes {:.2} + {:.2} would-block",
+        c.reads_per_request,
+        c.read_would_block_per_request,
+        c.writes_per_request,
+        c.write_would_block_per_request
+    );
+    match (c.syscalls, c.syscalls_per_request) {
+        (Some(n), Some(per)) => {
+            let _ = writeln!(
+                out,
+                "  Syscalls / request:       {per:.2} ({n} counted by the kernel)"
+            );
+            let _ = writeln!(
+                out,
+                "    of which socket data:   {data}; other {:.2}",
+                c.other_syscalls_per_request.unwrap_or(0.0)
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "  Syscalls / request:       not available ({})",
+                c.kernel_counters_unavailable
+                    .as_deref()
+                    .unwrap_or("the kernel did not count them")
+            );
+            let _ = writeln!(out, "    socket data calls:      {data}");
+        }
+    }
+    if let (Some(n), Some(per)) = (c.context_switches, c.context_switches_per_request) {
+        let _ = writeln!(out, "  Context switches / req:   {per:.3} ({n})");
+    }
+    let hw = |v: Option<f64>| v.map_or_else(|| "not available".to_string(), |v| format!("{v:.0}"));
+    let _ = writeln!(
+        out,
+        "  Instructions / request:   {}; cycles / request: {}",
+        hw(c.instructions_per_request),
+        hw(c.cycles_per_request)
+    );
+    if let Some(n) = c.syscalls_outside_window {
+        let _ = writeln!(
+            out,
+            "  Outside the window:       {n} syscalls, {} context switches (setup and close)",
+            c.context_switches_outside_window.unwrap_or(0)
+        );
+    }
+    match (c.server_cpu_us_per_request, &c.server_cpu_error) {
+        (Some(v), _) => {
+            let _ = writeln!(out, "  Server CPU / request:     {v:.1} µs");
+        }
+        (None, Some(e)) => {
+            let _ = writeln!(out, "  Server CPU / request:     not available ({e})");
+        }
+        (None, None) => {}
+    }
+}
+
+fn render_close(out: &mut String, w: &Wire) {
+    let c = &w.close;
+    if c.connections == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  Close (apart):            {} B out, {} B in, {} + {} segments over {} connections \
+         ({} closed by the server's FIN within the bound)",
+        c.bytes_out, c.bytes_in, c.segments_out, c.segments_in, c.connections, c.drained
+    );
 }
 
 fn render_per_conn(out: &mut String, run: &RunReport) {
@@ -515,11 +643,25 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64) {
 fn render_open_loop(out: &mut String, o: &crate::report::OpenLoop) {
     let _ = writeln!(
         out,
-        "Open loop: target {:.1} req/s, achieved {:.1} req/s, average send lag {}",
+        "Open loop: target {:.1} req/s, achieved {:.1} req/s (requests written), average send lag {}",
         o.target_rate,
         o.achieved_rate,
         fmt_ms(o.average_send_lag_ms)
     );
+    if let Some(t) = o.timer.filter(|t| *t != crate::engine::TIMERFD) {
+        let _ = writeln!(
+            out,
+            "  the schedule ran on {t}: sends may go up to a millisecond after their time"
+        );
+    }
+    if o.expired_sends > 0 {
+        let _ = writeln!(
+            out,
+            "  {} sends waited longer than --timeout for a free client and were never sent \
+             (failed as `late`; not in the achieved rate)",
+            o.expired_sends
+        );
+    }
     if o.late_sends > 0 {
         let _ = writeln!(
             out,

@@ -1,5 +1,7 @@
 //! Per-worker measurements (latency histogram, outcomes, connection records) and their merge.
 
+pub mod perf;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::Duration;
@@ -19,6 +21,12 @@ const HIST_MAX_NS: u64 = 3_600_000_000_000;
 pub enum StatusKey {
     Http(u16),
     Grpc(u32),
+    /// a gRPC server answered with a non-200 HTTP status: the gRPC code the spec maps it to,
+    /// and the HTTP status itself
+    GrpcFromHttp {
+        code: u32,
+        http: u16,
+    },
 }
 
 impl fmt::Display for StatusKey {
@@ -26,23 +34,125 @@ impl fmt::Display for StatusKey {
         match self {
             StatusKey::Http(code) => write!(f, "{code}"),
             StatusKey::Grpc(code) => f.write_str(Code::from_u32(*code).as_str()),
+            StatusKey::GrpcFromHttp { code, http } => {
+                write!(f, "{} (HTTP {http})", Code::from_u32(*code).as_str())
+            }
         }
+    }
+}
+
+/// The stable failure kinds: their names are the JSON keys and are listed in
+/// docs/METHODOLOGY.md ("Failure kinds"); a test keeps the two in step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FailureKind {
+    /// no connection: the connect (or TLS / h2 handshake) failed
+    Connect,
+    /// no complete response within --timeout
+    Timeout,
+    /// the server closed the connection before the response was complete
+    Closed,
+    Io,
+    /// a malformed HTTP/1.1 response (head, chunk framing)
+    Http1,
+    /// a response body beyond --max-body
+    BodyTooLarge,
+    RstStream,
+    Goaway,
+    /// an h2 protocol error (local or remote)
+    H2,
+    GrpcFraming,
+    /// valid framing, unexpected content
+    BadResponse,
+    /// an HTTP status that is not a success (and not an etcd error body)
+    HttpStatus,
+    /// an error etcd reported
+    Etcd,
+    /// a non-zero grpc-status from a non-etcd server
+    GrpcStatus,
+    /// etcd authentication failed (re-authenticating after "invalid auth token")
+    Auth,
+    /// open loop: a send still waiting --timeout after its intended time, never sent
+    Late,
+    /// a watch stream answered what no watch request asked for
+    Watch,
+    /// a watch canceled because its revision was compacted
+    Compacted,
+    /// a watch canceled by etcd for another reason
+    Canceled,
+    /// not sent: the run was interrupted (Ctrl-C)
+    Interrupted,
+}
+
+impl FailureKind {
+    /// Every kind, in the order docs/METHODOLOGY.md lists them.
+    pub const ALL: [FailureKind; 20] = [
+        FailureKind::Connect,
+        FailureKind::Timeout,
+        FailureKind::Closed,
+        FailureKind::Io,
+        FailureKind::Http1,
+        FailureKind::BodyTooLarge,
+        FailureKind::RstStream,
+        FailureKind::Goaway,
+        FailureKind::H2,
+        FailureKind::GrpcFraming,
+        FailureKind::BadResponse,
+        FailureKind::HttpStatus,
+        FailureKind::Etcd,
+        FailureKind::GrpcStatus,
+        FailureKind::Auth,
+        FailureKind::Late,
+        FailureKind::Watch,
+        FailureKind::Compacted,
+        FailureKind::Canceled,
+        FailureKind::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Connect => "connect",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Closed => "closed",
+            FailureKind::Io => "io",
+            FailureKind::Http1 => "http1",
+            FailureKind::BodyTooLarge => "body_too_large",
+            FailureKind::RstStream => "rst_stream",
+            FailureKind::Goaway => "goaway",
+            FailureKind::H2 => "h2",
+            FailureKind::GrpcFraming => "grpc_framing",
+            FailureKind::BadResponse => "bad_response",
+            FailureKind::HttpStatus => "http_status",
+            FailureKind::Etcd => "etcd",
+            FailureKind::GrpcStatus => "grpc_status",
+            FailureKind::Auth => "auth",
+            FailureKind::Late => "late",
+            FailureKind::Watch => "watch",
+            FailureKind::Compacted => "compacted",
+            FailureKind::Canceled => "canceled",
+            FailureKind::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
 /// Why a request failed: a stable kind (the metric key) and, where useful, the peer's message.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Failure {
-    pub kind: &'static str,
+    pub kind: FailureKind,
     pub detail: Option<Box<str>>,
 }
 
 impl Failure {
-    pub fn new(kind: &'static str) -> Self {
+    pub fn new(kind: FailureKind) -> Self {
         Failure { kind, detail: None }
     }
 
-    pub fn with(kind: &'static str, detail: impl fmt::Display) -> Self {
+    pub fn with(kind: FailureKind, detail: impl fmt::Display) -> Self {
         Failure {
             kind,
             detail: Some(detail.to_string().into_boxed_str()),
@@ -54,7 +164,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.detail {
             Some(d) => write!(f, "{}: {}", self.kind, d),
-            None => f.write_str(self.kind),
+            None => f.write_str(self.kind.as_str()),
         }
     }
 }
@@ -261,8 +371,18 @@ pub struct Stats {
     pub retried: u64,
     /// requests re-sent after re-authenticating ("invalid auth token")
     pub reauthenticated: u64,
+    /// measured requests written to a socket (a gRPC request retried counts once): the
+    /// denominator of the measured window's per-request figures
+    pub written: u64,
+    /// connection attempts that failed mid-run (each turn that found no connection), and the
+    /// last reason; in duration mode they are not requests, so Count leaves them out
+    pub connect_failures: u64,
+    pub connect_error: Option<Failure>,
     /// open loop: measured sends whose intended time came while every client was busy
     pub late: u64,
+    /// open loop: measured sends that waited longer than --timeout for a free client and were
+    /// never sent (each is also a `late` failure)
+    pub expired: u64,
     /// open loop: the largest delay between a send's intended and actual time
     pub max_send_lag: Duration,
     /// open loop: measured sends and their delays summed (for the average)
@@ -341,7 +461,13 @@ impl Stats {
         self.reconnects += other.reconnects;
         self.retried += other.retried;
         self.reauthenticated += other.reauthenticated;
+        self.written += other.written;
+        self.connect_failures += other.connect_failures;
+        if other.connect_error.is_some() {
+            self.connect_error = other.connect_error;
+        }
         self.late += other.late;
+        self.expired += other.expired;
         self.max_send_lag = self.max_send_lag.max(other.max_send_lag);
         self.lagged_sends += other.lagged_sends;
         self.send_lag_sum += other.send_lag_sum;
@@ -387,6 +513,52 @@ pub struct ConnRecord {
     pub h2: Option<H2Layers>,
     /// TLS connections: handshake time and record overhead (socket bytes - plaintext)
     pub tls: Option<TlsLayer>,
+    /// the close exchange, after the snapshot every other figure of the record is taken at
+    pub close: Option<CloseRecord>,
+}
+
+/// What crossed a connection after its snapshot (taken when its last response had been read,
+/// before the client began to close): our GOAWAY / close_notify and FIN, the peer's answer and
+/// FIN. Counted apart so that per-request figures hold no close traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CloseRecord {
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// TCP_INFO after the close minus TCP_INFO at the snapshot (absent when either is)
+    pub segs_out: Option<u64>,
+    pub segs_in: Option<u64>,
+    pub data_segs_out: Option<u64>,
+    pub data_segs_in: Option<u64>,
+    /// the peer's FIN was read within the bound; false: the close was cut off
+    pub drained: bool,
+    pub duration_us: u64,
+}
+
+impl CloseRecord {
+    /// The close of a connection whose record (snapshot) is `at`: the ledger and TCP_INFO now,
+    /// minus what the record holds.
+    pub fn since(
+        at: &ConnRecord,
+        l: &Ledger,
+        tcp: Option<TcpInfo>,
+        drained: bool,
+        took: Duration,
+    ) -> CloseRecord {
+        let seg = |f: fn(&TcpInfo) -> u64| match (at.tcp.as_ref(), tcp.as_ref()) {
+            (Some(a), Some(b)) => Some(f(b).saturating_sub(f(a))),
+            _ => None,
+        };
+        CloseRecord {
+            bytes_out: l.bytes_out.get().saturating_sub(at.bytes_out),
+            bytes_in: l.bytes_in.get().saturating_sub(at.bytes_in),
+            segs_out: seg(|t| t.segs_out),
+            segs_in: seg(|t| t.segs_in),
+            data_segs_out: seg(|t| t.data_segs_out),
+            data_segs_in: seg(|t| t.data_segs_in),
+            drained,
+            duration_us: took.as_micros() as u64,
+        }
+    }
 }
 
 /// The TLS layer of one connection (or summed over several).
@@ -452,6 +624,7 @@ impl ConnRecord {
                 record_overhead_out: l.bytes_out.get().saturating_sub(l.plain_out.get()),
                 record_overhead_in: l.bytes_in.get().saturating_sub(l.plain_in.get()),
             }),
+            close: None,
             h2: l.h2.as_ref().map(|t| {
                 let t = t.borrow();
                 H2Layers {
@@ -597,19 +770,162 @@ pub struct H2Layers {
 mod tests {
     use super::*;
 
-    #[test]
-    fn reads_our_own_cpu_from_proc() {
-        let pid = std::process::id();
-        let before = process_cpu(pid).expect("/proc/self/stat");
+    /// CPU time of this process from the kernel's own clock for it.
+    fn own_process_cpu() -> Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid pointer to a timespec we own.
+        assert_eq!(
+            unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) },
+            0
+        );
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// Spins until this thread has used `d` of CPU (its own clock, whatever else runs).
+    fn burn(d: Duration) {
+        let thread_cpu = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: a valid pointer to a timespec we own.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        };
+        let start = thread_cpu();
         let mut x = 0u64;
-        let t = std::time::Instant::now();
-        while t.elapsed() < Duration::from_millis(50) {
+        while thread_cpu() - start < d {
             x = x.wrapping_add(std::hint::black_box(1));
         }
         assert!(x > 0);
-        let after = process_cpu(pid).unwrap();
-        assert!(after >= before);
-        assert!(process_cpu(u32::MAX).is_none());
+    }
+
+    #[test]
+    fn process_clock_agrees_with_the_kernel_and_keeps_exited_threads() {
+        let clock = ProcessClock::open(std::process::id()).expect("our own clock");
+        // The same clock read two ways: our pid's clock lies between two readings of
+        // CLOCK_PROCESS_CPUTIME_ID (other test threads only move all three forward).
+        let bracket = || {
+            let before = own_process_cpu();
+            let v = clock.read().unwrap();
+            let after = own_process_cpu();
+            assert!(
+                before <= v && v <= after,
+                "{before:?} <= {v:?} <= {after:?}"
+            );
+            v
+        };
+        let a = bracket();
+        // a thread that burns 60 ms and exits: its time stays in the process clock
+        std::thread::spawn(|| burn(Duration::from_millis(60)))
+            .join()
+            .unwrap();
+        let b = bracket();
+        assert!(
+            b - a >= Duration::from_millis(60),
+            "the exited thread's 60 ms are missing: {:?}",
+            b - a
+        );
+    }
+
+    #[test]
+    fn process_clock_of_another_process_and_after_it_exits() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh");
+        let clock = ProcessClock::open(child.id()).expect("a child's clock");
+        // the busy child's clock keeps growing (however loaded the machine is)
+        let t = std::time::Instant::now();
+        let mut used = clock.read().unwrap();
+        while used < Duration::from_millis(50) && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(10));
+            used = clock.read().unwrap();
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(used >= Duration::from_millis(50), "{used:?}");
+        let gone = clock.read().unwrap_err();
+        assert!(gone.contains("exited"), "{gone}");
+        assert!(ProcessClock::open(u32::MAX).is_err());
+        assert!(ProcessClock::open(child.id()).is_err());
+    }
+
+    #[test]
+    fn rss_and_peak_follow_an_allocation() {
+        const SIZE: usize = 64 << 20;
+        let sampler = RssSampler::open().expect("/proc/self/statm");
+        let before = sampler.rss_kib().unwrap();
+        let status_before = memory().expect("/proc/self/status");
+        // SAFETY: an anonymous private mapping; no file, no fixed address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        // SAFETY: the mapping is SIZE bytes, writable, and ours alone.
+        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 1, SIZE) };
+        let touched = sampler.rss_kib().unwrap();
+        let status_touched = memory().unwrap();
+        // SAFETY: the mapping made above, unmapped once.
+        assert_eq!(unsafe { libc::munmap(p, SIZE) }, 0);
+        let after = sampler.rss_kib().unwrap();
+        let status_after = memory().unwrap();
+        let mib = |kib: u64| kib / 1024;
+        // other test threads allocate too: bounds, not equalities
+        assert!(
+            mib(touched.saturating_sub(before)) >= 60,
+            "statm: {before} -> {touched} kiB"
+        );
+        assert!(
+            mib(status_touched.rss_kib.saturating_sub(status_before.rss_kib)) >= 60,
+            "status: {status_before:?} -> {status_touched:?}"
+        );
+        assert!(
+            mib(touched.saturating_sub(after)) >= 60,
+            "statm after munmap: {touched} -> {after} kiB"
+        );
+        // VmHWM keeps the peak after the memory is gone. The kernel folds each thread's RSS
+        // changes into the process counters lazily (up to 64 pages per thread), so its peak
+        // may trail a reading of VmRSS by a few MiB: bounds again.
+        assert!(
+            status_after.peak_kib + 4 * 1024 >= status_touched.rss_kib,
+            "{status_touched:?} then {status_after:?}"
+        );
+        assert!(
+            status_after.rss_kib + 56 * 1024 <= status_after.peak_kib,
+            "{status_after:?}"
+        );
+    }
+
+    #[test]
+    fn failure_kinds_are_the_documented_ones() {
+        let doc = include_str!("../../docs/METHODOLOGY.md");
+        let table = &doc[doc.find("**Failure kinds**").expect("the section")..];
+        let documented: Vec<&str> = table
+            .lines()
+            .skip_while(|l| !l.starts_with("| `"))
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| l.split('`').nth(1))
+            .collect();
+        let ours: Vec<&str> = FailureKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(documented, ours, "docs/METHODOLOGY.md lists other kinds");
+        // stable names are metric keys: lower case and underscores only
+        for k in ours {
+            assert!(
+                k.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_' || b.is_ascii_digit())
+            );
+        }
     }
 
     #[test]
@@ -659,9 +975,9 @@ mod tests {
         b.record_failure(
             at(1, 2),
             Some(StatusKey::Http(500)),
-            Failure::with("http_status", "boom"),
+            Failure::with(FailureKind::HttpStatus, "boom"),
         );
-        b.record_failure(at(0, 1), None, Failure::new("timeout"));
+        b.record_failure(at(0, 1), None, Failure::new(FailureKind::Timeout));
         a.merge(b);
         assert_eq!((a.ok, a.failed, a.count()), (2, 2, 4));
         let eps: Vec<(u64, u64)> = a.per_endpoint.iter().map(|e| (e.ok, e.failed)).collect();
@@ -675,28 +991,55 @@ mod tests {
         assert_eq!(secs, [(1, 0), (0, 1), (1, 1)]);
         assert_eq!(a.statuses[&StatusKey::Http(200)], 2);
         assert_eq!(a.statuses[&StatusKey::Http(500)], 1);
-        assert_eq!(a.errors[&Failure::new("timeout")], 1);
+        assert_eq!(a.errors[&Failure::new(FailureKind::Timeout)], 1);
         assert_eq!(a.latency.min_ns, 10_000);
         assert_eq!(a.latency.max_ns, 30_000);
     }
 }
 
-/// CPU time (user + system) another process has used so far, from `/proc/PID/stat`
-/// (clock-tick resolution, 10 ms on most systems).
-pub fn process_cpu(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may contain spaces: skip past it.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let hz = u64::try_from(hz).ok().filter(|h| *h > 0)?;
-    Some(Duration::from_nanos(
-        (utime + stime).saturating_mul(1_000_000_000) / hz,
-    ))
+/// The CPU-time clock of another process: every thread's user + system time, those that have
+/// exited included, in nanoseconds (`clock_getcpuclockid` + `clock_gettime`).
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessClock {
+    pid: u32,
+    clock: libc::clockid_t,
+}
+
+impl ProcessClock {
+    /// The clock of `pid`, read once to prove it can be.
+    pub fn open(pid: u32) -> Result<ProcessClock, String> {
+        let mut clock: libc::clockid_t = 0;
+        let raw =
+            libc::pid_t::try_from(pid).map_err(|_| format!("--server-pid {pid}: not a pid"))?;
+        // SAFETY: a valid pointer to a clockid_t we own; the function only writes it.
+        let rc = unsafe { libc::clock_getcpuclockid(raw, &mut clock) };
+        if rc != 0 {
+            return Err(format!(
+                "--server-pid {pid}: {}",
+                std::io::Error::from_raw_os_error(rc)
+            ));
+        }
+        let c = ProcessClock { pid, clock };
+        c.read()?;
+        Ok(c)
+    }
+
+    /// CPU time the process has used so far; an error once it is gone.
+    pub fn read(&self) -> Result<Duration, String> {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a clock id from clock_getcpuclockid and a valid pointer to a timespec we own.
+        if unsafe { libc::clock_gettime(self.clock, &mut ts) } != 0 {
+            return Err(format!(
+                "--server-pid {}: cannot read its CPU clock ({}): has it exited?",
+                self.pid,
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+    }
 }
 
 /// User and system CPU time of this process.
@@ -736,6 +1079,34 @@ impl CpuTimes {
 
     pub fn total_us(self) -> u64 {
         self.user_us + self.sys_us
+    }
+}
+
+/// Reads this process's resident set from an open `/proc/self/statm`: one `pread` per sample,
+/// cheap enough to sample during a run.
+#[derive(Debug)]
+pub struct RssSampler {
+    statm: std::fs::File,
+    page_kib: u64,
+}
+
+impl RssSampler {
+    pub fn open() -> Option<RssSampler> {
+        let statm = std::fs::File::open("/proc/self/statm").ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let page_kib = u64::try_from(page).ok().filter(|p| *p >= 1024)? / 1024;
+        Some(RssSampler { statm, page_kib })
+    }
+
+    /// Resident kiB now (statm's second field: resident pages).
+    pub fn rss_kib(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 128];
+        let n = self.statm.read_at(&mut buf, 0).ok()?;
+        let text = std::str::from_utf8(&buf[..n]).ok()?;
+        let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+        Some(pages * self.page_kib)
     }
 }
 

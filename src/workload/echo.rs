@@ -14,7 +14,7 @@ use crate::client::grpc::Call;
 use crate::config::Endpoint;
 use crate::proto::echo::{EchoRequest, EchoResponse};
 use crate::server::echo_response_json;
-use crate::stats::{Failure, StatusKey};
+use crate::stats::{Failure, FailureKind, StatusKey};
 use crate::wire::grpc;
 use crate::wire::http1::RequestTemplate;
 use crate::workload::HttpVerdict;
@@ -81,7 +81,7 @@ impl EchoWorkload {
             let uri: Uri = format!("http://{}{GRPC_PATH}", ep.authority)
                 .parse()
                 .map_err(|e| format!("target {}: {e}", ep.url))?;
-            calls.push(Call::new(uri, metadata.clone(), "grpc_status"));
+            calls.push(Call::new(uri, metadata.clone(), FailureKind::GrpcStatus));
         }
         let json_body = Bytes::from(serde_json::json!({ "ping": ping }).to_string());
         let mut frame = BytesMut::new();
@@ -118,10 +118,11 @@ impl EchoWorkload {
         let key = StatusKey::Http(status);
         if status != 200 {
             let f = match serde_json::from_slice::<ErrorJson>(body) {
-                Ok(e) if !e.error.is_empty() => {
-                    Failure::with("http_status", format!("HTTP {status}: {}", e.error))
-                }
-                _ => Failure::with("http_status", format!("HTTP {status}")),
+                Ok(e) if !e.error.is_empty() => Failure::with(
+                    FailureKind::HttpStatus,
+                    format!("HTTP {status}: {}", e.error),
+                ),
+                _ => Failure::with(FailureKind::HttpStatus, format!("HTTP {status}")),
             };
             return Err((key, f));
         }
@@ -129,9 +130,12 @@ impl EchoWorkload {
             Ok(r) if r.body == self.shared.ping => Ok(key),
             Ok(_) => Err((
                 key,
-                Failure::with("bad_response", "echoed body differs from the ping"),
+                Failure::with(
+                    FailureKind::BadResponse,
+                    "echoed body differs from the ping",
+                ),
             )),
-            Err(e) => Err((key, Failure::with("bad_response", e))),
+            Err(e) => Err((key, Failure::with(FailureKind::BadResponse, e))),
         }
     }
 
@@ -147,10 +151,10 @@ impl EchoWorkload {
         match EchoResponse::decode(message.clone()) {
             Ok(r) if r.body == self.shared.ping => Ok(()),
             Ok(_) => Err(Failure::with(
-                "bad_response",
+                FailureKind::BadResponse,
                 "echoed body differs from the ping",
             )),
-            Err(e) => Err(Failure::with("bad_response", e)),
+            Err(e) => Err(Failure::with(FailureKind::BadResponse, e)),
         }
     }
 

@@ -12,7 +12,7 @@ use crate::config::Endpoint;
 use crate::proto::etcd::{
     AuthenticateRequest, AuthenticateResponse, PutResponse, RangeRequest, RangeResponse,
 };
-use crate::stats::{Failure, StatusKey};
+use crate::stats::{Failure, FailureKind, StatusKey};
 use crate::wire::grpc;
 use crate::wire::http1::RequestTemplate;
 use crate::wire::json::{self, GwError, GwResponse};
@@ -115,7 +115,7 @@ fn targets(
         let uri: Uri = format!("http://{}{}", ep.authority, op.grpc_path())
             .parse()
             .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
-        calls.push(Call::new(uri, metadata.clone(), "etcd"));
+        calls.push(Call::new(uri, metadata.clone(), FailureKind::Etcd));
     }
     Ok((templates, calls))
 }
@@ -125,7 +125,7 @@ pub const INVALID_TOKEN: &str = "invalid auth token";
 
 /// Whether a failure is etcd rejecting an expired or revoked token.
 pub fn is_invalid_token(f: &Failure) -> bool {
-    f.kind == "etcd"
+    f.kind == FailureKind::Etcd
         && f.detail
             .as_deref()
             .is_some_and(|d| d.contains(INVALID_TOKEN))
@@ -141,8 +141,8 @@ pub async fn authenticate_grpc(
 ) -> Result<String, Failure> {
     let uri: Uri = format!("http://{authority}/etcdserverpb.Auth/Authenticate")
         .parse()
-        .map_err(|e| Failure::with("auth", e))?;
-    let call = Call::new(uri, Vec::new(), "etcd");
+        .map_err(|e| Failure::with(FailureKind::Auth, e))?;
+    let call = Call::new(uri, Vec::new(), FailureKind::Etcd);
     let mut frame = BytesMut::new();
     grpc::encode(
         &AuthenticateRequest {
@@ -155,10 +155,11 @@ pub async fn authenticate_grpc(
     let msg = crate::client::grpc::unary(send, ledger, &call, frame.freeze(), &mut rx, 1 << 20)
         .await
         .map_err(|e| e.failure)?;
-    let resp = AuthenticateResponse::decode(msg).map_err(|e| Failure::with("bad_response", e))?;
+    let resp = AuthenticateResponse::decode(msg)
+        .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
     if resp.token.is_empty() {
         return Err(Failure::with(
-            "auth",
+            FailureKind::Auth,
             "etcd returned an empty token (is auth enabled?)",
         ));
     }
@@ -178,7 +179,7 @@ pub async fn authenticate_http(
         authority,
         &[("Content-Type", "application/json")],
     )
-    .map_err(|e| Failure::with("auth", e))?;
+    .map_err(|e| Failure::with(FailureKind::Auth, e))?;
     let body = serde_json::json!({ "name": user, "password": password }).to_string();
     let mut req = BytesMut::new();
     let head = t.encode(body.as_bytes(), &mut req);
@@ -192,13 +193,13 @@ pub async fn authenticate_http(
         let msg = serde_json::from_slice::<GwError>(resp.body)
             .map(|e| e.text().to_string())
             .unwrap_or_else(|_| format!("HTTP {}", resp.status));
-        return Err(Failure::with("etcd", msg));
+        return Err(Failure::with(FailureKind::Etcd, msg));
     }
-    let tok: Token =
-        serde_json::from_slice(resp.body).map_err(|e| Failure::with("bad_response", e))?;
+    let tok: Token = serde_json::from_slice(resp.body)
+        .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
     if tok.token.is_empty() {
         return Err(Failure::with(
-            "auth",
+            FailureKind::Auth,
             "etcd returned an empty token (is auth enabled?)",
         ));
     }
@@ -369,20 +370,20 @@ impl EtcdWorkload {
         let key = StatusKey::Http(status);
         if status != 200 {
             let failure = match serde_json::from_slice::<GwError>(body) {
-                Ok(e) => Failure::with("etcd", e.text()),
-                Err(_) => Failure::with("http_status", format!("HTTP {status}")),
+                Ok(e) => Failure::with(FailureKind::Etcd, e.text()),
+                Err(_) => Failure::with(FailureKind::HttpStatus, format!("HTTP {status}")),
             };
             return Err((key, failure));
         }
         let r: GwResponse = match serde_json::from_slice(body) {
             Ok(r) => r,
-            Err(e) => return Err((key, Failure::with("bad_response", e))),
+            Err(e) => return Err((key, Failure::with(FailureKind::BadResponse, e))),
         };
         match r.header {
             Some(h) if h.revision.is_some() => Ok(key),
             _ => Err((
                 key,
-                Failure::with("bad_response", "no header.revision in response"),
+                Failure::with(FailureKind::BadResponse, "no header.revision in response"),
             )),
         }
     }
@@ -417,8 +418,11 @@ impl EtcdWorkload {
         };
         match header {
             Ok(Some(_)) => Ok(()),
-            Ok(None) => Err(Failure::with("bad_response", "no header in response")),
-            Err(e) => Err(Failure::with("bad_response", e)),
+            Ok(None) => Err(Failure::with(
+                FailureKind::BadResponse,
+                "no header in response",
+            )),
+            Err(e) => Err(Failure::with(FailureKind::BadResponse, e)),
         }
     }
 
@@ -506,7 +510,7 @@ mod tests {
         assert_eq!(status, StatusKey::Http(400));
         assert_eq!(
             failure,
-            Failure::with("etcd", "etcdserver: user name is empty")
+            Failure::with(FailureKind::Etcd, "etcdserver: user name is empty")
         );
         assert!(w.check_http(200, br#"{"header":{"revision":"1"}}"#).is_ok());
         assert!(w.check_http(200, b"{}").is_err());

@@ -5,10 +5,13 @@
 //! `Cluster::start()` does the same for three members that elect a leader among themselves.
 //! The few gateway calls the tests need (status, range, put) are hand-written HTTP/1.1 over
 //! `std::net::TcpStream`, so the harness shares no code with the tool under test.
+//! `seccomp::deny_syscalls` makes chosen syscalls fail in a child, for the paths that only
+//! unprivileged or containerised runs would otherwise take.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod capture;
+pub mod seccomp;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -197,6 +200,29 @@ impl Etcd {
         Some(B64.decode(value).expect("etcd returned invalid base64"))
     }
 
+    /// Stops etcd (SIGSTOP) until the returned guard is dropped or resumed (SIGCONT): a stalled
+    /// server whose kernel still accepts connections and buffers requests. The guard resumes it
+    /// in every path, a panicking test included.
+    pub fn pause(&self) -> Paused<'_> {
+        self.signal(libc::SIGSTOP);
+        Paused { etcd: self }
+    }
+
+    /// Sends `sig` to the etcd process (nothing when it is not running).
+    pub fn signal(&self, sig: libc::c_int) {
+        if let Some(child) = &self.child {
+            let pid = libc::pid_t::try_from(child.id()).expect("a pid fits pid_t");
+            // SAFETY: kill(2) with our own child's pid; no memory is involved.
+            let rc = unsafe { libc::kill(pid, sig) };
+            assert_eq!(
+                rc,
+                0,
+                "kill({pid}, {sig}): {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+
     /// Kills etcd (SIGKILL) and reaps it; the data directory stays until drop.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -289,6 +315,27 @@ impl Etcd {
 impl Drop for Etcd {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A stopped (SIGSTOP) etcd; dropping it resumes the process (SIGCONT).
+pub struct Paused<'a> {
+    etcd: &'a Etcd,
+}
+
+impl Paused<'_> {
+    pub fn resume(self) {}
+}
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        // No assert here: a panic while unwinding would abort the test binary.
+        if let Some(child) = &self.etcd.child
+            && let Ok(pid) = libc::pid_t::try_from(child.id())
+        {
+            // SAFETY: kill(2) with our own child's pid; no memory is involved.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        }
     }
 }
 
@@ -730,6 +777,8 @@ pub struct Run {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
+    /// the child's user + system CPU over its whole life (wait4's rusage), when known
+    pub cpu: Option<Duration>,
 }
 
 impl Run {
@@ -747,6 +796,8 @@ pub fn run_bounded(args: &[&str], limit: Duration) -> Run {
 }
 
 /// Runs a prepared command with piped output, killing it after `limit` (and then panicking).
+// The child is reaped with wait4 (for its rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 pub fn run_command(mut cmd: Command, limit: Duration) -> Run {
     let started = Instant::now();
     let mut child = cmd
@@ -767,9 +818,19 @@ pub fn run_command(mut cmd: Command, limit: Duration) -> Run {
         let _ = err.read_to_end(&mut s);
         s
     });
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for wirebench") {
-            break status;
+    // Reaped with wait4, for the child's CPU time (std's Child has no rusage).
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    let (code, cpu) = loop {
+        let mut status = 0;
+        // SAFETY: rusage is plain old data that wait4 fills in.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointers to a c_int and a rusage we own; WNOHANG never blocks.
+        let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        assert!(rc >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if rc == pid {
+            let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+            let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+            break (code, tv(ru.ru_utime) + tv(ru.ru_stime));
         }
         if started.elapsed() > limit {
             let _ = child.kill();
@@ -786,10 +847,11 @@ pub fn run_command(mut cmd: Command, limit: Duration) -> Run {
     let stdout = String::from_utf8_lossy(&out_reader.join().unwrap_or_default()).into_owned();
     let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
     Run {
-        code: status.code(),
+        code,
         stdout,
         stderr,
         elapsed,
+        cpu: Some(cpu),
     }
 }
 
@@ -910,6 +972,10 @@ impl ServeProcess {
 
     pub fn target(&self) -> String {
         self.addr.to_string()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn url(&self, path: &str) -> String {

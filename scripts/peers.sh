@@ -1,0 +1,371 @@
+#!/usr/bin/env bash
+# Side-by-side peer benchmark: wirebench's client against wrk (HTTP/1.1) and h2load (gRPC) on the
+# same work and the same server, one `wirebench serve --threads 1` pinned to CPU 0, every client
+# pinned to CPU 1, peer and wirebench alternating within each round (the order flips every round):
+#
+#   1. HTTP/1.1, 10 connections x 1 request in flight   wrk -t1 -c10        vs wirebench --proto http -c 10
+#   2. gRPC, 1 connection x 10 streams                  h2load -c1 -m10     vs wirebench --proto grpc -c 10 --conns 1
+#   3. gRPC, 10 connections x 1 stream                  h2load -c10 -m1     vs wirebench --proto grpc -c 10 --conns 10
+#
+#   scripts/peers.sh [--duration 10s] [--rounds 3] [--quick] [-o FILE] [--raw DIR]
+#
+# --quick is 2 s per run and 1 round (for checking the script). --raw keeps every tool's output.
+# Takes 6 x rounds x duration plus well under 1 s per run: about 3 min 5 s by default, 13 s with --quick.
+#
+# Each client run is `taskset -c 1 perf stat -e raw_syscalls:sys_enter,context-switches --
+# /usr/bin/time -f '%U %S' -- CLIENT` (perf and time sit asleep on CPU 1 with it). The CPU figure
+# is GNU time's user + sys of the client process alone (all its threads, its whole life: start,
+# connects, run, close), perf's own excluded; the syscall and context-switch counts are perf's
+# over the same process plus /usr/bin/time's own few dozen syscalls. Requests are what the client counted as answered: wrk's "N requests in",
+# h2load's "N succeeded" (all 2xx, each carrying a gRPC message), wirebench's summary.ok.
+# "own" is wirebench's own syscall count (its measured window, worker threads only); server CPU is
+# the server's run time (/proc/PID/task/*/schedstat) during the run divided by the same requests.
+# "CPU busy" is client and server CPU time over the run's wall time: near 100% on both sides means
+# the pair is saturated (on loopback each side's sends also pay for the other side's receive), and
+# CPU per request then follows 1 / (req/s) more than the client's own cost; syscalls do not.
+#
+# Prints a markdown table (medians over the rounds; ratios are wirebench / peer of the medians) on
+# stdout and to FILE with -o; progress goes to stderr. Needs wrk, h2load, perf (allowed to count
+# raw_syscalls:sys_enter), taskset, curl, python3, GNU time (installed with apt-get when absent)
+# and the release binary target/release/wirebench ($WIREBENCH to use another). Each run is killed
+# after duration + 60 s.
+set -euo pipefail
+
+DURATION=10s
+ROUNDS=3
+QUICK=0
+OUTFILE=""
+RAW=""
+
+usage() {
+    sed -n '2,32s/^# \{0,1\}//p' "$0"
+}
+
+# shellcheck source=scripts/common.sh
+source "$(dirname "$0")/common.sh"
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --duration) DURATION="${2:?}"; shift ;;
+        --rounds) ROUNDS="${2:?}"; shift ;;
+        --quick) QUICK=1 ;;
+        -o | --output) OUTFILE="${2:?}"; shift ;;
+        --raw) RAW="${2:?}"; shift ;;
+        -h | --help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument $1" ;;
+    esac
+    shift
+done
+if [[ $QUICK -eq 1 ]]; then
+    DURATION=2s
+    ROUNDS=1
+fi
+
+case "$DURATION" in
+    *[0-9]m) SECS=$((${DURATION%m} * 60)) ;;
+    *[0-9]s) SECS=${DURATION%s} ;;
+    *) SECS=$DURATION ;;
+esac
+[[ $SECS =~ ^[0-9]+$ && $SECS -ge 1 ]] || die "--duration must be whole seconds or minutes (10s, 1m), not $DURATION"
+[[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 1 ]] || die "--rounds must be a positive integer, not $ROUNDS"
+LIMIT=$((SECS + 60))
+
+# Paths given relative to where the script was started from.
+[[ -z $OUTFILE ]] || OUTFILE="$(realpath -m -- "$OUTFILE")"
+[[ -z $RAW ]] || RAW="$(realpath -m -- "$RAW")"
+BIN="${WIREBENCH:-}"
+[[ $BIN != */* ]] || BIN="$(realpath -m -- "$BIN")"
+cd "$(dirname "$0")/.."
+BIN="${BIN:-target/release/wirebench}"
+[[ -x $BIN ]] || die "$BIN not found: build it first with cargo build --release"
+if [[ -n "$(find src Cargo.toml -newer "$BIN" -print -quit 2>/dev/null)" ]]; then
+    echo "peers: warning: $BIN is older than the sources (it is measured as it is)" >&2
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Tools
+
+SUDO=()
+[[ "$(id -u)" -eq 0 ]] || SUDO=(sudo -n)
+if [[ ! -x /usr/bin/time ]]; then
+    command -v apt-get >/dev/null 2>&1 || die "/usr/bin/time (GNU time) not found and no apt-get: install it by hand"
+    echo "peers: /usr/bin/time not found: installing time with apt-get" >&2
+    {
+        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+            "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends time
+    } </dev/null >&2 || die "apt-get install time failed"
+fi
+/usr/bin/time -f '%U %S' -o /dev/null -- "$BASH" -c : 2>/dev/null || die "/usr/bin/time is not GNU time (needs -f and -o)"
+for tool in wrk:wrk h2load:nghttp2-client perf:linux-perf taskset:util-linux curl:curl python3:python3 \
+    timeout:coreutils; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 || die "${tool%%:*} not found (Debian package ${tool#*:})"
+done
+perf stat -x, -e raw_syscalls:sys_enter,context-switches -o /dev/null -- "$BASH" -c : 2>/dev/null ||
+    die "perf stat cannot count raw_syscalls:sys_enter here (run as root or lower kernel.perf_event_paranoid)"
+taskset -c 0 "$BASH" -c : 2>/dev/null && taskset -c 1 "$BASH" -c : 2>/dev/null ||
+    die "cannot pin to CPUs 0 and 1 (this machine or cgroup has $(nproc) CPU(s))"
+
+# ---------------------------------------------------------------------------------------------
+# Work directory, server, cleanup
+
+WORK="$(mktemp -d /tmp/wirebench-peers.XXXXXX)"
+SERVER=""
+CLIENT=""
+cleanup() {
+    # A client runs under timeout, which leads its own process group.
+    [[ -z $CLIENT ]] || kill -- "-$CLIENT" 2>/dev/null || true
+    if [[ -n $SERVER ]]; then
+        kill "$SERVER" 2>/dev/null || true
+        wait "$SERVER" 2>/dev/null || true
+    fi
+    if [[ -n $RAW ]]; then
+        mkdir -p "$RAW" && cp -r "$WORK"/. "$RAW"/ && echo "peers: raw outputs in $RAW" >&2
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+LUA="$WORK/echo.lua"
+cat >"$LUA" <<'EOF'
+wrk.method = "POST"
+wrk.body = '{"ping":"Hello, world!"}'
+wrk.headers["Content-Type"] = "application/json"
+EOF
+# EchoRequest {ping: "Hello, world!"} with the gRPC prefix: flag 0, length 15; field 1, 13 bytes.
+BODY="$WORK/echo-request.bin"
+printf '\x00\x00\x00\x00\x0f\x0a\x0dHello, world!' >"$BODY"
+
+taskset -c 0 "$BIN" serve --addr 127.0.0.1:0 --threads 1 2>"$WORK/serve.log" </dev/null &
+SERVER=$!
+ADDR=""
+for _ in $(seq 100); do
+    ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$WORK/serve.log")
+    [[ -n $ADDR ]] && break
+    kill -0 "$SERVER" 2>/dev/null || break
+    sleep 0.1
+done
+[[ -n $ADDR ]] || die "wirebench serve did not start: $(tr '\n' ' ' <"$WORK/serve.log")"
+echo "peers: server on $ADDR (CPU 0), clients on CPU 1, $ROUNDS round(s) of ${SECS} s runs" >&2
+
+# Check one answer of each kind before measuring: the HTTP/1.1 echo and a gRPC OK with a message.
+code=$(curl -sS -o "$WORK/http.resp" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+    --data-binary '{"ping":"Hello, world!"}' "http://$ADDR/v1/echo") || die "curl POST /v1/echo failed"
+[[ $code == 200 ]] || die "POST /v1/echo answered $code"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["body"] == "Hello, world!"' \
+    "$WORK/http.resp" 2>/dev/null || die "POST /v1/echo did not echo the ping: $(head -c 200 "$WORK/http.resp")"
+curl -sS --http2-prior-knowledge -D "$WORK/grpc.head" -o "$WORK/grpc.resp" \
+    -H 'content-type: application/grpc' -H 'te: trailers' --data-binary @"$BODY" \
+    "http://$ADDR/grpc_echo.v1.EchoService/Echo" || die "curl gRPC Echo failed"
+grep -qi '^grpc-status: *0' "$WORK/grpc.head" || die "gRPC Echo did not end with grpc-status 0: $(tr '\r\n' '  ' <"$WORK/grpc.head")"
+python3 - "$WORK/grpc.resp" <<'EOF' || die "gRPC Echo answer is not one framed EchoResponse with the ping"
+import sys
+b = open(sys.argv[1], "rb").read()
+assert len(b) >= 5 and b[0] == 0 and int.from_bytes(b[1:5], "big") == len(b) - 5
+assert b"Hello, world!" in b[5:]
+EOF
+
+# ---------------------------------------------------------------------------------------------
+# Runs
+
+RESULTS="$WORK/results.tsv"
+: >"$RESULTS"
+
+# Sum of the server's threads' run time, in ns.
+server_ns() {
+    { cat /proc/"$SERVER"/task/*/schedstat 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
+
+# perf's count of event $2 in perf stat -x, file $1.
+perf_count() {
+    awk -F, -v e="$2" '$3 == e { print $1 }' "$1" 2>/dev/null || true
+}
+
+# run SHAPE CLIENT ROUND COMMAND...: one pinned, timed, counted run; appends a line to $RESULTS.
+run() {
+    local shape=$1 client=$2 round=$3
+    shift 3
+    local tag="$WORK/$shape-$client-$round"
+    kill -0 "$SERVER" 2>/dev/null || die "the server exited: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
+    echo "peers: round $round/$ROUNDS $shape $client" >&2
+    local s0 t0 rc=0
+    s0=$(server_ns)
+    t0=$EPOCHREALTIME
+    timeout -k 5 "$LIMIT" taskset -c 1 \
+        perf stat -x, -e raw_syscalls:sys_enter,context-switches -o "$tag.perf" -- \
+        /usr/bin/time -f '%U %S' -o "$tag.time" -- \
+        "$@" >"$tag.out" 2>"$tag.err" </dev/null &
+    CLIENT=$!
+    wait "$CLIENT" || rc=$?
+    CLIENT=""
+    local s1 t1
+    t1=$EPOCHREALTIME
+    s1=$(server_ns)
+    kill -0 "$SERVER" 2>/dev/null || die "the server exited during $shape $client round $round: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
+    [[ $rc -ne 124 && $rc -ne 137 ]] || die "$shape $client round $round did not finish within $LIMIT s"
+    [[ $rc -eq 0 ]] || die "$shape $client round $round failed (exit $rc): $(tail -q -n 2 "$tag.err" "$tag.out" 2>/dev/null | tr '\n' ' ')"
+
+    local user="" sys="" syscalls cs
+    read -r user sys < <(tail -n 1 "$tag.time" 2>/dev/null) || true
+    syscalls=$(perf_count "$tag.perf" raw_syscalls:sys_enter)
+    cs=$(perf_count "$tag.perf" context-switches)
+    [[ $syscalls =~ ^[0-9]+$ && $cs =~ ^[0-9]+$ ]] || die "$shape $client round $round: perf counted nothing: $(tr '\n' ' ' <"$tag.perf")"
+    [[ $user =~ ^[0-9.]+$ && $sys =~ ^[0-9.]+$ ]] || die "$shape $client round $round: no CPU times from /usr/bin/time"
+
+    # requests, req/s, wirebench's own syscalls/request ("-" for the peers)
+    local parsed
+    parsed=$(python3 - "$client" "$tag.out" 2>"$tag.check" <<'EOF'
+import json, re, sys
+client, path = sys.argv[1], sys.argv[2]
+text = open(path).read()
+def fail(msg):
+    print(msg, file=sys.stderr)
+    sys.exit(1)
+if client == "wrk":
+    m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", text)
+    rps = re.search(r"Requests/sec:\s*([\d.]+)", text)
+    if not m or not rps:
+        fail("no request count in wrk's output")
+    if "Non-2xx" in text or "Socket errors" in text:
+        fail("wrk saw errors: " + " ".join(l.strip() for l in text.splitlines() if "Non-2xx" in l or "Socket errors" in l))
+    print(m.group(1), rps.group(1), "-")
+elif client == "h2load":
+    m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", text)
+    codes = re.search(r"status codes: (\d+) 2xx", text)
+    rps = re.search(r"finished in [\d.]+\w*, ([\d.]+) req/s", text)
+    data = re.search(r"traffic: .*, ([\d.]+\w*) \((\d+)\) data", text)
+    if not (m and codes and rps and data):
+        fail("no request counts in h2load's output")
+    ok, failed, errored, timedout = int(m.group(4)), int(m.group(5)), int(m.group(6)), int(m.group(7))
+    if ok == 0 or failed or errored or timedout:
+        fail(f"h2load: {ok} succeeded, {failed} failed, {errored} errored, {timedout} timeout")
+    if int(codes.group(1)) != ok:
+        fail(f"h2load: {ok} succeeded but {codes.group(1)} 2xx")
+    # A gRPC error is a trailers-only answer with no DATA; each EchoResponse is at least
+    # 5 + 2 + 13 bytes (the echoed ping), so fewer data bytes than that means errors.
+    if int(data.group(2)) < ok * 20:
+        fail(f"h2load: {data.group(2)} data bytes for {ok} answers: not every answer carried an EchoResponse")
+    print(ok, rps.group(1), "-")
+else:
+    r = json.loads(text)["runs"][0]
+    s, c = r["summary"], r["cost"]
+    if s["failed"] != 0 or s["ok"] == 0:
+        fail(f"wirebench: {s['ok']} ok, {s['failed']} failed")
+    own = c.get("syscalls_per_request")
+    print(s["ok"], s["requests_per_sec"], "-" if own is None else own)
+EOF
+    ) || die "$shape $client round $round: $(tail -n 1 "$tag.check")"
+    local requests rps own
+    read -r requests rps own <<<"$parsed"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$client" "$round" "$requests" \
+        "$rps" "$user" "$sys" "$syscalls" "$cs" "$own" "$((s1 - s0))" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >>"$RESULTS"
+}
+
+H2=(--header 'content-type: application/grpc' --header 'te: trailers' -d "$BODY")
+URL_GRPC="http://$ADDR/grpc_echo.v1.EchoService/Echo"
+WB=("$BIN" echo --target "http://$ADDR" -c 10 --threads 1 -z "${SECS}s" --format json)
+
+peer_cmd() {
+    case "$1" in
+        http) PEER=(wrk -t1 -c10 -d"${SECS}s" -s "$LUA" "http://$ADDR/v1/echo") ;;
+        grpc-1x10) PEER=(h2load -c1 -m10 -D "$SECS" "${H2[@]}" "$URL_GRPC") ;;
+        grpc-10x1) PEER=(h2load -c10 -m1 -D "$SECS" "${H2[@]}" "$URL_GRPC") ;;
+    esac
+}
+wb_cmd() {
+    case "$1" in
+        http) OURS=("${WB[@]}" --proto http) ;;
+        grpc-1x10) OURS=("${WB[@]}" --proto grpc --conns 1) ;;
+        grpc-10x1) OURS=("${WB[@]}" --proto grpc --conns 10) ;;
+    esac
+}
+peer_name() {
+    case "$1" in
+        http) echo wrk ;;
+        *) echo h2load ;;
+    esac
+}
+
+SHAPES=(http grpc-1x10 grpc-10x1)
+started=$SECONDS
+for round in $(seq "$ROUNDS"); do
+    for shape in "${SHAPES[@]}"; do
+        peer_cmd "$shape"
+        wb_cmd "$shape"
+        peer=$(peer_name "$shape")
+        if ((round % 2 == 1)); then
+            run "$shape" "$peer" "$round" "${PEER[@]}"
+            run "$shape" wirebench "$round" "${OURS[@]}"
+        else
+            run "$shape" wirebench "$round" "${OURS[@]}"
+            run "$shape" "$peer" "$round" "${PEER[@]}"
+        fi
+    done
+done
+echo "peers: $((ROUNDS * 6)) runs in $((SECONDS - started)) s" >&2
+
+# ---------------------------------------------------------------------------------------------
+# Table
+
+quote() {
+    local out="" a
+    for a in "$@"; do
+        a=${a//"$WORK"\/echo.lua/LUA}
+        a=${a//"$WORK"\/echo-request.bin/BODY}
+        if [[ $a =~ [^A-Za-z0-9_./:=,@+-] ]]; then a="'$a'"; fi
+        out+="${out:+ }$a"
+    done
+    printf '%s' "$out"
+}
+peer_cmd http; wb_cmd http; cmd_http="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
+peer_cmd grpc-1x10; wb_cmd grpc-1x10; cmd_g1="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
+peer_cmd grpc-10x1; wb_cmd grpc-10x1; cmd_g10="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $("$BIN" --version 2>/dev/null | head -n 1), $(wrk --version 2>&1 | head -n 1 | awk '{print "wrk " $2}'), $(h2load --version 2>/dev/null | head -n 1); median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 (ADDR=$ADDR); each client: taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- /usr/bin/time -f '%U %S' -o FILE -- CLIENT; LUA sets wrk.method POST, wrk.body {\"ping\":\"Hello, world!\"}, Content-Type: application/json; BODY is 00 00 00 00 0f 0a 0d 'Hello, world!'; HTTP/1.1 10x1: $cmd_http; gRPC 1x10: $cmd_g1; gRPC 10x1: $cmd_g10 -->"
+
+table=$(python3 - "$RESULTS" "$header" <<'EOF'
+import statistics, sys
+path, header = sys.argv[1], sys.argv[2]
+rows = {}
+for line in open(path):
+    shape, client, rnd, req, rps, user, sys_, sc, cs, own, server, wall = line.rstrip("\n").split("\t")
+    req, wall = int(req), float(wall)
+    r = rows.setdefault((shape, client), {"rps": [], "cpu": [], "sc": [], "own": [], "cs": [], "srv": [],
+                                          "cbusy": [], "sbusy": []})
+    r["cbusy"].append((float(user) + float(sys_)) / wall * 100)
+    r["sbusy"].append(int(server) / 1e9 / wall * 100)
+    r["rps"].append(float(rps))
+    r["cpu"].append((float(user) + float(sys_)) * 1e6 / req)
+    r["sc"].append(int(sc) / req)
+    r["cs"].append(int(cs) / req)
+    r["srv"].append(int(server) / 1e3 / req)
+    if own != "-":
+        r["own"].append(float(own))
+med = lambda xs: statistics.median(xs) if xs else None
+names = {"http": "HTTP/1.1, 10 conns x 1", "grpc-1x10": "gRPC, 1 conn x 10 streams",
+         "grpc-10x1": "gRPC, 10 conns x 1 stream"}
+print(header)
+print("| shape | client | req/s | client CPU µs/req | syscalls/req (perf) | syscalls/req (own) "
+      "| ctx switches/req | server CPU µs/req | CPU busy client / server "
+      "| CPU/req wirebench÷peer | syscalls/req wirebench÷peer |")
+print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+for shape in ("http", "grpc-1x10", "grpc-10x1"):
+    clients = [c for (s, c) in rows if s == shape]
+    peer = next(c for c in clients if c != "wirebench")
+    p = {k: med(v) for k, v in rows[(shape, peer)].items()}
+    for client in (peer, "wirebench"):
+        m = {k: med(v) for k, v in rows[(shape, client)].items()}
+        own = "—" if m["own"] is None else f"{m['own']:.2f}"
+        ratio_cpu = ratio_sc = "—"
+        if client == "wirebench":
+            ratio_cpu = f"{m['cpu'] / p['cpu']:.2f}x"
+            ratio_sc = f"{m['sc'] / p['sc']:.2f}x"
+        print(f"| {names[shape]} | {client} | {m['rps']:,.0f} | {m['cpu']:.2f} | {m['sc']:.2f} | {own} "
+              f"| {m['cs']:.3f} | {m['srv']:.2f} | {m['cbusy']:.0f}% / {m['sbusy']:.0f}% | {ratio_cpu} | {ratio_sc} |")
+EOF
+)
+printf '%s\n' "$table"
+if [[ -n $OUTFILE ]]; then
+    printf '%s\n' "$table" >"$OUTFILE"
+fi
