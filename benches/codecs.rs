@@ -5,8 +5,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 
 use wirebench::config::Endpoint;
-use wirebench::wire::{grpc, h2sniff, http1};
 use wirebench::workload::{EtcdOp, EtcdWorkload};
+use wirebench_wire::{grpc, h2sniff, http1};
 
 const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nAccess-Control-Allow-Headers: accept, content-type, authorization\r\nAccess-Control-Allow-Methods: POST, GET, OPTIONS, PUT, DELETE\r\nAccess-Control-Allow-Origin: *\r\nContent-Type: application/json\r\nGrpc-Metadata-Content-Type: application/grpc\r\nDate: Sun, 29 Nov 2026 21:00:00 GMT\r\nContent-Length: 121\r\n\r\n";
 

@@ -132,12 +132,12 @@ section "cargo fmt --check"
 cargo fmt --all --check
 
 # ---------------------------------------------------------------------------------------------
-section "cargo clippy --all-targets -- -D warnings"
-cargo clippy --locked --all-targets -- -D warnings
+section "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --locked --workspace --all-targets -- -D warnings
 
 # ---------------------------------------------------------------------------------------------
-section "cargo test"
-cargo test --locked
+section "cargo test --workspace"
+cargo test --locked --workspace
 
 # ---------------------------------------------------------------------------------------------
 section "fuzz targets"

@@ -22,11 +22,13 @@ use crate::client::grpc::{self, Call, H2Config};
 use crate::client::http1;
 use crate::config::Endpoint;
 use crate::net::{Layers, NetConfig};
-use crate::proto::etcd::{MemberListRequest, MemberListResponse, StatusRequest, StatusResponse};
 use crate::stats::FailureKind;
-use crate::wire::grpc as grpc_wire;
-use crate::wire::http1::RequestTemplate;
-use crate::wire::json::GwError;
+use wirebench_wire::grpc as grpc_wire;
+use wirebench_wire::http1::RequestTemplate;
+use wirebench_wire::json::GwError;
+use wirebench_wire::proto::etcd::{
+    MemberListRequest, MemberListResponse, StatusRequest, StatusResponse,
+};
 
 /// gRPC method of etcd's status call.
 const STATUS_GRPC: &str = "/etcdserverpb.Maintenance/Status";

@@ -37,24 +37,10 @@ pub mod server;
 pub mod stats;
 pub mod sweep;
 pub mod watch;
-pub mod wire;
 pub mod workload;
 
-/// Code generated from `proto/` by prost-build.
-pub mod proto {
-    #[allow(clippy::all, missing_docs)]
-    pub mod etcd {
-        include!(concat!(env!("OUT_DIR"), "/etcdserverpb.rs"));
-    }
-    #[allow(clippy::all, missing_docs)]
-    pub mod echo {
-        include!(concat!(env!("OUT_DIR"), "/grpc_echo.v1.rs"));
-    }
-    #[allow(clippy::all, missing_docs)]
-    pub mod health {
-        include!(concat!(env!("OUT_DIR"), "/grpc.health.v1.rs"));
-    }
-}
+/// The protobuf messages, generated in the wire crate.
+pub use wirebench_wire::proto;
 
 use std::io::Write;
 use std::sync::Arc;

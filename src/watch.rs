@@ -23,13 +23,13 @@ use crate::client::grpc::{Call, Conn as GrpcConn, H2Config, unary};
 use crate::client::http1::Conn as HttpConn;
 use crate::config::{Endpoint, Format, Proto};
 use crate::net::{self, Layers, NetConfig};
-use crate::proto::etcd::{
+use crate::stats::{ConnRecord, Failure, FailureKind, Latencies};
+use wirebench_wire::http1::{self as h1, BodyKind, ChunkedDecoder, RequestTemplate};
+use wirebench_wire::json::{self, GwError, GwResponse};
+use wirebench_wire::proto::etcd::{
     PutResponse, WatchCreateRequest, WatchRequest, WatchResponse, watch_request::RequestUnion,
 };
-use crate::stats::{ConnRecord, Failure, FailureKind, Latencies};
-use crate::wire::http1::{self as h1, BodyKind, ChunkedDecoder, RequestTemplate};
-use crate::wire::json::{self, GwError, GwResponse};
-use crate::wire::{grpc, watch as wline};
+use wirebench_wire::{grpc, watch as wline};
 
 /// Largest gRPC WatchResponse accepted (etcd fragments larger ones only when asked to).
 const MAX_WATCH_MESSAGE: usize = 64 << 20;
@@ -1589,7 +1589,7 @@ async fn grpc_put_client(ctx: Rc<PutCtx>, conn: Rc<GrpcPutConn>, call: Rc<Call>,
         stamp(&mut value, ctx.epoch);
         frame.clear();
         grpc::encode(
-            &crate::proto::etcd::PutRequest {
+            &wirebench_wire::proto::etcd::PutRequest {
                 key: cfg.key(k).into(),
                 value: Bytes::copy_from_slice(&value),
                 ..Default::default()

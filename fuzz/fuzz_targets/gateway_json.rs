@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirebench::wire::json::{GwError, GwResponse};
+use wirebench_wire::json::{GwError, GwResponse};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(r) = serde_json::from_slice::<GwResponse>(data) {

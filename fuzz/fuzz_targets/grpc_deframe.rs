@@ -3,7 +3,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use wirebench::wire::grpc::{decode, decode_message_text, parse_status};
+use wirebench_wire::grpc::{decode, decode_message_text, parse_status};
 
 fuzz_target!(|data: &[u8]| {
     const MAX: usize = 1024 * 1024;

@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirebench::wire::h2sniff::H2Sniffer;
+use wirebench_wire::h2sniff::H2Sniffer;
 
 fuzz_target!(|data: &[u8]| {
     let expect_preface = data.len() % 2 == 0;

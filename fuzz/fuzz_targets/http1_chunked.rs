@@ -3,7 +3,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use wirebench::wire::http1::ChunkedDecoder;
+use wirebench_wire::http1::ChunkedDecoder;
 
 fuzz_target!(|data: &[u8]| {
     let Some(&first) = data.first() else {

@@ -3,7 +3,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use wirebench::wire::http1::decode_response_head;
+use wirebench_wire::http1::decode_response_head;
 
 fuzz_target!(|data: &[u8]| {
     let mut buf = BytesMut::from(data);

@@ -3,7 +3,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use wirebench::wire::watch::{
+use wirebench_wire::watch::{
     WatchLine, next_line, next_line_eof, parse_line, render_response_line,
 };
 

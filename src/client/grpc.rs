@@ -14,7 +14,7 @@ use http::{HeaderMap, Method, Request, Uri, Version};
 
 use crate::net::{self, Alpn, Layers, Ledger, NetConfig};
 use crate::stats::{CloseRecord, ConnRecord, Failure, FailureKind, StatusKey};
-use crate::wire::grpc::{self, Code};
+use wirebench_wire::grpc::{self, Code};
 
 /// h2's own default budget for small DATA frames.
 pub const MIN_DATA_FRAME_BUDGET: usize = 25_600;

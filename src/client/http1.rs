@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::client::io_failure;
 use crate::net::{self, Alpn, Io, Layers, Ledger, NetConfig};
 use crate::stats::{CloseRecord, ConnRecord, Failure, FailureKind};
-use crate::wire::http1::{self, BodyKind, ChunkedDecoder};
+use wirebench_wire::http1::{self, BodyKind, ChunkedDecoder};
 
 /// Read buffer growth step; responses larger than this grow the buffer once and keep it.
 const READ_CHUNK: usize = 16 * 1024;

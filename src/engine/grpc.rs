@@ -12,8 +12,8 @@ use crate::client::grpc::{self as grpc_client, CallError, Conn};
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
 use crate::net::Ledger;
 use crate::stats::{Failure, FailureKind, StatusKey};
-use crate::wire::grpc::Code;
 use crate::workload::etcd::{authenticate_grpc, is_invalid_token};
+use wirebench_wire::grpc::Code;
 
 /// A client's first response buffer (bytes).
 const RX_START: usize = 512;

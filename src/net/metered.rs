@@ -9,7 +9,7 @@ use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use crate::wire::h2sniff::H2Sniffer;
+use wirebench_wire::h2sniff::H2Sniffer;
 
 /// The most one read syscall asks for.
 const MAX_READ: usize = 64 * 1024;

@@ -12,11 +12,11 @@ use h2::server::SendResponse;
 use http::{HeaderMap, HeaderValue, Request, Response};
 use prost::Message;
 
-use crate::proto::echo::EchoRequest;
-use crate::proto::health::HealthCheckResponse;
-use crate::proto::health::health_check_response::ServingStatus;
 use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response};
-use crate::wire::grpc::{self, Code};
+use wirebench_wire::grpc::{self, Code};
+use wirebench_wire::proto::echo::EchoRequest;
+use wirebench_wire::proto::health::HealthCheckResponse;
+use wirebench_wire::proto::health::health_check_response::ServingStatus;
 
 pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: Option<Duration>) {
     let mut builder = h2::server::Builder::new();

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response, echo_response_json};
-use crate::wire::http1::MAX_HEAD_BYTES;
+use wirebench_wire::http1::MAX_HEAD_BYTES;
 
 const MAX_REQUEST_HEADERS: usize = 64;
 

@@ -19,8 +19,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-use crate::proto::echo::EchoResponse;
-use crate::wire::json::rfc3339;
+use wirebench_wire::json::rfc3339;
+use wirebench_wire::proto::echo::EchoResponse;
 
 /// The client connection preface of HTTP/2 (RFC 9113 §3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

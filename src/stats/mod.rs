@@ -10,8 +10,8 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::net::{Ledger, TcpInfo};
-use crate::wire::grpc::Code;
-use crate::wire::h2sniff::{FrameType, H2Counts};
+use wirebench_wire::grpc::Code;
+use wirebench_wire::h2sniff::{FrameType, H2Counts};
 
 /// Longest latency the histogram tracks exactly (longer ones saturate): one hour, in ns.
 const HIST_MAX_NS: u64 = 3_600_000_000_000;

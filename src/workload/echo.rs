@@ -12,12 +12,12 @@ use serde_json::Value;
 
 use crate::client::grpc::Call;
 use crate::config::Endpoint;
-use crate::proto::echo::{EchoRequest, EchoResponse};
 use crate::server::echo_response_json;
 use crate::stats::{Failure, FailureKind, StatusKey};
-use crate::wire::grpc;
-use crate::wire::http1::RequestTemplate;
 use crate::workload::HttpVerdict;
+use wirebench_wire::grpc;
+use wirebench_wire::http1::RequestTemplate;
+use wirebench_wire::proto::echo::{EchoRequest, EchoResponse};
 
 pub const GRPC_PATH: &str = "/grpc_echo.v1.EchoService/Echo";
 pub const HTTP_PATH: &str = "/v1/echo";

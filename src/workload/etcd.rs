@@ -9,15 +9,15 @@ use serde_json::Value;
 
 use crate::client::grpc::Call;
 use crate::config::Endpoint;
-use crate::proto::etcd::{
-    AuthenticateRequest, AuthenticateResponse, PutResponse, RangeRequest, RangeResponse,
-};
 use crate::stats::{Failure, FailureKind, StatusKey};
-use crate::wire::grpc;
-use crate::wire::http1::RequestTemplate;
-use crate::wire::json::{self, GwError, GwResponse};
 use crate::workload::{HttpVerdict, Rng};
 use http::header::{HeaderName, HeaderValue};
+use wirebench_wire::grpc;
+use wirebench_wire::http1::RequestTemplate;
+use wirebench_wire::json::{self, GwError, GwResponse};
+use wirebench_wire::proto::etcd::{
+    AuthenticateRequest, AuthenticateResponse, PutResponse, RangeRequest, RangeResponse,
+};
 
 /// Which KV operation, with its parameters (validated by the CLI).
 #[derive(Debug, Clone)]
@@ -442,7 +442,7 @@ impl EtcdWorkload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::etcd::PutRequest;
+    use wirebench_wire::proto::etcd::PutRequest;
 
     fn endpoint() -> Endpoint {
         Endpoint::parse("http://127.0.0.1:2379").unwrap()

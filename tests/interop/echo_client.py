@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Interop check of `wirebench serve` with the reference gRPC implementation (grpcio).
 
-Generates stubs at run time from proto/echo.proto and proto/health.proto with grpc_tools.protoc
+Generates stubs at run time from crates/wire/proto/echo.proto and health.proto with grpc_tools.protoc
 (into a temporary directory), then against --target:
 
 * Echo with metadata x-wb-test: 42: body, echoed headers, remote_addr, the four timestamps;
@@ -37,7 +37,7 @@ CONCURRENT_THREADS = 8
 # Timestamps must be within this of the client's clock (same machine).
 CLOCK_SLACK_S = 60.0
 
-PROTO_DIR = Path(__file__).resolve().parents[2] / "proto"
+PROTO_DIR = Path(__file__).resolve().parents[2] / "crates" / "wire" / "proto"
 
 
 class Failure(Exception):

@@ -14,7 +14,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-use crate::wire::json::{GwHeader, put_base64};
+use crate::json::{GwHeader, put_base64};
 
 /// Longest single JSON line accepted (a watch response with many events can be large).
 ///
