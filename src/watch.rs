@@ -252,7 +252,7 @@ impl WatchState {
         if compact_revision > 0 {
             self.error(Failure::with(
                 FailureKind::Compacted,
-                format!("watch {watch_id}: compacted at revision {compact_revision}"),
+                format_args!("watch {watch_id}: compacted at revision {compact_revision}"),
             ));
         }
         if canceled {
@@ -980,7 +980,7 @@ async fn http_stream(
                         let msg = String::from_utf8_lossy(&rbuf).into_owned();
                         st.error(Failure::with(
                             FailureKind::Etcd,
-                            format!("HTTP {}: {}", h.status, msg.trim()),
+                            format_args!("HTTP {}: {}", h.status, msg.trim()),
                         ));
                         break;
                     }
@@ -1144,14 +1144,14 @@ impl PutCtx {
     fn timed_out(&self) -> Failure {
         Failure::with(
             FailureKind::Timeout,
-            format!("no response within {:?}", self.cfg.put_timeout),
+            format_args!("no response within {:?}", self.cfg.put_timeout),
         )
     }
 
     fn gave_up(&self) -> Failure {
         Failure::with(
             FailureKind::Connect,
-            format!(
+            format_args!(
                 "gave up: server unreachable for longer than --put-timeout ({:?})",
                 self.cfg.put_timeout
             ),
@@ -1309,7 +1309,7 @@ fn judge_http_put(status: u16, body: &[u8]) -> Result<i64, Failure> {
     if status != 200 {
         return Err(match serde_json::from_slice::<GwError>(body) {
             Ok(e) => Failure::with(FailureKind::Etcd, e.text()),
-            Err(_) => Failure::with(FailureKind::HttpStatus, format!("HTTP {status}")),
+            Err(_) => Failure::with(FailureKind::HttpStatus, format_args!("HTTP {status}")),
         });
     }
     let r: GwResponse =
@@ -1357,7 +1357,7 @@ async fn http_put_client(
                         // This put was due and found no connection.
                         let f = Failure::with(
                             FailureKind::Connect,
-                            format!("connect to {}: {e}", ep.addr),
+                            format_args!("connect to {}: {e}", ep.addr),
                         );
                         ctx.record(k, Err(f), tried);
                         idx += step;
@@ -1531,7 +1531,7 @@ impl GrpcPutConn {
             Err(e) => {
                 let f = Failure::with(
                     FailureKind::Connect,
-                    format!("connect to {}: {e}", self.ep.addr),
+                    format_args!("connect to {}: {e}", self.ep.addr),
                 );
                 // After the give-up point the next caller stops at once; before it, it waits.
                 let delay = self

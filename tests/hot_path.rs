@@ -48,10 +48,16 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// The counter is process-wide: the tests take turns, so none counts another's allocations.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 27\r\n\r\n{\"header\":{\"revision\":\"5\"}}";
 
-/// Answers every request (head + Content-Length body) with RESPONSE, reusing one buffer.
-fn serve(mut s: TcpStream) {
+/// An etcd error through the gateway: every request fails, always with the same message.
+const ERROR: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: 92\r\n\r\n{\"error\":\"etcdserver: too many requests\",\"message\":\"etcdserver: too many requests\",\"code\":8}";
+
+/// Answers every request (head + Content-Length body) with `response`, reusing one buffer.
+fn serve(mut s: TcpStream, response: &'static [u8]) {
     NOT_COUNTED.with(|c| c.set(true));
     let mut buf = vec![0u8; 64 * 1024];
     let mut have = 0;
@@ -68,7 +74,7 @@ fn serve(mut s: TcpStream) {
             if have < total {
                 break;
             }
-            if s.write_all(RESPONSE).is_err() {
+            if s.write_all(response).is_err() {
                 return;
             }
             buf.copy_within(total..have, 0);
@@ -81,13 +87,13 @@ fn serve(mut s: TcpStream) {
     }
 }
 
-fn fake_server() -> String {
+fn fake_server(response: &'static [u8]) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     std::thread::spawn(move || {
         NOT_COUNTED.with(|c| c.set(true));
         for s in l.incoming().flatten() {
-            std::thread::spawn(move || serve(s));
+            std::thread::spawn(move || serve(s, response));
         }
     });
     format!("http://{addr}")
@@ -123,7 +129,8 @@ fn allocations_for(endpoint: &str, n: u64) -> (u64, wirebench::engine::ProtoRun)
 
 #[test]
 fn http1_steady_state_allocates_nothing_and_writes_once() {
-    let endpoint = fake_server();
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let endpoint = fake_server(RESPONSE);
     let (small, run_small) = allocations_for(&endpoint, 200);
     let (large, run_large) = allocations_for(&endpoint, 10_200);
     assert_eq!(run_small.stats.ok, 200);
@@ -140,4 +147,28 @@ fn http1_steady_state_allocates_nothing_and_writes_once() {
     let writes: u64 = run_large.stats.conns.iter().map(|c| c.write_calls).sum();
     assert_eq!(requests, 10_200);
     assert_eq!(writes, requests, "one write syscall per HTTP/1.1 request");
+}
+
+#[test]
+fn http1_failures_allocate_nothing_per_failure() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Every request fails the same way: the failure's message is interned, so after the first
+    // one a failure costs no allocation either.
+    let endpoint = fake_server(ERROR);
+    let (small, run_small) = allocations_for(&endpoint, 200);
+    let (large, run_large) = allocations_for(&endpoint, 10_200);
+    assert_eq!(run_small.stats.failed, 200);
+    assert_eq!(run_large.stats.failed, 10_200);
+    assert_eq!(
+        run_large.stats.errors.len(),
+        1,
+        "{:?}",
+        run_large.stats.errors
+    );
+    let extra = large.saturating_sub(small);
+    println!("allocations: {small} for 200 failures, {large} for 10,200 failures");
+    assert!(
+        extra < 50,
+        "10000 extra failures made {extra} extra allocations ({small} vs {large})"
+    );
 }

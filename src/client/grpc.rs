@@ -302,10 +302,10 @@ impl CallError {
         let unprocessed =
             (e.is_go_away() && e.is_remote()) || e.reason() == Some(h2::Reason::REFUSED_STREAM);
         let failure = if e.is_reset() {
-            Failure::with(
-                FailureKind::RstStream,
-                e.reason().map_or("unknown".into(), |r| r.to_string()),
-            )
+            match e.reason() {
+                Some(r) => Failure::with(FailureKind::RstStream, r),
+                None => Failure::with(FailureKind::RstStream, "unknown"),
+            }
         } else if e.is_go_away() && e.is_remote() {
             Failure::with(FailureKind::Goaway, e)
         } else if e.is_io() {
@@ -422,7 +422,7 @@ pub async fn unary_sent(
             }),
             failure: Failure::with(
                 FailureKind::HttpStatus,
-                format!("HTTP {} from a gRPC server", parts.status),
+                format_args!("HTTP {} from a gRPC server", parts.status),
             ),
             conn_broken: false,
             unprocessed: false,
@@ -514,6 +514,11 @@ fn header_list_bytes(h: &HeaderMap) -> u64 {
         .sum()
 }
 
+thread_local! {
+    /// Where a grpc-message is percent-decoded.
+    static MESSAGE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
 /// `None` when grpc-status is 0 (or absent); otherwise the status as a call error.
 fn status_error(headers: &HeaderMap, kind: FailureKind) -> Option<CallError> {
     let value = headers.get("grpc-status")?;
@@ -524,15 +529,19 @@ fn status_error(headers: &HeaderMap, kind: FailureKind) -> Option<CallError> {
     if code == Code::Ok {
         return None;
     }
-    let mut message = String::new();
-    if let Some(m) = headers.get("grpc-message") {
-        grpc::decode_message_text(m.as_bytes(), 1024, &mut message);
-    }
-    let failure = if message.is_empty() {
-        Failure::with(kind, code.as_str())
-    } else {
-        Failure::with(kind, format!("{}: {}", code.as_str(), message))
-    };
+    let failure = MESSAGE.with(|buf| {
+        // a reused buffer: the text is interned by Failure, so a repeated message allocates nothing
+        let mut message = buf.borrow_mut();
+        message.clear();
+        if let Some(m) = headers.get("grpc-message") {
+            grpc::decode_message_text(m.as_bytes(), 1024, &mut message);
+        }
+        if message.is_empty() {
+            Failure::with(kind, code.as_str())
+        } else {
+            Failure::with(kind, format_args!("{}: {}", code.as_str(), message))
+        }
+    });
     Some(CallError {
         status: Some(StatusKey::Grpc(code.as_u32())),
         failure,

@@ -235,7 +235,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 None,
                 Failure::with(
                     FailureKind::Timeout,
-                    format!("no response within {:?}", ctx.timeout),
+                    format_args!("no response within {:?}", ctx.timeout),
                 ),
             ),
             // etcd no longer accepts the token: authenticate again, then send again (once).
@@ -254,7 +254,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 .unwrap_or_else(|_| {
                     Err(Failure::with(
                         FailureKind::Timeout,
-                        format!("re-authentication: no answer within {:?}", ctx.timeout),
+                        format_args!("re-authentication: no answer within {:?}", ctx.timeout),
                     ))
                 });
                 let token = token.map_err(|f| match f.kind {

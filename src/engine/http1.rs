@@ -116,7 +116,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     None,
                     Failure::with(
                         FailureKind::Timeout,
-                        format!("no response within {:?}", ctx.timeout),
+                        format_args!("no response within {:?}", ctx.timeout),
                     ),
                 );
                 // The response may still arrive: this connection's framing is unknown now.
@@ -157,7 +157,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     .unwrap_or_else(|_| {
                         Err(Failure::with(
                             FailureKind::Timeout,
-                            format!("re-authentication: no answer within {:?}", ctx.timeout),
+                            format_args!("re-authentication: no answer within {:?}", ctx.timeout),
                         ))
                     });
             match auth {

@@ -149,7 +149,7 @@ impl Pacer {
                 if lag > timeout {
                     let f = Failure::with(
                         FailureKind::Late,
-                        format!(
+                        format_args!(
                             "not sent within --timeout ({timeout:?}) of its intended time: every client was busy"
                         ),
                     );

@@ -2,8 +2,10 @@
 
 pub mod perf;
 
-use std::collections::{BTreeMap, HashMap};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -141,10 +143,40 @@ impl fmt::Display for FailureKind {
 }
 
 /// Why a request failed: a stable kind (the metric key) and, where useful, the peer's message.
+/// The message is interned per thread: a failure that happened before costs no allocation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Failure {
     pub kind: FailureKind,
-    pub detail: Option<Box<str>>,
+    pub detail: Option<Arc<str>>,
+}
+
+/// Distinct failure messages one thread keeps for reuse; past this, a new message is allocated
+/// each time it occurs (a peer sending endless distinct texts cannot grow the cache).
+const INTERNED_MAX: usize = 4096;
+
+thread_local! {
+    /// The messages seen on this thread, and a buffer to format the next one into.
+    static MESSAGES: RefCell<(HashSet<Arc<str>>, String)> = RefCell::new((HashSet::new(), String::new()));
+}
+
+/// `detail` as an interned string: formatted into a reused buffer, looked up, allocated only
+/// the first time (or when the cache is full).
+fn intern(detail: impl fmt::Display) -> Arc<str> {
+    use std::fmt::Write;
+    MESSAGES.with(|m| {
+        let mut m = m.borrow_mut();
+        let (set, buf) = &mut *m;
+        buf.clear();
+        let _ = write!(buf, "{detail}");
+        if let Some(known) = set.get(buf.as_str()) {
+            return known.clone();
+        }
+        let new: Arc<str> = Arc::from(buf.as_str());
+        if set.len() < INTERNED_MAX {
+            set.insert(new.clone());
+        }
+        new
+    })
 }
 
 impl Failure {
@@ -155,7 +187,7 @@ impl Failure {
     pub fn with(kind: FailureKind, detail: impl fmt::Display) -> Self {
         Failure {
             kind,
-            detail: Some(detail.to_string().into_boxed_str()),
+            detail: Some(intern(detail)),
         }
     }
 }
@@ -905,6 +937,25 @@ mod tests {
             status_after.rss_kib + 56 * 1024 <= status_after.peak_kib,
             "{status_after:?}"
         );
+    }
+
+    #[test]
+    fn a_failure_seen_before_allocates_nothing() {
+        let a = Failure::with(
+            FailureKind::Timeout,
+            format_args!("no response within {}s", 2),
+        );
+        let b = Failure::with(
+            FailureKind::Timeout,
+            format_args!("no response within {}s", 2),
+        );
+        assert_eq!(a, b);
+        let (da, db) = (a.detail.unwrap(), b.detail.unwrap());
+        // the same allocation, shared
+        assert!(Arc::ptr_eq(&da, &db));
+        assert_eq!(&*da, "no response within 2s");
+        let c = Failure::with(FailureKind::Timeout, "another");
+        assert!(!Arc::ptr_eq(&da, c.detail.as_ref().unwrap()));
     }
 
     #[test]

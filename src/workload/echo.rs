@@ -120,9 +120,9 @@ impl EchoWorkload {
             let f = match serde_json::from_slice::<ErrorJson>(body) {
                 Ok(e) if !e.error.is_empty() => Failure::with(
                     FailureKind::HttpStatus,
-                    format!("HTTP {status}: {}", e.error),
+                    format_args!("HTTP {status}: {}", e.error),
                 ),
-                _ => Failure::with(FailureKind::HttpStatus, format!("HTTP {status}")),
+                _ => Failure::with(FailureKind::HttpStatus, format_args!("HTTP {status}")),
             };
             return Err((key, f));
         }

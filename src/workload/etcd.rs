@@ -371,7 +371,7 @@ impl EtcdWorkload {
         if status != 200 {
             let failure = match serde_json::from_slice::<GwError>(body) {
                 Ok(e) => Failure::with(FailureKind::Etcd, e.text()),
-                Err(_) => Failure::with(FailureKind::HttpStatus, format!("HTTP {status}")),
+                Err(_) => Failure::with(FailureKind::HttpStatus, format_args!("HTTP {status}")),
             };
             return Err((key, failure));
         }

@@ -45,15 +45,27 @@ pub struct GwResponse<'a> {
     pub kvs: Option<IgnoredAny>,
 }
 
-/// The gateway's error body: `{"error": "...", "message": "...", "code": N}`.
+/// The gateway's error body: `{"error": "...", "message": "...", "code": N}`. The texts borrow
+/// from the body unless they hold escapes (serde's own `Option<Cow>` would always copy).
 #[derive(Debug, Deserialize)]
 pub struct GwError<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_text")]
     pub error: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_text")]
     pub message: Option<Cow<'a, str>>,
     #[serde(default)]
     pub code: Option<i64>,
+}
+
+/// An optional string that borrows from the input where it can.
+fn borrowed_text<'de: 'a, 'a, D>(d: D) -> Result<Option<Cow<'a, str>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    /// A lone `Cow` field gets serde's borrowing deserializer; inside `Option` it would not.
+    #[derive(Deserialize)]
+    struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Text<'a>>::deserialize(d)?.map(|t| t.0))
 }
 
 impl GwError<'_> {
@@ -226,6 +238,14 @@ mod tests {
         let e: GwError = serde_json::from_slice(err).unwrap();
         assert_eq!(e.text(), "etcdserver: too many requests");
         assert_eq!(e.code, Some(14));
+        // the texts borrow from the body (no copy per failed request) ...
+        assert!(matches!(e.message, Some(Cow::Borrowed(_))), "{e:?}");
+        assert!(matches!(e.error, Some(Cow::Borrowed(_))), "{e:?}");
+        // ... unless they hold escapes; absent ones stay None
+        let escaped: GwError = serde_json::from_slice(br#"{"message":"a\"b"}"#).unwrap();
+        assert_eq!(escaped.text(), "a\"b");
+        assert!(matches!(escaped.message, Some(Cow::Owned(_))));
+        assert!(escaped.error.is_none() && escaped.code.is_none());
     }
 
     #[test]
