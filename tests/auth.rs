@@ -3,39 +3,23 @@
 
 mod support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Etcd, proto_run, run_bounded, run_json_within, u64_at};
+use support::http_server::{self, read_request};
+use support::{
+    Etcd, http_client, proto_run, run_bounded, run_bounded_on_thread, run_json_within, u64_at,
+};
 
 /// POSTs JSON to etcd's gateway (optionally with a token); returns status and parsed body.
 fn post(etcd: &Etcd, path: &str, body: &Value, token: Option<&str>) -> (u16, Value) {
-    let body = body.to_string();
-    let auth = token
-        .map(|t| format!("Authorization: {t}\r\n"))
-        .unwrap_or_default();
-    let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut s = TcpStream::connect(etcd.client_addr()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(req.as_bytes()).unwrap();
-    let mut resp = Vec::new();
-    let _ = s.read_to_end(&mut resp);
-    let text = String::from_utf8_lossy(&resp);
-    let status: u16 = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let json = text
-        .split("\r\n\r\n")
-        .nth(1)
-        .and_then(|b| serde_json::from_str(b.trim()).ok())
-        .unwrap_or(Value::Null);
+    let auth: Vec<(&str, &str)> = token.map(|t| ("Authorization", t)).into_iter().collect();
+    let (status, body) =
+        http_client::post_with_headers(etcd.client_addr(), path, &auth, &body.to_string())
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+    let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
     (status, json)
 }
 
@@ -203,29 +187,25 @@ fn a_revoked_token_is_replaced_mid_run() {
     enable_auth(&etcd);
     let ep = etcd.endpoint();
     for proto in ["grpc", "http"] {
-        let args: Vec<String> = [
-            "etcd",
-            "put",
-            "--endpoints",
-            &ep,
-            "-c",
-            "2",
-            "-z",
-            "3s",
-            "--proto",
-            proto,
-            "--user",
-            "root:pw",
-            "--format",
-            "json",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let runner = std::thread::spawn(move || {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            run_bounded(&args, Duration::from_secs(30))
-        });
+        let runner = run_bounded_on_thread(
+            &[
+                "etcd",
+                "put",
+                "--endpoints",
+                &ep,
+                "-c",
+                "2",
+                "-z",
+                "3s",
+                "--proto",
+                proto,
+                "--user",
+                "root:pw",
+                "--format",
+                "json",
+            ],
+            Duration::from_secs(30),
+        );
         std::thread::sleep(Duration::from_millis(1200));
         // Disabling and enabling auth revokes every token wirebench holds.
         let token = root_token(&etcd);
@@ -260,27 +240,8 @@ fn a_revoked_token_is_replaced_mid_run() {
 }
 
 /// Reads one HTTP/1.1 request (head and Content-Length body); its path, or None at EOF.
-fn read_request(s: &mut TcpStream) -> Option<String> {
-    let mut buf = Vec::new();
-    let mut byte = [0u8; 1];
-    while !buf.ends_with(b"\r\n\r\n") {
-        if s.read(&mut byte).ok()? == 0 {
-            return None;
-        }
-        buf.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&buf).to_string();
-    let len: usize = head
-        .to_ascii_lowercase()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("content-length:")
-                .map(|v| v.trim().to_string())
-        })
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body).ok()?;
+fn read_path(s: &mut TcpStream) -> Option<String> {
+    let head = read_request(s).ok()??;
     head.split(' ').nth(1).map(str::to_string)
 }
 
@@ -290,38 +251,32 @@ fn read_request(s: &mut TcpStream) -> Option<String> {
 fn re_authentication_is_bounded_by_the_timeout() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static AUTHS: AtomicUsize = AtomicUsize::new(0);
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for s in listener.incoming() {
-            let Ok(mut s) = s else { break };
-            std::thread::spawn(move || {
-                while let Some(path) = read_request(&mut s) {
-                    let (status, body) = if path == "/v3/auth/authenticate" {
-                        if AUTHS.fetch_add(1, Ordering::SeqCst) > 0 {
-                            // hold the connection, answer nothing
-                            while read_request(&mut s).is_some() {}
-                            return;
-                        }
-                        (200, r#"{"header":{},"token":"t1"}"#.to_string())
-                    } else {
-                        let e = "etcdserver: invalid auth token";
-                        (
-                            401,
-                            json!({"error": e, "message": e, "code": 16}).to_string(),
-                        )
-                    };
-                    let resp = format!(
-                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    if s.write_all(resp.as_bytes()).is_err() {
-                        return;
-                    }
+    let addr = http_server::spawn(|mut s| {
+        while let Some(path) = read_path(&mut s) {
+            let (status, body) = if path == "/v3/auth/authenticate" {
+                if AUTHS.fetch_add(1, Ordering::SeqCst) > 0 {
+                    // hold the connection, answer nothing
+                    while read_path(&mut s).is_some() {}
+                    return;
                 }
-            });
+                (200, r#"{"header":{},"token":"t1"}"#.to_string())
+            } else {
+                let e = "etcdserver: invalid auth token";
+                (
+                    401,
+                    json!({"error": e, "message": e, "code": 16}).to_string(),
+                )
+            };
+            let resp = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if s.write_all(resp.as_bytes()).is_err() {
+                return;
+            }
         }
     });
+    let url = format!("http://{addr}");
     let run = run_bounded(
         &[
             "etcd",

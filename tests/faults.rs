@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use support::{Etcd, Run, proto_run, run_bounded, u64_at};
+use support::{Etcd, Run, proto_run, report_of, run_bounded_on_thread, u64_at};
 
 /// Error kinds a killed or restarting etcd may legitimately cause.
 const FAULT_KINDS: [&str; 8] = [
@@ -43,41 +43,31 @@ const HARD_LIMIT: Duration = Duration::from_secs(20);
 
 /// Starts `wirebench etcd put ... --format json` on a background thread.
 fn spawn_put(endpoint: &str, proto: &str, stop: [&str; 2]) -> JoinHandle<Run> {
-    let args: Vec<String> = [
-        "etcd",
-        "put",
-        "--endpoints",
-        endpoint,
-        "--proto",
-        proto,
-        "-c",
-        "4",
-        stop[0],
-        stop[1],
-        "--timeout",
-        "2s",
-        "--connect-timeout",
-        "1s",
-        "--format",
-        "json",
-    ]
-    .into_iter()
-    .map(str::to_string)
-    .collect();
-    std::thread::spawn(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        run_bounded(&args, HARD_LIMIT)
-    })
+    run_bounded_on_thread(
+        &[
+            "etcd",
+            "put",
+            "--endpoints",
+            endpoint,
+            "--proto",
+            proto,
+            "-c",
+            "4",
+            stop[0],
+            stop[1],
+            "--timeout",
+            "2s",
+            "--connect-timeout",
+            "1s",
+            "--format",
+            "json",
+        ],
+        HARD_LIMIT,
+    )
 }
 
 fn sleep_until(t: Instant) {
     std::thread::sleep(t.saturating_duration_since(Instant::now()));
-}
-
-/// The report on stdout, with the whole run in the panic message when it is not JSON.
-fn report_of(run: &Run) -> Value {
-    serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e}): {run:#?}"))
 }
 
 /// `error_distribution` as (kind, message, count).

@@ -13,12 +13,12 @@ mod support;
 use std::future::poll_fn;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
-use support::{Run, die_with_parent, proto_run, u64_at, wirebench};
+use support::http_server::{drain, read_request};
+use support::{Run, die_with_parent, proto_run, run_command_sampling_rss, u64_at, wirebench};
 
 /// Hard limit for one run of the binary: it is killed (and the test fails) after this.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -38,83 +38,14 @@ struct Watched {
     max_rss_kib: u64,
 }
 
-/// VmHWM (peak RSS) of `pid` in KiB, once it runs wirebench: between fork and exec the child is
-/// still a copy of this test process (with its RSS), so its name tells the two apart. wait4's
-/// ru_maxrss cannot be used: Linux carries the pre-exec peak over into it.
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let mut lines = status.lines();
-    if lines.next()?.strip_prefix("Name:")?.trim() != "wirebench" {
-        return None;
-    }
-    let kib = lines.find_map(|l| l.strip_prefix("VmHWM:"))?;
-    kib.trim().strip_suffix("kB")?.trim().parse().ok()
-}
-
-/// Runs wirebench with `args`, sampling its peak RSS every few milliseconds (VmHWM only grows,
-/// so only growth in the last sampling interval can be missed); kills it and panics if it runs
-/// longer than `limit`.
+/// Runs wirebench with `args`, sampling its peak RSS while it runs; kills it and panics if it
+/// runs longer than `limit`.
 fn run_watched(args: &[&str], limit: Duration) -> Watched {
     let mut cmd = wirebench();
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args(args);
     die_with_parent(&mut cmd);
-    let started = Instant::now();
-    let mut child = cmd.spawn().expect("spawn wirebench");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out_reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = out.read_to_end(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err.read_to_end(&mut s);
-        s
-    });
-    let mut max_rss_kib = 0;
-    let status = loop {
-        // Sampled before try_wait: an exited (zombie) process has no VmHWM left.
-        if let Some(kib) = vm_hwm_kib(child.id()) {
-            max_rss_kib = max_rss_kib.max(kib);
-        }
-        if let Some(status) = child.try_wait().expect("wait for wirebench") {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            let stderr = err_reader.join().unwrap_or_default();
-            panic!(
-                "wirebench {} did not finish within {limit:?} (peak RSS so far {max_rss_kib} \
-                 KiB); stderr:\n{}",
-                args.join(" "),
-                String::from_utf8_lossy(&stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    let elapsed = started.elapsed();
-    let stdout = String::from_utf8_lossy(&out_reader.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
-    assert!(
-        max_rss_kib > 0,
-        "no VmHWM sample of wirebench {}",
-        args.join(" ")
-    );
-    Watched {
-        run: Run {
-            code: status.code(),
-            stdout,
-            stderr,
-            elapsed,
-            cpu: None,
-        },
-        max_rss_kib,
-    }
+    let (run, max_rss_kib) = run_command_sampling_rss(cmd, limit);
+    Watched { run, max_rss_kib }
 }
 
 /// Runs `wirebench echo --target <url> --proto <proto> --timeout 2s --format json <extra>` and
@@ -197,48 +128,15 @@ fn assert_errors(run: &Value, kinds: &[&str], words: &[&str]) {
 /// misbehave; then the connection is kept until the client closes it (so a client that does not
 /// notice the problem by itself runs into its timeout instead of an EOF). Returns the URL.
 fn http_server(respond: fn(&mut TcpStream)) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut s) = conn else { continue };
-            std::thread::spawn(move || {
-                let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
-                let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
-                if read_request(&mut s).unwrap_or(false) {
-                    respond(&mut s);
-                }
-                drain(&mut s);
-            });
+    let addr = support::http_server::spawn(move |mut s| {
+        let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
+        let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
+        if matches!(read_request(&mut s), Ok(Some(_))) {
+            respond(&mut s);
         }
+        drain(&mut s);
     });
-    url
-}
-
-/// Reads one request (head and Content-Length body); false on EOF before it.
-fn read_request(s: &mut TcpStream) -> io::Result<bool> {
-    let mut buf = Vec::new();
-    let mut byte = [0u8; 1];
-    while !buf.ends_with(b"\r\n\r\n") {
-        if s.read(&mut byte)? == 0 {
-            return Ok(false);
-        }
-        buf.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .map_or(0, |v| v.trim().parse().unwrap_or(0));
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body)?;
-    Ok(true)
-}
-
-/// Reads until the client closes (or an error), so closing our side sends FIN, not RST.
-fn drain(s: &mut TcpStream) {
-    let mut sink = [0u8; 4096];
-    while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+    format!("http://{addr}")
 }
 
 /// Writes `total` bytes of `fill` in 16 KiB writes, stopping at the first error.
@@ -646,21 +544,14 @@ fn read_frame(s: &mut TcpStream) -> io::Result<(u8, u8, u32, Vec<u8>)> {
 /// once the client closes (or `respond` fails) it keeps its side open for `hold`, then closes.
 /// Returns the URL.
 fn raw_h2_server(respond: fn(&mut TcpStream, u32) -> io::Result<()>, hold: Duration) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut s) = conn else { continue };
-            std::thread::spawn(move || {
-                let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
-                let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
-                let _ = serve_raw_h2(&mut s, respond);
-                drain(&mut s);
-                std::thread::sleep(hold);
-            });
-        }
+    let addr = support::http_server::spawn(move |mut s| {
+        let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
+        let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
+        let _ = serve_raw_h2(&mut s, respond);
+        drain(&mut s);
+        std::thread::sleep(hold);
     });
-    url
+    format!("http://{addr}")
 }
 
 fn serve_raw_h2(

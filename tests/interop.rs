@@ -11,13 +11,12 @@
 //! "listening on ADDR" line on its stderr, and kills it on drop. Every subprocess runs under a
 //! deadline and is killed when it passes it.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod support;
-use support::{ServeProcess as Server, die_with_parent, parse_listening};
+use support::{Run, ServeProcess as Server, die_with_parent, parse_listening, try_run_command};
 
 /// Bound for the Python client (interpreter start, protoc, ~200 calls).
 const PYTHON_LIMIT: Duration = Duration::from_secs(90);
@@ -45,58 +44,12 @@ const INSTALL_HINT: &str = "run scripts/test.sh (it installs the interop tools)"
 // ---------------------------------------------------------------------------------------------
 // External tools
 
-#[derive(Debug)]
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
-
-/// Runs `cmd` with piped output and no stdin; kills it and panics after `limit`.
-fn run_tool(mut cmd: Command, limit: Duration) -> Output {
+/// Runs `cmd` with piped output and no stdin (dying with the test); kills it and panics after
+/// `limit`.
+fn run_tool(mut cmd: Command, limit: Duration) -> Run {
     let what = format!("{cmd:?}");
-    let started = Instant::now();
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
     die_with_parent(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {what}: {e}; {INSTALL_HINT}"));
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out_reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = out.read_to_end(&mut s);
-        String::from_utf8_lossy(&s).into_owned()
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err.read_to_end(&mut s);
-        String::from_utf8_lossy(&s).into_owned()
-    });
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for a tool") {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            let stdout = out_reader.join().unwrap_or_default();
-            let stderr = err_reader.join().unwrap_or_default();
-            panic!(
-                "{what} did not finish within {limit:?} (killed)\nstdout:\n{stdout}\nstderr:\n{stderr}"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Output {
-        code: status.code(),
-        stdout: out_reader.join().unwrap_or_default(),
-        stderr: err_reader.join().unwrap_or_default(),
-        elapsed: started.elapsed(),
-    }
+    try_run_command(cmd, limit).unwrap_or_else(|e| panic!("cannot run {what}: {e}; {INSTALL_HINT}"))
 }
 
 /// Panics (never skips) unless `program args...` runs and exits 0.
@@ -219,7 +172,7 @@ fn h2load_summary(stdout: &str) -> String {
 }
 
 /// Runs h2load with `args` (plus the URL), asserts it exited 0 and returns its counts.
-fn h2load(server: &Server, args: &[&str], url: &str) -> (H2loadCounts, Output) {
+fn h2load(server: &Server, args: &[&str], url: &str) -> (H2loadCounts, Run) {
     let mut cmd = Command::new("h2load");
     cmd.args(args).arg(url);
     let out = run_tool(cmd, TOOL_LIMIT);

@@ -215,19 +215,7 @@ fn thousands_of_connections_raise_the_file_limit_and_report_connect_times() {
 
 /// A server that accepts connections, reads what comes, and never answers.
 fn black_hole() -> std::net::SocketAddr {
-    use std::io::Read;
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { break };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
-            });
-        }
-    });
-    addr
+    support::http_server::spawn(|mut s| support::http_server::drain(&mut s))
 }
 
 /// Sends that never happened (no free client within --timeout) are failures of their own kind,

@@ -14,22 +14,15 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::Value;
 
-use support::{Etcd, Run, f64_at, run_bounded, run_json_within, u64_at};
+use support::{
+    Etcd, Run, f64_at, proto_run, report_of, run_bounded_on_thread, run_json_within, u64_at,
+};
 
 fn watch_run(etcd: &Etcd, args: &[&str]) -> serde_json::Value {
     let endpoint = etcd.endpoint();
     let mut all = vec!["etcd", "watch", "--endpoints", endpoint.as_str()];
     all.extend_from_slice(args);
     run_json_within(&all, Duration::from_secs(90))
-}
-
-fn run_for<'a>(report: &'a serde_json::Value, proto: &str) -> &'a serde_json::Value {
-    report["runs"]
-        .as_array()
-        .expect("runs[]")
-        .iter()
-        .find(|r| r["proto"] == proto)
-        .unwrap_or_else(|| panic!("no {proto} run in {report:#}"))
 }
 
 fn assert_complete(run: &serde_json::Value, expected: u64) {
@@ -54,7 +47,7 @@ fn ten_watchers_see_every_put_over_both_protocols() {
         &["--watchers", "10", "--put-total", "500", "--streams", "10"],
     );
     for proto in ["http", "grpc"] {
-        let run = run_for(&report, proto);
+        let run = proto_run(&report, proto);
         assert_complete(run, 5000);
         assert_eq!(u64_at(run, "/created"), 10);
         assert_eq!(u64_at(run, "/puts/ok"), 500);
@@ -62,22 +55,22 @@ fn ten_watchers_see_every_put_over_both_protocols() {
     // two runs of 500 puts each
     assert_eq!(etcd.revision() - before, 1000);
     // every event came in a chunk (HTTP/1.1) or a DATA frame (gRPC) of the watch connections
-    let http = run_for(&report, "http");
+    let http = proto_run(&report, "http");
     assert!(f64_at(http, "/wire/chunks_per_event") > 0.0, "{http:#}");
     assert!(
         f64_at(http, "/wire/chunk_framing_bytes_per_event") > 0.0,
         "{http:#}"
     );
     assert!(http["wire"]["data_frames_in_per_event"].is_null());
-    let grpc = run_for(&report, "grpc");
+    let grpc = proto_run(&report, "grpc");
     assert!(
         f64_at(grpc, "/wire/data_frames_in_per_event") > 0.0,
         "{grpc:#}"
     );
     assert!(f64_at(grpc, "/wire/bytes_in_per_event") > 0.0, "{grpc:#}");
     // HTTP/1.1: one connection per stream; gRPC: the streams share one connection
-    assert_eq!(u64_at(run_for(&report, "http"), "/connections"), 10);
-    assert_eq!(u64_at(run_for(&report, "grpc"), "/connections"), 1);
+    assert_eq!(u64_at(proto_run(&report, "http"), "/connections"), 10);
+    assert_eq!(u64_at(proto_run(&report, "grpc"), "/connections"), 1);
 }
 
 #[test]
@@ -100,7 +93,7 @@ fn a_thousand_watchers_on_ten_grpc_streams_over_two_connections() {
             "200",
         ],
     );
-    let run = run_for(&report, "grpc");
+    let run = proto_run(&report, "grpc");
     // 200 puts over 10 keys: 20 per key; each watcher watches one key
     assert_complete(run, 1000 * 20);
     assert_eq!(u64_at(run, "/connections"), 2);
@@ -125,7 +118,7 @@ fn fifty_http_watchers_and_a_prefix_watch() {
             "http",
         ],
     );
-    let run = run_for(&report, "http");
+    let run = proto_run(&report, "http");
     assert_complete(run, 50 * 100);
     assert_eq!(u64_at(run, "/connections"), 50);
 
@@ -146,7 +139,7 @@ fn fifty_http_watchers_and_a_prefix_watch() {
             "40",
         ],
     );
-    assert_complete(run_for(&report, "grpc"), 2 * 40);
+    assert_complete(proto_run(&report, "grpc"), 2 * 40);
 }
 
 /// The puts' per-put timeout in the fault tests.
@@ -173,42 +166,33 @@ fn spawn_paced_watch(
     watch_proto: &str,
     put_proto: &str,
 ) -> std::thread::JoinHandle<Run> {
-    let args: Vec<String> = [
-        "etcd",
-        "watch",
-        "--endpoints",
-        &etcd.endpoint(),
-        "--proto",
-        watch_proto,
-        "--put-proto",
-        put_proto,
-        "--put-total",
-        &PUTS.to_string(),
-        "--put-rate",
-        PUT_RATE,
-        "--put-clients",
-        "4",
-        "--put-timeout",
-        PUT_TIMEOUT,
-        "--timeout",
-        &format!("{}s", DRAIN.as_secs()),
-        "--connect-timeout",
-        "1s",
-        "--format",
-        "json",
-    ]
-    .into_iter()
-    .map(str::to_string)
-    .collect();
-    std::thread::spawn(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        run_bounded(&args, HARD_LIMIT)
-    })
-}
-
-fn report_of(run: &Run) -> Value {
-    serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e}): {run:#?}"))
+    run_bounded_on_thread(
+        &[
+            "etcd",
+            "watch",
+            "--endpoints",
+            &etcd.endpoint(),
+            "--proto",
+            watch_proto,
+            "--put-proto",
+            put_proto,
+            "--put-total",
+            &PUTS.to_string(),
+            "--put-rate",
+            PUT_RATE,
+            "--put-clients",
+            "4",
+            "--put-timeout",
+            PUT_TIMEOUT,
+            "--timeout",
+            &format!("{}s", DRAIN.as_secs()),
+            "--connect-timeout",
+            "1s",
+            "--format",
+            "json",
+        ],
+        HARD_LIMIT,
+    )
 }
 
 /// The `puts` object adds up: ok + failed + not_sent == total == --put-total, the error counts
@@ -268,7 +252,7 @@ fn stalled_etcd_times_out_puts(put_proto: &str) {
     );
     assert_eq!(run.code, Some(0), "{what}: {run:#?}");
     let report = report_of(&run);
-    let w = run_for(&report, "grpc");
+    let w = proto_run(&report, "grpc");
     let puts = &w["puts"];
     let (ok, failed, not_sent) = assert_puts_add_up(puts);
     eprintln!(
@@ -345,7 +329,7 @@ fn puts_are_not_sent_once_etcd_has_been_gone_longer_than_the_put_timeout() {
             _ => panic!("{what}: {run:#?}"),
         }
         let report = report_of(&run);
-        let puts = &run_for(&report, "grpc")["puts"];
+        let puts = &proto_run(&report, "grpc")["puts"];
         let (ok, failed, not_sent) = assert_puts_add_up(puts);
         eprintln!(
             "{what}: {ok} ok, {failed} failed, {not_sent} not sent; {:?}",

@@ -86,7 +86,7 @@ impl Capture {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         // As for etcd: if the test process dies without Drop, take tshark with it.
-        super::die_with_parent(&mut cmd);
+        super::process::die_with_parent(&mut cmd);
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
