@@ -1,15 +1,33 @@
 //! The validated run configuration: what `cli` produces and everything else consumes.
+//!
+//! Plain data only, fixed once validated: what a run learns later (the built-in server's port,
+//! `--target`'s endpoints, the auth token) lives in `app::prepare::Prepared`, and the workload is
+//! rendered there from `spec`. Imports nothing above `net`.
 
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
-use crate::client::grpc::H2Config;
-use crate::net::NetConfig;
-use crate::workload::{EchoWorkload, EtcdOp, EtcdWorkload, Workload};
+use crate::net::{H2Config, NetConfig};
 
-/// What to run, before it is rendered for concrete endpoints.
+/// Which KV operation, with its parameters (validated by the CLI).
+#[derive(Debug, Clone)]
+pub enum EtcdOp {
+    Put {
+        key_size: usize,
+        val_size: usize,
+        key_space_size: u64,
+        sequential_keys: bool,
+    },
+    Range {
+        key: Vec<u8>,
+        serializable: bool,
+    },
+}
+
+/// What to run, before it is rendered for concrete endpoints (`workload::Workload::new`).
 #[derive(Debug, Clone)]
 pub enum WorkloadSpec {
     Etcd(EtcdOp),
@@ -28,21 +46,79 @@ impl WorkloadSpec {
         }
     }
 
-    /// `token`: an etcd auth token (ignored by the echo workload).
-    pub fn build(
-        &self,
-        endpoints: &[Endpoint],
-        seed: u64,
-        token: Option<&str>,
-    ) -> Result<Workload, String> {
-        Ok(match self {
-            WorkloadSpec::Etcd(op) => {
-                Workload::Etcd(EtcdWorkload::new(op.clone(), endpoints, seed, token)?)
-            }
-            WorkloadSpec::Echo { ping, headers } => {
-                Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
-            }
-        })
+    /// One line for the report header, e.g. "etcd put: key 8 B, value 8 B, 1 keys (random)".
+    pub fn describe(&self) -> String {
+        match self {
+            WorkloadSpec::Etcd(EtcdOp::Put {
+                key_size,
+                val_size,
+                key_space_size,
+                sequential_keys,
+            }) => format!(
+                "etcd put: key {key_size} B, value {val_size} B, {key_space_size} keys ({})",
+                if *sequential_keys {
+                    "sequential"
+                } else {
+                    "random"
+                }
+            ),
+            WorkloadSpec::Etcd(EtcdOp::Range { key, serializable }) => format!(
+                "etcd range {:?} ({})",
+                String::from_utf8_lossy(key),
+                if *serializable {
+                    "serializable"
+                } else {
+                    "linearizable"
+                }
+            ),
+            WorkloadSpec::Echo { ping, .. } => format!("echo: ping of {} B", ping.len()),
+        }
+    }
+}
+
+/// Which members of an etcd cluster a run sends its requests to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// the current leader, found through the endpoints (even when it is not one of them)
+    Leader,
+    /// every given endpoint that is not the leader
+    Followers,
+    /// every given endpoint
+    All,
+    /// the first given endpoint (no discovery)
+    First,
+}
+
+impl Target {
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Leader => "leader",
+            Target::Followers => "followers",
+            Target::All => "all",
+            Target::First => "first",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Target {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Target, String> {
+        match s {
+            "leader" => Ok(Target::Leader),
+            "followers" => Ok(Target::Followers),
+            "all" => Ok(Target::All),
+            "first" => Ok(Target::First),
+            _ => Err(format!(
+                "invalid target {s:?} (choose leader, followers, all or first)"
+            )),
+        }
     }
 }
 
@@ -167,6 +243,7 @@ pub enum Format {
 /// Everything a run needs, validated.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// as given; empty when the built-in server is the target
     pub endpoints: Vec<Endpoint>,
     pub protos: Vec<Proto>,
     pub load: Load,
@@ -176,8 +253,6 @@ pub struct Config {
     pub max_body: u64,
     pub spec: WorkloadSpec,
     pub seed: u64,
-    /// `spec` rendered for `endpoints`
-    pub workload: Workload,
     pub format: Format,
     pub output: Option<PathBuf>,
     /// a server process whose CPU is reported per request
@@ -188,30 +263,41 @@ pub struct Config {
     pub svg: Option<PathBuf>,
     /// etcd credentials (user, password): authenticate before the run, again on "invalid auth token"
     pub auth: Option<(String, String)>,
-    /// the etcd auth token in use
-    pub token: Option<String>,
-    /// etcd role of each endpoint ("leader", "follower") when `--target` discovered them
-    pub roles: Vec<String>,
-    /// which etcd members get the clients (resolved into `endpoints` before the run)
-    pub target: crate::discover::Target,
+    /// which etcd members get the clients (resolved from `endpoints` before the run)
+    pub target: Target,
 }
 
-impl Config {
-    /// Points the run at other endpoints (e.g. the built-in server's ephemeral port).
-    pub fn set_endpoints(&mut self, endpoints: Vec<Endpoint>) -> Result<(), String> {
-        self.workload = self
-            .spec
-            .build(&endpoints, self.seed, self.token.as_deref())?;
-        self.endpoints = endpoints;
-        Ok(())
-    }
+/// The etcd operation a sweep measures.
+#[derive(Debug, Clone, Copy)]
+pub enum SweepOp {
+    Put {
+        val_size: usize,
+        key_space_size: u64,
+        sequential_keys: bool,
+    },
+    /// reads one key of each key size, written once (value `val_size` bytes) before its rows
+    Range { val_size: usize, serializable: bool },
+}
 
-    /// Sends this etcd auth token with every request from now on.
-    pub fn set_token(&mut self, token: String) -> Result<(), String> {
-        self.workload = self.spec.build(&self.endpoints, self.seed, Some(&token))?;
-        self.token = Some(token);
-        Ok(())
-    }
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableFormat {
+    Markdown,
+    Csv,
+    Json,
+}
+
+/// A validated sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// everything but the swept dimensions (endpoints, -n/-z, timeouts, TLS, auth, ...)
+    pub base: Config,
+    pub op: SweepOp,
+    pub clients: Vec<usize>,
+    pub key_sizes: Vec<usize>,
+    pub targets: Vec<Target>,
+    pub protos: Vec<Proto>,
+    pub format: TableFormat,
+    pub output: Option<PathBuf>,
 }
 
 /// Parses durations like `500ms`, `10s`, `2m`, `1h`, `1.5s`, `250us`; a bare number is seconds.

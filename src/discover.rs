@@ -6,10 +6,8 @@
 //! targeting rule is tested on synthetic views. In etcd 3.4 neither call needs an auth token
 //! (a token that is given is sent all the same).
 
-use std::fmt;
 use std::future::Future;
 use std::io;
-use std::str::FromStr;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -18,10 +16,10 @@ use http::header::{HeaderName, HeaderValue};
 use prost::Message;
 use serde::{Deserialize, Deserializer};
 
-use crate::client::grpc::{self, Call, H2Config};
+use crate::client::grpc::{self, Call};
 use crate::client::http1;
 use crate::config::Endpoint;
-use crate::net::{Layers, NetConfig};
+use crate::net::{H2Config, Layers, NetConfig};
 use crate::stats::FailureKind;
 use wirebench_wire::grpc as grpc_wire;
 use wirebench_wire::http1::RequestTemplate;
@@ -29,6 +27,9 @@ use wirebench_wire::json::GwError;
 use wirebench_wire::proto::etcd::{
     MemberListRequest, MemberListResponse, StatusRequest, StatusResponse,
 };
+
+/// The targets discovery resolves (plain data, defined with the rest of the configuration).
+pub use crate::config::Target;
 
 /// gRPC method of etcd's status call.
 const STATUS_GRPC: &str = "/etcdserverpb.Maintenance/Status";
@@ -42,52 +43,6 @@ const MEMBER_LIST_HTTP: &str = "/v3/cluster/member/list";
 const MAX_RESPONSE: usize = 1 << 20;
 /// How long a closing gRPC connection waits for its streams.
 const CLOSE_LINGER: Duration = Duration::from_secs(1);
-
-/// Which members of an etcd cluster a run sends its requests to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    /// the current leader, found through the endpoints (even when it is not one of them)
-    Leader,
-    /// every given endpoint that is not the leader
-    Followers,
-    /// every given endpoint
-    All,
-    /// the first given endpoint (no discovery)
-    First,
-}
-
-impl Target {
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::Leader => "leader",
-            Target::Followers => "followers",
-            Target::All => "all",
-            Target::First => "first",
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Target {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Target, String> {
-        match s {
-            "leader" => Ok(Target::Leader),
-            "followers" => Ok(Target::Followers),
-            "all" => Ok(Target::All),
-            "first" => Ok(Target::First),
-            _ => Err(format!(
-                "invalid target {s:?} (choose leader, followers, all or first)"
-            )),
-        }
-    }
-}
 
 /// Whether `target` needs to know the cluster's roles before the run.
 pub fn needs_discovery(target: Target) -> bool {

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use clap::Parser;
 use wirebench::cli::Cli;
 use wirebench::config::Proto;
+use wirebench::workload::Workload;
 
 struct Counting;
 
@@ -121,8 +122,10 @@ fn allocations_for(endpoint: &str, n: u64) -> (u64, wirebench::engine::ProtoRun)
     ])
     .unwrap();
     let cfg = cli.into_config().unwrap();
+    let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let run = wirebench::engine::run_proto(&cfg, Proto::Http, None).unwrap();
+    let run =
+        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Http, None).unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
 }

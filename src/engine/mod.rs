@@ -16,9 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::client::grpc::H2Config;
-use crate::config::{Config, Proto, Stop};
-use crate::net::{IoCalls, NetConfig};
+use crate::config::{Config, Endpoint, Proto, Stop};
+use crate::net::{H2Config, IoCalls, NetConfig};
 use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
 use crate::stats::{At, CpuTimes, Failure, FailureKind, RssSampler, Stats, StatusKey};
 use crate::workload::Workload;
@@ -507,11 +506,14 @@ fn assign(
     out
 }
 
-/// Runs one protocol to completion and merges what every thread measured. `server_cpu` reads
+/// Runs one protocol to completion and merges what every thread measured: `workload` rendered
+/// for `endpoints` (what the run learnt before it started, `app::prepare`). `server_cpu` reads
 /// the server's CPU time so far (the built-in server's thread clocks, or `--server-pid`'s
 /// process clock).
 pub fn run_proto(
     cfg: &Config,
+    workload: &Workload,
+    endpoints: &[Endpoint],
     proto: Proto,
     server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
 ) -> Result<ProtoRun, String> {
@@ -519,14 +521,14 @@ pub fn run_proto(
     let conns = match proto {
         Proto::Http => load.clients,
         // at least one connection per endpoint, so every endpoint gets clients
-        Proto::Grpc => load.conns.max(cfg.endpoints.len()).min(load.clients),
+        Proto::Grpc => load.conns.max(endpoints.len()).min(load.clients),
     };
     let plan = assign(
         proto,
         load.clients,
         conns,
         load.threads.max(1),
-        cfg.endpoints.len(),
+        endpoints.len(),
     );
     let threads = plan.len();
     let ctx = Arc::new(Ctx {
@@ -546,11 +548,11 @@ pub fn run_proto(
         } else {
             crate::net::Layers::Off
         },
-        addrs: cfg.endpoints.iter().map(|e| e.addr).collect(),
-        authorities: cfg.endpoints.iter().map(|e| e.authority.clone()).collect(),
-        hosts: cfg.endpoints.iter().map(|e| e.host.clone()).collect(),
+        addrs: endpoints.iter().map(|e| e.addr).collect(),
+        authorities: endpoints.iter().map(|e| e.authority.clone()).collect(),
+        hosts: endpoints.iter().map(|e| e.host.clone()).collect(),
         auth: cfg.auth.clone(),
-        workload: cfg.workload.clone(),
+        workload: workload.clone(),
     });
     let sync = Arc::new(Sync::new(threads));
     let bar = progress::Bar::start(proto.title(), threads, load.stop, load.warmup);

@@ -44,6 +44,48 @@ impl Default for NetConfig {
     }
 }
 
+/// h2 settings wirebench announces as a client (plain data beside `NetConfig`, so `config`
+/// and `client` both take it from below).
+#[derive(Debug, Clone, Copy)]
+pub struct H2Config {
+    pub initial_window_size: u32,
+    pub initial_conn_window_size: u32,
+    pub max_frame_size: u32,
+    /// largest response message accepted (gRPC's receive limit)
+    pub max_recv_message: usize,
+    /// break the connection's bytes into h2 layers (frame sniffing)
+    pub ledger: bool,
+    /// h2's allowance for buffered small DATA frames before it closes the connection with
+    /// ENHANCE_YOUR_CALM; must cover one response frame per concurrent stream
+    pub data_frame_budget: usize,
+}
+
+/// h2's own default budget for small DATA frames.
+pub const MIN_DATA_FRAME_BUDGET: usize = 25_600;
+
+impl H2Config {
+    /// Sizes the small-DATA-frame budget for `streams` concurrent streams per connection: each
+    /// may have one small response frame buffered (at most 256 bytes of budget) while its
+    /// client is busy, and that is normal load, not abuse.
+    pub fn for_streams(mut self, streams: usize) -> Self {
+        self.data_frame_budget = MIN_DATA_FRAME_BUDGET.max(streams.saturating_mul(512));
+        self
+    }
+}
+
+impl Default for H2Config {
+    fn default() -> Self {
+        H2Config {
+            initial_window_size: 65_535,
+            initial_conn_window_size: 65_535,
+            max_frame_size: 16_384,
+            max_recv_message: wirebench_wire::grpc::DEFAULT_MAX_MESSAGE,
+            data_frame_budget: MIN_DATA_FRAME_BUDGET,
+            ledger: true,
+        }
+    }
+}
+
 /// Opens a TCP connection to `addr` with the configured options, within the connect timeout.
 pub async fn connect(addr: SocketAddr, cfg: &NetConfig) -> io::Result<TcpStream> {
     let domain = Domain::for_address(addr);

@@ -7,7 +7,7 @@ pub mod text;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{Config, Stop};
+use crate::config::{Config, Endpoint, Stop};
 use crate::engine::ProtoRun;
 use crate::net::IoCalls;
 use crate::stats::{CloseRecord, ConnRecord, H2Layers, Http1Layers, Latencies, TlsLayer};
@@ -806,11 +806,18 @@ fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
 }
 
 impl Report {
-    /// `includes_server`: the built-in server runs in this process.
-    pub fn new(cfg: &Config, runs: &[ProtoRun], includes_server: bool) -> Report {
+    /// `endpoints` and their `roles`: those the runs used (after `--target`, or the built-in
+    /// server's); `includes_server`: the built-in server runs in this process.
+    pub fn new(
+        cfg: &Config,
+        endpoints: &[Endpoint],
+        roles: &[String],
+        runs: &[ProtoRun],
+        includes_server: bool,
+    ) -> Report {
         let runs: Vec<RunReport> = runs
             .iter()
-            .map(|r| RunReport::from_run(r, &cfg.endpoints, &cfg.roles, includes_server))
+            .map(|r| RunReport::from_run(r, endpoints, roles, includes_server))
             .collect();
         let http = runs.iter().find(|r| r.proto == "http");
         let grpc = runs.iter().find(|r| r.proto == "grpc");
@@ -873,8 +880,8 @@ impl Report {
         Report {
             schema: SCHEMA,
             version: env!("CARGO_PKG_VERSION"),
-            workload: cfg.workload.describe(),
-            endpoints: cfg.endpoints.iter().map(|e| e.url.clone()).collect(),
+            workload: cfg.spec.describe(),
+            endpoints: endpoints.iter().map(|e| e.url.clone()).collect(),
             settings: Settings {
                 clients: cfg.load.clients,
                 conns: cfg.load.conns,
@@ -1914,7 +1921,7 @@ mod tests {
     #[test]
     fn ratios_are_grpc_over_http() {
         let cfg = etcd_put_config();
-        let rep = Report::new(&cfg, &ratio_runs(), false);
+        let rep = Report::new(&cfg, &cfg.endpoints, &[], &ratio_runs(), false);
         assert_eq!(rep.schema, SCHEMA);
         assert_eq!(rep.endpoints, ["http://127.0.0.1:2379"]);
         assert_eq!(
@@ -1960,7 +1967,7 @@ mod tests {
         for c in &mut h.stats.conns {
             c.tcp = None;
         }
-        let x = Report::new(&cfg, &[h, g], false)
+        let x = Report::new(&cfg, &cfg.endpoints, &[], &[h, g], false)
             .ratios
             .expect("both protocols ran");
         assert_eq!(x.syscalls_per_request, None);
@@ -1975,6 +1982,10 @@ mod tests {
 
         // one protocol alone: no ratios
         let [h, _] = ratio_runs();
-        assert!(Report::new(&cfg, &[h], false).ratios.is_none());
+        assert!(
+            Report::new(&cfg, &cfg.endpoints, &[], &[h], false)
+                .ratios
+                .is_none()
+        );
     }
 }

@@ -106,10 +106,6 @@ impl EchoWorkload {
         }
     }
 
-    pub fn describe(&self) -> String {
-        format!("echo: ping of {} B", self.shared.ping.len())
-    }
-
     pub fn encode_http(&mut self, ep: usize, dst: &mut BytesMut) -> usize {
         self.shared.templates[ep].encode(&self.shared.json_body, dst)
     }

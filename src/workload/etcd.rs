@@ -8,7 +8,7 @@ use prost::Message;
 use serde_json::Value;
 
 use crate::client::grpc::Call;
-use crate::config::Endpoint;
+use crate::config::{Endpoint, EtcdOp};
 use crate::stats::{Failure, FailureKind, StatusKey};
 use crate::workload::{HttpVerdict, Rng};
 use http::header::{HeaderName, HeaderValue};
@@ -19,34 +19,19 @@ use wirebench_wire::proto::etcd::{
     AuthenticateRequest, AuthenticateResponse, PutResponse, RangeRequest, RangeResponse,
 };
 
-/// Which KV operation, with its parameters (validated by the CLI).
-#[derive(Debug, Clone)]
-pub enum EtcdOp {
-    Put {
-        key_size: usize,
-        val_size: usize,
-        key_space_size: u64,
-        sequential_keys: bool,
-    },
-    Range {
-        key: Vec<u8>,
-        serializable: bool,
-    },
+/// The gateway path of `op`.
+fn gateway_path(op: &EtcdOp) -> &'static str {
+    match op {
+        EtcdOp::Put { .. } => "/v3/kv/put",
+        EtcdOp::Range { .. } => "/v3/kv/range",
+    }
 }
 
-impl EtcdOp {
-    fn gateway_path(&self) -> &'static str {
-        match self {
-            EtcdOp::Put { .. } => "/v3/kv/put",
-            EtcdOp::Range { .. } => "/v3/kv/range",
-        }
-    }
-
-    fn grpc_path(&self) -> &'static str {
-        match self {
-            EtcdOp::Put { .. } => "/etcdserverpb.KV/Put",
-            EtcdOp::Range { .. } => "/etcdserverpb.KV/Range",
-        }
+/// The gRPC method of `op`.
+fn grpc_path(op: &EtcdOp) -> &'static str {
+    match op {
+        EtcdOp::Put { .. } => "/etcdserverpb.KV/Put",
+        EtcdOp::Range { .. } => "/etcdserverpb.KV/Range",
     }
 }
 
@@ -109,10 +94,10 @@ fn targets(
         metadata.push((HeaderName::from_static("token"), v));
     }
     for ep in endpoints {
-        let t = RequestTemplate::new("POST", op.gateway_path(), &ep.authority, &headers)
+        let t = RequestTemplate::new("POST", gateway_path(op), &ep.authority, &headers)
             .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
         templates.push(t);
-        let uri: Uri = format!("http://{}{}", ep.authority, op.grpc_path())
+        let uri: Uri = format!("http://{}{}", ep.authority, grpc_path(op))
             .parse()
             .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
         calls.push(Call::new(uri, metadata.clone(), FailureKind::Etcd));
@@ -236,6 +221,12 @@ pub struct EtcdWorkload {
 }
 
 impl EtcdWorkload {
+    /// Whether `op` renders for `endpoints` (request heads, URIs), without generating its
+    /// value: the errors `new` would give without a token.
+    pub fn check(op: &EtcdOp, endpoints: &[Endpoint]) -> Result<(), String> {
+        targets(op, endpoints, None).map(drop)
+    }
+
     /// `token`: an etcd auth token, sent as gRPC metadata `token` and as the HTTP
     /// `Authorization` header (the raw token, no scheme), as etcd expects.
     pub fn new(
@@ -321,33 +312,6 @@ impl EtcdWorkload {
             proto_tail: s.proto_tail.clone(),
         });
         Ok(())
-    }
-
-    pub fn describe(&self) -> String {
-        match &self.shared.op {
-            EtcdOp::Put {
-                key_size,
-                val_size,
-                key_space_size,
-                sequential_keys,
-            } => format!(
-                "etcd put: key {key_size} B, value {val_size} B, {key_space_size} keys ({})",
-                if *sequential_keys {
-                    "sequential"
-                } else {
-                    "random"
-                }
-            ),
-            EtcdOp::Range { key, serializable } => format!(
-                "etcd range {:?} ({})",
-                String::from_utf8_lossy(key),
-                if *serializable {
-                    "serializable"
-                } else {
-                    "linearizable"
-                }
-            ),
-        }
     }
 
     pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {

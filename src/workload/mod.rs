@@ -6,10 +6,13 @@ pub mod etcd;
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
+use crate::config::{Endpoint, WorkloadSpec};
 use crate::stats::{Failure, StatusKey};
 
+/// The etcd operations (plain data, defined with the rest of the configuration).
+pub use crate::config::EtcdOp;
 pub use echo::EchoWorkload;
-pub use etcd::{EtcdOp, EtcdWorkload};
+pub use etcd::EtcdWorkload;
 
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
 pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
@@ -23,6 +26,35 @@ pub enum Workload {
 }
 
 impl Workload {
+    /// `spec` rendered for `endpoints`; `token`: an etcd auth token (ignored by the echo
+    /// workload).
+    pub fn new(
+        spec: &WorkloadSpec,
+        endpoints: &[Endpoint],
+        seed: u64,
+        token: Option<&str>,
+    ) -> Result<Workload, String> {
+        Ok(match spec {
+            WorkloadSpec::Etcd(op) => {
+                Workload::Etcd(EtcdWorkload::new(op.clone(), endpoints, seed, token)?)
+            }
+            WorkloadSpec::Echo { ping, headers } => {
+                Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
+            }
+        })
+    }
+
+    /// Whether `spec` renders for `endpoints`: the errors `new` would give without a token,
+    /// found without generating keys and values.
+    pub fn check(spec: &WorkloadSpec, endpoints: &[Endpoint]) -> Result<(), String> {
+        match spec {
+            WorkloadSpec::Etcd(op) => EtcdWorkload::check(op, endpoints),
+            WorkloadSpec::Echo { ping, headers } => {
+                EchoWorkload::new(ping.clone(), headers, endpoints).map(drop)
+            }
+        }
+    }
+
     /// Appends HTTP/1.1 request number `idx` for endpoint `ep` to `dst`; returns its head length.
     pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {
         match self {
@@ -87,14 +119,6 @@ impl Workload {
         match self {
             Workload::Etcd(w) => w.set_token(token),
             Workload::Echo(_) => Ok(()),
-        }
-    }
-
-    /// One line for the report header, e.g. "etcd put (key 8 B, value 8 B, 1 key)".
-    pub fn describe(&self) -> String {
-        match self {
-            Workload::Etcd(w) => w.describe(),
-            Workload::Echo(w) => w.describe(),
         }
     }
 }

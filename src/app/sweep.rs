@@ -2,49 +2,17 @@
 //! and prints one row per run, in the columns of etcd's benchmark tables plus the wire figures.
 
 use std::fmt::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::{Config, Proto, Stop, WorkloadSpec};
-use crate::discover::Target;
+use super::prepare::{self, Prepared};
+use super::{RunError, emit, exit};
+use crate::config::{
+    Config, EtcdOp, Load, Proto, Stop, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec,
+};
 use crate::engine;
 use crate::report::RunReport;
-use crate::workload::EtcdOp;
-
-/// The etcd operation a sweep measures.
-#[derive(Debug, Clone, Copy)]
-pub enum SweepOp {
-    Put {
-        val_size: usize,
-        key_space_size: u64,
-        sequential_keys: bool,
-    },
-    /// reads one key of each key size, written once (value `val_size` bytes) before its rows
-    Range { val_size: usize, serializable: bool },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TableFormat {
-    Markdown,
-    Csv,
-    Json,
-}
-
-/// A validated sweep.
-#[derive(Debug, Clone)]
-pub struct SweepConfig {
-    /// everything but the swept dimensions (endpoints, -n/-z, timeouts, TLS, auth, ...)
-    pub base: Config,
-    pub op: SweepOp,
-    pub clients: Vec<usize>,
-    pub key_sizes: Vec<usize>,
-    pub targets: Vec<Target>,
-    pub protos: Vec<Proto>,
-    pub format: TableFormat,
-    pub output: Option<PathBuf>,
-}
 
 /// One run of the sweep.
 #[derive(Debug, Clone, Serialize)]
@@ -75,80 +43,90 @@ pub struct Row {
     pub server_cpu_us_per_op: Option<f64>,
 }
 
-impl SweepConfig {
-    /// Rows in etcd's table order: target, then key size, then clients, then protocol.
-    fn cells(&self) -> Vec<(Target, usize, usize, Proto)> {
-        let mut v = Vec::new();
-        for &t in &self.targets {
-            for &k in &self.key_sizes {
-                for &c in &self.clients {
-                    for &p in &self.protos {
-                        v.push((t, k, c, p));
-                    }
+/// Rows in etcd's table order: target, then key size, then clients, then protocol.
+fn cells(s: &SweepConfig) -> Vec<(Target, usize, usize, Proto)> {
+    let mut v = Vec::new();
+    for &t in &s.targets {
+        for &k in &s.key_sizes {
+            for &c in &s.clients {
+                for &p in &s.protos {
+                    v.push((t, k, c, p));
                 }
             }
         }
-        v
     }
+    v
+}
 
-    fn op_for(&self, key_size: usize) -> EtcdOp {
-        match self.op {
-            SweepOp::Put {
-                val_size,
-                key_space_size,
-                sequential_keys,
-            } => EtcdOp::Put {
-                key_size,
-                val_size,
-                key_space_size,
-                sequential_keys,
-            },
-            // the key a one-key put of this size writes: index 0 as a varint, then zeros
-            SweepOp::Range { serializable, .. } => EtcdOp::Range {
-                key: vec![0; key_size],
-                serializable,
-            },
-        }
+fn op_for(s: &SweepConfig, key_size: usize) -> EtcdOp {
+    match s.op {
+        SweepOp::Put {
+            val_size,
+            key_space_size,
+            sequential_keys,
+        } => EtcdOp::Put {
+            key_size,
+            val_size,
+            key_space_size,
+            sequential_keys,
+        },
+        // the key a one-key put of this size writes: index 0 as a varint, then zeros
+        SweepOp::Range { serializable, .. } => EtcdOp::Range {
+            key: vec![0; key_size],
+            serializable,
+        },
     }
+}
 
-    /// The configuration of one cell.
-    fn cell(
-        &self,
-        target: Target,
-        key_size: usize,
-        clients: usize,
-        proto: Proto,
-    ) -> Result<Config, String> {
-        let mut c = self.base.clone();
-        c.load.clients = clients;
-        c.load.conns = self.base.load.conns.min(clients);
-        c.h2 = c.h2.for_streams(clients.div_ceil(c.load.conns));
-        c.protos = vec![proto];
-        c.target = target;
-        c.spec = WorkloadSpec::Etcd(self.op_for(key_size));
-        c.roles = Vec::new();
-        c.set_endpoints(self.base.endpoints.clone())?;
-        Ok(c)
+/// The configuration of one cell: the base with the cell's dimensions.
+fn cell(s: &SweepConfig, target: Target, key_size: usize, clients: usize, proto: Proto) -> Config {
+    let base = &s.base;
+    let conns = base.load.conns.min(clients);
+    Config {
+        load: Load {
+            clients,
+            conns,
+            ..base.load.clone()
+        },
+        h2: base.h2.for_streams(clients.div_ceil(conns)),
+        protos: vec![proto],
+        target,
+        spec: WorkloadSpec::Etcd(op_for(s, key_size)),
+        ..base.clone()
     }
 }
 
 /// Writes the key a range sweep reads (one put over gRPC to the first endpoint).
-fn write_range_key(s: &SweepConfig, key_size: usize, val_size: usize) -> Result<(), String> {
-    let mut c = s.base.clone();
-    c.load.clients = 1;
-    c.load.conns = 1;
-    c.load.stop = Stop::Total(1);
-    c.load.warmup = Duration::ZERO;
-    c.load.rate = None;
-    c.protos = vec![Proto::Grpc];
-    c.spec = WorkloadSpec::Etcd(EtcdOp::Put {
-        key_size,
-        val_size,
-        key_space_size: 1,
-        sequential_keys: true,
-    });
-    c.set_endpoints(vec![s.base.endpoints[0].clone()])?;
-    let run = engine::run_proto(&c, Proto::Grpc, None)?;
+fn write_range_key(
+    s: &SweepConfig,
+    token: Option<&str>,
+    key_size: usize,
+    val_size: usize,
+) -> Result<(), RunError> {
+    let base = &s.base;
+    let c = Config {
+        endpoints: vec![base.endpoints[0].clone()],
+        load: Load {
+            clients: 1,
+            conns: 1,
+            stop: Stop::Total(1),
+            warmup: Duration::ZERO,
+            rate: None,
+            ..base.load.clone()
+        },
+        protos: vec![Proto::Grpc],
+        spec: WorkloadSpec::Etcd(EtcdOp::Put {
+            key_size,
+            val_size,
+            key_space_size: 1,
+            sequential_keys: true,
+        }),
+        ..base.clone()
+    };
+    let prepared = Prepared::new(&c, c.endpoints.clone(), Vec::new(), token.map(String::from))?;
+    let run = prepared
+        .run_proto(&c, Proto::Grpc)
+        .map_err(RunError::Setup)?;
     if run.stats.ok != 1 {
         let why = run
             .stats
@@ -156,23 +134,60 @@ fn write_range_key(s: &SweepConfig, key_size: usize, val_size: usize) -> Result<
             .keys()
             .next()
             .map_or_else(|| "no response".to_string(), ToString::to_string);
-        return Err(format!(
+        return Err(RunError::Setup(format!(
             "cannot write the {key_size}-byte key to read: {why}"
-        ));
+        )));
     }
     Ok(())
 }
 
-/// Runs every cell in turn; `progress` hears about each finished row.
+/// Runs the sweep (authenticated once with `--user`) and writes its table; fails when a row had
+/// no successful request.
+pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
+    let token = prepare::authenticate(&s.base, &s.base.endpoints)?;
+    let rows = run(s, token.as_deref(), |i, n, r| {
+        eprintln!(
+            "wirebench sweep: {i}/{n} key {} B, {} clients, {}, {}: {:.0} req/s, p90 {:.2} ms{}",
+            r.key_size,
+            r.clients,
+            r.target,
+            r.proto,
+            r.qps,
+            r.p90_ms,
+            if r.failed > 0 {
+                format!(", {} failed", r.failed)
+            } else {
+                String::new()
+            }
+        );
+    })?;
+    emit(s.output.as_deref(), &render(s, &rows))?;
+    let empty: Vec<_> = rows.iter().filter(|r| r.ok == 0).collect();
+    if let Some(r) = empty.first() {
+        eprintln!(
+            "error: {} of {} rows had no successful request (first: key {} B, {} clients, {}, {})",
+            empty.len(),
+            rows.len(),
+            r.key_size,
+            r.clients,
+            r.target,
+            r.proto
+        );
+        return Ok(exit::FAILURE);
+    }
+    Ok(exit::OK)
+}
+
+/// Runs every cell in turn, with the etcd auth `token`; `progress` hears about each finished row.
 pub fn run(
     s: &SweepConfig,
+    token: Option<&str>,
     mut progress: impl FnMut(usize, usize, &Row),
-) -> Result<Vec<Row>, String> {
-    let cells = s.cells();
+) -> Result<Vec<Row>, RunError> {
+    let cells = cells(s);
     let mut rows = Vec::with_capacity(cells.len());
     let mut written: Vec<usize> = Vec::new();
-    let clock = crate::server_clock(&s.base).map_err(|e| e.to_string())?;
-    let by_pid = clock.map(|c| move || c.read());
+    let clock = prepare::server_clock(&s.base)?;
     for (i, &(target, key_size, clients, proto)) in cells.iter().enumerate() {
         if engine::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
             break;
@@ -180,22 +195,20 @@ pub fn run(
         if let SweepOp::Range { val_size, .. } = s.op
             && !written.contains(&key_size)
         {
-            write_range_key(s, key_size, val_size)?;
+            write_range_key(s, token, key_size, val_size)?;
             written.push(key_size);
         }
-        let mut c = s.cell(target, key_size, clients, proto)?;
-        crate::ensure_fds(&c, false).map_err(|e| e.to_string())?;
-        crate::apply_target(&mut c).map_err(|e| e.to_string())?;
-        let cpu: Option<&dyn Fn() -> Result<Duration, String>> = by_pid.as_ref().map(|f| f as _);
-        let run = engine::run_proto(&c, proto, cpu)?;
-        let r = RunReport::from_run(&run, &c.endpoints, &c.roles, false);
+        let c = cell(s, target, key_size, clients, proto);
+        let prepared = prepare::prepare_row(&c, token, clock)?;
+        let run = prepared.run_proto(&c, proto).map_err(RunError::Setup)?;
+        let r = RunReport::from_run(&run, &prepared.endpoints, &prepared.roles, false);
         let (w, cost) = (&r.wire, &r.cost);
         let row = Row {
             key_size,
             clients,
             target: target.name(),
             proto: proto.name(),
-            endpoints: c.endpoints.iter().map(|e| e.url.clone()).collect(),
+            endpoints: prepared.endpoints.iter().map(|e| e.url.clone()).collect(),
             connections: w.connections_opened,
             count: r.summary.count,
             ok: r.summary.ok,

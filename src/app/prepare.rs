@@ -1,0 +1,260 @@
+//! What a command learns before it measures — the built-in server's address, the auth token,
+//! `--target`'s endpoints, `--server-pid`'s clock, room for its sockets — gathered in `Prepared`.
+
+use std::time::Duration;
+
+use super::RunError;
+use crate::client;
+use crate::config::{Config, Endpoint, Proto, Target, WorkloadSpec};
+use crate::discover;
+use crate::engine::{self, ProtoRun};
+use crate::net;
+use crate::report::Report;
+use crate::server::{ServeConfig, Server};
+use crate::stats::ProcessClock;
+use crate::workload::{self, Workload};
+
+/// A validated `Config`'s run as it will happen: what was learnt at run time, and the workload
+/// rendered for it. The `Config` itself is never changed.
+pub struct Prepared {
+    /// the endpoints the clients use: the given ones after `--target`, or the built-in server's
+    pub endpoints: Vec<Endpoint>,
+    /// etcd role of each endpoint ("leader", "follower") when `--target` discovered them
+    pub roles: Vec<String>,
+    /// the etcd auth token in use (`--user`)
+    pub token: Option<String>,
+    /// the configuration's workload rendered for `endpoints` with `token`
+    pub workload: Workload,
+    /// the built-in server when it is the target: its threads' CPU is the server CPU
+    pub server: Option<Server>,
+    /// `--server-pid`'s CPU clock
+    pub clock: Option<ProcessClock>,
+}
+
+impl Prepared {
+    /// `cfg`'s workload rendered for `endpoints` with `token`; no server, no clock.
+    pub fn new(
+        cfg: &Config,
+        endpoints: Vec<Endpoint>,
+        roles: Vec<String>,
+        token: Option<String>,
+    ) -> Result<Prepared, RunError> {
+        let workload = Workload::new(&cfg.spec, &endpoints, cfg.seed, token.as_deref())
+            .map_err(RunError::Setup)?;
+        Ok(Prepared {
+            endpoints,
+            roles,
+            token,
+            workload,
+            server: None,
+            clock: None,
+        })
+    }
+
+    /// Runs one protocol; the server CPU is read from the built-in server's thread clocks, or
+    /// from `--server-pid`'s clock.
+    pub fn run_proto(&self, cfg: &Config, proto: Proto) -> Result<ProtoRun, String> {
+        let in_process = self.server.as_ref().map(|s| move || Ok(s.cpu_time()));
+        let by_pid = self.clock.map(|c| move || c.read());
+        let cpu: Option<&dyn Fn() -> Result<Duration, String>> = match (&in_process, &by_pid) {
+            (Some(f), _) => Some(f),
+            (None, Some(f)) => Some(f),
+            (None, None) => None,
+        };
+        engine::run_proto(cfg, &self.workload, &self.endpoints, proto, cpu)
+    }
+
+    /// The report of `runs`, made on these endpoints.
+    pub fn report(&self, cfg: &Config, runs: &[ProtoRun]) -> Report {
+        Report::new(
+            cfg,
+            &self.endpoints,
+            &self.roles,
+            runs,
+            self.server.is_some(),
+        )
+    }
+}
+
+/// Prepares a run, call or comparison: starts the built-in server when it is the target
+/// (`embedded`), authenticates (`--user`), resolves `--target`, renders the workload, opens
+/// `--server-pid`'s clock and raises the open-file limit for the connections.
+pub fn prepare(cfg: &Config, embedded: Option<ServeConfig>) -> Result<Prepared, RunError> {
+    let server = embedded.map(start_embedded).transpose()?;
+    let given = match &server {
+        Some(srv) => vec![
+            Endpoint::parse(&format!("http://{}", srv.local_addr())).map_err(RunError::Setup)?,
+        ],
+        None => cfg.endpoints.clone(),
+    };
+    let token = authenticate(cfg, &given)?;
+    let (endpoints, roles) = if server.is_some() {
+        (given, Vec::new())
+    } else {
+        resolve_target(cfg, given, token.as_deref())?
+    };
+    let prepared = Prepared::new(cfg, endpoints, roles, token)?;
+    let clock = server_clock(cfg)?;
+    ensure_fds(cfg, server.is_some())?;
+    Ok(Prepared {
+        server,
+        clock,
+        ..prepared
+    })
+}
+
+/// Prepares one sweep row: the open-file limit for it, its `--target` resolved with the
+/// sweep's `token`, the workload rendered; `clock` is the sweep's `--server-pid` clock.
+pub(super) fn prepare_row(
+    cfg: &Config,
+    token: Option<&str>,
+    clock: Option<ProcessClock>,
+) -> Result<Prepared, RunError> {
+    ensure_fds(cfg, false)?;
+    let (endpoints, roles) = resolve_target(cfg, cfg.endpoints.clone(), token)?;
+    let prepared = Prepared::new(cfg, endpoints, roles, token.map(String::from))?;
+    Ok(Prepared { clock, ..prepared })
+}
+
+/// `--server-pid`'s CPU clock, or a one-line error when the process cannot be read.
+pub(super) fn server_clock(cfg: &Config) -> Result<Option<ProcessClock>, RunError> {
+    cfg.server_pid
+        .map(ProcessClock::open)
+        .transpose()
+        .map_err(RunError::Setup)
+}
+
+/// Raises the open-file limit for the connections a run opens (twice over when the built-in
+/// server holds the other ends), or says in one line why it cannot.
+fn ensure_fds(cfg: &Config, embedded: bool) -> Result<(), RunError> {
+    /// descriptors beyond the connections: runtimes, timers, std streams, the server's listeners
+    const SPARE: u64 = 256;
+    let needed = cfg
+        .protos
+        .iter()
+        .map(|p| {
+            // gRPC keeps a duplicate of each socket for TCP_INFO at close
+            let (conns, per_conn) = match p {
+                Proto::Http => (cfg.load.clients, 1),
+                Proto::Grpc => (cfg.load.conns.min(cfg.load.clients), 2),
+            };
+            conns as u64 * (per_conn + u64::from(embedded))
+        })
+        .max()
+        .unwrap_or(0);
+    net::raise_nofile(needed + SPARE)
+        .map(|_| ())
+        .map_err(RunError::Setup)
+}
+
+/// With `--user`: gets an etcd auth token from the first of `endpoints` (over HTTP/1.1 through
+/// the gateway when only HTTP/1.1 runs, over gRPC otherwise), to send with every request.
+pub(super) fn authenticate(
+    cfg: &Config,
+    endpoints: &[Endpoint],
+) -> Result<Option<String>, RunError> {
+    let Some((user, password)) = cfg.auth.clone() else {
+        return Ok(None);
+    };
+    let ep = endpoints[0].clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Setup(format!("cannot start a runtime: {e}")))?;
+    let local = tokio::task::LocalSet::new();
+    let over_http = cfg.protos == [Proto::Http];
+    let token = local.block_on(&rt, async {
+        let connect_err = |e: std::io::Error| format!("connect to {}: {e}", ep.addr);
+        if over_http {
+            let mut conn = client::http1::Conn::connect(
+                ep.addr,
+                &ep.host,
+                0,
+                &cfg.net,
+                1 << 20,
+                net::Layers::Off,
+            )
+            .await
+            .map_err(connect_err)?;
+            workload::etcd::authenticate_http(&mut conn, &ep.authority, &user, &password)
+                .await
+                .map_err(|f| f.to_string())
+        } else {
+            let conn = client::grpc::Conn::connect(ep.addr, &ep.host, 0, &cfg.net, &cfg.h2)
+                .await
+                .map_err(connect_err)?;
+            let mut send = conn.handle();
+            let t = workload::etcd::authenticate_grpc(
+                &mut send,
+                conn.ledger(),
+                &ep.authority,
+                &user,
+                &password,
+            )
+            .await
+            .map_err(|f| f.to_string());
+            drop(send);
+            conn.close(Duration::from_secs(1)).await;
+            t
+        }
+    });
+    token
+        .map(Some)
+        .map_err(|e| RunError::Setup(format!("authenticate as {user}: {e}")))
+}
+
+/// Resolves `--target` on the `given` endpoints into those the run uses, labelled leader /
+/// follower. With `all` and several endpoints the labels are a bonus: a discovery failure
+/// leaves them out.
+fn resolve_target(
+    cfg: &Config,
+    given: Vec<Endpoint>,
+    token: Option<&str>,
+) -> Result<(Vec<Endpoint>, Vec<String>), RunError> {
+    let target = cfg.target;
+    if !matches!(cfg.spec, WorkloadSpec::Etcd(_)) {
+        return Ok((given, Vec::new()));
+    }
+    if target == Target::First {
+        let first = vec![given[0].clone()];
+        return Ok((first, Vec::new()));
+    }
+    if target == Target::All && given.len() < 2 {
+        return Ok((given, Vec::new()));
+    }
+    let over_grpc = cfg.protos.contains(&Proto::Grpc);
+    let view = match discover::discover(&given, over_grpc, &cfg.net, &cfg.h2, token) {
+        Ok(v) => v,
+        Err(_) if target == Target::All => return Ok((given, Vec::new())),
+        Err(e) => return Err(RunError::Setup(format!("--target {}: {e}", target.name()))),
+    };
+    let chosen = match discover::resolve(&given, target, &view) {
+        Ok(c) => c,
+        Err(_) if target == Target::All => return Ok((given, Vec::new())),
+        Err(e) => return Err(RunError::Setup(format!("--target {}: {e}", target.name()))),
+    };
+    let leader = view.statuses.first().map(|s| s.leader).unwrap_or_default();
+    let roles = chosen
+        .iter()
+        .map(|ep| {
+            let status = given
+                .iter()
+                .position(|g| g.addr == ep.addr)
+                .and_then(|i| view.statuses.iter().find(|s| s.endpoint == i));
+            match status {
+                Some(s) if s.member_id == leader => "leader",
+                Some(_) => "follower",
+                // not a given endpoint: the leader found in the member list
+                None => "leader",
+            }
+            .to_string()
+        })
+        .collect();
+    Ok((chosen, roles))
+}
+
+/// Starts the built-in server.
+fn start_embedded(serve: ServeConfig) -> Result<Server, RunError> {
+    Server::start(serve)
+        .map_err(|e| RunError::Setup(format!("cannot start the built-in server: {e}")))
+}

@@ -1,0 +1,88 @@
+//! `wirebench etcd put | range` and `wirebench echo`: every configured protocol in turn, one report.
+
+use std::sync::atomic::Ordering;
+
+use super::{Prepared, RunError, emit, exit};
+use crate::config::{Config, Format};
+use crate::engine::{self, ProtoRun};
+use crate::report::{self, Report};
+
+/// Runs every configured protocol in turn on what was prepared; the report covers them all.
+pub fn run(cfg: &Config, prepared: &Prepared) -> Result<(Report, Vec<ProtoRun>), RunError> {
+    let mut runs = Vec::with_capacity(cfg.protos.len());
+    for &proto in &cfg.protos {
+        if engine::INTERRUPTED.load(Ordering::Relaxed) {
+            break;
+        }
+        runs.push(prepared.run_proto(cfg, proto).map_err(RunError::Setup)?);
+    }
+    let report = prepared.report(cfg, &runs);
+    Ok((report, runs))
+}
+
+/// Runs, writes the report (and the chart with `--svg`); fails when a protocol had no success.
+pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
+    let (report, _) = run(cfg, prepared)?;
+    let text = match cfg.format {
+        Format::Text => report::text::render(&report),
+        Format::Json => report.to_json(),
+    };
+    emit(cfg.output.as_deref(), &text)?;
+    let fig = |p: &str| {
+        report
+            .runs
+            .iter()
+            .find(|r| r.proto == p)
+            .map(report::compare::Figures::of)
+    };
+    write_svg(cfg, fig("http"), fig("grpc"))?;
+    let mut code = exit::OK;
+    for r in report.runs.iter().filter(|r| r.summary.ok == 0) {
+        eprintln!(
+            "error: no {} request succeeded ({})",
+            r.title,
+            first_error(r)
+        );
+        code = exit::FAILURE;
+    }
+    Ok(code)
+}
+
+/// With `--svg`: the headline figures of each side that ran, as a chart.
+pub(super) fn write_svg(
+    cfg: &Config,
+    http: Option<report::compare::Figures>,
+    grpc: Option<report::compare::Figures>,
+) -> Result<(), RunError> {
+    let Some(path) = &cfg.svg else { return Ok(()) };
+    let blank = report::compare::Figures::default();
+    let mut panels = report::compare::Figures::panels(
+        http.as_ref().unwrap_or(&blank),
+        grpc.as_ref().unwrap_or(&blank),
+    );
+    for p in &mut panels {
+        if http.is_none() {
+            p.http = None;
+        }
+        if grpc.is_none() {
+            p.grpc = None;
+        }
+    }
+    let svg = report::svg::render(&cfg.spec.describe(), &panels);
+    std::fs::write(path, svg).map_err(|source| RunError::Output {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// The most frequent failure of a run, or the last connect error, for a one-line message.
+pub(super) fn first_error(r: &report::RunReport) -> String {
+    r.error_distribution
+        .first()
+        .map(|e| match &e.message {
+            Some(m) => format!("{}: {m}", e.kind),
+            None => e.kind.to_string(),
+        })
+        .or_else(|| r.wire.connect_error.clone())
+        .unwrap_or_else(|| "no request was sent".into())
+}

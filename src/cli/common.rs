@@ -1,0 +1,436 @@
+//! The flags and parsers the commands share: run limits, TLS, the load and socket flags, and
+//! the checks every number passes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::config::{
+    Config, Endpoint, Format, Load, Proto, Stop, Target, WorkloadSpec, parse_duration, parse_size,
+};
+use crate::net::{H2Config, NetConfig};
+use crate::workload::Workload;
+
+/// The largest key or value wirebench will generate (etcd's own request limit is 1.5 MiB).
+pub(super) const MAX_GENERATED: usize = 64 << 20;
+
+/// The highest --rate / --connect-rate accepted (requests or connections per second).
+const MAX_RATE: f64 = 10_000_000.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CallProto {
+    Http,
+    Grpc,
+}
+
+/// `--target`'s value parser.
+pub(super) fn parse_target(s: &str) -> Result<Target, String> {
+    s.parse()
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Consistency {
+    L,
+    S,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtoArg {
+    Http,
+    Grpc,
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    Text,
+    Json,
+}
+
+/// TLS client flags (used when the endpoints are https://).
+#[derive(Debug, Args, Default)]
+pub struct TlsArgs {
+    /// CA certificate(s), PEM, to verify the server with
+    #[arg(long)]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate chain, PEM (mutual TLS; with --key)
+    #[arg(long)]
+    pub cert: Option<PathBuf>,
+    /// Client private key, PEM (with --cert)
+    #[arg(long)]
+    pub key: Option<PathBuf>,
+    /// Accept any server certificate (handshake signatures are still checked)
+    #[arg(long)]
+    pub insecure_skip_verify: bool,
+    /// Server name to present and verify instead of the endpoint's host
+    #[arg(long)]
+    pub sni: Option<String>,
+}
+
+impl TlsArgs {
+    /// The TLS client for `endpoints`: Some when they are https, None when http; mixing is an error.
+    pub(super) fn client(
+        &self,
+        endpoints: &[Endpoint],
+    ) -> Result<Option<std::sync::Arc<crate::net::tls::TlsClient>>, String> {
+        let https = endpoints.iter().filter(|e| e.tls).count();
+        if https == 0 {
+            if self.cacert.is_some()
+                || self.cert.is_some()
+                || self.key.is_some()
+                || self.sni.is_some()
+                || self.insecure_skip_verify
+            {
+                return Err("TLS flags need https:// endpoints".into());
+            }
+            return Ok(None);
+        }
+        if https != endpoints.len() {
+            return Err("endpoints mix http:// and https://".into());
+        }
+        let client = crate::net::tls::TlsClient::new(&crate::net::tls::TlsOptions {
+            cacert: self.cacert.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            insecure_skip_verify: self.insecure_skip_verify,
+            sni: self.sni.clone(),
+        })?;
+        Ok(Some(std::sync::Arc::new(client)))
+    }
+}
+
+/// How long a run (or each sweep row) lasts, its timeouts and threads.
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Total measured requests (default 10000 unless --duration is given)
+    #[arg(short = 'n', long, conflicts_with = "duration")]
+    pub total: Option<u64>,
+    /// Run for this long instead of a total (e.g. 10s, 1m)
+    #[arg(short = 'z', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Send requests for this long first and leave them out of the figures
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+    /// Per-request timeout
+    #[arg(long, value_parser = parse_duration, default_value = "20s")]
+    pub timeout: Duration,
+    /// TCP connect timeout
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub connect_timeout: Duration,
+    /// Worker threads, each with its own runtime (default: number of cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+impl Default for LimitArgs {
+    /// The flags' defaults.
+    fn default() -> Self {
+        LimitArgs {
+            total: None,
+            duration: None,
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(20),
+            connect_timeout: Duration::from_secs(5),
+            threads: None,
+        }
+    }
+}
+
+/// Flags shared by every load-generating command.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Which stack to measure; `both` runs HTTP/1.1 then gRPC and compares them
+    #[arg(long, value_enum, default_value_t = ProtoArg::Both)]
+    pub proto: ProtoArg,
+    /// Requests in flight (virtual users)
+    #[arg(short = 'c', long, default_value_t = 1)]
+    pub clients: usize,
+    /// gRPC TCP connections (clients are spread over them as h2 streams); HTTP/1.1 always
+    /// opens one connection per client
+    #[arg(long, default_value_t = 1)]
+    pub conns: usize,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Open loop: send this many requests per second over all clients on a fixed schedule;
+    /// latency counts from each request's intended send time (coordinated omission corrected)
+    /// and -c caps the requests in flight
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Open the connections at this many per second (a ramp) instead of all at once
+    #[arg(long)]
+    pub connect_rate: Option<f64>,
+    /// Source addresses for connections, used in turn: addresses and IPv4 ranges,
+    /// comma-separated (127.0.0.1-127.0.0.8): more connections than one address has ports
+    #[arg(long)]
+    pub bind: Option<String>,
+    /// Leave Nagle's algorithm on (TCP_NODELAY is set by default)
+    #[arg(long)]
+    pub no_tcp_nodelay: bool,
+    /// SO_SNDBUF for every connection (e.g. 64k)
+    #[arg(long, value_parser = parse_size)]
+    pub sndbuf: Option<u64>,
+    /// SO_RCVBUF for every connection
+    #[arg(long, value_parser = parse_size)]
+    pub rcvbuf: Option<u64>,
+    /// h2 initial stream window (SETTINGS_INITIAL_WINDOW_SIZE)
+    #[arg(long, value_parser = parse_size, default_value = "65535")]
+    pub initial_window_size: u64,
+    /// h2 initial connection window
+    #[arg(long, value_parser = parse_size, default_value = "65535")]
+    pub initial_conn_window_size: u64,
+    /// h2 SETTINGS_MAX_FRAME_SIZE (16k to 16M-1)
+    #[arg(long, value_parser = parse_size, default_value = "16384")]
+    pub max_frame_size: u64,
+    /// Largest gRPC response message accepted
+    #[arg(long, value_parser = parse_size, default_value = "4M")]
+    pub max_recv_msg_size: u64,
+    /// Largest HTTP/1.1 response body accepted
+    #[arg(long, value_parser = parse_size, default_value = "64M")]
+    pub max_body: u64,
+    /// Report format
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+    /// Write the report to this file instead of stdout
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Seed for generated keys and values (default: from the clock)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Protocol-layer accounting (h2 frame sniffing, HTTP/1.1 head/body split); socket
+    /// counters and TCP_INFO stay on either way
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub ledger: OnOff,
+    /// Report this server process's CPU per request (from /proc/PID/stat)
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    /// Also print the per-connection ledger table (always in JSON)
+    #[arg(long)]
+    pub per_conn: bool,
+    /// Write a chart of the headline figures, HTTP/1.1 next to gRPC, as SVG
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// etcd user, NAME[:PASSWORD]; without a password it is read from $WIREBENCH_ETCD_PASSWORD
+    #[arg(long)]
+    pub user: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// The environment variable a password comes from when `--user` has none.
+pub const PASSWORD_ENV: &str = "WIREBENCH_ETCD_PASSWORD";
+
+fn parse_user(s: &str) -> Result<(String, String), String> {
+    let (name, password) = match s.split_once(':') {
+        Some((n, p)) => (n.to_string(), p.to_string()),
+        None => match std::env::var(PASSWORD_ENV) {
+            Ok(p) => (s.to_string(), p),
+            Err(_) => {
+                return Err(format!(
+                    "--user {s} has no password: use NAME:PASSWORD or set {PASSWORD_ENV}"
+                ));
+            }
+        },
+    };
+    if name.is_empty() {
+        return Err("--user needs a user name".into());
+    }
+    Ok((name, password))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+pub(super) fn nonzero(name: &str, v: usize) -> Result<usize, String> {
+    if v == 0 {
+        Err(format!("--{name} must be at least 1"))
+    } else {
+        Ok(v)
+    }
+}
+
+fn u32_in(name: &str, v: u64, lo: u64, hi: u64) -> Result<u32, String> {
+    if v < lo || v > hi {
+        return Err(format!("--{name} must be between {lo} and {hi}, got {v}"));
+    }
+    Ok(v as u32)
+}
+
+pub(super) fn parse_endpoints(list: &[String]) -> Result<Vec<Endpoint>, String> {
+    if list.is_empty() {
+        return Err("--endpoints needs at least one URL".into());
+    }
+    list.iter().map(|e| Endpoint::parse(e.trim())).collect()
+}
+
+impl RunArgs {
+    /// The flags' defaults, for commands that build a run from flags of their own.
+    pub(super) fn plain(proto: ProtoArg, clients: usize, tls: TlsArgs) -> RunArgs {
+        RunArgs {
+            proto,
+            clients,
+            conns: 1,
+            limits: LimitArgs::default(),
+            rate: None,
+            connect_rate: None,
+            bind: None,
+            no_tcp_nodelay: false,
+            sndbuf: None,
+            rcvbuf: None,
+            initial_window_size: 65_535,
+            initial_conn_window_size: 65_535,
+            max_frame_size: 16_384,
+            max_recv_msg_size: 4 << 20,
+            max_body: 64 << 20,
+            format: FormatArg::Text,
+            output: None,
+            seed: None,
+            ledger: OnOff::On,
+            server_pid: None,
+            per_conn: false,
+            svg: None,
+            user: None,
+            tls,
+        }
+    }
+
+    /// The run configuration of these flags for `spec` on `endpoints`, clients sent to `target`.
+    pub(super) fn into_config(
+        self,
+        spec: WorkloadSpec,
+        endpoints: Vec<Endpoint>,
+        target: Target,
+    ) -> Result<Config, String> {
+        let clients = nonzero("clients", self.clients)?;
+        let conns = nonzero("conns", self.conns)?;
+        let threads = match self.limits.threads {
+            Some(t) => nonzero("threads", t)?,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let protos = match self.proto {
+            ProtoArg::Http => vec![Proto::Http],
+            ProtoArg::Grpc => vec![Proto::Grpc],
+            ProtoArg::Both => vec![Proto::Http, Proto::Grpc],
+        };
+        if protos.contains(&Proto::Grpc) && conns > clients {
+            return Err(format!(
+                "--conns {conns} exceeds --clients {clients}: every gRPC connection needs a client"
+            ));
+        }
+        let stop = match (self.limits.total, self.limits.duration) {
+            (Some(0), _) => return Err("--total must be at least 1".into()),
+            (Some(n), _) => Stop::Total(n),
+            (None, Some(d)) if d.is_zero() => return Err("--duration must be positive".into()),
+            (None, Some(d)) => Stop::Duration(d),
+            (None, None) => Stop::Total(10_000),
+        };
+        if self.limits.timeout.is_zero() {
+            return Err("--timeout must be positive".into());
+        }
+        if self.limits.connect_timeout.is_zero() {
+            return Err("--connect-timeout must be positive".into());
+        }
+        let buf = |name: &str, v: Option<u64>| -> Result<Option<u32>, String> {
+            v.map(|v| u32_in(name, v, 1, i32::MAX as u64)).transpose()
+        };
+        for (name, r) in [("rate", self.rate), ("connect-rate", self.connect_rate)] {
+            if let Some(r) = r
+                && !(r.is_finite() && r > 0.0 && r <= MAX_RATE)
+            {
+                return Err(format!(
+                    "--{name} must be a number of requests per second between 0 and {MAX_RATE}, got {r}"
+                ));
+            }
+        }
+        let bind = match &self.bind {
+            Some(b) => crate::net::parse_bind(b)?,
+            None => Vec::new(),
+        };
+        if !bind.is_empty()
+            && !endpoints.is_empty()
+            && endpoints
+                .iter()
+                .any(|e| !bind.iter().any(|ip| ip.is_ipv4() == e.addr.is_ipv4()))
+        {
+            return Err("--bind has no address of an endpoint's family (IPv4 / IPv6)".into());
+        }
+        let tls = self.tls.client(&endpoints)?;
+        let net = NetConfig {
+            tls,
+            nodelay: !self.no_tcp_nodelay,
+            sndbuf: buf("sndbuf", self.sndbuf)?,
+            rcvbuf: buf("rcvbuf", self.rcvbuf)?,
+            connect_timeout: self.limits.connect_timeout,
+            bind: bind.into(),
+        };
+        let h2 = H2Config {
+            initial_window_size: u32_in(
+                "initial-window-size",
+                self.initial_window_size,
+                1,
+                (1 << 31) - 1,
+            )?,
+            initial_conn_window_size: u32_in(
+                "initial-conn-window-size",
+                self.initial_conn_window_size,
+                65_535,
+                (1 << 31) - 1,
+            )?,
+            max_frame_size: u32_in("max-frame-size", self.max_frame_size, 16_384, (1 << 24) - 1)?,
+            max_recv_message: u32_in(
+                "max-recv-msg-size",
+                self.max_recv_msg_size,
+                1,
+                u32::MAX as u64,
+            )? as usize,
+            data_frame_budget: 0,
+            ledger: self.ledger == OnOff::On,
+        }
+        .for_streams(clients.div_ceil(conns));
+        let seed = self.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        if let Some(pid) = self.server_pid {
+            crate::stats::ProcessClock::open(pid)?;
+        }
+        if self.user.is_some() && matches!(spec, WorkloadSpec::Echo { .. }) {
+            return Err("--user is for etcd; the echo server has no authentication".into());
+        }
+        Workload::check(&spec, &endpoints)?;
+        let auth = self.user.as_deref().map(parse_user).transpose()?;
+        Ok(Config {
+            endpoints,
+            protos,
+            load: Load {
+                clients,
+                conns,
+                threads,
+                stop,
+                warmup: self.limits.warmup,
+                timeout: self.limits.timeout,
+                rate: self.rate,
+                connect_rate: self.connect_rate,
+            },
+            net,
+            h2,
+            max_body: self.max_body,
+            spec,
+            seed,
+            format: match self.format {
+                FormatArg::Text => Format::Text,
+                FormatArg::Json => Format::Json,
+            },
+            output: self.output,
+            server_pid: self.server_pid,
+            per_conn: self.per_conn,
+            svg: self.svg,
+            auth,
+            target,
+        })
+    }
+}

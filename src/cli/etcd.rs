@@ -1,0 +1,141 @@
+//! `wirebench etcd put | range | watch`: the etcd benchmarks, and the etcd operations the other
+//! commands share.
+
+use clap::Subcommand;
+
+use super::Action;
+use super::common::{Consistency, MAX_GENERATED, RunArgs, parse_endpoints, parse_target};
+use super::watch::WatchArgs;
+use crate::config::{Config, EtcdOp, Target, WorkloadSpec};
+use crate::workload::etcd::varint_len;
+
+#[derive(Debug, Subcommand)]
+pub enum EtcdCmd {
+    /// Write keys (etcd benchmark's `put`)
+    Put {
+        /// Key size in bytes; the key's first bytes encode the key index (Go PutVarint)
+        #[arg(long, default_value_t = 8)]
+        key_size: usize,
+        /// Value size in bytes (random bytes, one value for the whole run)
+        #[arg(long, default_value_t = 8)]
+        val_size: usize,
+        /// Number of distinct keys written
+        #[arg(long, default_value_t = 1)]
+        key_space_size: u64,
+        /// Write keys in order (request index mod key space) instead of at random
+        #[arg(long)]
+        sequential_keys: bool,
+        /// Comma-separated endpoints (http://host:port); connections are spread over them
+        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+        endpoints: Vec<String>,
+        /// Which members get the clients: all the endpoints, the first, the leader or the
+        /// followers (found with Maintenance/Status and MemberList)
+        #[arg(long, default_value = "all", value_parser = parse_target)]
+        target: Target,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Watch keys while a put load runs: events/s, event latency, missing and duplicated events
+    Watch(WatchArgs),
+    /// Read one key (etcd benchmark's `range`)
+    Range {
+        /// The key to read
+        #[arg(value_name = "KEY")]
+        range_key: String,
+        /// l: linearizable (through the leader), s: serializable (local member)
+        #[arg(long, value_enum, default_value_t = Consistency::L)]
+        consistency: Consistency,
+        /// Comma-separated endpoints (http://host:port); connections are spread over them
+        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+        endpoints: Vec<String>,
+        /// Which members get the clients: all the endpoints, the first, the leader or the
+        /// followers (found with Maintenance/Status and MemberList)
+        #[arg(long, default_value = "all", value_parser = parse_target)]
+        target: Target,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+}
+
+impl EtcdCmd {
+    pub(super) fn into_action(self) -> Result<Action, String> {
+        match self {
+            EtcdCmd::Watch(args) => Ok(Action::Watch(args.into_config()?)),
+            op => Ok(Action::Run {
+                cfg: etcd_config(op)?,
+                embedded: None,
+            }),
+        }
+    }
+}
+
+/// A validated put (`sweep` checks each of its key sizes with it).
+pub(super) fn etcd_put(
+    key_size: usize,
+    val_size: usize,
+    key_space_size: u64,
+    sequential_keys: bool,
+) -> Result<EtcdOp, String> {
+    if key_space_size == 0 {
+        return Err("--key-space-size must be at least 1".into());
+    }
+    let need = varint_len(key_space_size - 1);
+    if key_size < need {
+        return Err(format!(
+            "--key-size {key_size} cannot hold {key_space_size} distinct keys (needs at least {need})"
+        ));
+    }
+    if key_size > MAX_GENERATED || val_size > MAX_GENERATED {
+        return Err(format!(
+            "--key-size and --val-size are limited to {MAX_GENERATED} bytes"
+        ));
+    }
+    Ok(EtcdOp::Put {
+        key_size,
+        val_size,
+        key_space_size,
+        sequential_keys,
+    })
+}
+
+/// A validated range of one key.
+pub(super) fn etcd_range(key: String, consistency: Consistency) -> Result<EtcdOp, String> {
+    if key.is_empty() {
+        return Err("range needs a non-empty KEY".into());
+    }
+    Ok(EtcdOp::Range {
+        key: key.into_bytes(),
+        serializable: matches!(consistency, Consistency::S),
+    })
+}
+
+/// The run configuration of `etcd put` or `etcd range`.
+pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
+    let (op, endpoints, target, run) = match op {
+        EtcdCmd::Put {
+            key_size,
+            val_size,
+            key_space_size,
+            sequential_keys,
+            endpoints,
+            target,
+            run,
+        } => (
+            etcd_put(key_size, val_size, key_space_size, sequential_keys)?,
+            endpoints,
+            target,
+            run,
+        ),
+        EtcdCmd::Range {
+            range_key,
+            consistency,
+            endpoints,
+            target,
+            run,
+        } => (etcd_range(range_key, consistency)?, endpoints, target, run),
+        EtcdCmd::Watch(_) => {
+            return Err("watch has its own report; it cannot run as a request load".into());
+        }
+    };
+    run.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?, target)
+}

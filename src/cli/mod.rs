@@ -1,0 +1,182 @@
+//! Command line: the clap grammar, one file per command, validated into `config` types (raw
+//! flags never travel past here; nothing here knows how a command runs).
+
+mod call;
+mod common;
+mod compare;
+mod echo;
+mod etcd;
+mod serve;
+mod sweep;
+mod watch;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, SweepConfig};
+use crate::server::ServeConfig;
+use crate::watch::WatchConfig;
+
+pub use call::{CallArgs, CallCmd, CallEtcd};
+pub use common::{
+    CallProto, Consistency, FormatArg, LimitArgs, OnOff, PASSWORD_ENV, ProtoArg, RunArgs, TlsArgs,
+};
+pub use compare::CompareCmd;
+pub use echo::EchoArgs;
+pub use etcd::EtcdCmd;
+pub use serve::ServeArgs;
+pub use sweep::{SweepArgs, SweepCmd, SweepEtcd, TableArg};
+pub use watch::WatchArgs;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wirebench",
+    version,
+    about = "Measure what a protocol really costs: the same operation over HTTP/1.1 and gRPC, \
+             with latency, throughput, bytes, packets, syscalls and CPU per request."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Benchmark etcd v3: the gRPC API and its HTTP/1.1 JSON gateway
+    Etcd {
+        #[command(subcommand)]
+        op: EtcdCmd,
+    },
+    /// Benchmark a grpc-echo compatible server (the built-in one when no --target is given)
+    Echo {
+        #[command(flatten)]
+        echo: EchoArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Serve grpc-echo's EchoService over h2 and POST /v1/echo over HTTP/1.1 on one port
+    Serve(ServeArgs),
+    /// Send one request and print the response as JSON (grpcurl style)
+    Call {
+        #[command(subcommand)]
+        what: CallCmd,
+    },
+    /// Run the product of clients × key sizes × targets × protocols against etcd and print a
+    /// table (etcd's benchmark columns plus p99, bytes, packets and CPU per op)
+    Sweep {
+        #[command(subcommand)]
+        what: SweepCmd,
+    },
+    /// Run both protocols in alternating rounds (HTTP/1.1, gRPC, HTTP/1.1, ...): medians,
+    /// ratios and findings
+    Compare {
+        /// Rounds per protocol
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[command(subcommand)]
+        what: CompareCmd,
+    },
+}
+
+/// What the command line asks for, validated.
+#[derive(Debug)]
+pub enum Action {
+    /// A load run; with `embedded`, the built-in server is started first and becomes the target.
+    Run {
+        cfg: Config,
+        embedded: Option<ServeConfig>,
+    },
+    /// One request, response printed as JSON.
+    Call {
+        cfg: Config,
+        embedded: Option<ServeConfig>,
+    },
+    Serve(ServeConfig),
+    /// An etcd watch run.
+    Watch(WatchConfig),
+    /// A sweep: one run per cell, one table.
+    Sweep(SweepConfig),
+    /// Alternating rounds of both protocols.
+    Compare {
+        cfg: Config,
+        embedded: Option<ServeConfig>,
+        rounds: usize,
+    },
+}
+
+impl Cli {
+    /// Validates the flags into what to do; the error is one line for the user.
+    pub fn into_action(self) -> Result<Action, String> {
+        match self.command {
+            Command::Etcd { op } => op.into_action(),
+            Command::Echo { echo, run } => echo.into_run(run),
+            Command::Compare { rounds, what } => what.into_action(rounds),
+            Command::Serve(args) => Ok(Action::Serve(args.into_config()?)),
+            Command::Sweep { what } => what.into_action(),
+            Command::Call { what } => what.into_action(),
+        }
+    }
+
+    /// The run configuration of a load command (tests use this).
+    pub fn into_config(self) -> Result<Config, String> {
+        match self.into_action()? {
+            Action::Run { cfg, .. } | Action::Call { cfg, .. } | Action::Compare { cfg, .. } => {
+                Ok(cfg)
+            }
+            Action::Serve(_) | Action::Watch(_) | Action::Sweep(_) => {
+                Err("this command has no request-load configuration".into())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{Proto, Stop};
+
+    fn config(args: &[&str]) -> Result<Config, String> {
+        let mut v = vec!["wirebench"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v)
+            .map_err(|e| e.to_string())?
+            .into_config()
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        // clap checks argument ids, conflicts and defaults here instead of at run time.
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_follow_etcd_benchmark() {
+        let c = config(&["etcd", "put"]).unwrap();
+        assert_eq!(c.load.clients, 1);
+        assert_eq!(c.load.conns, 1);
+        assert_eq!(c.load.stop, Stop::Total(10_000));
+        assert_eq!(c.protos, vec![Proto::Http, Proto::Grpc]);
+        assert_eq!(c.endpoints[0].authority, "127.0.0.1:2379");
+    }
+
+    #[test]
+    fn rejects_bad_combinations() {
+        assert!(config(&["etcd", "put", "-n", "0"]).is_err());
+        assert!(config(&["etcd", "put", "-n", "5", "-z", "1s"]).is_err());
+        assert!(config(&["etcd", "put", "-c", "2", "--conns", "3"]).is_err());
+        assert!(config(&["etcd", "put", "-c", "2", "--conns", "3", "--proto", "http"]).is_ok());
+        assert!(config(&["etcd", "put", "--key-size", "1", "--key-space-size", "100"]).is_err());
+        assert!(config(&["etcd", "put", "--max-frame-size", "100"]).is_err());
+        assert!(config(&["etcd", "put", "--endpoints", "https://x:1"]).is_err());
+        assert!(config(&["etcd", "range", ""]).is_err());
+        assert!(config(&["etcd", "put", "--timeout", "0s"]).is_err());
+    }
+
+    #[test]
+    fn duration_mode() {
+        let c = config(&["etcd", "range", "k", "-z", "2s", "--consistency", "s"]).unwrap();
+        assert_eq!(c.load.stop, Stop::Duration(Duration::from_secs(2)));
+    }
+}

@@ -1,0 +1,179 @@
+//! `wirebench sweep etcd put | range`: the swept dimensions and the flags every row shares.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::Action;
+use super::common::{
+    CallProto, Consistency, LimitArgs, ProtoArg, RunArgs, TlsArgs, nonzero, parse_endpoints,
+    parse_target,
+};
+use super::etcd::etcd_put;
+use crate::config::{EtcdOp, Proto, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec};
+
+#[derive(Debug, Subcommand)]
+pub enum SweepCmd {
+    /// etcd put or range
+    Etcd {
+        #[command(subcommand)]
+        op: SweepEtcd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SweepEtcd {
+    /// Write keys (etcd's "write one key" table with the defaults)
+    Put(SweepArgs),
+    /// Read one key of each key size, written once before its rows (etcd's "read one key" table)
+    Range(SweepArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableArg {
+    Markdown,
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Client counts (requests in flight), comma-separated
+    #[arg(short = 'c', long, value_delimiter = ',', default_value = "1,64,256")]
+    pub clients: Vec<usize>,
+    /// Key sizes in bytes, comma-separated
+    #[arg(long, value_delimiter = ',', default_value = "64,256")]
+    pub key_size: Vec<usize>,
+    /// Targets, comma-separated: leader, followers, all, first
+    #[arg(long, value_delimiter = ',', default_value = "leader,all", value_parser = parse_target)]
+    pub target: Vec<Target>,
+    /// Protocols, comma-separated
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "http,grpc")]
+    pub proto: Vec<CallProto>,
+    /// Value size in bytes (put: every value; range: the value stored under the key read)
+    #[arg(long, default_value_t = 8)]
+    pub val_size: usize,
+    /// put: distinct keys written
+    #[arg(long, default_value_t = 1)]
+    pub key_space_size: u64,
+    /// put: write keys in order instead of at random
+    #[arg(long)]
+    pub sequential_keys: bool,
+    /// range: l linearizable, s serializable
+    #[arg(long, value_enum, default_value_t = Consistency::L)]
+    pub consistency: Consistency,
+    /// Comma-separated endpoints of the cluster (http://host:port)
+    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    pub endpoints: Vec<String>,
+    /// gRPC connections per row (capped at the row's clients)
+    #[arg(long, default_value_t = 1)]
+    pub conns: usize,
+    /// -n / -z / --warmup apply to each row
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Seed for generated keys and values
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// etcd user, NAME[:PASSWORD]
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Report this server process's CPU per op (a server CPU column)
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// Table format
+    #[arg(long, value_enum, default_value_t = TableArg::Markdown)]
+    pub format: TableArg,
+    /// Write the table to this file instead of stdout
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+impl SweepCmd {
+    pub(super) fn into_action(self) -> Result<Action, String> {
+        let SweepCmd::Etcd { op } = self;
+        Ok(Action::Sweep(match op {
+            SweepEtcd::Put(a) => a.into_config(false)?,
+            SweepEtcd::Range(a) => a.into_config(true)?,
+        }))
+    }
+}
+
+impl SweepArgs {
+    fn into_config(self, range: bool) -> Result<SweepConfig, String> {
+        let nonempty = |name: &str, n: usize| {
+            if n == 0 {
+                Err(format!("--{name} needs at least one value"))
+            } else {
+                Ok(())
+            }
+        };
+        nonempty("clients", self.clients.len())?;
+        nonempty("key-size", self.key_size.len())?;
+        nonempty("target", self.target.len())?;
+        nonempty("proto", self.proto.len())?;
+        for &c in &self.clients {
+            nonzero("clients", c)?;
+        }
+        let op = if range {
+            for &k in &self.key_size {
+                etcd_put(k, self.val_size, 1, true)?;
+            }
+            SweepOp::Range {
+                val_size: self.val_size,
+                serializable: matches!(self.consistency, Consistency::S),
+            }
+        } else {
+            for &k in &self.key_size {
+                etcd_put(k, self.val_size, self.key_space_size, self.sequential_keys)?;
+            }
+            SweepOp::Put {
+                val_size: self.val_size,
+                key_space_size: self.key_space_size,
+                sequential_keys: self.sequential_keys,
+            }
+        };
+        let max_clients = self.clients.iter().copied().max().unwrap_or(1);
+        let run = RunArgs {
+            conns: self.conns.min(max_clients),
+            limits: self.limits,
+            seed: self.seed,
+            user: self.user,
+            server_pid: self.server_pid,
+            ..RunArgs::plain(ProtoArg::Both, max_clients, self.tls)
+        };
+        nonzero("conns", self.conns)?;
+        let spec = WorkloadSpec::Etcd(EtcdOp::Put {
+            key_size: self.key_size[0],
+            val_size: self.val_size,
+            key_space_size: 1,
+            sequential_keys: true,
+        });
+        // each row sets its own target
+        let base = run.into_config(spec, parse_endpoints(&self.endpoints)?, Target::All)?;
+        let mut protos: Vec<Proto> = self
+            .proto
+            .iter()
+            .map(|p| match p {
+                CallProto::Http => Proto::Http,
+                CallProto::Grpc => Proto::Grpc,
+            })
+            .collect();
+        protos.dedup();
+        Ok(SweepConfig {
+            base,
+            op,
+            clients: self.clients,
+            key_sizes: self.key_size,
+            targets: self.target,
+            protos,
+            format: match self.format {
+                TableArg::Markdown => TableFormat::Markdown,
+                TableArg::Csv => TableFormat::Csv,
+                TableArg::Json => TableFormat::Json,
+            },
+            output: self.output,
+        })
+    }
+}
