@@ -14,6 +14,7 @@ use http::{HeaderMap, Method, Request, Uri, Version};
 
 use crate::net::{self, Alpn, Layers, Ledger, NetConfig};
 use crate::stats::{CloseRecord, ConnRecord, Failure, FailureKind, StatusKey};
+use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
 use wirebench_wire::grpc::{self, Code};
 
 /// The h2 settings a connection announces (plain data, kept in `net` beside the socket options).
@@ -375,98 +376,65 @@ pub async fn unary_sent(
             header_list_bytes(&parts.headers) + ":status".len() as u64 + 3,
         );
     }
-    if parts.status != http::StatusCode::OK {
-        let code = http_to_grpc(parts.status.as_u16());
-        return Err(CallError {
-            status: Some(StatusKey::GrpcFromHttp {
-                code: code.as_u32(),
-                http: parts.status.as_u16(),
-            }),
-            failure: Failure::with(
-                FailureKind::HttpStatus,
-                format_args!("HTTP {} from a gRPC server", parts.status),
-            ),
-            conn_broken: false,
-            unprocessed: false,
-        });
-    }
-    if parts.headers.contains_key("grpc-status") {
-        // Trailers-only response: no message follows.
-        return Err(
-            status_error(&parts.headers, call.status_kind).unwrap_or_else(|| {
-                CallError::plain(Failure::with(
-                    FailureKind::BadResponse,
-                    "OK without a response message",
-                ))
-            }),
-        );
-    }
-
+    // The verdict is the wire core's; this drives h2 and hands it what arrives.
+    let verdict = UnaryResponse::new(max_message);
+    verdict
+        .headers(
+            parts.status.as_u16(),
+            parts.headers.get("grpc-status").map(|v| v.as_bytes()),
+        )
+        .map_err(|v| judged(v, &parts.headers, call.status_kind))?;
     rx.clear();
     while let Some(chunk) = body.data().await {
         let chunk = chunk.map_err(CallError::h2)?;
         let _ = body.flow_control().release_capacity(chunk.len());
-        if rx.len() + chunk.len() > max_message + grpc::PREFIX_LEN {
-            return Err(CallError::plain(Failure::with(
-                FailureKind::GrpcFraming,
-                grpc::Error::MessageTooLarge {
-                    len: u32::try_from(rx.len() + chunk.len()).unwrap_or(u32::MAX),
-                    max: u32::try_from(max_message).unwrap_or(u32::MAX),
-                },
-            )));
-        }
-        rx.extend_from_slice(&chunk);
-        // Judge the announced length as soon as the 5-byte prefix is here, not after
-        // `max_message` bytes have been read.
-        if let Some(&[flag, a, b, c, d]) = rx.get(..grpc::PREFIX_LEN) {
-            let announced = u32::from_be_bytes([a, b, c, d]);
-            if flag <= 1 && announced as usize > max_message {
-                return Err(CallError::plain(Failure::with(
-                    FailureKind::GrpcFraming,
-                    grpc::Error::MessageTooLarge {
-                        len: announced,
-                        max: u32::try_from(max_message).unwrap_or(u32::MAX),
-                    },
-                )));
-            }
-        }
+        verdict
+            .data(rx, &chunk)
+            .map_err(|v| judged(v, &parts.headers, call.status_kind))?;
     }
     let trailers = body.trailers().await.map_err(CallError::h2)?;
-    let Some(trailers) = trailers else {
-        return Err(CallError::plain(Failure::with(
-            FailureKind::BadResponse,
-            "stream ended without trailers",
-        )));
+    let empty = HeaderMap::new();
+    let t = trailers.as_ref().unwrap_or(&empty);
+    if ledger.h2.is_some() && trailers.is_some() {
+        ledger.h2_header_lists(0, header_list_bytes(t));
+    }
+    verdict
+        .finish(
+            rx,
+            trailers.is_some(),
+            t.get("grpc-status").map(|v| v.as_bytes()),
+        )
+        .map_err(|v| judged(v, t, call.status_kind))
+}
+
+/// A verdict as a call error: its failure kind, and the status it counts under. `headers`:
+/// where a grpc-message may be (the trailers, or a trailers-only response's headers).
+fn judged(v: Verdict, headers: &HeaderMap, kind: FailureKind) -> CallError {
+    let (status, failure) = match v {
+        Verdict::HttpStatus { http, code } => (
+            Some(StatusKey::GrpcFromHttp {
+                code: code.as_u32(),
+                http,
+            }),
+            Failure::with(FailureKind::HttpStatus, v),
+        ),
+        Verdict::Status(code) => (
+            Some(StatusKey::Grpc(code.as_u32())),
+            status_failure(code, headers, kind),
+        ),
+        Verdict::Framing(e) => (None, Failure::with(FailureKind::GrpcFraming, e)),
+        Verdict::NoMessage
+        | Verdict::NoTrailers
+        | Verdict::NoStatus
+        | Verdict::Truncated
+        | Verdict::MoreThanOne => (None, Failure::with(FailureKind::BadResponse, v)),
     };
-    if ledger.h2.is_some() {
-        ledger.h2_header_lists(0, header_list_bytes(&trailers));
+    CallError {
+        status,
+        failure,
+        conn_broken: false,
+        unprocessed: false,
     }
-    if let Some(err) = status_error(&trailers, call.status_kind) {
-        return Err(err);
-    }
-    if !trailers.contains_key("grpc-status") {
-        return Err(CallError::plain(Failure::with(
-            FailureKind::BadResponse,
-            "trailers without grpc-status",
-        )));
-    }
-    let message = match grpc::decode(rx, max_message) {
-        Ok(Some(m)) => m,
-        Ok(None) => {
-            return Err(CallError::plain(Failure::with(
-                FailureKind::BadResponse,
-                "truncated response message",
-            )));
-        }
-        Err(e) => return Err(CallError::plain(Failure::with(FailureKind::GrpcFraming, e))),
-    };
-    if !rx.is_empty() {
-        return Err(CallError::plain(Failure::with(
-            FailureKind::BadResponse,
-            "more than one response message",
-        )));
-    }
-    Ok(message)
 }
 
 /// Name + value octets of a header list (HPACK's accounting without its 32-byte entry overhead).
@@ -481,17 +449,9 @@ thread_local! {
     static MESSAGE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
-/// `None` when grpc-status is 0 (or absent); otherwise the status as a call error.
-fn status_error(headers: &HeaderMap, kind: FailureKind) -> Option<CallError> {
-    let value = headers.get("grpc-status")?;
-    let code = match grpc::parse_status(value.as_bytes()) {
-        Ok(c) => c,
-        Err(e) => return Some(CallError::plain(Failure::with(FailureKind::GrpcFraming, e))),
-    };
-    if code == Code::Ok {
-        return None;
-    }
-    let failure = MESSAGE.with(|buf| {
+/// A non-zero grpc-status as a failure of `kind`, with its grpc-message when there is one.
+fn status_failure(code: Code, headers: &HeaderMap, kind: FailureKind) -> Failure {
+    MESSAGE.with(|buf| {
         // a reused buffer: the text is interned by Failure, so a repeated message allocates nothing
         let mut message = buf.borrow_mut();
         message.clear();
@@ -503,23 +463,5 @@ fn status_error(headers: &HeaderMap, kind: FailureKind) -> Option<CallError> {
         } else {
             Failure::with(kind, format_args!("{}: {}", code.as_str(), message))
         }
-    });
-    Some(CallError {
-        status: Some(StatusKey::Grpc(code.as_u32())),
-        failure,
-        conn_broken: false,
-        unprocessed: false,
     })
-}
-
-/// The gRPC spec's mapping of an HTTP status (from a non-gRPC hop) to a gRPC code.
-fn http_to_grpc(status: u16) -> Code {
-    match status {
-        400 => Code::Internal,
-        401 => Code::Unauthenticated,
-        403 => Code::PermissionDenied,
-        404 => Code::Unimplemented,
-        429 | 502 | 503 | 504 => Code::Unavailable,
-        _ => Code::Unknown,
-    }
 }

@@ -1,4 +1,7 @@
-//! gRPC length-prefixed message framing plus `grpc-status` / `grpc-message` header codecs.
+//! gRPC length-prefixed message framing plus `grpc-status` / `grpc-message` header codecs, and
+//! (`unary`) the verdict on a unary call's response.
+
+pub mod unary;
 
 use std::fmt;
 
