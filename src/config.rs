@@ -122,35 +122,8 @@ impl FromStr for Target {
     }
 }
 
-/// Which stack carries the requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Proto {
-    Http,
-    Grpc,
-}
-
-impl Proto {
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::Http => "http",
-            Proto::Grpc => "grpc",
-        }
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Proto::Http => "HTTP/1.1",
-            Proto::Grpc => "gRPC",
-        }
-    }
-}
-
-impl fmt::Display for Proto {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.title())
-    }
-}
+/// Which stack carries the requests (defined with the measurements, which are per stack).
+pub use crate::stats::Proto;
 
 /// One server address as given (`http://host:port`) and resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]

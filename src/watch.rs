@@ -496,7 +496,7 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
     };
     let conns = &w.conns;
     let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
-    let tcp = |f: fn(&net::TcpInfo) -> u64| {
+    let tcp = |f: fn(&crate::stats::TcpInfo) -> u64| {
         conns
             .iter()
             .filter_map(|c| c.tcp.as_ref())
@@ -904,8 +904,7 @@ async fn http_stream(
     let opened = Instant::now();
     let record = |io: &net::Io| {
         let tcp = net::tcp_info(io.tcp());
-        ConnRecord::from_ledger(
-            &ledger,
+        ledger.record(
             endpoint,
             local_port,
             opened.elapsed().as_micros() as u64,

@@ -100,7 +100,7 @@ fn fake_server(response: &'static [u8]) -> String {
     format!("http://{addr}")
 }
 
-fn allocations_for(endpoint: &str, n: u64) -> (u64, wirebench::engine::ProtoRun) {
+fn allocations_for(endpoint: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) {
     let cli = Cli::try_parse_from([
         "wirebench",
         "etcd",

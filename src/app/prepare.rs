@@ -7,11 +7,12 @@ use super::RunError;
 use crate::client;
 use crate::config::{Config, Endpoint, Proto, Target, WorkloadSpec};
 use crate::discover;
-use crate::engine::{self, ProtoRun};
+use crate::engine;
 use crate::net;
 use crate::report::Report;
 use crate::server::{ServeConfig, Server};
 use crate::stats::ProcessClock;
+use crate::stats::ProtoRun;
 use crate::workload::{self, Workload};
 
 /// A validated `Config`'s run as it will happen: what was learnt at run time, and the workload

@@ -4,8 +4,9 @@ use std::sync::atomic::Ordering;
 
 use super::{Prepared, RunError, emit, exit};
 use crate::config::{Config, Format};
-use crate::engine::{self, ProtoRun};
+use crate::engine;
 use crate::report::{self, Report};
+use crate::stats::ProtoRun;
 
 /// Runs every configured protocol in turn on what was prepared; the report covers them all.
 pub fn run(cfg: &Config, prepared: &Prepared) -> Result<(Report, Vec<ProtoRun>), RunError> {

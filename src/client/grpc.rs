@@ -13,7 +13,7 @@ use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, TE};
 use http::{HeaderMap, Method, Request, Uri, Version};
 
 use crate::net::{self, Alpn, Layers, Ledger, NetConfig};
-use crate::stats::{CloseRecord, ConnRecord, Failure, FailureKind, StatusKey};
+use crate::stats::{ConnRecord, Failure, FailureKind, StatusKey};
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
 use wirebench_wire::grpc::{self, Code};
 
@@ -136,13 +136,7 @@ impl Conn {
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
         let lifetime_us = opened.elapsed().as_micros() as u64;
-        let mut rec = ConnRecord::from_ledger(
-            &ledger,
-            endpoint,
-            local_port,
-            lifetime_us,
-            net::tcp_info(&fd),
-        );
+        let mut rec = ledger.record(endpoint, local_port, lifetime_us, net::tcp_info(&fd));
         let began = Instant::now();
         drop(send);
         let mut driver = driver;
@@ -156,13 +150,7 @@ impl Conn {
                 false
             }
         };
-        rec.close = Some(CloseRecord::since(
-            &rec,
-            &ledger,
-            net::tcp_info(&fd),
-            drained,
-            began.elapsed(),
-        ));
+        rec.close = Some(ledger.close_record(&rec, net::tcp_info(&fd), drained, began.elapsed()));
         rec
     }
 }

@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::client::io_failure;
 use crate::net::{self, Alpn, Io, Layers, Ledger, NetConfig};
-use crate::stats::{CloseRecord, ConnRecord, Failure, FailureKind};
+use crate::stats::{ConnRecord, Failure, FailureKind};
 use wirebench_wire::http1::{self, BodyKind, ChunkedDecoder};
 
 /// Read buffer growth step; responses larger than this grow the buffer once and keep it.
@@ -223,13 +223,9 @@ impl Conn {
     pub async fn close(mut self, bound: Duration) -> ConnRecord {
         let tcp = net::tcp_info(self.io.tcp());
         let lifetime_us = self.opened.elapsed().as_micros() as u64;
-        let mut rec = ConnRecord::from_ledger(
-            &self.ledger,
-            self.endpoint,
-            self.local_port,
-            lifetime_us,
-            tcp,
-        );
+        let mut rec = self
+            .ledger
+            .record(self.endpoint, self.local_port, lifetime_us, tcp);
         // The buffers go now, not when the close is done: a replacement connection may be
         // growing its own meanwhile.
         self.rbuf = BytesMut::new();
@@ -251,13 +247,10 @@ impl Conn {
         .await
         .unwrap_or(false);
         let tcp = net::tcp_info(self.io.tcp());
-        rec.close = Some(CloseRecord::since(
-            &rec,
-            &self.ledger,
-            tcp,
-            drained,
-            began.elapsed(),
-        ));
+        rec.close = Some(
+            self.ledger
+                .close_record(&rec, tcp, drained, began.elapsed()),
+        );
         rec
     }
 }

@@ -6,8 +6,6 @@ mod http1;
 mod pace;
 mod progress;
 
-pub use pace::TIMERFD;
-
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,9 +15,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::config::{Config, Endpoint, Proto, Stop};
-use crate::net::{H2Config, IoCalls, NetConfig};
+use crate::net::{H2Config, NetConfig};
 use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
-use crate::stats::{At, CpuTimes, Failure, FailureKind, RssSampler, Stats, StatusKey};
+use crate::stats::{
+    At, CpuTimes, Failure, FailureKind, IoCalls, Memory, ProtoRun, RssSampler, Stats, StatusKey,
+    WindowCost,
+};
 use crate::workload::Workload;
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.
@@ -29,69 +30,6 @@ pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
 /// command's put load uses the same).
 pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(10);
 pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(1);
-
-/// What one protocol run measured, merged over all threads.
-#[derive(Debug)]
-pub struct ProtoRun {
-    pub proto: Proto,
-    pub clients: usize,
-    /// connections opened at start (gRPC: --conns; HTTP/1.1: one per client)
-    pub conns: usize,
-    pub threads: usize,
-    pub stats: Stats,
-    /// the measured window: from the end of the warmup until the last worker's last request
-    pub elapsed: Duration,
-    /// what the worker threads cost over the measured window (and apart, outside it)
-    pub cost: WindowCost,
-    /// the server's CPU over the measured window, or why it could not be read
-    pub server_cpu: Option<Result<Duration, String>>,
-    /// the first successful response, as JSON
-    pub sample: Option<Value>,
-    pub interrupted: bool,
-    /// open loop: the target rate (requests/s over all clients)
-    pub rate: Option<f64>,
-    /// open loop: the pacers' timer ("timerfd", or tokio's 1 ms wheel when a timerfd failed)
-    pub pacer_timer: Option<&'static str>,
-    /// this process's memory around the run
-    pub memory: Option<Memory>,
-}
-
-/// The worker threads' cost, each counted on its own thread: over the measured window (CPU,
-/// kernel counters, data calls), and the kernel counters outside it (setup and close).
-#[derive(Debug, Clone, Default)]
-pub struct WindowCost {
-    pub cpu: CpuTimes,
-    pub kernel: KernelCounts,
-    pub outside: KernelCounts,
-    pub io: IoCalls,
-    /// why syscalls are not counted (perf events not permitted, ...), one line
-    pub kernel_unavailable: Option<String>,
-}
-
-impl WindowCost {
-    fn plus(self, o: WindowCost) -> WindowCost {
-        WindowCost {
-            cpu: self.cpu.plus(o.cpu),
-            kernel: self.kernel.plus(o.kernel),
-            outside: self.outside.plus(o.outside),
-            io: self.io.plus(o.io),
-            kernel_unavailable: self.kernel_unavailable.or(o.kernel_unavailable),
-        }
-    }
-}
-
-/// Resident memory of this process around one run (kiB).
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct Memory {
-    /// once the worker threads and their runtimes exist, before the first connect
-    pub rss_baseline_kib: u64,
-    /// once every connection was open (before the first request)
-    pub rss_connected_kib: u64,
-    /// mid-run: the sample nearest the middle of the measured window
-    pub rss_steady_kib: u64,
-    /// VmHWM at the end: the process's peak so far (earlier runs of the process included)
-    pub peak_rss_kib: u64,
-}
 
 /// How often the main thread samples RSS during the measured window.
 const RSS_EVERY: Duration = Duration::from_millis(20);

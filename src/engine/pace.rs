@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 
 use crate::config::Stop;
 use crate::stats::{Failure, FailureKind};
+use crate::stats::{TIMERFD, TOKIO_FALLBACK};
 
 /// Sends closer than this to their intended time are waited for by spinning: a timer wake
 /// costs more. Never released early either way.
@@ -73,11 +74,6 @@ pub(crate) struct Pacer {
     /// the timer the schedule ran on, once it started (see `timer`)
     timer: Cell<Option<&'static str>>,
 }
-
-/// What the pacer sleeps with.
-pub const TIMERFD: &str = "timerfd";
-/// tokio's timer wheel, when a timerfd could not be made or armed: whole milliseconds.
-pub(crate) const TOKIO_FALLBACK: &str = "tokio (1 ms resolution: a timerfd could not be used)";
 
 /// What a client gets from `Pacer::next`.
 pub(crate) enum Take {

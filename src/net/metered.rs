@@ -9,6 +9,11 @@ use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use std::time::Duration;
+
+use crate::stats::{
+    CloseRecord, ConnRecord, H2Dir, H2Layers, Http1Layers, IoCalls, TcpInfo, TlsLayer,
+};
 use wirebench_wire::h2sniff::H2Sniffer;
 
 /// The most one read syscall asks for.
@@ -78,52 +83,6 @@ pub struct Ledger {
 
 fn bump(c: &Cell<u64>, n: u64) {
     c.set(c.get() + n);
-}
-
-/// Data calls on this thread's sockets: reads and writes that moved bytes (a read of EOF
-/// counts), and those the kernel answered EAGAIN. Every socket read and write wirebench makes
-/// goes through `net::Metered` (or the close drain), which counts them here per thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct IoCalls {
-    pub reads: u64,
-    pub writes: u64,
-    pub read_would_block: u64,
-    pub write_would_block: u64,
-}
-
-impl IoCalls {
-    pub const ZERO: IoCalls = IoCalls {
-        reads: 0,
-        writes: 0,
-        read_would_block: 0,
-        write_would_block: 0,
-    };
-
-    pub fn since(self, earlier: IoCalls) -> IoCalls {
-        IoCalls {
-            reads: self.reads.saturating_sub(earlier.reads),
-            writes: self.writes.saturating_sub(earlier.writes),
-            read_would_block: self
-                .read_would_block
-                .saturating_sub(earlier.read_would_block),
-            write_would_block: self
-                .write_would_block
-                .saturating_sub(earlier.write_would_block),
-        }
-    }
-
-    pub fn plus(self, o: IoCalls) -> IoCalls {
-        IoCalls {
-            reads: self.reads + o.reads,
-            writes: self.writes + o.writes,
-            read_would_block: self.read_would_block + o.read_would_block,
-            write_would_block: self.write_would_block + o.write_would_block,
-        }
-    }
-
-    pub fn total(self) -> u64 {
-        self.reads + self.writes + self.read_would_block + self.write_would_block
-    }
 }
 
 thread_local! {
@@ -357,5 +316,84 @@ impl AsyncWrite for Metered {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+impl Ledger {
+    /// The record of this connection as it stands, with the TCP_INFO snapshot taken with it.
+    pub fn record(
+        &self,
+        endpoint: usize,
+        local_port: u16,
+        lifetime_us: u64,
+        tcp: Option<TcpInfo>,
+    ) -> ConnRecord {
+        let l = self;
+        ConnRecord {
+            endpoint,
+            local_ip: l.local_ip.get(),
+            local_port,
+            bytes_out: l.bytes_out.get(),
+            bytes_in: l.bytes_in.get(),
+            write_calls: l.write_calls.get(),
+            read_calls: l.read_calls.get(),
+            write_would_block: l.write_would_block.get(),
+            read_would_block: l.read_would_block.get(),
+            requests: l.requests.get(),
+            lifetime_us,
+            connect_us: l.connect_us.get(),
+            tcp,
+            http1: l.http1.as_ref().map(|t| Http1Layers {
+                requests: t.requests.get(),
+                responses: t.responses.get(),
+                request_head_bytes: t.request_head_bytes.get(),
+                request_body_bytes: t.request_body_bytes.get(),
+                response_head_bytes: t.response_head_bytes.get(),
+                response_body_bytes: t.response_body_bytes.get(),
+                chunk_framing_bytes: t.chunk_framing_bytes.get(),
+            }),
+            tls: l.tls_handshake_us.get().map(|h| TlsLayer {
+                handshakes: 1,
+                handshake_us: h,
+                plaintext_out: l.plain_out.get(),
+                plaintext_in: l.plain_in.get(),
+                record_overhead_out: l.bytes_out.get().saturating_sub(l.plain_out.get()),
+                record_overhead_in: l.bytes_in.get().saturating_sub(l.plain_in.get()),
+            }),
+            close: None,
+            h2: l.h2.as_ref().map(|t| {
+                let t = t.borrow();
+                H2Layers {
+                    out: H2Dir::from_counts(t.out.counts(), t.header_list_out),
+                    inbound: H2Dir::from_counts(t.inbound.counts(), t.header_list_in),
+                }
+            }),
+        }
+    }
+
+    /// The close of a connection whose record (snapshot) is `at`: the ledger and TCP_INFO now,
+    /// minus what the record holds.
+    pub fn close_record(
+        &self,
+        at: &ConnRecord,
+        tcp: Option<TcpInfo>,
+        drained: bool,
+        took: Duration,
+    ) -> CloseRecord {
+        let l = self;
+        let seg = |f: fn(&TcpInfo) -> u64| match (at.tcp.as_ref(), tcp.as_ref()) {
+            (Some(a), Some(b)) => Some(f(b).saturating_sub(f(a))),
+            _ => None,
+        };
+        CloseRecord {
+            bytes_out: l.bytes_out.get().saturating_sub(at.bytes_out),
+            bytes_in: l.bytes_in.get().saturating_sub(at.bytes_in),
+            segs_out: seg(|t| t.segs_out),
+            segs_in: seg(|t| t.segs_in),
+            data_segs_out: seg(|t| t.data_segs_out),
+            data_segs_in: seg(|t| t.data_segs_in),
+            drained,
+            duration_us: took.as_micros() as u64,
+        }
     }
 }

@@ -5,9 +5,9 @@ mod stream;
 mod tcpinfo;
 pub mod tls;
 
-pub use metered::{H2Tally, Http1Tally, IoCalls, Layers, Ledger, Metered, thread_io_calls};
+pub use metered::{H2Tally, Http1Tally, Layers, Ledger, Metered, thread_io_calls};
 pub use stream::{Alpn, Io, Opened, open};
-pub use tcpinfo::{TcpInfo, tcp_info};
+pub use tcpinfo::tcp_info;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};

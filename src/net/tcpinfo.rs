@@ -2,7 +2,7 @@
 
 use std::os::fd::AsRawFd;
 
-use serde::Serialize;
+use crate::stats::TcpInfo;
 
 /// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. Declared here
 /// because the libc crate's copy stops before the segment counters. The kernel fills as much of
@@ -69,27 +69,6 @@ struct RawTcpInfo {
 const TCPI_OPT_TIMESTAMPS: u8 = 1;
 /// Offset just past `tcpi_data_segs_out`: a kernel that fills less than this has no segment counters.
 const SEGS_END: usize = std::mem::offset_of!(RawTcpInfo, data_segs_out) + 4;
-
-/// What wirebench keeps of `TCP_INFO` for one connection.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct TcpInfo {
-    /// all segments sent, pure ACKs and retransmits included (tcpi_segs_out)
-    pub segs_out: u64,
-    /// all segments received (tcpi_segs_in)
-    pub segs_in: u64,
-    /// segments carrying payload sent (tcpi_data_segs_out)
-    pub data_segs_out: u64,
-    /// segments carrying payload received (tcpi_data_segs_in)
-    pub data_segs_in: u64,
-    /// segments retransmitted over the connection's life (tcpi_total_retrans)
-    pub retransmits: u64,
-    /// smoothed round-trip time, microseconds (tcpi_rtt)
-    pub rtt_us: u64,
-    /// send maximum segment size, bytes (tcpi_snd_mss)
-    pub mss: u64,
-    /// whether TCP timestamps were negotiated (12 option bytes on every segment)
-    pub timestamps: bool,
-}
 
 /// Reads `TCP_INFO` from a connected socket; `None` if the kernel refuses or is too old.
 pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {

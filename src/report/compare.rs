@@ -490,8 +490,8 @@ mod tests {
         use std::time::Duration;
 
         use crate::config::Proto;
-        use crate::net::IoCalls;
         use crate::report::tests::{conn, hdr, ok_ms, report, run, tcp};
+        use crate::stats::IoCalls;
 
         let mut r = run(Proto::Http);
         r.elapsed = Duration::from_secs(2);

@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::{Config, Endpoint, Stop};
-use crate::engine::ProtoRun;
-use crate::net::IoCalls;
+use crate::stats::IoCalls;
+use crate::stats::ProtoRun;
 use crate::stats::{CloseRecord, ConnRecord, H2Layers, Http1Layers, Latencies, TlsLayer};
 
 /// Version of the JSON layout below; bumped on any incompatible change (docs/json-schema.md).
@@ -746,7 +746,7 @@ fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
     let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
     // The segment figures cover the connections with TCP_INFO, and only their requests.
     let with_tcp = || conns.iter().filter_map(|c| c.tcp.as_ref().map(|t| (c, t)));
-    let tcp_sum = |f: fn(&crate::net::TcpInfo) -> u64| with_tcp().map(|(_, t)| f(t)).sum::<u64>();
+    let tcp_sum = |f: fn(&crate::stats::TcpInfo) -> u64| with_tcp().map(|(_, t)| f(t)).sum::<u64>();
     let requests = sum(|c| c.requests);
     let tcp_requests: u64 = with_tcp().map(|(c, _)| c.requests).sum();
     let headers = |out: bool| -> u64 {
@@ -915,12 +915,12 @@ mod tests {
 
     use super::*;
     use crate::config::{Endpoint, Proto};
-    use crate::engine::{Memory, WindowCost};
-    use crate::net::TcpInfo;
+    use crate::stats::TcpInfo;
     use crate::stats::perf::KernelCounts;
     use crate::stats::{
         At, CpuTimes, Failure, FailureKind, FrameTally, H2Dir, Stats, StatusKey, Timeline,
     };
+    use crate::stats::{Memory, WindowCost};
 
     // The helpers marked pub(super) are shared with the tests of `compare`.
 

@@ -648,7 +648,7 @@ fn render_open_loop(out: &mut String, o: &crate::report::OpenLoop) {
         o.achieved_rate,
         fmt_ms(o.average_send_lag_ms)
     );
-    if let Some(t) = o.timer.filter(|t| *t != crate::engine::TIMERFD) {
+    if let Some(t) = o.timer.filter(|t| *t != crate::stats::TIMERFD) {
         let _ = writeln!(
             out,
             "  the schedule ran on {t}: sends may go up to a millisecond after their time"

@@ -13,13 +13,12 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use bytes::{Buf, Bytes, BytesMut};
-use serde_json::{Map, Value};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-use wirebench_wire::json::rfc3339;
+pub use wirebench_wire::json::echo_response_json;
 use wirebench_wire::proto::echo::EchoResponse;
 
 /// The client connection preface of HTTP/2 (RFC 9113 §3.4).
@@ -319,39 +318,4 @@ pub(crate) fn echo_response(
     resp.handler_responded_at = Some(timestamp(SystemTime::now()));
     resp.sent_at = Some(timestamp(SystemTime::now()));
     resp
-}
-
-/// EchoResponse in protobuf's JSON mapping with the original (proto) field names.
-pub fn echo_response_json(r: &EchoResponse) -> Value {
-    let mut m = Map::new();
-    let mut headers: Vec<_> = r.headers.iter().collect();
-    headers.sort();
-    m.insert(
-        "headers".into(),
-        Value::Object(
-            headers
-                .into_iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                .collect(),
-        ),
-    );
-    m.insert("body".into(), Value::String(r.body.clone()));
-    if !r.remote_addr.is_empty() {
-        m.insert("remote_addr".into(), Value::String(r.remote_addr.clone()));
-    }
-    let ts = |t: &Option<prost_types::Timestamp>| {
-        t.as_ref()
-            .map(|t| Value::String(rfc3339(t.seconds, t.nanos)))
-    };
-    for (name, t) in [
-        ("received_at", &r.received_at),
-        ("handler_reached_at", &r.handler_reached_at),
-        ("handler_responded_at", &r.handler_responded_at),
-        ("sent_at", &r.sent_at),
-    ] {
-        if let Some(v) = ts(t) {
-            m.insert(name.into(), v);
-        }
-    }
-    Value::Object(m)
 }

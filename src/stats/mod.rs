@@ -1,6 +1,9 @@
 //! Per-worker measurements (latency histogram, outcomes, connection records) and their merge.
 
 pub mod perf;
+mod run;
+
+pub use run::{Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, WindowCost};
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -11,7 +14,6 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::net::{Ledger, TcpInfo};
 use wirebench_wire::grpc::Code;
 use wirebench_wire::h2sniff::{FrameType, H2Counts};
 
@@ -566,33 +568,6 @@ pub struct CloseRecord {
     pub duration_us: u64,
 }
 
-impl CloseRecord {
-    /// The close of a connection whose record (snapshot) is `at`: the ledger and TCP_INFO now,
-    /// minus what the record holds.
-    pub fn since(
-        at: &ConnRecord,
-        l: &Ledger,
-        tcp: Option<TcpInfo>,
-        drained: bool,
-        took: Duration,
-    ) -> CloseRecord {
-        let seg = |f: fn(&TcpInfo) -> u64| match (at.tcp.as_ref(), tcp.as_ref()) {
-            (Some(a), Some(b)) => Some(f(b).saturating_sub(f(a))),
-            _ => None,
-        };
-        CloseRecord {
-            bytes_out: l.bytes_out.get().saturating_sub(at.bytes_out),
-            bytes_in: l.bytes_in.get().saturating_sub(at.bytes_in),
-            segs_out: seg(|t| t.segs_out),
-            segs_in: seg(|t| t.segs_in),
-            data_segs_out: seg(|t| t.data_segs_out),
-            data_segs_in: seg(|t| t.data_segs_in),
-            drained,
-            duration_us: took.as_micros() as u64,
-        }
-    }
-}
-
 /// The TLS layer of one connection (or summed over several).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct TlsLayer {
@@ -616,56 +591,25 @@ impl TlsLayer {
     }
 }
 
-impl ConnRecord {
-    /// The ledger of a connection as it stands, with the TCP_INFO snapshot taken at close.
-    pub fn from_ledger(
-        l: &Ledger,
-        endpoint: usize,
-        local_port: u16,
-        lifetime_us: u64,
-        tcp: Option<TcpInfo>,
-    ) -> Self {
-        ConnRecord {
-            endpoint,
-            local_ip: l.local_ip.get(),
-            local_port,
-            bytes_out: l.bytes_out.get(),
-            bytes_in: l.bytes_in.get(),
-            write_calls: l.write_calls.get(),
-            read_calls: l.read_calls.get(),
-            write_would_block: l.write_would_block.get(),
-            read_would_block: l.read_would_block.get(),
-            requests: l.requests.get(),
-            lifetime_us,
-            connect_us: l.connect_us.get(),
-            tcp,
-            http1: l.http1.as_ref().map(|t| Http1Layers {
-                requests: t.requests.get(),
-                responses: t.responses.get(),
-                request_head_bytes: t.request_head_bytes.get(),
-                request_body_bytes: t.request_body_bytes.get(),
-                response_head_bytes: t.response_head_bytes.get(),
-                response_body_bytes: t.response_body_bytes.get(),
-                chunk_framing_bytes: t.chunk_framing_bytes.get(),
-            }),
-            tls: l.tls_handshake_us.get().map(|h| TlsLayer {
-                handshakes: 1,
-                handshake_us: h,
-                plaintext_out: l.plain_out.get(),
-                plaintext_in: l.plain_in.get(),
-                record_overhead_out: l.bytes_out.get().saturating_sub(l.plain_out.get()),
-                record_overhead_in: l.bytes_in.get().saturating_sub(l.plain_in.get()),
-            }),
-            close: None,
-            h2: l.h2.as_ref().map(|t| {
-                let t = t.borrow();
-                H2Layers {
-                    out: H2Dir::from_counts(t.out.counts(), t.header_list_out),
-                    inbound: H2Dir::from_counts(t.inbound.counts(), t.header_list_in),
-                }
-            }),
-        }
-    }
+/// What wirebench keeps of `TCP_INFO` for one connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TcpInfo {
+    /// all segments sent, pure ACKs and retransmits included (tcpi_segs_out)
+    pub segs_out: u64,
+    /// all segments received (tcpi_segs_in)
+    pub segs_in: u64,
+    /// segments carrying payload sent (tcpi_data_segs_out)
+    pub data_segs_out: u64,
+    /// segments carrying payload received (tcpi_data_segs_in)
+    pub data_segs_in: u64,
+    /// segments retransmitted over the connection's life (tcpi_total_retrans)
+    pub retransmits: u64,
+    /// smoothed round-trip time, microseconds (tcpi_rtt)
+    pub rtt_us: u64,
+    /// send maximum segment size, bytes (tcpi_snd_mss)
+    pub mss: u64,
+    /// whether TCP timestamps were negotiated (12 option bytes on every segment)
+    pub timestamps: bool,
 }
 
 /// HTTP/1.1 bytes by layer on one connection (or summed over several).
@@ -728,7 +672,7 @@ pub struct H2Dir {
 }
 
 impl H2Dir {
-    fn from_counts(c: &H2Counts, header_list_bytes: u64) -> H2Dir {
+    pub fn from_counts(c: &H2Counts, header_list_bytes: u64) -> H2Dir {
         let frames = FrameType::ALL
             .iter()
             .zip(c.frames.iter())
@@ -1045,6 +989,52 @@ mod tests {
         assert_eq!(a.errors[&Failure::new(FailureKind::Timeout)], 1);
         assert_eq!(a.latency.min_ns, 10_000);
         assert_eq!(a.latency.max_ns, 30_000);
+    }
+}
+
+/// Data calls on this thread's sockets: reads and writes that moved bytes (a read of EOF
+/// counts), and those the kernel answered EAGAIN. Every socket read and write wirebench makes
+/// goes through `net::Metered` (or the close drain), which counts them here per thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct IoCalls {
+    pub reads: u64,
+    pub writes: u64,
+    pub read_would_block: u64,
+    pub write_would_block: u64,
+}
+
+impl IoCalls {
+    pub const ZERO: IoCalls = IoCalls {
+        reads: 0,
+        writes: 0,
+        read_would_block: 0,
+        write_would_block: 0,
+    };
+
+    pub fn since(self, earlier: IoCalls) -> IoCalls {
+        IoCalls {
+            reads: self.reads.saturating_sub(earlier.reads),
+            writes: self.writes.saturating_sub(earlier.writes),
+            read_would_block: self
+                .read_would_block
+                .saturating_sub(earlier.read_would_block),
+            write_would_block: self
+                .write_would_block
+                .saturating_sub(earlier.write_would_block),
+        }
+    }
+
+    pub fn plus(self, o: IoCalls) -> IoCalls {
+        IoCalls {
+            reads: self.reads + o.reads,
+            writes: self.writes + o.writes,
+            read_would_block: self.read_would_block + o.read_would_block,
+            write_would_block: self.write_would_block + o.write_would_block,
+        }
+    }
+
+    pub fn total(self) -> u64 {
+        self.reads + self.writes + self.read_would_block + self.write_would_block
     }
 }
 

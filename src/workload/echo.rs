@@ -12,11 +12,11 @@ use serde_json::Value;
 
 use crate::client::grpc::Call;
 use crate::config::Endpoint;
-use crate::server::echo_response_json;
 use crate::stats::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
+use wirebench_wire::json::echo_response_json;
 use wirebench_wire::proto::echo::{EchoRequest, EchoResponse};
 
 pub const GRPC_PATH: &str = "/grpc_echo.v1.EchoService/Echo";

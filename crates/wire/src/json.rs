@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
+use crate::proto::echo::EchoResponse;
 use crate::proto::etcd::{KeyValue, PutResponse, RangeResponse, ResponseHeader};
 
 /// Appends `data` base64-encoded (standard alphabet, padded) to `dst` without allocating.
@@ -174,6 +175,41 @@ pub fn rfc3339(seconds: i64, nanos: i32) -> String {
         format!(".{nanos:09}")
     };
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}{frac}Z")
+}
+
+/// EchoResponse in protobuf's JSON mapping with the original (proto) field names.
+pub fn echo_response_json(r: &EchoResponse) -> Value {
+    let mut m = Map::new();
+    let mut headers: Vec<_> = r.headers.iter().collect();
+    headers.sort();
+    m.insert(
+        "headers".into(),
+        Value::Object(
+            headers
+                .into_iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        ),
+    );
+    m.insert("body".into(), Value::String(r.body.clone()));
+    if !r.remote_addr.is_empty() {
+        m.insert("remote_addr".into(), Value::String(r.remote_addr.clone()));
+    }
+    let ts = |t: &Option<prost_types::Timestamp>| {
+        t.as_ref()
+            .map(|t| Value::String(rfc3339(t.seconds, t.nanos)))
+    };
+    for (name, t) in [
+        ("received_at", &r.received_at),
+        ("handler_reached_at", &r.handler_reached_at),
+        ("handler_responded_at", &r.handler_responded_at),
+        ("sent_at", &r.sent_at),
+    ] {
+        if let Some(v) = ts(t) {
+            m.insert(name.into(), v);
+        }
+    }
+    Value::Object(m)
 }
 
 #[cfg(test)]

@@ -1,0 +1,108 @@
+//! What one protocol run measured, merged over its worker threads: the figures the report
+//! derives from.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::stats::perf::KernelCounts;
+use crate::stats::{CpuTimes, IoCalls, Stats};
+
+/// Which stack carries the requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Http,
+    Grpc,
+}
+
+impl Proto {
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Http => "http",
+            Proto::Grpc => "grpc",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Proto::Http => "HTTP/1.1",
+            Proto::Grpc => "gRPC",
+        }
+    }
+}
+
+impl fmt::Display for Proto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.title())
+    }
+}
+
+/// What one protocol run measured, merged over all threads.
+#[derive(Debug)]
+pub struct ProtoRun {
+    pub proto: Proto,
+    pub clients: usize,
+    /// connections opened at start (gRPC: --conns; HTTP/1.1: one per client)
+    pub conns: usize,
+    pub threads: usize,
+    pub stats: Stats,
+    /// the measured window: from the end of the warmup until the last worker's last request
+    pub elapsed: Duration,
+    /// what the worker threads cost over the measured window (and apart, outside it)
+    pub cost: WindowCost,
+    /// the server's CPU over the measured window, or why it could not be read
+    pub server_cpu: Option<Result<Duration, String>>,
+    /// the first successful response, as JSON
+    pub sample: Option<Value>,
+    pub interrupted: bool,
+    /// open loop: the target rate (requests/s over all clients)
+    pub rate: Option<f64>,
+    /// open loop: the pacers' timer ("timerfd", or tokio's 1 ms wheel when a timerfd failed)
+    pub pacer_timer: Option<&'static str>,
+    /// this process's memory around the run
+    pub memory: Option<Memory>,
+}
+
+/// The worker threads' cost, each counted on its own thread: over the measured window (CPU,
+/// kernel counters, data calls), and the kernel counters outside it (setup and close).
+#[derive(Debug, Clone, Default)]
+pub struct WindowCost {
+    pub cpu: CpuTimes,
+    pub kernel: KernelCounts,
+    pub outside: KernelCounts,
+    pub io: IoCalls,
+    /// why syscalls are not counted (perf events not permitted, ...), one line
+    pub kernel_unavailable: Option<String>,
+}
+
+impl WindowCost {
+    pub fn plus(self, o: WindowCost) -> WindowCost {
+        WindowCost {
+            cpu: self.cpu.plus(o.cpu),
+            kernel: self.kernel.plus(o.kernel),
+            outside: self.outside.plus(o.outside),
+            io: self.io.plus(o.io),
+            kernel_unavailable: self.kernel_unavailable.or(o.kernel_unavailable),
+        }
+    }
+}
+
+/// Resident memory of this process around one run (kiB).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Memory {
+    /// once the worker threads and their runtimes exist, before the first connect
+    pub rss_baseline_kib: u64,
+    /// once every connection was open (before the first request)
+    pub rss_connected_kib: u64,
+    /// mid-run: the sample nearest the middle of the measured window
+    pub rss_steady_kib: u64,
+    /// VmHWM at the end: the process's peak so far (earlier runs of the process included)
+    pub peak_rss_kib: u64,
+}
+
+/// What the open-loop pacer slept with (`ProtoRun::pacer_timer`): a timerfd.
+pub const TIMERFD: &str = "timerfd";
+/// tokio's timer wheel, when a timerfd could not be made or armed: whole milliseconds.
+pub const TOKIO_FALLBACK: &str = "tokio (1 ms resolution: a timerfd could not be used)";
