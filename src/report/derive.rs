@@ -1,0 +1,440 @@
+//! The derivation of every report figure from a run's measurements: the one place figures
+//! are computed.
+
+use super::*;
+
+pub(super) fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+pub(super) fn per(n: u64, d: u64) -> f64 {
+    if d == 0 { 0.0 } else { n as f64 / d as f64 }
+}
+
+pub(super) fn ratio(grpc: f64, http: f64) -> Option<f64> {
+    (http > 0.0 && grpc.is_finite()).then(|| grpc / http)
+}
+
+pub(super) fn ratio_opt(grpc: Option<f64>, http: Option<f64>) -> Option<f64> {
+    ratio(grpc?, http?)
+}
+
+/// Failures by kind and message, most frequent first (ties by kind, then message).
+pub fn error_counts(
+    errors: &std::collections::HashMap<crate::stats::Failure, u64>,
+) -> Vec<ErrorCount> {
+    let mut v: Vec<ErrorCount> = errors
+        .iter()
+        .map(|(f, &count)| ErrorCount {
+            kind: f.kind.as_str(),
+            message: f.detail.as_deref().map(str::to_string),
+            count,
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(a.kind.cmp(b.kind))
+            .then_with(|| a.message.cmp(&b.message))
+    });
+    v
+}
+
+/// IP + TCP header bytes of `segments` segments: IPv4 20 or IPv6 40, TCP 20, plus 12 bytes of
+/// timestamp option on every segment when negotiated (Linux pads it to 12). SACK blocks and other
+/// options on some segments are not counted: the figure is a floor.
+pub fn ip_tcp_header_bytes(segments: u64, ipv6: bool, timestamps: bool) -> u64 {
+    let ip = if ipv6 { 40 } else { 20 };
+    let tcp = 20 + if timestamps { 12 } else { 0 };
+    segments * (ip + tcp)
+}
+
+pub(super) fn layer_totals(conns: &[ConnRecord], requests: u64) -> Option<LayerTotals> {
+    let mut http1: Option<Http1Layers> = None;
+    let mut h2: Option<H2Layers> = None;
+    for c in conns {
+        if let Some(l) = &c.http1 {
+            http1.get_or_insert_with(Default::default).add(l);
+        }
+        if let Some(l) = &c.h2 {
+            let t = h2.get_or_insert_with(Default::default);
+            t.out.add(&l.out);
+            t.inbound.add(&l.inbound);
+        }
+    }
+    if http1.is_none() && h2.is_none() {
+        return None;
+    }
+    let (setup_out, setup_in) = h2
+        .as_ref()
+        .map_or((0, 0), |h| (h.out.setup_bytes, h.inbound.setup_bytes));
+    let bytes_out: u64 = conns.iter().map(|c| c.bytes_out).sum();
+    let bytes_in: u64 = conns.iter().map(|c| c.bytes_in).sum();
+    Some(LayerTotals {
+        http1,
+        h2,
+        setup_bytes_out: setup_out,
+        setup_bytes_in: setup_in,
+        bytes_out_per_request_after_setup: per(bytes_out.saturating_sub(setup_out), requests),
+        bytes_in_per_request_after_setup: per(bytes_in.saturating_sub(setup_in), requests),
+    })
+}
+
+pub(super) fn distribution(lat: &Latencies) -> Vec<Percentile> {
+    if lat.count == 0 {
+        return Vec::new();
+    }
+    PERCENTILES
+        .iter()
+        .map(|&p| Percentile {
+            percentile: p,
+            latency_ms: ms(lat.quantile_ns(p / 100.0) as f64),
+        })
+        .collect()
+}
+
+pub(super) fn open_loop(run: &ProtoRun) -> Option<OpenLoop> {
+    let target_rate = run.rate?;
+    let st = &run.stats;
+    let secs = run.elapsed.as_secs_f64();
+    let unc = st.uncorrected.clone().unwrap_or_default();
+    Some(OpenLoop {
+        target_rate,
+        achieved_rate: if secs > 0.0 {
+            st.written as f64 / secs
+        } else {
+            0.0
+        },
+        expired_sends: st.expired,
+        timer: run.pacer_timer,
+        late_sends: st.late,
+        average_send_lag_ms: if st.lagged_sends == 0 {
+            0.0
+        } else {
+            ms(st.send_lag_sum.as_nanos() as f64 / st.lagged_sends as f64)
+        },
+        max_send_lag_ms: ms(st.max_send_lag.as_nanos() as f64),
+        uncorrected_average_ms: ms(unc.mean_ns()),
+        uncorrected_slowest_ms: if unc.count == 0 {
+            0.0
+        } else {
+            ms(unc.max_ns as f64)
+        },
+        uncorrected_distribution: distribution(&unc),
+    })
+}
+
+pub(super) fn per_endpoint(run: &ProtoRun, endpoints: &[String], roles: &[String]) -> Vec<EndpointReport> {
+    let secs = run.elapsed.as_secs_f64();
+    run.stats
+        .per_endpoint
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let q = |p: f64| {
+                if e.latency.count == 0 {
+                    0.0
+                } else {
+                    ms(e.latency.quantile_ns(p) as f64)
+                }
+            };
+            EndpointReport {
+                endpoint: endpoints.get(i).cloned().unwrap_or_default(),
+                role: roles.get(i).cloned(),
+                count: e.ok + e.failed,
+                ok: e.ok,
+                failed: e.failed,
+                requests_per_sec: if secs > 0.0 {
+                    (e.ok + e.failed) as f64 / secs
+                } else {
+                    0.0
+                },
+                p50_ms: q(0.5),
+                p90_ms: q(0.9),
+                p99_ms: q(0.99),
+            }
+        })
+        .collect()
+}
+
+pub(super) fn timeline(run: &ProtoRun) -> Vec<TimelinePoint> {
+    let t = &run.stats.timeline;
+    t.buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let q = |p: f64| {
+                if b.ok == 0 {
+                    0.0
+                } else {
+                    b.hist.value_at_quantile(p) as f64 / 1000.0
+                }
+            };
+            TimelinePoint {
+                t_s: i as u64 * t.width_s,
+                width_s: t.width_s,
+                ok: b.ok,
+                errors: b.failed,
+                requests_per_sec: (b.ok + b.failed) as f64 / t.width_s as f64,
+                p50_ms: q(0.5),
+                p99_ms: q(0.99),
+            }
+        })
+        .collect()
+}
+
+pub(super) fn connect_times(conns: &[ConnRecord]) -> Option<ConnectTimes> {
+    if conns.is_empty() {
+        return None;
+    }
+    let mut lat = Latencies::default();
+    for c in conns {
+        lat.record(std::time::Duration::from_micros(c.connect_us));
+    }
+    Some(ConnectTimes {
+        connections: lat.count,
+        average_ms: ms(lat.mean_ns()),
+        fastest_ms: ms(lat.min_ns as f64),
+        slowest_ms: ms(lat.max_ns as f64),
+        histogram: buckets(&lat),
+        distribution: distribution(&lat),
+    })
+}
+
+pub(super) fn memory(run: &ProtoRun, includes_server: bool) -> Option<MemoryReport> {
+    let m = run.memory?;
+    let grown = m.rss_steady_kib.saturating_sub(m.rss_baseline_kib) * 1024;
+    Some(MemoryReport {
+        rss_baseline_kib: m.rss_baseline_kib,
+        rss_connected_kib: m.rss_connected_kib,
+        rss_steady_kib: m.rss_steady_kib,
+        peak_rss_kib: m.peak_rss_kib,
+        rss_per_connection_bytes: per(grown, run.conns as u64),
+        rss_per_in_flight_bytes: per(grown, run.clients as u64),
+        includes_server,
+    })
+}
+
+/// Per request, or None when the count itself is unknown.
+pub(super) fn per_opt(n: Option<u64>, d: u64) -> Option<f64> {
+    n.map(|n| per(n, d))
+}
+
+pub(super) fn cost(run: &ProtoRun) -> Cost {
+    let c = &run.cost;
+    let requests = run.stats.written;
+    let io = c.io;
+    let (server_cpu_ns, server_cpu_error) = match &run.server_cpu {
+        Some(Ok(d)) => (Some(d.as_nanos() as u64), None),
+        Some(Err(e)) => (None, Some(e.clone())),
+        None => (None, None),
+    };
+    Cost {
+        requests,
+        client_cpu_user_us: c.cpu.user_us,
+        client_cpu_sys_us: c.cpu.sys_us,
+        client_cpu_us_per_request: per(c.cpu.total_us(), requests),
+        syscalls: c.kernel.syscalls,
+        syscalls_per_request: per_opt(c.kernel.syscalls, requests),
+        context_switches: c.kernel.context_switches,
+        context_switches_per_request: per_opt(c.kernel.context_switches, requests),
+        instructions: c.kernel.instructions,
+        instructions_per_request: per_opt(c.kernel.instructions, requests),
+        cycles: c.kernel.cycles,
+        cycles_per_request: per_opt(c.kernel.cycles, requests),
+        kernel_counters_unavailable: c.kernel_unavailable.clone(),
+        syscalls_outside_window: c.outside.syscalls,
+        context_switches_outside_window: c.outside.context_switches,
+        data_calls: io,
+        reads_per_request: per(io.reads, requests),
+        writes_per_request: per(io.writes, requests),
+        read_would_block_per_request: per(io.read_would_block, requests),
+        write_would_block_per_request: per(io.write_would_block, requests),
+        other_syscalls_per_request: per_opt(
+            c.kernel.syscalls.map(|s| s.saturating_sub(io.total())),
+            requests,
+        ),
+        server_cpu_ns,
+        server_cpu_us_per_request: server_cpu_ns.map(|ns| per(ns, requests) / 1000.0),
+        server_cpu_error,
+    }
+}
+
+impl RunReport {
+    /// `endpoints`: the run's endpoints; `roles`: their etcd roles when discovered.
+    /// `includes_server`: the built-in server runs in this process (its memory is in ours).
+    pub fn from_run(
+        run: &ProtoRun,
+        endpoints: &[crate::config::Endpoint],
+        roles: &[String],
+        includes_server: bool,
+    ) -> RunReport {
+        let ipv6: Vec<bool> = endpoints.iter().map(|e| e.addr.is_ipv6()).collect();
+        let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
+        let st = &run.stats;
+        let lat = &st.latency;
+        let secs = run.elapsed.as_secs_f64();
+        let count = st.count();
+        let summary = Summary {
+            count,
+            ok: st.ok,
+            failed: st.failed,
+            warmup_requests: st.warmup,
+            written: st.written,
+            retried: st.retried,
+            reauthenticated: st.reauthenticated,
+            total_s: secs,
+            slowest_ms: if lat.count == 0 {
+                0.0
+            } else {
+                ms(lat.max_ns as f64)
+            },
+            fastest_ms: if lat.count == 0 {
+                0.0
+            } else {
+                ms(lat.min_ns as f64)
+            },
+            average_ms: ms(lat.mean_ns()),
+            stddev_ms: ms(lat.stddev_ns()),
+            requests_per_sec: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+            ok_per_sec: if secs > 0.0 { st.ok as f64 / secs } else { 0.0 },
+        };
+        let latency_distribution = distribution(lat);
+        let mut status_distribution: Vec<StatusCount> = st
+            .statuses
+            .iter()
+            .map(|(k, &count)| StatusCount {
+                status: k.to_string(),
+                count,
+            })
+            .collect();
+        status_distribution.sort_by_key(|s| std::cmp::Reverse(s.count));
+        let error_distribution = error_counts(&st.errors);
+
+        RunReport {
+            proto: run.proto.name(),
+            title: run.proto.title(),
+            clients: run.clients,
+            connections: run.conns,
+            threads: run.threads,
+            interrupted: run.interrupted,
+            summary,
+            histogram: buckets(lat),
+            latency_distribution,
+            status_distribution,
+            error_distribution,
+            cost: cost(run),
+            wire: wire(run, &ipv6),
+            open_loop: open_loop(run),
+            per_endpoint: per_endpoint(run, &urls, roles),
+            timeline: timeline(run),
+            connect_times: connect_times(&st.conns),
+            memory: memory(run, includes_server),
+            per_connection: st.conns.clone(),
+            sample_response: run.sample.clone(),
+        }
+    }
+
+    pub fn percentile_ms(&self, p: f64) -> f64 {
+        percentile_in(&self.latency_distribution, p)
+    }
+}
+
+/// Percentile `p` of a distribution (0 when it is empty).
+pub fn percentile_in(dist: &[Percentile], p: f64) -> f64 {
+    dist.iter()
+        .find(|x| x.percentile == p)
+        .map_or(0.0, |x| x.latency_ms)
+}
+
+/// ghz's response-time histogram: 10 equal-width buckets from fastest to slowest, each counting
+/// the latencies at or below its mark (HDR-bucket resolution: 0.1%, rounded down).
+pub(super) fn buckets(lat: &Latencies) -> Vec<Bucket> {
+    if lat.count == 0 {
+        return Vec::new();
+    }
+    let (lo, hi) = (lat.min_ns as f64, lat.max_ns as f64);
+    const BUCKETS: usize = 10;
+    let width = (hi - lo) / BUCKETS as f64;
+    let marks: Vec<f64> = (0..=BUCKETS).map(|i| lo + width * i as f64).collect();
+    let mut counts = vec![0u64; marks.len()];
+    for v in lat.hist.iter_recorded() {
+        // The lowest value of the HDR bucket, clamped into [fastest, slowest]: the fastest
+        // latency then lands under the first mark (ghz's layout), whatever its bucket's width.
+        let value = (lat.hist.lowest_equivalent(v.value_iterated_to()) as f64).clamp(lo, hi);
+        let i = marks.iter().position(|&m| value <= m).unwrap_or(BUCKETS);
+        counts[i] += v.count_at_value();
+    }
+    marks
+        .into_iter()
+        .zip(counts)
+        .map(|(m, count)| Bucket {
+            mark_ms: ms(m),
+            count,
+        })
+        .collect()
+}
+
+pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
+    let conns = &run.stats.conns;
+    let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
+    // The segment figures cover the connections with TCP_INFO, and only their requests.
+    let with_tcp = || conns.iter().filter_map(|c| c.tcp.as_ref().map(|t| (c, t)));
+    let tcp_sum = |f: fn(&crate::stats::TcpInfo) -> u64| with_tcp().map(|(_, t)| f(t)).sum::<u64>();
+    let requests = sum(|c| c.requests);
+    let tcp_requests: u64 = with_tcp().map(|(c, _)| c.requests).sum();
+    let headers = |out: bool| -> u64 {
+        with_tcp()
+            .map(|(c, t)| {
+                let v6 = ipv6.get(c.endpoint).copied().unwrap_or(false);
+                ip_tcp_header_bytes(if out { t.segs_out } else { t.segs_in }, v6, t.timestamps)
+            })
+            .sum()
+    };
+    let (hdr_out, hdr_in) = (headers(true), headers(false));
+    let tcp_bytes_out: u64 = with_tcp().map(|(c, _)| c.bytes_out).sum();
+    let tcp_bytes_in: u64 = with_tcp().map(|(c, _)| c.bytes_in).sum();
+    Wire {
+        connections_opened: conns.len() as u64,
+        reconnects: run.stats.reconnects,
+        connect_failures: run.stats.connect_failures,
+        connect_error: run.stats.connect_error.as_ref().map(ToString::to_string),
+        requests_on_wire: requests,
+        requests_per_connection: per(requests, conns.len() as u64),
+        bytes_out: sum(|c| c.bytes_out),
+        bytes_in: sum(|c| c.bytes_in),
+        bytes_out_per_request: per(sum(|c| c.bytes_out), requests),
+        bytes_in_per_request: per(sum(|c| c.bytes_in), requests),
+        write_calls: sum(|c| c.write_calls),
+        read_calls: sum(|c| c.read_calls),
+        write_calls_per_request: per(sum(|c| c.write_calls), requests),
+        read_calls_per_request: per(sum(|c| c.read_calls), requests),
+        write_would_block: sum(|c| c.write_would_block),
+        read_would_block: sum(|c| c.read_would_block),
+        requests_with_tcp_info: tcp_requests,
+        segments_out: tcp_sum(|t| t.segs_out),
+        segments_in: tcp_sum(|t| t.segs_in),
+        data_segments_out: tcp_sum(|t| t.data_segs_out),
+        data_segments_in: tcp_sum(|t| t.data_segs_in),
+        segments_out_per_request: per(tcp_sum(|t| t.segs_out), tcp_requests),
+        segments_in_per_request: per(tcp_sum(|t| t.segs_in), tcp_requests),
+        data_segments_out_per_request: per(tcp_sum(|t| t.data_segs_out), tcp_requests),
+        data_segments_in_per_request: per(tcp_sum(|t| t.data_segs_in), tcp_requests),
+        retransmits: tcp_sum(|t| t.retransmits),
+        connections_without_tcp_info: conns.iter().filter(|c| c.tcp.is_none()).count() as u64,
+        ip_tcp_header_bytes_out: hdr_out,
+        ip_tcp_header_bytes_in: hdr_in,
+        wire_bytes_out_per_request: per(tcp_bytes_out + hdr_out, tcp_requests),
+        wire_bytes_in_per_request: per(tcp_bytes_in + hdr_in, tcp_requests),
+        close: CloseTotals::of(conns),
+        layers: layer_totals(conns, requests),
+        tls: conns
+            .iter()
+            .filter_map(|c| c.tls.as_ref())
+            .fold(None, |acc: Option<TlsLayer>, t| {
+                let mut a = acc.unwrap_or_default();
+                a.add(t);
+                Some(a)
+            }),
+    }
+}
