@@ -20,7 +20,7 @@ use crate::client::grpc::{self, Call};
 use crate::client::http1;
 use crate::config::Endpoint;
 use crate::net::{H2Config, Layers, NetConfig};
-use crate::stats::FailureKind;
+use crate::outcome::FailureKind;
 use wirebench_wire::grpc as grpc_wire;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::json::GwError;

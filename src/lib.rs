@@ -41,6 +41,7 @@ pub mod config;
 pub mod discover;
 pub mod engine;
 pub mod net;
+pub mod outcome;
 pub mod report;
 pub mod server;
 pub mod stats;

@@ -23,7 +23,8 @@ use crate::client::grpc::{Call, Conn as GrpcConn, H2Config, unary};
 use crate::client::http1::Conn as HttpConn;
 use crate::config::{Endpoint, Format, Proto};
 use crate::net::{self, Layers, NetConfig};
-use crate::stats::{ConnRecord, Failure, FailureKind, Latencies};
+use crate::outcome::{Failure, FailureKind};
+use crate::stats::{ConnRecord, Latencies};
 use wirebench_wire::http1::{self as h1, BodyKind, ChunkedDecoder, RequestTemplate};
 use wirebench_wire::json::{self, GwError, GwResponse};
 use wirebench_wire::proto::etcd::{

@@ -13,7 +13,8 @@ use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, TE};
 use http::{HeaderMap, Method, Request, Uri, Version};
 
 use crate::net::{self, Alpn, Layers, Ledger, NetConfig};
-use crate::stats::{ConnRecord, Failure, FailureKind, StatusKey};
+use crate::outcome::{Failure, FailureKind, StatusKey};
+use crate::stats::ConnRecord;
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
 use wirebench_wire::grpc::{self, Code};
 

@@ -10,7 +10,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::client::io_failure;
 use crate::net::{self, Alpn, Io, Layers, Ledger, NetConfig};
-use crate::stats::{ConnRecord, Failure, FailureKind};
+use crate::outcome::{Failure, FailureKind};
+use crate::stats::ConnRecord;
 use wirebench_wire::http1::{self, BodyKind, ChunkedDecoder};
 
 /// Read buffer growth step; responses larger than this grow the buffer once and keep it.

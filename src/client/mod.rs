@@ -5,7 +5,7 @@ pub mod http1;
 
 use std::io;
 
-use crate::stats::{Failure, FailureKind};
+use crate::outcome::{Failure, FailureKind};
 
 /// A failure kind for an IO error, with the OS's words as detail.
 pub fn io_failure(e: &io::Error) -> Failure {

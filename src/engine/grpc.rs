@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use crate::client::grpc::{self as grpc_client, CallError, Conn};
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
 use crate::net::Ledger;
-use crate::stats::{Failure, FailureKind, StatusKey};
+use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::etcd::{authenticate_grpc, is_invalid_token};
 use wirebench_wire::grpc::Code;
 

@@ -7,7 +7,7 @@ use bytes::BytesMut;
 
 use crate::client::http1::Conn;
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
-use crate::stats::{Failure, FailureKind};
+use crate::outcome::{Failure, FailureKind};
 use crate::workload::etcd::{authenticate_http, is_invalid_token};
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {

@@ -16,11 +16,9 @@ use serde_json::Value;
 
 use crate::config::{Config, Endpoint, Proto, Stop};
 use crate::net::{H2Config, NetConfig};
+use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
-use crate::stats::{
-    At, CpuTimes, Failure, FailureKind, IoCalls, Memory, ProtoRun, RssSampler, Stats, StatusKey,
-    WindowCost,
-};
+use crate::stats::{At, CpuTimes, IoCalls, Memory, ProtoRun, RssSampler, Stats, WindowCost};
 use crate::workload::Workload;
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.

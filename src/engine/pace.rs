@@ -11,7 +11,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
 use crate::config::Stop;
-use crate::stats::{Failure, FailureKind};
+use crate::outcome::{Failure, FailureKind};
 use crate::stats::{TIMERFD, TOKIO_FALLBACK};
 
 /// Sends closer than this to their intended time are waited for by spinning: a timer wake

@@ -21,7 +21,7 @@ pub(super) fn ratio_opt(grpc: Option<f64>, http: Option<f64>) -> Option<f64> {
 
 /// Failures by kind and message, most frequent first (ties by kind, then message).
 pub fn error_counts(
-    errors: &std::collections::HashMap<crate::stats::Failure, u64>,
+    errors: &std::collections::HashMap<crate::outcome::Failure, u64>,
 ) -> Vec<ErrorCount> {
     let mut v: Vec<ErrorCount> = errors
         .iter()
@@ -124,7 +124,11 @@ pub(super) fn open_loop(run: &ProtoRun) -> Option<OpenLoop> {
     })
 }
 
-pub(super) fn per_endpoint(run: &ProtoRun, endpoints: &[String], roles: &[String]) -> Vec<EndpointReport> {
+pub(super) fn per_endpoint(
+    run: &ProtoRun,
+    endpoints: &[String],
+    roles: &[String],
+) -> Vec<EndpointReport> {
     let secs = run.elapsed.as_secs_f64();
     run.stats
         .per_endpoint

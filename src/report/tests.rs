@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::config::{Endpoint, Proto};
+use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::stats::TcpInfo;
 use crate::stats::perf::KernelCounts;
-use crate::stats::{
-    At, CpuTimes, Failure, FailureKind, FrameTally, H2Dir, Stats, StatusKey, Timeline,
-};
+use crate::stats::{At, CpuTimes, FrameTally, H2Dir, Stats, Timeline};
 use crate::stats::{Memory, WindowCost};
 
 // The helpers marked pub(super) are shared with the tests of `compare`.
@@ -1001,12 +1000,40 @@ fn ratio_runs() -> [ProtoRun; 2] {
     [h, g]
 }
 
+/// `wirebench etcd put -n 3000` as the cli validates it (the defaults written out).
 fn etcd_put_config() -> Config {
-    use clap::Parser;
-    crate::cli::Cli::try_parse_from(["wirebench", "etcd", "put", "-n", "3000"])
-        .expect("valid flags")
-        .into_config()
-        .expect("a run configuration")
+    use crate::config::{EtcdOp, Format, Load, Target, WorkloadSpec};
+    Config {
+        endpoints: vec![Endpoint::parse("http://127.0.0.1:2379").expect("an endpoint")],
+        protos: vec![Proto::Http, Proto::Grpc],
+        load: Load {
+            clients: 1,
+            conns: 1,
+            threads: 2,
+            stop: Stop::Total(3000),
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(20),
+            rate: None,
+            connect_rate: None,
+        },
+        net: crate::net::NetConfig::default(),
+        h2: crate::net::H2Config::default(),
+        max_body: 64 << 20,
+        spec: WorkloadSpec::Etcd(EtcdOp::Put {
+            key_size: 8,
+            val_size: 8,
+            key_space_size: 1,
+            sequential_keys: false,
+        }),
+        seed: 1,
+        format: Format::Text,
+        output: None,
+        server_pid: None,
+        per_conn: false,
+        svg: None,
+        auth: None,
+        target: Target::First,
+    }
 }
 
 #[test]

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::client::grpc::Call;
 use crate::config::Endpoint;
-use crate::stats::{Failure, FailureKind, StatusKey};
+use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;

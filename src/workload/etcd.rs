@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::client::grpc::Call;
 use crate::config::{Endpoint, EtcdOp};
-use crate::stats::{Failure, FailureKind, StatusKey};
+use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::{HttpVerdict, Rng};
 use http::header::{HeaderName, HeaderValue};
 use wirebench_wire::grpc;

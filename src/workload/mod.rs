@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
 use crate::config::{Endpoint, WorkloadSpec};
-use crate::stats::{Failure, StatusKey};
+use crate::outcome::{Failure, StatusKey};
 
 /// The etcd operations (plain data, defined with the rest of the configuration).
 pub use crate::config::EtcdOp;
