@@ -507,8 +507,11 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
     let frames_in: u64 = conns
         .iter()
         .filter_map(|c| c.h2.as_ref())
-        .filter_map(|h| h.inbound.frames.get("DATA"))
-        .map(|f| f.count)
+        .map(|h| {
+            h.inbound
+                .frame(wirebench_wire::h2sniff::FrameType::Data)
+                .count
+        })
         .sum();
     let framing: u64 = conns
         .iter()

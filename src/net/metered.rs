@@ -11,9 +11,7 @@ use tokio::net::TcpStream;
 
 use std::time::Duration;
 
-use crate::stats::{
-    CloseRecord, ConnRecord, H2Dir, H2Layers, Http1Layers, IoCalls, TcpInfo, TlsLayer,
-};
+use crate::stats::{CloseRecord, ConnRecord, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts};
 use wirebench_wire::h2sniff::H2Sniffer;
 
 /// The most one read syscall asks for.
@@ -30,27 +28,6 @@ pub enum Layers {
     H2,
 }
 
-/// HTTP/1.1 layer tallies of one connection.
-#[derive(Debug, Default)]
-pub struct Http1Tally {
-    pub requests: Cell<u64>,
-    pub responses: Cell<u64>,
-    pub request_head_bytes: Cell<u64>,
-    pub request_body_bytes: Cell<u64>,
-    pub response_head_bytes: Cell<u64>,
-    pub response_body_bytes: Cell<u64>,
-    pub chunk_framing_bytes: Cell<u64>,
-}
-
-/// h2 frame sniffers of one connection, one per direction, plus the uncompressed size of the
-/// header lists (known to the client, not to the sniffer: HPACK is not decoded).
-#[derive(Debug)]
-pub struct H2Tally {
-    pub out: H2Sniffer,
-    pub inbound: H2Sniffer,
-    pub header_list_out: u64,
-    pub header_list_in: u64,
-}
 /// Counters for one connection, shared (same thread only) between the IO wrapper and its owner.
 #[derive(Debug, Default)]
 pub struct Ledger {
@@ -68,8 +45,10 @@ pub struct Ledger {
     pub requests: Cell<u64>,
     /// h2 streams open now (a closing connection waits for them)
     pub in_flight: Cell<u64>,
-    pub http1: Option<Http1Tally>,
-    pub h2: Option<RefCell<H2Tally>>,
+    /// HTTP/1.1 layers, told by the client that parses every message
+    pub http1: Option<Cell<Http1Counts>>,
+    /// h2 layers: a frame sniffer per direction (the header-list sizes come from the client)
+    pub h2: Option<RefCell<Duplex<H2Sniffer>>>,
     /// bytes the protocol wrote / read above TLS (equal to the socket bytes without TLS)
     pub plain_out: Cell<u64>,
     pub plain_in: Cell<u64>,
@@ -128,13 +107,11 @@ fn write_would_block(l: &Ledger) {
 impl Ledger {
     pub fn new(layers: Layers) -> Ledger {
         Ledger {
-            http1: (layers == Layers::Http1).then(Http1Tally::default),
+            http1: (layers == Layers::Http1).then(Cell::default),
             h2: (layers == Layers::H2).then(|| {
-                RefCell::new(H2Tally {
+                RefCell::new(Duplex {
                     out: H2Sniffer::new(true),
                     inbound: H2Sniffer::new(false),
-                    header_list_out: 0,
-                    header_list_in: 0,
                 })
             }),
             ..Ledger::default()
@@ -148,19 +125,23 @@ impl Ledger {
     /// An HTTP/1.1 request written: `head` + `body` bytes.
     pub fn http1_request(&self, head: usize, body: usize) {
         if let Some(t) = &self.http1 {
-            bump(&t.requests, 1);
-            bump(&t.request_head_bytes, head as u64);
-            bump(&t.request_body_bytes, body as u64);
+            let mut c = t.get();
+            c.requests += 1;
+            c.request_head_bytes += head as u64;
+            c.request_body_bytes += body as u64;
+            t.set(c);
         }
     }
 
     /// An HTTP/1.1 response read: head, de-chunked body, and chunk framing bytes.
     pub fn http1_response(&self, head: usize, body: usize, framing: u64) {
         if let Some(t) = &self.http1 {
-            bump(&t.responses, 1);
-            bump(&t.response_head_bytes, head as u64);
-            bump(&t.response_body_bytes, body as u64);
-            bump(&t.chunk_framing_bytes, framing);
+            let mut c = t.get();
+            c.responses += 1;
+            c.response_head_bytes += head as u64;
+            c.response_body_bytes += body as u64;
+            c.chunk_framing_bytes += framing;
+            t.set(c);
         }
     }
 
@@ -168,8 +149,8 @@ impl Ledger {
     pub fn h2_header_lists(&self, out: u64, inbound: u64) {
         if let Some(t) = &self.h2 {
             let mut t = t.borrow_mut();
-            t.header_list_out += out;
-            t.header_list_in += inbound;
+            t.out.add_header_list_bytes(out);
+            t.inbound.add_header_list_bytes(inbound);
         }
     }
 
@@ -343,16 +324,8 @@ impl Ledger {
             lifetime_us,
             connect_us: l.connect_us.get(),
             tcp,
-            http1: l.http1.as_ref().map(|t| Http1Layers {
-                requests: t.requests.get(),
-                responses: t.responses.get(),
-                request_head_bytes: t.request_head_bytes.get(),
-                request_body_bytes: t.request_body_bytes.get(),
-                response_head_bytes: t.response_head_bytes.get(),
-                response_body_bytes: t.response_body_bytes.get(),
-                chunk_framing_bytes: t.chunk_framing_bytes.get(),
-            }),
-            tls: l.tls_handshake_us.get().map(|h| TlsLayer {
+            http1: l.http1.as_ref().map(Cell::get),
+            tls: l.tls_handshake_us.get().map(|h| TlsCounts {
                 handshakes: 1,
                 handshake_us: h,
                 plaintext_out: l.plain_out.get(),
@@ -363,9 +336,9 @@ impl Ledger {
             close: None,
             h2: l.h2.as_ref().map(|t| {
                 let t = t.borrow();
-                H2Layers {
-                    out: H2Dir::from_counts(t.out.counts(), t.header_list_out),
-                    inbound: H2Dir::from_counts(t.inbound.counts(), t.header_list_in),
+                Duplex {
+                    out: *t.out.counts(),
+                    inbound: *t.inbound.counts(),
                 }
             }),
         }

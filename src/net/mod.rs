@@ -5,7 +5,7 @@ mod stream;
 mod tcpinfo;
 pub mod tls;
 
-pub use metered::{H2Tally, Http1Tally, Layers, Ledger, Metered, thread_io_calls};
+pub use metered::{Layers, Ledger, Metered, thread_io_calls};
 pub use stream::{Alpn, Io, Opened, open};
 pub use tcpinfo::tcp_info;
 

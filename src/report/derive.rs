@@ -50,16 +50,14 @@ pub fn ip_tcp_header_bytes(segments: u64, ipv6: bool, timestamps: bool) -> u64 {
 }
 
 pub(super) fn layer_totals(conns: &[ConnRecord], requests: u64) -> Option<LayerTotals> {
-    let mut http1: Option<Http1Layers> = None;
-    let mut h2: Option<H2Layers> = None;
+    let mut http1: Option<Http1Counts> = None;
+    let mut h2: Option<Duplex<H2Counts>> = None;
     for c in conns {
-        if let Some(l) = &c.http1 {
-            http1.get_or_insert_with(Default::default).add(l);
+        if let Some(l) = c.http1 {
+            *http1.get_or_insert_with(Default::default) += l;
         }
-        if let Some(l) = &c.h2 {
-            let t = h2.get_or_insert_with(Default::default);
-            t.out.add(&l.out);
-            t.inbound.add(&l.inbound);
+        if let Some(l) = c.h2 {
+            *h2.get_or_insert_with(Default::default) += l;
         }
     }
     if http1.is_none() && h2.is_none() {
@@ -432,13 +430,13 @@ pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
         wire_bytes_in_per_request: per(tcp_bytes_in + hdr_in, tcp_requests),
         close: CloseTotals::of(conns),
         layers: layer_totals(conns, requests),
-        tls: conns
-            .iter()
-            .filter_map(|c| c.tls.as_ref())
-            .fold(None, |acc: Option<TlsLayer>, t| {
+        tls: conns.iter().filter_map(|c| c.tls.as_ref()).fold(
+            None,
+            |acc: Option<TlsCounts>, &t| {
                 let mut a = acc.unwrap_or_default();
-                a.add(t);
+                a += t;
                 Some(a)
-            }),
+            },
+        ),
     }
 }

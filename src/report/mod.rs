@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::config::{Config, Endpoint, Stop};
 use crate::stats::IoCalls;
 use crate::stats::ProtoRun;
-use crate::stats::{CloseRecord, ConnRecord, H2Layers, Http1Layers, Latencies, TlsLayer};
+use crate::stats::{CloseRecord, ConnRecord, Duplex, Http1Counts, Latencies, TlsCounts};
+use wirebench_wire::h2sniff::H2Counts;
 
 pub use derive::{error_counts, ip_tcp_header_bytes, percentile_in};
 use derive::{ratio, ratio_opt};
@@ -300,7 +301,7 @@ pub struct Wire {
     /// protocol layers summed over all connections (absent with --ledger off)
     pub layers: Option<LayerTotals>,
     /// TLS summed over all connections (absent without TLS)
-    pub tls: Option<TlsLayer>,
+    pub tls: Option<TlsCounts>,
 }
 
 /// The close exchanges of a run's connections, summed.
@@ -342,8 +343,8 @@ impl CloseTotals {
 /// Protocol layers of a run, summed over its connections.
 #[derive(Debug, Clone, Serialize)]
 pub struct LayerTotals {
-    pub http1: Option<Http1Layers>,
-    pub h2: Option<H2Layers>,
+    pub http1: Option<Http1Counts>,
+    pub h2: Option<Duplex<H2Counts>>,
     /// h2 connection setup (preface, SETTINGS exchange, setup PING) in both directions: paid once
     /// per connection, not per request
     pub setup_bytes_out: u64,

@@ -9,8 +9,9 @@ use crate::config::{Endpoint, Proto};
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::stats::TcpInfo;
 use crate::stats::perf::KernelCounts;
-use crate::stats::{At, CpuTimes, FrameTally, H2Dir, Stats, Timeline};
+use crate::stats::{At, CpuTimes, Stats, Timeline};
 use crate::stats::{Memory, WindowCost};
+use wirebench_wire::h2sniff::{FrameCount, FrameType};
 
 // The helpers marked pub(super) are shared with the tests of `compare`.
 
@@ -490,7 +491,7 @@ fn three_conns() -> Vec<ConnRecord> {
             retransmits: 1,
             ..tcp(15, 30, true)
         }),
-        tls: Some(TlsLayer {
+        tls: Some(TlsCounts {
             handshakes: 1,
             handshake_us: 500,
             plaintext_out: 1800,
@@ -510,7 +511,7 @@ fn three_conns() -> Vec<ConnRecord> {
             retransmits: 2,
             ..tcp(15, 15, false)
         }),
-        tls: Some(TlsLayer {
+        tls: Some(TlsCounts {
             handshakes: 1,
             handshake_us: 700,
             plaintext_out: 900,
@@ -558,7 +559,7 @@ fn wire_bytes_and_calls_cover_every_connection() {
     // summed over the connections that have TLS
     assert_eq!(
         w.tls,
-        Some(TlsLayer {
+        Some(TlsCounts {
             handshakes: 2,
             handshake_us: 1200,
             plaintext_out: 2700,
@@ -667,21 +668,20 @@ fn close_totals_sum_the_close_exchanges() {
 
 #[test]
 fn layer_totals_subtract_h2_setup_per_request_on_wire() {
-    let dir = |setup_bytes, frame_header_bytes| H2Dir {
-        setup_bytes,
-        frame_header_bytes,
-        frames: [(
-            "HEADERS",
-            FrameTally {
-                count: 10,
-                bytes: 300,
-            },
-        )]
-        .into(),
-        ..H2Dir::default()
+    let dir = |setup_bytes, frame_header_bytes| {
+        let mut d = H2Counts {
+            setup_bytes,
+            frame_header_bytes,
+            ..H2Counts::default()
+        };
+        d.frames[FrameType::Headers as usize] = FrameCount {
+            count: 10,
+            bytes: 300,
+        };
+        d
     };
-    let h2 = H2Layers {
-        out: H2Dir {
+    let h2 = Duplex {
+        out: H2Counts {
             preface_bytes: 24,
             ..dir(100, 180)
         },
@@ -691,11 +691,11 @@ fn layer_totals_subtract_h2_setup_per_request_on_wire() {
     // two connections of 10 requests, 1100 B out and 700 B in each
     r.stats.conns = vec![
         ConnRecord {
-            h2: Some(h2.clone()),
+            h2: Some(h2),
             ..conn(0, 10, 1100, 700, None)
         },
         ConnRecord {
-            h2: Some(h2.clone()),
+            h2: Some(h2),
             ..conn(0, 10, 1100, 700, None)
         },
     ];
@@ -718,15 +718,15 @@ fn layer_totals_subtract_h2_setup_per_request_on_wire() {
         (0, 540)
     );
     assert_eq!(
-        t.out.frames["HEADERS"],
-        FrameTally {
+        t.out.frame(FrameType::Headers),
+        FrameCount {
             count: 20,
             bytes: 600
         }
     );
 
     // HTTP/1.1 has no setup: socket bytes / requests on wire
-    let layers = Http1Layers {
+    let layers = Http1Counts {
         requests: 10,
         responses: 10,
         request_head_bytes: 1000,
@@ -738,11 +738,11 @@ fn layer_totals_subtract_h2_setup_per_request_on_wire() {
     let mut r = run(Proto::Http);
     r.stats.conns = vec![
         ConnRecord {
-            http1: Some(layers.clone()),
+            http1: Some(layers),
             ..conn(0, 10, 1200, 1950, None)
         },
         ConnRecord {
-            http1: Some(layers.clone()),
+            http1: Some(layers),
             ..conn(1, 10, 1200, 1950, None)
         },
     ];
@@ -759,7 +759,7 @@ fn layer_totals_subtract_h2_setup_per_request_on_wire() {
     );
     assert_eq!(
         l.http1,
-        Some(Http1Layers {
+        Some(Http1Counts {
             requests: 20,
             responses: 20,
             request_head_bytes: 2000,

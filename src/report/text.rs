@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::report::{Cost, LayerTotals, Report, RunReport, Wire};
-use crate::stats::H2Dir;
+use wirebench_wire::h2sniff::{FrameType, H2Counts};
 
 /// Milliseconds with enough digits for sub-millisecond loopback latencies.
 fn fmt_ms(v: f64) -> String {
@@ -579,14 +579,9 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64) {
     }
     if let Some(h) = &l.h2 {
         let (o, i) = (&h.out, &h.inbound);
-        let dh = |d: &H2Dir| d.frames.get("DATA").map_or(0, |f| f.count) * 9;
-        let hh = |d: &H2Dir| {
-            ["HEADERS", "CONTINUATION"]
-                .iter()
-                .filter_map(|k| d.frames.get(k))
-                .map(|f| f.count)
-                .sum::<u64>()
-                * 9
+        let dh = |d: &H2Counts| d.frame(FrameType::Data).count * 9;
+        let hh = |d: &H2Counts| {
+            (d.frame(FrameType::Headers).count + d.frame(FrameType::Continuation).count) * 9
         };
         row("HEADERS frame headers", per(hh(o)), per(hh(i)));
         row(
@@ -606,12 +601,12 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64) {
             per(i.grpc_message_bytes),
         );
         // control frames after setup (setup frames are reported once, below)
-        let ctl = |d: &H2Dir| {
+        let ctl = |d: &H2Counts| {
             d.control_frame_bytes()
                 .saturating_sub(d.setup_bytes.saturating_sub(d.preface_bytes))
         };
         row("control frames", per(ctl(o)), per(ctl(i)));
-        let ratio = |d: &H2Dir| {
+        let ratio = |d: &H2Counts| {
             if d.header_list_bytes == 0 {
                 0.0
             } else {
@@ -630,11 +625,14 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64) {
             l.setup_bytes_out, l.setup_bytes_in
         );
         for (dir, d) in [("out", o), ("in", i)] {
-            let list: Vec<String> = d
-                .frames
+            // the types seen, by name
+            let mut seen: Vec<(&str, u64)> = FrameType::ALL
                 .iter()
-                .map(|(k, f)| format!("{k} {}", f.count))
+                .map(|&t| (t.name(), d.frame(t).count))
+                .filter(|&(_, n)| n > 0)
                 .collect();
+            seen.sort_unstable();
+            let list: Vec<String> = seen.iter().map(|(k, n)| format!("{k} {n}")).collect();
             let _ = writeln!(out, "  frames {dir}: {}", list.join(", "));
         }
     }

@@ -9,9 +9,7 @@ mod run;
 
 pub use latency::{Bucket, Latencies, Timeline};
 pub use process::{CpuTimes, ProcessClock, Rss, RssSampler, memory};
-pub use records::{
-    CloseRecord, ConnRecord, FrameTally, H2Dir, H2Layers, Http1Layers, IoCalls, TcpInfo, TlsLayer,
-};
+pub use records::{CloseRecord, ConnRecord, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts};
 pub use run::{Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, WindowCost};
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,11 +1,9 @@
 //! What one connection carried, as taken from its ledger: socket counters, TCP_INFO, the
 //! protocol layers, TLS, and the close exchange apart; and the data calls of a thread.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
-use wirebench_wire::h2sniff::{FrameType, H2Counts};
+use wirebench_wire::h2sniff::H2Counts;
 
 /// The ledger of one TCP connection, taken when it closed (or at the end of the run).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -29,11 +27,11 @@ pub struct ConnRecord {
     /// TCP_INFO read just before close; absent if the kernel would not say
     pub tcp: Option<TcpInfo>,
     /// HTTP/1.1 layers (HTTP/1.1 connections, ledger on)
-    pub http1: Option<Http1Layers>,
+    pub http1: Option<Http1Counts>,
     /// h2 layers per direction (gRPC connections, ledger on)
-    pub h2: Option<H2Layers>,
+    pub h2: Option<Duplex<H2Counts>>,
     /// TLS connections: handshake time and record overhead (socket bytes - plaintext)
-    pub tls: Option<TlsLayer>,
+    pub tls: Option<TlsCounts>,
     /// the close exchange, after the snapshot every other figure of the record is taken at
     pub close: Option<CloseRecord>,
 }
@@ -56,8 +54,8 @@ pub struct CloseRecord {
 }
 
 /// The TLS layer of one connection (or summed over several).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct TlsLayer {
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TlsCounts {
     pub handshakes: u64,
     pub handshake_us: u64,
     pub plaintext_out: u64,
@@ -67,8 +65,8 @@ pub struct TlsLayer {
     pub record_overhead_in: u64,
 }
 
-impl TlsLayer {
-    pub fn add(&mut self, o: &TlsLayer) {
+impl std::ops::AddAssign for TlsCounts {
+    fn add_assign(&mut self, o: TlsCounts) {
         self.handshakes += o.handshakes;
         self.handshake_us += o.handshake_us;
         self.plaintext_out += o.plaintext_out;
@@ -100,8 +98,8 @@ pub struct TcpInfo {
 }
 
 /// HTTP/1.1 bytes by layer on one connection (or summed over several).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Http1Layers {
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Http1Counts {
     pub requests: u64,
     pub responses: u64,
     /// start line + headers + blank line
@@ -114,8 +112,8 @@ pub struct Http1Layers {
     pub chunk_framing_bytes: u64,
 }
 
-impl Http1Layers {
-    pub fn add(&mut self, o: &Http1Layers) {
+impl std::ops::AddAssign for Http1Counts {
+    fn add_assign(&mut self, o: Http1Counts) {
         self.requests += o.requests;
         self.responses += o.responses;
         self.request_head_bytes += o.request_head_bytes;
@@ -126,107 +124,19 @@ impl Http1Layers {
     }
 }
 
-/// Frames of one type: how many, and their bytes (9-byte header + payload).
+/// One value per direction of a connection: what we sent, what we received.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct FrameTally {
-    pub count: u64,
-    pub bytes: u64,
-}
-
-/// One direction of an h2 connection, by layer.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct H2Dir {
-    /// the 24-byte client preface (client to server only)
-    pub preface_bytes: u64,
-    /// everything before the first HEADERS frame: preface, SETTINGS, their ACKs, the setup PING
-    pub setup_bytes: u64,
-    pub frame_header_bytes: u64,
-    /// HPACK-compressed header block bytes (HEADERS and CONTINUATION fragments)
-    pub hpack_bytes: u64,
-    /// the same header lists uncompressed (name + value octets, pseudo-headers included)
-    pub header_list_bytes: u64,
-    pub data_payload_bytes: u64,
-    pub padding_bytes: u64,
-    pub grpc_prefix_bytes: u64,
-    pub grpc_message_bytes: u64,
-    pub grpc_messages: u64,
-    /// DATA bytes whose gRPC framing could not be followed
-    pub data_untracked_bytes: u64,
-    /// bytes after the framing broke (a protocol error), if it did
-    pub unparsed_bytes: u64,
-    /// per frame type name ("DATA", "HEADERS", ...), only types seen
-    pub frames: BTreeMap<&'static str, FrameTally>,
-}
-
-impl H2Dir {
-    pub fn from_counts(c: &H2Counts, header_list_bytes: u64) -> H2Dir {
-        let frames = FrameType::ALL
-            .iter()
-            .zip(c.frames.iter())
-            .filter(|(_, f)| f.count > 0)
-            .map(|(t, f)| {
-                (
-                    t.name(),
-                    FrameTally {
-                        count: f.count,
-                        bytes: f.bytes,
-                    },
-                )
-            })
-            .collect();
-        H2Dir {
-            preface_bytes: c.preface_bytes,
-            setup_bytes: c.setup_bytes,
-            frame_header_bytes: c.frame_header_bytes,
-            hpack_bytes: c.hpack_bytes,
-            header_list_bytes,
-            data_payload_bytes: c.data_payload_bytes,
-            padding_bytes: c.padding_bytes,
-            grpc_prefix_bytes: c.grpc_prefix_bytes,
-            grpc_message_bytes: c.grpc_message_bytes,
-            grpc_messages: c.grpc_messages,
-            data_untracked_bytes: c.data_untracked_bytes,
-            unparsed_bytes: c.unparsed_bytes,
-            frames,
-        }
-    }
-
-    pub fn add(&mut self, o: &H2Dir) {
-        self.preface_bytes += o.preface_bytes;
-        self.setup_bytes += o.setup_bytes;
-        self.frame_header_bytes += o.frame_header_bytes;
-        self.hpack_bytes += o.hpack_bytes;
-        self.header_list_bytes += o.header_list_bytes;
-        self.data_payload_bytes += o.data_payload_bytes;
-        self.padding_bytes += o.padding_bytes;
-        self.grpc_prefix_bytes += o.grpc_prefix_bytes;
-        self.grpc_message_bytes += o.grpc_message_bytes;
-        self.grpc_messages += o.grpc_messages;
-        self.data_untracked_bytes += o.data_untracked_bytes;
-        self.unparsed_bytes += o.unparsed_bytes;
-        for (k, v) in &o.frames {
-            let e = self.frames.entry(k).or_default();
-            e.count += v.count;
-            e.bytes += v.bytes;
-        }
-    }
-
-    /// Bytes of frames that are neither DATA nor HEADERS/CONTINUATION: connection control.
-    pub fn control_frame_bytes(&self) -> u64 {
-        self.frames
-            .iter()
-            .filter(|(k, _)| !matches!(**k, "DATA" | "HEADERS" | "CONTINUATION"))
-            .map(|(_, f)| f.bytes)
-            .sum()
-    }
-}
-
-/// Both directions of an h2 connection.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct H2Layers {
-    pub out: H2Dir,
+pub struct Duplex<T> {
+    pub out: T,
     #[serde(rename = "in")]
-    pub inbound: H2Dir,
+    pub inbound: T,
+}
+
+impl<T: std::ops::AddAssign> std::ops::AddAssign for Duplex<T> {
+    fn add_assign(&mut self, o: Duplex<T>) {
+        self.out += o.out;
+        self.inbound += o.inbound;
+    }
 }
 
 /// Data calls on this thread's sockets: reads and writes that moved bytes (a read of EOF

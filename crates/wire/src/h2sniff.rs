@@ -107,21 +107,22 @@ impl FrameType {
 }
 
 /// Frames of one type seen so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FrameStat {
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FrameCount {
     /// Frames whose header has been accepted.
     pub count: u64,
     /// 9-byte header + payload bytes received so far.
     pub bytes: u64,
 }
 
-/// Per-layer byte counts of one direction; every counter grows as the bytes arrive.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Per-layer byte counts of one direction; every counter grows as the bytes arrive. The same
+/// struct is the live sniffer's, a connection record's and a run's sum (`+=`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct H2Counts {
     /// 24 if this direction began with the client preface.
     pub preface_bytes: u64,
     /// Indexed by `FrameType as usize` (declaration order).
-    pub frames: [FrameStat; 11],
+    pub frames: [FrameCount; 11],
     /// 9 x frames.
     pub frame_header_bytes: u64,
     /// Header block fragment bytes of HEADERS/PUSH_PROMISE/CONTINUATION: payload minus pad-length byte,
@@ -149,6 +150,89 @@ pub struct H2Counts {
     pub malformed: Option<&'static str>,
     /// Bytes not attributed to any frame: those of the broken frame and everything after it.
     pub unparsed_bytes: u64,
+    /// The same header lists uncompressed (name + value octets, pseudo-headers included): not
+    /// seen by the sniffer (HPACK is not decoded), told by the client that built and read them.
+    pub header_list_bytes: u64,
+}
+
+impl H2Counts {
+    /// Frames of type `t`.
+    pub fn frame(&self, t: FrameType) -> FrameCount {
+        self.frames[t as usize]
+    }
+
+    /// Bytes of frames that are neither DATA nor HEADERS/CONTINUATION: connection control.
+    pub fn control_frame_bytes(&self) -> u64 {
+        FrameType::ALL
+            .iter()
+            .filter(|t| {
+                !matches!(
+                    t,
+                    FrameType::Data | FrameType::Headers | FrameType::Continuation
+                )
+            })
+            .map(|&t| self.frame(t).bytes)
+            .sum()
+    }
+}
+
+impl std::ops::AddAssign for H2Counts {
+    fn add_assign(&mut self, o: H2Counts) {
+        self.preface_bytes += o.preface_bytes;
+        for (a, b) in self.frames.iter_mut().zip(o.frames) {
+            a.count += b.count;
+            a.bytes += b.bytes;
+        }
+        self.frame_header_bytes += o.frame_header_bytes;
+        self.hpack_bytes += o.hpack_bytes;
+        self.data_payload_bytes += o.data_payload_bytes;
+        self.padding_bytes += o.padding_bytes;
+        self.grpc_prefix_bytes += o.grpc_prefix_bytes;
+        self.grpc_message_bytes += o.grpc_message_bytes;
+        self.grpc_messages += o.grpc_messages;
+        self.data_untracked_bytes += o.data_untracked_bytes;
+        self.setup_bytes += o.setup_bytes;
+        self.headers_frames_with_end_stream += o.headers_frames_with_end_stream;
+        self.malformed = self.malformed.or(o.malformed);
+        self.unparsed_bytes += o.unparsed_bytes;
+        self.header_list_bytes += o.header_list_bytes;
+    }
+}
+
+/// As reports write it: the byte counts, and `frames` as a map from type name to
+/// `{count, bytes}` holding only the types seen.
+impl serde::Serialize for H2Counts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeStruct};
+        struct Frames<'a>(&'a H2Counts);
+        impl serde::Serialize for Frames<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let seen = FrameType::ALL
+                    .iter()
+                    .filter(|&&t| self.0.frame(t).count > 0);
+                let mut m = s.serialize_map(Some(seen.clone().count()))?;
+                for &t in seen {
+                    m.serialize_entry(t.name(), &self.0.frame(t))?;
+                }
+                m.end()
+            }
+        }
+        let mut st = s.serialize_struct("H2Counts", 13)?;
+        st.serialize_field("preface_bytes", &self.preface_bytes)?;
+        st.serialize_field("setup_bytes", &self.setup_bytes)?;
+        st.serialize_field("frame_header_bytes", &self.frame_header_bytes)?;
+        st.serialize_field("hpack_bytes", &self.hpack_bytes)?;
+        st.serialize_field("header_list_bytes", &self.header_list_bytes)?;
+        st.serialize_field("data_payload_bytes", &self.data_payload_bytes)?;
+        st.serialize_field("padding_bytes", &self.padding_bytes)?;
+        st.serialize_field("grpc_prefix_bytes", &self.grpc_prefix_bytes)?;
+        st.serialize_field("grpc_message_bytes", &self.grpc_message_bytes)?;
+        st.serialize_field("grpc_messages", &self.grpc_messages)?;
+        st.serialize_field("data_untracked_bytes", &self.data_untracked_bytes)?;
+        st.serialize_field("unparsed_bytes", &self.unparsed_bytes)?;
+        st.serialize_field("frames", &Frames(self))?;
+        st.end()
+    }
 }
 
 /// Where the next input byte belongs.
@@ -274,6 +358,11 @@ impl H2Sniffer {
     /// The counts so far; final once the direction's last bytes have been fed.
     pub fn counts(&self) -> &H2Counts {
         &self.counts
+    }
+
+    /// Adds uncompressed header-list bytes, which only the client knows (see `H2Counts`).
+    pub fn add_header_list_bytes(&mut self, n: u64) {
+        self.counts.header_list_bytes += n;
     }
 
     /// bytes fed so far (always equals preface + frame headers + payloads + unparsed + `pending()`).
@@ -683,7 +772,7 @@ mod tests {
         s
     }
 
-    fn stat(s: &H2Sniffer, ty: FrameType) -> FrameStat {
+    fn stat(s: &H2Sniffer, ty: FrameType) -> FrameCount {
         s.counts().frames[ty as usize]
     }
 
@@ -736,19 +825,19 @@ mod tests {
             setup_bytes: 24 + 27 + 13,
             ..H2Counts::default()
         };
-        want.frames[FrameType::Settings as usize] = FrameStat {
+        want.frames[FrameType::Settings as usize] = FrameCount {
             count: 1,
             bytes: 27,
         };
-        want.frames[FrameType::WindowUpdate as usize] = FrameStat {
+        want.frames[FrameType::WindowUpdate as usize] = FrameCount {
             count: 1,
             bytes: 13,
         };
-        want.frames[FrameType::Headers as usize] = FrameStat {
+        want.frames[FrameType::Headers as usize] = FrameCount {
             count: 1,
             bytes: 39,
         };
-        want.frames[FrameType::Data as usize] = FrameStat {
+        want.frames[FrameType::Data as usize] = FrameCount {
             count: 1,
             bytes: 34,
         };
@@ -771,21 +860,21 @@ mod tests {
         assert_eq!(c.preface_bytes, 0);
         assert_eq!(
             stat(&s, FrameType::Settings),
-            FrameStat {
+            FrameCount {
                 count: 2,
                 bytes: 24
             }
         );
         assert_eq!(
             stat(&s, FrameType::Headers),
-            FrameStat {
+            FrameCount {
                 count: 2,
                 bytes: 53
             }
         );
         assert_eq!(
             stat(&s, FrameType::Data),
-            FrameStat {
+            FrameCount {
                 count: 2,
                 bytes: 53
             }
@@ -814,21 +903,21 @@ mod tests {
         let c = s.counts();
         assert_eq!(
             stat(&s, FrameType::Headers),
-            FrameStat {
+            FrameCount {
                 count: 1,
                 bytes: 9 + 23
             }
         );
         assert_eq!(
             stat(&s, FrameType::Data),
-            FrameStat {
+            FrameCount {
                 count: 1,
                 bytes: 9 + 13
             }
         );
         assert_eq!(
             stat(&s, FrameType::PushPromise),
-            FrameStat {
+            FrameCount {
                 count: 1,
                 bytes: 9 + 13
             }
@@ -853,7 +942,7 @@ mod tests {
         let c = s.counts();
         assert_eq!(
             stat(&s, FrameType::Data),
-            FrameStat {
+            FrameCount {
                 count: 2,
                 bytes: 9 + 1 + 9 + 10
             }
@@ -873,7 +962,7 @@ mod tests {
         assert_eq!(s.counts().hpack_bytes, 23);
         assert_eq!(
             stat(&s, FrameType::Continuation),
-            FrameStat {
+            FrameCount {
                 count: 2,
                 bytes: 31
             }
@@ -914,7 +1003,7 @@ mod tests {
             (FrameType::Priority, 1, 14),
             (FrameType::Unknown, 1, 20),
         ] {
-            assert_eq!(stat(&s, t), FrameStat { count, bytes }, "{t:?}");
+            assert_eq!(stat(&s, t), FrameCount { count, bytes }, "{t:?}");
         }
         assert_eq!(c.padding_bytes + c.hpack_bytes + c.data_payload_bytes, 0);
         assert_eq!(c.setup_bytes, s.fed());
