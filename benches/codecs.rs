@@ -46,6 +46,33 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    let mut response = HEAD.to_vec();
+    response.resize(HEAD.len() + 121, b'b');
+    let mut reader = http1::ResponseReader::new(1 << 20);
+    let mut dechunked = BytesMut::new();
+    c.bench_function("http1_response_read_content_length", |b| {
+        b.iter(|| {
+            reader.next_response(&mut buf);
+            buf.clear();
+            buf.extend_from_slice(&response);
+            let r = reader.poll(&mut buf, &mut dechunked).unwrap().unwrap();
+            black_box(r.body(&buf, &dechunked).len())
+        })
+    });
+
+    let request = b"POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: application/json\r\nUser-Agent: wirebench\r\nAccept: */*\r\nContent-Length: 14\r\n\r\n{\"ping\":\"hey\"}";
+    let limits = http1::RequestLimits::default();
+    c.bench_function("http1_request_head_decode", |b| {
+        b.iter(|| {
+            buf.clear();
+            buf.extend_from_slice(request);
+            let head = http1::decode_request_head(&mut buf, limits)
+                .unwrap()
+                .unwrap();
+            black_box(head.decode_body(&mut buf).unwrap().unwrap().len())
+        })
+    });
+
     let mut chunked = BytesMut::new();
     for _ in 0..16 {
         http1::encode_chunk(&[b'x'; 200], &mut chunked);

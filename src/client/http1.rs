@@ -1,23 +1,19 @@
-//! HTTP/1.1 client connection: keepalive, one request in flight, whole response read.
+//! HTTP/1.1 client connection: keepalive, one request in flight, whole response read; the IO
+//! around `wirebench_wire::http1::ResponseReader`, which makes every protocol decision.
 
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::client::io_failure;
 use crate::net::{self, Alpn, Io, Layers, Ledger, NetConfig};
 use crate::outcome::{Failure, FailureKind};
 use crate::stats::ConnRecord;
-use wirebench_wire::http1::{self, BodyKind, ChunkedDecoder};
-
-/// Read buffer growth step; responses larger than this grow the buffer once and keep it.
-const READ_CHUNK: usize = 16 * 1024;
-/// From this buffered size on, the read buffer grows by explicit, limit-capped doubling.
-const EXACT_GROWTH_FROM: usize = 1 << 20;
+use wirebench_wire::http1::{self, ResponseReader};
 
 /// One keepalive HTTP/1.1 connection.
 pub struct Conn {
@@ -26,10 +22,8 @@ pub struct Conn {
     rbuf: BytesMut,
     /// de-chunked body of the last chunked response
     body: BytesMut,
-    chunked: ChunkedDecoder,
-    /// bytes of `rbuf` that belong to the last response and are dropped before the next one
-    consumed: usize,
-    max_body: u64,
+    /// the protocol: framing, completion, body limit, buffer growth, keep-alive
+    reader: ResponseReader,
     endpoint: usize,
     local_port: u16,
     opened: Instant,
@@ -59,11 +53,9 @@ impl Conn {
         Ok(Conn {
             io,
             ledger,
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            rbuf: BytesMut::with_capacity(http1::READ_CHUNK),
             body: BytesMut::new(),
-            chunked: ChunkedDecoder::new(max_body),
-            consumed: 0,
-            max_body,
+            reader: ResponseReader::new(max_body),
             endpoint,
             local_port,
             opened: Instant::now(),
@@ -89,8 +81,7 @@ impl Conn {
         request: &[u8],
         head_len: usize,
     ) -> Result<Response<'_>, Failure> {
-        self.rbuf.advance(self.consumed);
-        self.consumed = 0;
+        self.reader.next_response(&mut self.rbuf);
         if let Err(e) = self.io.write_all(request).await {
             // part of the request may be on the wire: this connection's framing is unknown
             self.reusable = false;
@@ -101,121 +92,45 @@ impl Conn {
         self.ledger
             .http1_request(head_len, request.len().saturating_sub(head_len));
 
-        let head = loop {
-            match http1::decode_response_head(&mut self.rbuf, self.max_body) {
-                Ok(Some(head)) => break head,
-                Ok(None) => self.fill().await?,
-                Err(e) => {
-                    self.reusable = false;
-                    return Err(Failure::with(FailureKind::Http1, e));
-                }
-            }
-        };
-        if !head.keep_alive {
-            self.reusable = false;
-        }
-        let mut framing = 0;
-        let body: &[u8] = match head.body {
-            BodyKind::Empty => &[],
-            BodyKind::Length(n) => {
-                // decode_response_head checked n <= max_body, so it fits in usize memory.
-                let n = usize::try_from(n).map_err(|_| Failure::new(FailureKind::BodyTooLarge))?;
-                while self.rbuf.len() < n {
-                    self.fill().await?;
-                }
-                self.consumed = n;
-                &self.rbuf[..n]
-            }
-            BodyKind::Chunked => {
-                self.body.clear();
-                self.chunked.reset();
-                loop {
-                    match self.chunked.decode(&mut self.rbuf, &mut self.body) {
-                        Ok(true) => break,
-                        Ok(false) => self.fill().await?,
-                        Err(e) => {
-                            self.reusable = false;
-                            return Err(Failure::with(FailureKind::Http1, e));
-                        }
-                    }
-                }
-                framing = self.chunked.framing_bytes();
-                &self.body
-            }
-            BodyKind::UntilClose => {
-                self.reusable = false;
-                loop {
-                    if self.rbuf.len() as u64 > self.max_body {
+        let read = loop {
+            match self.reader.poll(&mut self.rbuf, &mut self.body) {
+                Ok(Some(response)) => break Ok(response),
+                Err(e) => break Err(e),
+                // the reader has made room in rbuf for this read
+                Ok(None) => match self.io.read_buf(&mut self.rbuf).await {
+                    Ok(0) => break self.reader.eof(&self.rbuf),
+                    Ok(_) => {}
+                    Err(e) => {
                         self.reusable = false;
-                        return Err(Failure::with(
-                            FailureKind::Http1,
-                            http1::Error::BodyTooLarge,
-                        ));
+                        return Err(io_failure(&e));
                     }
-                    self.reserve();
-                    let n = self
-                        .io
-                        .read_buf(&mut self.rbuf)
-                        .await
-                        .map_err(|e| io_failure(&e))?;
-                    if n == 0 {
-                        break;
-                    }
-                }
-                self.consumed = self.rbuf.len();
-                &self.rbuf[..]
+                },
             }
         };
-        self.ledger
-            .http1_response(head.head_len, body.len(), framing);
-        Ok(Response {
-            status: head.status,
-            body,
-        })
-    }
-
-    fn reserve(&mut self) {
-        if self.rbuf.capacity() - self.rbuf.len() >= READ_CHUNK / 4 {
-            return;
-        }
-        if self.rbuf.len() < EXACT_GROWTH_FROM {
-            // BytesMut's own growth; it also reclaims the space of consumed responses.
-            self.rbuf.reserve(READ_CHUNK);
-            return;
-        }
-        // A large body: double, but never past what the body limit can use (BytesMut would
-        // double to twice --max-body).
-        let limit = usize::try_from(self.max_body)
-            .unwrap_or(usize::MAX)
-            .saturating_add(http1::MAX_HEAD_BYTES + READ_CHUNK);
-        let want = self
-            .rbuf
-            .capacity()
-            .saturating_mul(2)
-            .min(limit)
-            .max(self.rbuf.len() + READ_CHUNK);
-        let mut bigger = BytesMut::with_capacity(want);
-        bigger.extend_from_slice(&self.rbuf);
-        self.rbuf = bigger;
-    }
-
-    /// Reads more response bytes; EOF here means the server closed before answering fully.
-    async fn fill(&mut self) -> Result<(), Failure> {
-        self.reserve();
-        match self.io.read_buf(&mut self.rbuf).await {
-            Ok(0) => {
-                self.reusable = false;
-                Err(Failure::with(
-                    FailureKind::Closed,
-                    "server closed the connection",
-                ))
-            }
-            Ok(_) => Ok(()),
+        let response = match read {
+            Ok(response) => response,
             Err(e) => {
                 self.reusable = false;
-                Err(io_failure(&e))
+                return Err(match e {
+                    http1::Error::Truncated => {
+                        Failure::with(FailureKind::Closed, "server closed the connection")
+                    }
+                    e => Failure::with(FailureKind::Http1, e),
+                });
             }
+        };
+        if !response.keep_alive {
+            self.reusable = false;
         }
+        self.ledger.http1_response(
+            response.head_len,
+            response.body_len(),
+            response.chunk_framing,
+        );
+        Ok(Response {
+            status: response.status,
+            body: response.body(&self.rbuf, &self.body),
+        })
     }
 
     /// Snapshots TCP_INFO and the ledger (the figures of the record), then closes: our FIN

@@ -1,4 +1,5 @@
-//! The HTTP/1.1 side of the echo server: `POST /v1/echo` with `{"ping": "..."}`, keepalive.
+//! The HTTP/1.1 side of the echo server: `POST /v1/echo` with `{"ping": "..."}`, keepalive;
+//! the IO and the echo handler around `wirebench_wire::http1::decode_request_head`.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -6,14 +7,22 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response, echo_response_json};
-use wirebench_wire::http1::MAX_HEAD_BYTES;
+use wirebench_wire::http1::{
+    MAX_HEAD_BYTES, MAX_REQUEST_HEADERS, RequestError, RequestHead, RequestLimits,
+    decode_request_head,
+};
 
-const MAX_REQUEST_HEADERS: usize = 64;
+/// What a request may cost: 64 headers, `MAX_HEAD_BYTES` of head, `MAX_REQUEST` of body.
+const LIMITS: RequestLimits = RequestLimits {
+    max_head_bytes: MAX_HEAD_BYTES,
+    max_headers: MAX_REQUEST_HEADERS,
+    max_body: MAX_REQUEST as u64,
+};
 
 #[derive(Deserialize)]
 struct EchoBody<'a> {
@@ -21,74 +30,34 @@ struct EchoBody<'a> {
     ping: Cow<'a, str>,
 }
 
-/// A parsed request head: what the handler needs, owned so the buffer can move on.
-struct Head {
-    method_post: bool,
-    path_is_echo: bool,
-    close: bool,
-    content_length: usize,
-    chunked: bool,
-    headers: HashMap<String, String>,
-    len: usize,
-}
-
-enum Parsed {
-    Partial,
-    Bad(&'static str),
-    Done(Head),
-}
-
-fn parse(buf: &[u8]) -> Parsed {
-    let mut hs = [httparse::EMPTY_HEADER; MAX_REQUEST_HEADERS];
-    let mut req = httparse::Request::new(&mut hs);
-    let len = match req.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Parsed::Partial,
-        Err(httparse::Error::TooManyHeaders) => return Parsed::Bad("too many headers"),
-        Err(_) => return Parsed::Bad("malformed request head"),
-    };
-    let mut headers: HashMap<String, String> = HashMap::new();
-    let mut content_length = 0usize;
-    let mut close = req.version == Some(0);
-    let mut chunked = false;
-    for h in req.headers.iter() {
-        let name = h.name.to_ascii_lowercase();
-        let value = String::from_utf8_lossy(h.value).into_owned();
-        match name.as_str() {
-            "content-length" => match value.trim().parse() {
-                Ok(n) => content_length = n,
-                Err(_) => return Parsed::Bad("invalid Content-Length"),
-            },
-            "transfer-encoding" => chunked = true,
-            "connection" => {
-                let v = value.to_ascii_lowercase();
-                if v.split(',').any(|t| t.trim() == "close") {
-                    close = true;
-                }
-                if v.split(',').any(|t| t.trim() == "keep-alive") {
-                    close = false;
-                }
-            }
-            _ => {}
-        }
+/// The request's headers as grpc-echo reports them: lowercase names, repeated fields joined
+/// with commas.
+fn echo_headers(head: &RequestHead) -> HashMap<String, String> {
+    let mut headers: HashMap<String, String> = HashMap::with_capacity(head.headers().len());
+    for (name, value) in head.headers() {
+        let value = String::from_utf8_lossy(value).into_owned();
         headers
-            .entry(name)
+            .entry(name.to_ascii_lowercase())
             .and_modify(|v| {
                 v.push(',');
                 v.push_str(&value);
             })
             .or_insert(value);
     }
-    let path = req.path.unwrap_or("");
-    Parsed::Done(Head {
-        method_post: req.method == Some("POST"),
-        path_is_echo: path == "/v1/echo",
-        close,
-        content_length,
-        chunked,
-        headers,
-        len,
-    })
+    headers
+}
+
+/// The answer to a request the protocol core refused.
+fn refusal(e: RequestError) -> (u16, &'static str) {
+    let message = match e {
+        RequestError::HeadTooLarge => "request head too large",
+        RequestError::TooManyHeaders => "too many headers",
+        RequestError::BadHead(_) => "malformed request head",
+        RequestError::BadContentLength => "invalid Content-Length",
+        RequestError::BodyTooLarge => "request body too large",
+        RequestError::ChunkedBody => "chunked request bodies are not supported",
+    };
+    (e.status(), message)
 }
 
 pub(super) async fn serve(
@@ -103,19 +72,15 @@ pub(super) async fn serve(
     loop {
         // Read a complete head (bounded) and then the body.
         let head = loop {
-            match parse(&buf) {
-                Parsed::Done(h) => break h,
-                Parsed::Bad(why) => {
-                    respond(&mut out, 400, &error_json(why), true);
+            match decode_request_head(&mut buf, LIMITS) {
+                Ok(Some(head)) => break head,
+                Err(e) => {
+                    let (status, message) = refusal(e);
+                    respond(&mut out, status, &error_json(message), true);
                     let _ = io.write_all(&out).await;
                     return;
                 }
-                Parsed::Partial if buf.len() >= MAX_HEAD_BYTES => {
-                    respond(&mut out, 431, &error_json("request head too large"), true);
-                    let _ = io.write_all(&out).await;
-                    return;
-                }
-                Parsed::Partial => {
+                Ok(None) => {
                     let read = match cfg.max_conn_idle {
                         Some(d) if buf.is_empty() => {
                             match tokio::time::timeout(d, io.read_buf(&mut buf)).await {
@@ -133,33 +98,25 @@ pub(super) async fn serve(
             }
         };
         let received_at = SystemTime::now();
-        if head.chunked {
-            respond(
-                &mut out,
-                411,
-                &error_json("chunked request bodies are not supported"),
-                true,
-            );
-            let _ = io.write_all(&out).await;
-            return;
-        }
-        if head.content_length > MAX_REQUEST {
-            respond(&mut out, 413, &error_json("request body too large"), true);
-            let _ = io.write_all(&out).await;
-            return;
-        }
-        buf.advance(head.len);
-        while buf.len() < head.content_length {
-            match io.read_buf(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
+        let body = loop {
+            match head.decode_body(&mut buf) {
+                Ok(Some(body)) => break body,
+                Err(e) => {
+                    let (status, message) = refusal(e);
+                    respond(&mut out, status, &error_json(message), true);
+                    let _ = io.write_all(&out).await;
+                    return;
+                }
+                Ok(None) => match io.read_buf(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                },
             }
-        }
-        let body = buf.split_to(head.content_length);
-        let close = head.close || age.is_some_and(|a| born.elapsed() >= a);
-        if !head.path_is_echo {
+        };
+        let close = !head.keep_alive || age.is_some_and(|a| born.elapsed() >= a);
+        if head.path() != "/v1/echo" {
             respond(&mut out, 404, &error_json("not found"), close);
-        } else if !head.method_post {
+        } else if head.method() != "POST" {
             respond(
                 &mut out,
                 405,
@@ -169,8 +126,8 @@ pub(super) async fn serve(
         } else {
             match serde_json::from_slice::<EchoBody>(&body) {
                 Ok(req) => {
-                    let resp =
-                        echo_response(head.headers, req.ping.into_owned(), peer, received_at);
+                    let headers = echo_headers(&head);
+                    let resp = echo_response(headers, req.ping.into_owned(), peer, received_at);
                     let json = echo_response_json(&resp).to_string();
                     respond(&mut out, 200, &json, close);
                 }

@@ -5,7 +5,8 @@
 //! bytes) and consume input only on success; encoders append to the caller's buffer. Every
 //! length a peer controls is checked against a named limit before anything is allocated for it.
 //!
-//! - `http1`: request templates, response heads (httparse), the resumable chunked decoder.
+//! - `http1`: request templates and request heads, response heads (httparse), the client's
+//!   response reader, the resumable chunked decoder.
 //! - `grpc`: 5-byte message framing, grpc-status codes, grpc-message percent coding.
 //! - `h2sniff`: a passive h2 frame classifier for the wire ledger, one per direction.
 //! - `json`: etcd's gateway JSON (base64 in place, borrowed response checks).
