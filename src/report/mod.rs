@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod svg;
 pub mod text;
+pub mod watch;
 
 use serde::Serialize;
 use serde_json::Value;
