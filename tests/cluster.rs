@@ -1,4 +1,4 @@
-//! Leader discovery (`wirebench::discover`) against a real 3-member etcd cluster, over both stacks.
+//! Leader discovery (`wirebench::etcd::discover`) against a real 3-member etcd cluster, over both stacks.
 
 mod support;
 
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use wirebench::client::grpc::H2Config;
 use wirebench::config::Endpoint;
-use wirebench::discover::{self, ClusterView, Target};
+use wirebench::etcd::discover::{self, ClusterView, Target};
 use wirebench::net::NetConfig;
 
 use support::Cluster;

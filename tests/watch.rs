@@ -483,7 +483,7 @@ fn answer_one_put(mut s: TcpStream, seen: &Mutex<Vec<(i64, Vec<u8>)>>) {
 
 /// The put load's counts and failures, for assertion messages (its Debug form includes the
 /// latency histogram).
-fn summary(out: &wirebench::watch::PutOutcome) -> String {
+fn summary(out: &wirebench::etcd::watch::PutOutcome) -> String {
     format!(
         "{} ok, {} failed, {} not sent, {} reconnects; errors {:?}; not sent {:?}",
         out.ok, out.failed, out.not_sent, out.reconnects, out.errors, out.not_sent_reasons
@@ -491,7 +491,7 @@ fn summary(out: &wirebench::watch::PutOutcome) -> String {
 }
 
 /// The put load's configuration as `etcd watch` would build it from these flags.
-fn put_config(endpoint: &str, extra: &[&str]) -> wirebench::watch::WatchConfig {
+fn put_config(endpoint: &str, extra: &[&str]) -> wirebench::etcd::watch::WatchConfig {
     use clap::Parser as _;
     let mut args = vec![
         "wirebench",
@@ -519,7 +519,7 @@ fn put_config(endpoint: &str, extra: &[&str]) -> wirebench::watch::WatchConfig {
 fn http_puts_reconnect_after_every_connection_close_answer() {
     let gw = ClosingGateway::start(None);
     let cfg = put_config(&gw.endpoint(), &["--put-total", "20", "--put-clients", "2"]);
-    let out = wirebench::watch::put_load(&cfg).expect("the put load runs");
+    let out = wirebench::etcd::watch::put_load(&cfg).expect("the put load runs");
     assert_eq!(
         (out.ok, out.failed, out.not_sent),
         (20, 0, 0),
@@ -566,7 +566,7 @@ fn http_puts_not_sent_after_the_server_is_gone_longer_than_the_put_timeout() {
         ],
     );
     let started = Instant::now();
-    let out = wirebench::watch::put_load(&cfg).expect("the put load runs");
+    let out = wirebench::etcd::watch::put_load(&cfg).expect("the put load runs");
     let took = started.elapsed();
     eprintln!(
         "{} ok, {} failed, {} not sent in {took:?}",

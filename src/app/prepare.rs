@@ -4,16 +4,15 @@
 use std::time::Duration;
 
 use super::RunError;
-use crate::client;
 use crate::config::{Config, Endpoint, Proto, Target, WorkloadSpec};
-use crate::discover;
 use crate::engine;
+use crate::etcd::{client, discover};
 use crate::net;
 use crate::report::Report;
 use crate::server::{ServeConfig, Server};
 use crate::stats::ProcessClock;
 use crate::stats::ProtoRun;
-use crate::workload::{self, Workload};
+use crate::workload::Workload;
 
 /// A validated `Config`'s run as it will happen: what was learnt at run time, and the workload
 /// rendered for it. The `Config` itself is never changed.
@@ -157,48 +156,12 @@ pub(super) fn authenticate(
     let Some((user, password)) = cfg.auth.clone() else {
         return Ok(None);
     };
-    let ep = endpoints[0].clone();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| RunError::Setup(format!("cannot start a runtime: {e}")))?;
-    let local = tokio::task::LocalSet::new();
-    let over_http = cfg.protos == [Proto::Http];
-    let token = local.block_on(&rt, async {
-        let connect_err = |e: std::io::Error| format!("connect to {}: {e}", ep.addr);
-        if over_http {
-            let mut conn = client::http1::Conn::connect(
-                ep.addr,
-                &ep.host,
-                0,
-                &cfg.net,
-                1 << 20,
-                net::Layers::Off,
-            )
-            .await
-            .map_err(connect_err)?;
-            workload::etcd::authenticate_http(&mut conn, &ep.authority, &user, &password)
-                .await
-                .map_err(|f| f.to_string())
-        } else {
-            let conn = client::grpc::Conn::connect(ep.addr, &ep.host, 0, &cfg.net, &cfg.h2)
-                .await
-                .map_err(connect_err)?;
-            let mut send = conn.handle();
-            let t = workload::etcd::authenticate_grpc(
-                &mut send,
-                conn.ledger(),
-                &ep.authority,
-                &user,
-                &password,
-            )
-            .await
-            .map_err(|f| f.to_string());
-            drop(send);
-            conn.close(Duration::from_secs(1)).await;
-            t
-        }
-    });
+    let over = if cfg.protos == [Proto::Http] {
+        Proto::Http
+    } else {
+        Proto::Grpc
+    };
+    let token = client::authenticate(&endpoints[0], over, &cfg.net, &cfg.h2, &user, &password);
     token
         .map(Some)
         .map_err(|e| RunError::Setup(format!("authenticate as {user}: {e}")))
@@ -234,23 +197,7 @@ fn resolve_target(
         Err(_) if target == Target::All => return Ok((given, Vec::new())),
         Err(e) => return Err(RunError::Setup(format!("--target {}: {e}", target.name()))),
     };
-    let leader = view.statuses.first().map(|s| s.leader).unwrap_or_default();
-    let roles = chosen
-        .iter()
-        .map(|ep| {
-            let status = given
-                .iter()
-                .position(|g| g.addr == ep.addr)
-                .and_then(|i| view.statuses.iter().find(|s| s.endpoint == i));
-            match status {
-                Some(s) if s.member_id == leader => "leader",
-                Some(_) => "follower",
-                // not a given endpoint: the leader found in the member list
-                None => "leader",
-            }
-            .to_string()
-        })
-        .collect();
+    let roles = discover::roles(&given, &chosen, &view);
     Ok((chosen, roles))
 }
 

@@ -2,16 +2,16 @@
 //! and prints one row per run, in the columns of etcd's benchmark tables plus the wire figures.
 
 use std::fmt::Write;
-use std::time::Duration;
 
 use serde::Serialize;
 
-use super::prepare::{self, Prepared};
+use super::prepare;
 use super::{RunError, emit, exit};
 use crate::config::{
     Config, EtcdOp, Load, Proto, Stop, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec,
 };
 use crate::engine;
+use crate::etcd::{client, ops};
 use crate::report::RunReport;
 
 /// One run of the sweep.
@@ -96,7 +96,8 @@ fn cell(s: &SweepConfig, target: Target, key_size: usize, clients: usize, proto:
     }
 }
 
-/// Writes the key a range sweep reads (one put over gRPC to the first endpoint).
+/// Writes the key a range sweep reads: one put over gRPC to the first endpoint, of the key and
+/// value a one-key put run with the sweep's seed writes (index 0 as a varint, then zeros).
 fn write_range_key(
     s: &SweepConfig,
     token: Option<&str>,
@@ -104,41 +105,25 @@ fn write_range_key(
     val_size: usize,
 ) -> Result<(), RunError> {
     let base = &s.base;
-    let c = Config {
-        endpoints: vec![base.endpoints[0].clone()],
-        load: Load {
-            clients: 1,
-            conns: 1,
-            stop: Stop::Total(1),
-            warmup: Duration::ZERO,
-            rate: None,
-            ..base.load.clone()
-        },
-        protos: vec![Proto::Grpc],
-        spec: WorkloadSpec::Etcd(EtcdOp::Put {
-            key_size,
-            val_size,
-            key_space_size: 1,
-            sequential_keys: true,
-        }),
-        ..base.clone()
-    };
-    let prepared = Prepared::new(&c, c.endpoints.clone(), Vec::new(), token.map(String::from))?;
-    let run = prepared
-        .run_proto(&c, Proto::Grpc)
-        .map_err(RunError::Setup)?;
-    if run.stats.ok != 1 {
-        let why = run
-            .stats
-            .errors
-            .keys()
-            .next()
-            .map_or_else(|| "no response".to_string(), ToString::to_string);
-        return Err(RunError::Setup(format!(
+    let key = vec![0; key_size];
+    let value = ops::put_value(&mut ops::Rng::new(base.seed), val_size);
+    let ep = &base.endpoints[0];
+    client::put(
+        ep,
+        Proto::Grpc,
+        &base.net,
+        &base.h2,
+        token,
+        &key,
+        &value,
+        base.load.timeout,
+    )
+    .map(drop)
+    .map_err(|why| {
+        RunError::Setup(format!(
             "cannot write the {key_size}-byte key to read: {why}"
-        )));
-    }
-    Ok(())
+        ))
+    })
 }
 
 /// Runs the sweep (authenticated once with `--user`) and writes its table; fails when a row had

@@ -13,8 +13,8 @@ mod watch;
 use clap::{Parser, Subcommand};
 
 use crate::config::{Config, SweepConfig};
+use crate::etcd::watch::WatchConfig;
 use crate::server::ServeConfig;
-use crate::watch::WatchConfig;
 
 pub use call::{CallArgs, CallCmd, CallEtcd};
 pub use common::{

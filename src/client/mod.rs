@@ -4,8 +4,14 @@ pub mod grpc;
 pub mod http1;
 
 use std::io;
+use std::time::Duration;
 
 use crate::outcome::{Failure, FailureKind};
+
+/// First reconnect delay after a failed connect; doubles up to `BACKOFF_MAX` (the engine's
+/// clients and the watch command's put load pace their reconnects alike).
+pub const BACKOFF_MIN: Duration = Duration::from_millis(10);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// A failure kind for an IO error, with the OS's words as detail.
 pub fn io_failure(e: &io::Error) -> Failure {

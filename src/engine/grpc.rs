@@ -10,9 +10,9 @@ use tokio::sync::Notify;
 
 use crate::client::grpc::{self as grpc_client, CallError, Conn};
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
+use crate::etcd::client::{Client, is_invalid_token};
 use crate::net::Ledger;
 use crate::outcome::{Failure, FailureKind, StatusKey};
-use crate::workload::etcd::{authenticate_grpc, is_invalid_token};
 use wirebench_wire::grpc::Code;
 
 /// A client's first response buffer (bytes).
@@ -246,17 +246,16 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                     continue;
                 };
                 let authority = &ctx.authorities[slot.endpoint];
-                let token = tokio::time::timeout(
-                    ctx.timeout,
-                    authenticate_grpc(&mut h.send, &h.ledger, authority, user, password),
-                )
-                .await
-                .unwrap_or_else(|_| {
-                    Err(Failure::with(
-                        FailureKind::Timeout,
-                        format_args!("re-authentication: no answer within {:?}", ctx.timeout),
-                    ))
-                });
+                let token =
+                    Client::grpc(&mut h.send, &h.ledger, authority).authenticate(user, password);
+                let token = tokio::time::timeout(ctx.timeout, token)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Failure::with(
+                            FailureKind::Timeout,
+                            format_args!("re-authentication: no answer within {:?}", ctx.timeout),
+                        ))
+                    });
                 let token = token.map_err(|f| match f.kind {
                     FailureKind::Timeout => f,
                     _ => Failure::with(FailureKind::Auth, f),

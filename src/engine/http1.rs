@@ -7,8 +7,8 @@ use bytes::BytesMut;
 
 use crate::client::http1::Conn;
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
+use crate::etcd::client::{Client, is_invalid_token};
 use crate::outcome::{Failure, FailureKind};
-use crate::workload::etcd::{authenticate_http, is_invalid_token};
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
     let addr = ctx.addrs[endpoint];
@@ -151,15 +151,15 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         if needs_auth && let Some((user, password)) = &ctx.auth {
             needs_auth = false;
             let authority = &ctx.authorities[endpoint];
-            let auth =
-                tokio::time::timeout(ctx.timeout, authenticate_http(c, authority, user, password))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(Failure::with(
-                            FailureKind::Timeout,
-                            format_args!("re-authentication: no answer within {:?}", ctx.timeout),
-                        ))
-                    });
+            let auth = Client::http(c, authority).authenticate(user, password);
+            let auth = tokio::time::timeout(ctx.timeout, auth)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Failure::with(
+                        FailureKind::Timeout,
+                        format_args!("re-authentication: no answer within {:?}", ctx.timeout),
+                    ))
+                });
             match auth {
                 Ok(token) => match work.set_token(&token) {
                     Ok(()) => {

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::client::{BACKOFF_MAX, BACKOFF_MIN};
 use crate::config::{Config, Endpoint, Proto, Stop};
 use crate::net::{H2Config, NetConfig};
 use crate::outcome::{Failure, FailureKind, StatusKey};
@@ -23,11 +24,6 @@ use crate::workload::Workload;
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.
 pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
-
-/// First reconnect delay after a failed connect; doubles up to `BACKOFF_MAX` (the watch
-/// command's put load uses the same).
-pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(10);
-pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// How often the main thread samples RSS during the measured window.
 const RSS_EVERY: Duration = Duration::from_millis(20);

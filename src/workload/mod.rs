@@ -1,7 +1,6 @@
 //! What to send and how to judge the answer, per protocol; one instance per client.
 
 pub mod echo;
-pub mod etcd;
 
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
@@ -11,8 +10,9 @@ use crate::outcome::{Failure, StatusKey};
 
 /// The etcd operations (plain data, defined with the rest of the configuration).
 pub use crate::config::EtcdOp;
+/// etcd's put and range (`crate::etcd::ops`): the one arrow from here into `etcd`.
+pub use crate::etcd::ops::EtcdWorkload;
 pub use echo::EchoWorkload;
-pub use etcd::EtcdWorkload;
 
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
 pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
@@ -119,36 +119,6 @@ impl Workload {
         match self {
             Workload::Etcd(w) => w.set_token(token),
             Workload::Echo(_) => Ok(()),
-        }
-    }
-}
-
-/// SplitMix64: a tiny, fast, seedable generator for keys and values (not for secrets).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in 0..n (n > 0), by Lemire's multiply-shift (bias below 2^-32 for our n).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let v = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&v[..chunk.len()]);
         }
     }
 }

@@ -33,6 +33,83 @@ pub struct GwHeader<'a> {
     /// A quoted int64: digits only, so it always borrows (an `Option<Cow>` would not).
     #[serde(borrow, default)]
     pub revision: Option<&'a str>,
+    /// A quoted uint64: the member that answered.
+    #[serde(borrow, default)]
+    pub member_id: Option<&'a str>,
+}
+
+impl GwHeader<'_> {
+    /// The revision as a number, when it is one.
+    pub fn revision(&self) -> Option<i64> {
+        self.revision.and_then(|r| r.parse().ok())
+    }
+
+    /// The answering member's id: 0 when absent (a default value is omitted), `Err` when it is
+    /// not a uint64.
+    pub fn member_id(&self) -> Result<u64, String> {
+        match self.member_id {
+            None => Ok(0),
+            Some(s) => s
+                .parse()
+                .map_err(|_| format!("member_id {s:?} is not a uint64")),
+        }
+    }
+}
+
+/// Maintenance/Status as the gateway renders it (uint64 as decimal strings, zero values
+/// omitted).
+#[derive(Debug, Deserialize)]
+pub struct GwStatus<'a> {
+    #[serde(borrow, default)]
+    pub header: Option<GwHeader<'a>>,
+    #[serde(default, deserialize_with = "decimal_u64")]
+    pub leader: u64,
+    #[serde(default, rename = "raftTerm", deserialize_with = "decimal_u64")]
+    pub raft_term: u64,
+    #[serde(default, rename = "isLearner")]
+    pub is_learner: bool,
+}
+
+/// Cluster/MemberList as the gateway renders it.
+#[derive(Debug, Deserialize)]
+pub struct GwMemberList {
+    #[serde(default)]
+    pub members: Vec<GwMember>,
+}
+
+/// One member of `GwMemberList`.
+#[derive(Debug, Deserialize)]
+pub struct GwMember {
+    #[serde(default, rename = "ID", deserialize_with = "decimal_u64")]
+    pub id: u64,
+    /// empty until the member has started
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, rename = "clientURLs")]
+    pub client_urls: Vec<String>,
+}
+
+/// Auth/Authenticate's answer; the token is empty when etcd gave none.
+#[derive(Debug, Deserialize)]
+pub struct GwToken {
+    #[serde(default)]
+    pub token: String,
+}
+
+/// A uint64 as protobuf's JSON mapping writes it: a decimal string (a bare number is accepted).
+pub fn decimal_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Number(u64),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Text(s) => s
+            .parse()
+            .map_err(|_| serde::de::Error::custom(format!("{s:?} is not a uint64"))),
+        Raw::Number(n) => Ok(n),
+    }
 }
 
 /// PutResponse / RangeResponse as the gateway renders them; only what the checks read is kept.
@@ -235,6 +312,9 @@ mod tests {
         fn gateway_parsers_never_panic(body in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
             let _ = serde_json::from_slice::<GwResponse>(&body);
             let _ = serde_json::from_slice::<GwError>(&body);
+            let _ = serde_json::from_slice::<GwStatus>(&body);
+            let _ = serde_json::from_slice::<GwMemberList>(&body);
+            let _ = serde_json::from_slice::<GwToken>(&body);
         }
     }
 
@@ -282,6 +362,44 @@ mod tests {
         assert_eq!(escaped.text(), "a\"b");
         assert!(matches!(escaped.message, Some(Cow::Owned(_))));
         assert!(escaped.error.is_none() && escaped.code.is_none());
+    }
+
+    #[test]
+    fn parses_status_and_member_list() {
+        let s: GwStatus = serde_json::from_str(
+            r#"{"header":{"cluster_id":"1540761960191965964","member_id":"14043864974442216063",
+                "revision":"1","raft_term":"2"},"version":"3.4.23","dbSize":"32768",
+                "leader":"8138654174578925315","raftIndex":"8","raftTerm":"2"}"#,
+        )
+        .unwrap();
+        let header = s.header.unwrap();
+        assert_eq!(header.member_id(), Ok(14043864974442216063));
+        assert_eq!(header.revision(), Some(1));
+        assert_eq!(s.leader, 8138654174578925315);
+        assert_eq!(s.raft_term, 2);
+        assert!(!s.is_learner);
+        // Zero values are omitted.
+        let s: GwStatus = serde_json::from_str(r#"{"header":{}}"#).unwrap();
+        assert_eq!((s.leader, s.header.unwrap().member_id()), (0, Ok(0)));
+        let s: GwStatus = serde_json::from_str(r#"{"header":{"member_id":"x"}}"#).unwrap();
+        assert!(s.header.unwrap().member_id().is_err());
+        assert!(serde_json::from_str::<GwStatus>(r#"{"leader":"-1"}"#).is_err());
+        assert!(serde_json::from_str::<GwStatus>(r#"{"leader":"18446744073709551616"}"#).is_err());
+        let l: GwMemberList = serde_json::from_str(
+            r#"{"header":{},"members":[{"ID":"1368661556209622181","name":"m1",
+                "peerURLs":["http://127.0.0.1:60489"],"clientURLs":["http://127.0.0.1:54515"]},
+                {"ID":"7","peerURLs":["http://127.0.0.1:1"],"isLearner":true}]}"#,
+        )
+        .unwrap();
+        assert_eq!(l.members.len(), 2);
+        assert_eq!(l.members[0].id, 1368661556209622181);
+        assert_eq!(l.members[0].name, "m1");
+        assert_eq!(l.members[0].client_urls, ["http://127.0.0.1:54515"]);
+        assert!(l.members[1].client_urls.is_empty());
+        let t: GwToken = serde_json::from_str(r#"{"header":{},"token":"abc.1"}"#).unwrap();
+        assert_eq!(t.token, "abc.1");
+        let t: GwToken = serde_json::from_str(r#"{"header":{}}"#).unwrap();
+        assert!(t.token.is_empty());
     }
 
     #[test]

@@ -1,48 +1,24 @@
-//! Leader discovery for `--target`: each member's status and the member list, over gRPC or JSON.
+//! Leader discovery for `--target`: asks each member for its status and the member list
+//! (through `etcd::client`, over gRPC or the gateway), then selects endpoints and labels roles.
 //!
 //! `discover` asks every given endpoint (in parallel) for its status — its own member id and the
 //! leader it follows — and the first endpoint for the member list, which names every member's
-//! client URLs. `resolve` then picks the endpoints a run should use; it is pure, so every
-//! targeting rule is tested on synthetic views. In etcd 3.4 neither call needs an auth token
-//! (a token that is given is sent all the same).
+//! client URLs. `select`, `resolve` and `roles` are pure, so every targeting rule is tested on
+//! synthetic views. In etcd 3.4 neither call needs an auth token (a token that is given is sent
+//! all the same).
 
 use std::future::Future;
 use std::io;
 use std::time::Duration;
 
-use bytes::BytesMut;
-use http::Uri;
-use http::header::{HeaderName, HeaderValue};
-use prost::Message;
-use serde::{Deserialize, Deserializer};
+use http::header::HeaderValue;
 
-use crate::client::grpc::{self, Call};
-use crate::client::http1;
-use crate::config::Endpoint;
-use crate::net::{H2Config, Layers, NetConfig};
-use crate::outcome::FailureKind;
-use wirebench_wire::grpc as grpc_wire;
-use wirebench_wire::http1::RequestTemplate;
-use wirebench_wire::json::GwError;
-use wirebench_wire::proto::etcd::{
-    MemberListRequest, MemberListResponse, StatusRequest, StatusResponse,
-};
+use crate::config::{Endpoint, Proto};
+use crate::etcd::client::{self, Connection, Member};
+use crate::net::{H2Config, NetConfig};
 
 /// The targets discovery resolves (plain data, defined with the rest of the configuration).
 pub use crate::config::Target;
-
-/// gRPC method of etcd's status call.
-const STATUS_GRPC: &str = "/etcdserverpb.Maintenance/Status";
-/// gRPC method of etcd's member list.
-const MEMBER_LIST_GRPC: &str = "/etcdserverpb.Cluster/MemberList";
-/// Gateway path of the status call.
-const STATUS_HTTP: &str = "/v3/maintenance/status";
-/// Gateway path of the member list.
-const MEMBER_LIST_HTTP: &str = "/v3/cluster/member/list";
-/// Largest status or member list response accepted (a few hundred bytes per member).
-const MAX_RESPONSE: usize = 1 << 20;
-/// How long a closing gRPC connection waits for its streams.
-const CLOSE_LINGER: Duration = Duration::from_secs(1);
 
 /// Whether `target` needs to know the cluster's roles before the run.
 pub fn needs_discovery(target: Target) -> bool {
@@ -62,22 +38,13 @@ pub struct MemberStatus {
     pub is_learner: bool,
 }
 
-/// One member as the member list names it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct MemberInfo {
-    pub id: u64,
-    /// empty until the member has started
-    pub name: String,
-    pub client_urls: Vec<String>,
-}
-
 /// The cluster as seen through the given endpoints.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ClusterView {
     /// one per endpoint, in the endpoints' order
     pub statuses: Vec<MemberStatus>,
     /// the member list, as the first endpoint answered it
-    pub members: Vec<MemberInfo>,
+    pub members: Vec<Member>,
 }
 
 /// Asks every endpoint for its status and the first one for the member list, over gRPC
@@ -94,18 +61,12 @@ pub fn discover(
     if endpoints.is_empty() {
         return Err("no endpoints to discover the cluster through".into());
     }
-    let auth = token.map(Auth::new).transpose()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    let local = tokio::task::LocalSet::new();
-    // Discovery is not measured: no h2 frame sniffing.
-    let h2 = H2Config {
-        ledger: false,
-        ..*h2
-    };
-    local.block_on(&rt, async {
+    if let Some(t) = token {
+        HeaderValue::from_str(t)
+            .map_err(|_| "the auth token is not a valid header value".to_string())?;
+    }
+    let proto = if over_grpc { Proto::Grpc } else { Proto::Http };
+    client::block_on(async {
         let probes: Vec<_> = endpoints
             .iter()
             .enumerate()
@@ -114,11 +75,11 @@ pub fn discover(
                     index: i,
                     ep: ep.clone(),
                     net: net.clone(),
-                    h2,
-                    auth: auth.clone(),
+                    h2: *h2,
+                    token: token.map(str::to_string),
                     members: i == 0,
                 };
-                tokio::task::spawn_local(probe.run(over_grpc))
+                tokio::task::spawn_local(probe.run(proto))
             })
             .collect();
         let mut statuses = Vec::with_capacity(endpoints.len());
@@ -145,25 +106,7 @@ pub fn discover(
             Some(e) => Err(e),
             None => Ok(ClusterView { statuses, members }),
         }
-    })
-}
-
-/// The auth token as gRPC metadata and as the gateway's header value.
-#[derive(Debug, Clone)]
-struct Auth {
-    token: String,
-    metadata: HeaderValue,
-}
-
-impl Auth {
-    fn new(token: &str) -> Result<Auth, String> {
-        let metadata = HeaderValue::from_str(token)
-            .map_err(|_| "the auth token is not a valid header value".to_string())?;
-        Ok(Auth {
-            token: token.to_string(),
-            metadata,
-        })
-    }
+    })?
 }
 
 /// What one endpoint is asked, owned so it can run as a local task.
@@ -172,167 +115,65 @@ struct Probe {
     ep: Endpoint,
     net: NetConfig,
     h2: H2Config,
-    auth: Option<Auth>,
+    token: Option<String>,
     /// also ask for the member list
     members: bool,
 }
 
-/// The status, and the member list when it was asked for.
-type Answer = (MemberStatus, Option<Vec<MemberInfo>>);
-/// Each call's own outcome, once the connection is open.
-type Answers = (
-    Result<MemberStatus, String>,
-    Option<Result<Vec<MemberInfo>, String>>,
-);
-
 impl Probe {
-    async fn run(self, over_grpc: bool) -> Result<Answer, String> {
-        let (status, members) = if over_grpc {
-            self.over_grpc().await?
-        } else {
-            self.over_http().await?
-        };
-        let status = status.map_err(|e| format!("status of {}: {e}", self.ep.url))?;
-        let members = members
-            .transpose()
-            .map_err(|e| format!("member list from {}: {e}", self.ep.url))?;
-        Ok((status, members))
-    }
-
-    /// Both answers over one h2 connection; `Err` only when the connection cannot be opened.
-    async fn over_grpc(&self) -> Result<Answers, String> {
+    /// The status, and the member list when it was asked for, over one connection.
+    async fn run(self, proto: Proto) -> Result<(MemberStatus, Option<Vec<Member>>), String> {
         let ep = &self.ep;
-        let conn = grpc::Conn::connect(ep.addr, &ep.host, self.index, &self.net, &self.h2)
+        let mut conn = Connection::open(ep, self.index, proto, &self.net, &self.h2)
             .await
             .map_err(|e| format!("status of {}: connect: {}", ep.url, io_text(&e)))?;
-        let mut send = conn.handle();
         let limit = self.net.connect_timeout;
-        let metadata: Vec<(HeaderName, HeaderValue)> = self
-            .auth
-            .iter()
-            .map(|a| (HeaderName::from_static("token"), a.metadata.clone()))
-            .collect();
-        let mut rx = BytesMut::new();
+        let token = self.token.as_deref();
         let status = bounded(limit, async {
-            let call = Call::new(uri(ep, STATUS_GRPC)?, metadata.clone(), FailureKind::Etcd);
-            let msg = unary(&mut send, &conn, &call, &StatusRequest {}, &mut rx).await?;
-            let resp = StatusResponse::decode(msg).map_err(|e| format!("bad response: {e}"))?;
-            member_status(
-                self.index,
-                resp.header.map_or(0, |h| h.member_id),
-                resp.leader,
-                resp.raft_term,
-                resp.is_learner,
-            )
+            let s = conn
+                .client(&ep.authority, token)
+                .status()
+                .await
+                .map_err(|f| f.to_string())?;
+            member_status(self.index, s)
         })
         .await;
-        let members = if self.members && status.is_ok() {
-            Some(
+        let members = match status {
+            Ok(_) if !self.members => None,
+            Ok(_) if conn.reusable() => Some(
                 bounded(limit, async {
-                    let call = Call::new(
-                        uri(ep, MEMBER_LIST_GRPC)?,
-                        metadata.clone(),
-                        FailureKind::Etcd,
-                    );
-                    let msg =
-                        unary(&mut send, &conn, &call, &MemberListRequest {}, &mut rx).await?;
-                    let resp = MemberListResponse::decode(msg)
-                        .map_err(|e| format!("bad response: {e}"))?;
-                    Ok(resp
-                        .members
-                        .into_iter()
-                        .map(|m| MemberInfo {
-                            id: m.id,
-                            name: m.name,
-                            client_urls: m.client_ur_ls,
-                        })
-                        .collect())
+                    conn.client(&ep.authority, token)
+                        .member_list()
+                        .await
+                        .map_err(|f| f.to_string())
                 })
                 .await,
-            )
-        } else {
-            None
-        };
-        drop(send);
-        conn.close(CLOSE_LINGER).await;
-        Ok((status, members))
-    }
-
-    /// Both answers over one keepalive HTTP/1.1 connection to the gateway.
-    async fn over_http(&self) -> Result<Answers, String> {
-        let ep = &self.ep;
-        let mut conn = http1::Conn::connect(
-            ep.addr,
-            &ep.host,
-            self.index,
-            &self.net,
-            MAX_RESPONSE as u64,
-            Layers::Off,
-        )
-        .await
-        .map_err(|e| format!("status of {}: connect: {}", ep.url, io_text(&e)))?;
-        let limit = self.net.connect_timeout;
-        let token = self.auth.as_ref().map(|a| a.token.as_str());
-        let status = bounded(limit, async {
-            let body = gateway_post(&mut conn, ep, STATUS_HTTP, token).await?;
-            let s: GwStatus =
-                serde_json::from_slice(&body).map_err(|e| format!("bad response: {e}"))?;
-            member_status(
-                self.index,
-                s.header.map_or(0, |h| h.member_id),
-                s.leader,
-                s.raft_term,
-                s.is_learner,
-            )
-        })
-        .await;
-        let members = if self.members && status.is_ok() && conn.reusable() {
-            Some(
-                bounded(limit, async {
-                    let body = gateway_post(&mut conn, ep, MEMBER_LIST_HTTP, token).await?;
-                    let list: GwMemberList =
-                        serde_json::from_slice(&body).map_err(|e| format!("bad response: {e}"))?;
-                    Ok(list
-                        .members
-                        .into_iter()
-                        .map(|m| MemberInfo {
-                            id: m.id,
-                            name: m.name,
-                            client_urls: m.client_urls,
-                        })
-                        .collect())
-                })
-                .await,
-            )
-        } else if self.members && status.is_ok() {
-            Some(Err(
+            ),
+            Ok(_) => Some(Err(
                 "the server closed the connection after the status".into()
-            ))
-        } else {
-            None
+            )),
+            Err(_) => None,
         };
-        drop(conn);
+        conn.close().await;
+        let status = status.map_err(|e| format!("status of {}: {e}", ep.url))?;
+        let members = members
+            .transpose()
+            .map_err(|e| format!("member list from {}: {e}", ep.url))?;
         Ok((status, members))
     }
 }
 
 /// A checked status: a member that does not say who it is cannot be matched to a leader.
-fn member_status(
-    endpoint: usize,
-    member_id: u64,
-    leader: u64,
-    raft_term: u64,
-    is_learner: bool,
-) -> Result<MemberStatus, String> {
-    if member_id == 0 {
+fn member_status(endpoint: usize, s: client::Status) -> Result<MemberStatus, String> {
+    if s.member_id == 0 {
         return Err("the response names no member id".into());
     }
     Ok(MemberStatus {
         endpoint,
-        member_id,
-        leader,
-        raft_term,
-        is_learner,
+        member_id: s.member_id,
+        leader: s.leader,
+        raft_term: s.raft_term,
+        is_learner: s.is_learner,
     })
 }
 
@@ -358,106 +199,6 @@ fn io_text(e: &io::Error) -> String {
         }
     }
     s
-}
-
-fn uri(ep: &Endpoint, path: &str) -> Result<Uri, String> {
-    format!("http://{}{path}", ep.authority)
-        .parse()
-        .map_err(|e| format!("bad URI: {e}"))
-}
-
-/// One gRPC unary call on an open connection; returns the response message.
-async fn unary(
-    send: &mut h2::client::SendRequest<bytes::Bytes>,
-    conn: &grpc::Conn,
-    call: &Call,
-    request: &impl Message,
-    rx: &mut BytesMut,
-) -> Result<bytes::Bytes, String> {
-    let mut frame = BytesMut::new();
-    grpc_wire::encode(request, &mut frame);
-    grpc::unary(send, conn.ledger(), call, frame.freeze(), rx, MAX_RESPONSE)
-        .await
-        .map_err(|e| e.failure.to_string())
-}
-
-/// `POST path` with body `{}` through the gateway; the body of a 200 answer.
-async fn gateway_post(
-    conn: &mut http1::Conn,
-    ep: &Endpoint,
-    path: &str,
-    token: Option<&str>,
-) -> Result<Vec<u8>, String> {
-    let mut headers = vec![("Content-Type", "application/json")];
-    if let Some(t) = token {
-        headers.push(("Authorization", t));
-    }
-    let template = RequestTemplate::new("POST", path, &ep.authority, &headers)
-        .map_err(|e| format!("cannot build the request: {e}"))?;
-    let mut req = BytesMut::new();
-    let head = template.encode(b"{}", &mut req);
-    let resp = conn
-        .round_trip(&req, head)
-        .await
-        .map_err(|f| f.to_string())?;
-    if resp.status != 200 {
-        return Err(serde_json::from_slice::<GwError>(resp.body)
-            .map(|e| format!("HTTP {}: {}", resp.status, e.text()))
-            .unwrap_or_else(|_| format!("HTTP {}", resp.status)));
-    }
-    Ok(resp.body.to_vec())
-}
-
-/// The gateway's StatusResponse (uint64 as decimal strings, zero values omitted).
-#[derive(Debug, Deserialize)]
-struct GwStatus {
-    #[serde(default)]
-    header: Option<GwHeader>,
-    #[serde(default, deserialize_with = "decimal_u64")]
-    leader: u64,
-    #[serde(default, rename = "raftTerm", deserialize_with = "decimal_u64")]
-    raft_term: u64,
-    #[serde(default, rename = "isLearner")]
-    is_learner: bool,
-}
-
-#[derive(Debug, Deserialize)]
-struct GwHeader {
-    #[serde(default, deserialize_with = "decimal_u64")]
-    member_id: u64,
-}
-
-/// The gateway's MemberListResponse.
-#[derive(Debug, Deserialize)]
-struct GwMemberList {
-    #[serde(default)]
-    members: Vec<GwMember>,
-}
-
-#[derive(Debug, Deserialize)]
-struct GwMember {
-    #[serde(default, rename = "ID", deserialize_with = "decimal_u64")]
-    id: u64,
-    #[serde(default)]
-    name: String,
-    #[serde(default, rename = "clientURLs")]
-    client_urls: Vec<String>,
-}
-
-/// A uint64 as protobuf's JSON mapping writes it: a decimal string (a bare number is accepted).
-fn decimal_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Text(String),
-        Number(u64),
-    }
-    match Raw::deserialize(d)? {
-        Raw::Text(s) => s
-            .parse()
-            .map_err(|_| serde::de::Error::custom(format!("{s:?} is not a uint64"))),
-        Raw::Number(n) => Ok(n),
-    }
 }
 
 /// The leader every status agrees on.
@@ -561,12 +302,34 @@ fn leader_from_members(
 }
 
 /// `m2, member 8e9e05c52164694d` (the name is empty until a member has started).
-fn describe(m: &MemberInfo) -> String {
+fn describe(m: &Member) -> String {
     if m.name.is_empty() {
         format!("member {:x}", m.id)
     } else {
         format!("{}, member {:x}", m.name, m.id)
     }
+}
+
+/// The role of each chosen endpoint: "leader" or "follower" by the statuses of the `given`
+/// endpoints it is one of; an endpoint not given is the leader found in the member list.
+pub fn roles(given: &[Endpoint], chosen: &[Endpoint], view: &ClusterView) -> Vec<String> {
+    let leader = view.statuses.first().map(|s| s.leader).unwrap_or_default();
+    chosen
+        .iter()
+        .map(|ep| {
+            let status = given
+                .iter()
+                .position(|g| g.addr == ep.addr)
+                .and_then(|i| view.statuses.iter().find(|s| s.endpoint == i));
+            match status {
+                Some(s) if s.member_id == leader => "leader",
+                Some(_) => "follower",
+                // not a given endpoint: the leader found in the member list
+                None => "leader",
+            }
+            .to_string()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -591,10 +354,10 @@ mod tests {
     }
 
     /// Members 11, 22, 33 on ports 2001..2003; 22 leads.
-    fn members() -> Vec<MemberInfo> {
+    fn members() -> Vec<Member> {
         [(11, 2001), (22, 2002), (33, 2003)]
             .into_iter()
-            .map(|(id, port)| MemberInfo {
+            .map(|(id, port)| Member {
                 id,
                 name: format!("m{}", id / 11),
                 client_urls: vec![format!("http://127.0.0.1:{port}")],
@@ -732,7 +495,7 @@ mod tests {
         };
         let e = resolve(&eps, Target::Leader, &view).unwrap_err();
         assert_eq!(e, "the leader (member 2c) is not in the member list");
-        view.members.push(MemberInfo {
+        view.members.push(Member {
             id: 44,
             name: String::new(),
             client_urls: Vec::new(),
@@ -755,39 +518,34 @@ mod tests {
     }
 
     #[test]
-    fn gateway_json() {
-        let s: GwStatus = serde_json::from_str(
-            r#"{"header":{"cluster_id":"1540761960191965964","member_id":"14043864974442216063",
-                "revision":"1","raft_term":"2"},"version":"3.4.23","dbSize":"32768",
-                "leader":"8138654174578925315","raftIndex":"8","raftTerm":"2"}"#,
-        )
-        .unwrap();
-        assert_eq!(s.header.unwrap().member_id, 14043864974442216063);
-        assert_eq!(s.leader, 8138654174578925315);
-        assert_eq!(s.raft_term, 2);
-        assert!(!s.is_learner);
-        // Zero values are omitted.
-        let s: GwStatus = serde_json::from_str(r#"{"header":{}}"#).unwrap();
-        assert_eq!((s.leader, s.header.unwrap().member_id), (0, 0));
-        assert!(serde_json::from_str::<GwStatus>(r#"{"leader":"-1"}"#).is_err());
-        assert!(serde_json::from_str::<GwStatus>(r#"{"leader":"18446744073709551616"}"#).is_err());
-        let l: GwMemberList = serde_json::from_str(
-            r#"{"header":{},"members":[{"ID":"1368661556209622181","name":"m1",
-                "peerURLs":["http://127.0.0.1:60489"],"clientURLs":["http://127.0.0.1:54515"]},
-                {"ID":"7","peerURLs":["http://127.0.0.1:1"],"isLearner":true}]}"#,
-        )
-        .unwrap();
-        assert_eq!(l.members.len(), 2);
-        assert_eq!(l.members[0].id, 1368661556209622181);
-        assert_eq!(l.members[0].name, "m1");
-        assert_eq!(l.members[0].client_urls, ["http://127.0.0.1:54515"]);
-        assert!(l.members[1].client_urls.is_empty());
+    fn a_status_without_member_id_is_an_error() {
+        let status = |member_id| client::Status {
+            member_id,
+            leader: 5,
+            raft_term: 1,
+            is_learner: false,
+        };
+        assert!(member_status(0, status(0)).is_err());
+        assert_eq!(member_status(2, status(9)).unwrap().endpoint, 2);
     }
 
     #[test]
-    fn a_status_without_member_id_is_an_error() {
-        assert!(member_status(0, 0, 5, 1, false).is_err());
-        assert_eq!(member_status(2, 9, 5, 1, true).unwrap().endpoint, 2);
+    fn roles_follow_the_statuses_and_the_member_list() {
+        let given = endpoints(&[2001, 2002, 2003]);
+        let view = full_view();
+        let chosen = resolve(&given, Target::All, &view).unwrap();
+        assert_eq!(
+            roles(&given, &chosen, &view),
+            ["follower", "leader", "follower"]
+        );
+        // the leader found in the member list is not a given endpoint
+        let one = endpoints(&[2003]);
+        let view = ClusterView {
+            statuses: vec![status(0, 33, 22)],
+            members: members(),
+        };
+        let chosen = resolve(&one, Target::Leader, &view).unwrap();
+        assert_eq!(roles(&one, &chosen, &view), ["leader"]);
     }
 
     #[test]

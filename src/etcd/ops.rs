@@ -1,23 +1,22 @@
-//! etcd KV workloads (put, range) over the grpc-gateway JSON and over gRPC.
+//! etcd's KV operations as the engine drives them (put, range): request N over the gateway's
+//! JSON and over gRPC, and the verdict on its answer.
 
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http::Uri;
+use http::header::{HeaderName, HeaderValue};
 use prost::Message;
 use serde_json::Value;
 
 use crate::client::grpc::Call;
 use crate::config::{Endpoint, EtcdOp};
+use crate::etcd::client::gateway_error;
 use crate::outcome::{Failure, FailureKind, StatusKey};
-use crate::workload::{HttpVerdict, Rng};
-use http::header::{HeaderName, HeaderValue};
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
-use wirebench_wire::json::{self, GwError, GwResponse};
-use wirebench_wire::proto::etcd::{
-    AuthenticateRequest, AuthenticateResponse, PutResponse, RangeRequest, RangeResponse,
-};
+use wirebench_wire::json::{self, GwResponse};
+use wirebench_wire::proto::etcd::{PutResponse, RangeRequest, RangeResponse};
 
 /// The gateway path of `op`.
 fn gateway_path(op: &EtcdOp) -> &'static str {
@@ -105,92 +104,6 @@ fn targets(
     Ok((templates, calls))
 }
 
-/// The etcd error that means "authenticate again".
-pub const INVALID_TOKEN: &str = "invalid auth token";
-
-/// Whether a failure is etcd rejecting an expired or revoked token.
-pub fn is_invalid_token(f: &Failure) -> bool {
-    f.kind == FailureKind::Etcd
-        && f.detail
-            .as_deref()
-            .is_some_and(|d| d.contains(INVALID_TOKEN))
-}
-
-/// etcd `Authenticate` over gRPC on an open connection; returns the token.
-pub async fn authenticate_grpc(
-    send: &mut h2::client::SendRequest<Bytes>,
-    ledger: &crate::net::Ledger,
-    authority: &str,
-    user: &str,
-    password: &str,
-) -> Result<String, Failure> {
-    let uri: Uri = format!("http://{authority}/etcdserverpb.Auth/Authenticate")
-        .parse()
-        .map_err(|e| Failure::with(FailureKind::Auth, e))?;
-    let call = Call::new(uri, Vec::new(), FailureKind::Etcd);
-    let mut frame = BytesMut::new();
-    grpc::encode(
-        &AuthenticateRequest {
-            name: user.to_string(),
-            password: password.to_string(),
-        },
-        &mut frame,
-    );
-    let mut rx = BytesMut::new();
-    let msg = crate::client::grpc::unary(send, ledger, &call, frame.freeze(), &mut rx, 1 << 20)
-        .await
-        .map_err(|e| e.failure)?;
-    let resp = AuthenticateResponse::decode(msg)
-        .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
-    if resp.token.is_empty() {
-        return Err(Failure::with(
-            FailureKind::Auth,
-            "etcd returned an empty token (is auth enabled?)",
-        ));
-    }
-    Ok(resp.token)
-}
-
-/// etcd `Authenticate` through the gateway (`POST /v3/auth/authenticate`); returns the token.
-pub async fn authenticate_http(
-    conn: &mut crate::client::http1::Conn,
-    authority: &str,
-    user: &str,
-    password: &str,
-) -> Result<String, Failure> {
-    let t = RequestTemplate::new(
-        "POST",
-        "/v3/auth/authenticate",
-        authority,
-        &[("Content-Type", "application/json")],
-    )
-    .map_err(|e| Failure::with(FailureKind::Auth, e))?;
-    let body = serde_json::json!({ "name": user, "password": password }).to_string();
-    let mut req = BytesMut::new();
-    let head = t.encode(body.as_bytes(), &mut req);
-    let resp = conn.round_trip(&req, head).await?;
-    #[derive(serde::Deserialize)]
-    struct Token {
-        #[serde(default)]
-        token: String,
-    }
-    if resp.status != 200 {
-        let msg = serde_json::from_slice::<GwError>(resp.body)
-            .map(|e| e.text().to_string())
-            .unwrap_or_else(|_| format!("HTTP {}", resp.status));
-        return Err(Failure::with(FailureKind::Etcd, msg));
-    }
-    let tok: Token = serde_json::from_slice(resp.body)
-        .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
-    if tok.token.is_empty() {
-        return Err(Failure::with(
-            FailureKind::Auth,
-            "etcd returned an empty token (is auth enabled?)",
-        ));
-    }
-    Ok(tok.token)
-}
-
 /// Everything that is the same for all clients, built once.
 #[derive(Debug)]
 struct Shared {
@@ -240,8 +153,7 @@ impl EtcdWorkload {
         let (json_tail, proto_tail) = match &op {
             EtcdOp::Put { val_size, .. } => {
                 // etcd's benchmark: one random value of val-size bytes for the whole run.
-                let mut value = vec![0u8; *val_size];
-                rng.fill(&mut value);
+                let value = put_value(&mut rng, *val_size);
                 let mut jt = BytesMut::new();
                 jt.put_slice(br#"","value":""#);
                 json::put_base64(&value, &mut jt);
@@ -330,14 +242,10 @@ impl EtcdWorkload {
         }
     }
 
-    pub fn check_http(&self, status: u16, body: &[u8]) -> HttpVerdict {
+    pub fn check_http(&self, status: u16, body: &[u8]) -> Result<StatusKey, (StatusKey, Failure)> {
         let key = StatusKey::Http(status);
         if status != 200 {
-            let failure = match serde_json::from_slice::<GwError>(body) {
-                Ok(e) => Failure::with(FailureKind::Etcd, e.text()),
-                Err(_) => Failure::with(FailureKind::HttpStatus, format_args!("HTTP {status}")),
-            };
-            return Err((key, failure));
+            return Err((key, gateway_error(status, body)));
         }
         let r: GwResponse = match serde_json::from_slice(body) {
             Ok(r) => r,
@@ -400,6 +308,44 @@ impl EtcdWorkload {
             }
         };
         v.unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
+    }
+}
+
+/// The value a put run writes: `val_size` bytes from the run's generator, drawn first (the
+/// sweep writes the same value once before it reads it back).
+pub fn put_value(rng: &mut Rng, val_size: usize) -> Vec<u8> {
+    let mut value = vec![0u8; val_size];
+    rng.fill(&mut value);
+    value
+}
+
+/// SplitMix64: a tiny, fast, seedable generator for keys and values (not for secrets).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in 0..n (n > 0), by Lemire's multiply-shift (bias below 2^-32 for our n).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
     }
 }
 

@@ -1,0 +1,559 @@
+//! One etcd client over both stacks for the one-off calls (Authenticate, Status, MemberList, Put):
+//! gRPC unary calls on an h2 connection, or gateway POSTs on an HTTP/1.1 keepalive connection.
+//!
+//! `Client` borrows a connection someone else owns (the engine re-authenticates on its own);
+//! `Connection` opens one of its own for calls made before or between runs, and `block_on` runs
+//! such calls on a current-thread runtime. These calls are not measured: no h2 sniffing, no
+//! HTTP/1.1 layer accounting on the connections `Connection` opens.
+
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use h2::client::SendRequest;
+use http::Uri;
+use http::header::{HeaderName, HeaderValue};
+use prost::Message;
+
+use crate::client::{grpc, http1};
+use crate::config::{Endpoint, Proto};
+use crate::net::{H2Config, Layers, Ledger, NetConfig};
+use crate::outcome::{Failure, FailureKind};
+use wirebench_wire::grpc as grpc_wire;
+use wirebench_wire::http1::RequestTemplate;
+use wirebench_wire::json::{self, GwError, GwMemberList, GwResponse, GwStatus, GwToken};
+use wirebench_wire::proto::etcd::{
+    AuthenticateRequest, AuthenticateResponse, MemberListRequest, MemberListResponse, PutRequest,
+    PutResponse, StatusRequest, StatusResponse,
+};
+
+/// Largest answer to a one-off call (a few hundred bytes per member in a member list).
+pub const MAX_RESPONSE: usize = 1 << 20;
+/// How long a closing gRPC connection of a one-off call waits for its streams.
+const CLOSE_LINGER: Duration = Duration::from_secs(1);
+
+/// The etcd error that means "authenticate again".
+pub const INVALID_TOKEN: &str = "invalid auth token";
+
+/// Whether a failure is etcd rejecting an expired or revoked token.
+pub fn is_invalid_token(f: &Failure) -> bool {
+    f.kind == FailureKind::Etcd
+        && f.detail
+            .as_deref()
+            .is_some_and(|d| d.contains(INVALID_TOKEN))
+}
+
+/// Runs `fut` to completion on a fresh current-thread runtime with a `LocalSet` (the h2 drivers
+/// are local tasks): the one-off calls before a run, and the watch benchmark's own threads.
+pub fn block_on<F: Future>(fut: F) -> Result<F::Output, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    Ok(tokio::task::LocalSet::new().block_on(&rt, fut))
+}
+
+/// What one member's Maintenance/Status says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    /// the member behind the endpoint (0 when the answer names none)
+    pub member_id: u64,
+    /// the leader it follows; 0 when it knows none
+    pub leader: u64,
+    pub raft_term: u64,
+    pub is_learner: bool,
+}
+
+/// One member as Cluster/MemberList names it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Member {
+    pub id: u64,
+    /// empty until the member has started
+    pub name: String,
+    pub client_urls: Vec<String>,
+}
+
+/// The connection a `Client` calls over.
+enum Via<'c> {
+    Grpc {
+        send: &'c mut SendRequest<Bytes>,
+        ledger: &'c Ledger,
+    },
+    Http(&'c mut http1::Conn),
+}
+
+/// etcd's calls on a borrowed connection, with an optional auth token (gRPC metadata `token`,
+/// the gateway's raw `Authorization` header).
+pub struct Client<'c> {
+    via: Via<'c>,
+    authority: &'c str,
+    token: Option<&'c str>,
+}
+
+impl<'c> Client<'c> {
+    /// Calls as h2 streams of the connection behind `send` (its ledger counts them).
+    pub fn grpc(send: &'c mut SendRequest<Bytes>, ledger: &'c Ledger, authority: &'c str) -> Self {
+        Client {
+            via: Via::Grpc { send, ledger },
+            authority,
+            token: None,
+        }
+    }
+
+    /// Calls through the gateway on `conn`.
+    pub fn http(conn: &'c mut http1::Conn, authority: &'c str) -> Self {
+        Client {
+            via: Via::Http(conn),
+            authority,
+            token: None,
+        }
+    }
+
+    /// Sends `token` with every call.
+    pub fn with_token(self, token: Option<&'c str>) -> Self {
+        Client { token, ..self }
+    }
+
+    /// `Auth/Authenticate`: the token for `user`.
+    pub async fn authenticate(mut self, user: &str, password: &str) -> Result<String, Failure> {
+        let token = match &mut self.via {
+            Via::Grpc { send, ledger } => {
+                let req = AuthenticateRequest {
+                    name: user.to_string(),
+                    password: password.to_string(),
+                };
+                let msg =
+                    unary(send, ledger, self.authority, self.token, AUTHENTICATE, &req).await?;
+                AuthenticateResponse::decode(msg)
+                    .map_err(|e| Failure::with(FailureKind::BadResponse, e))?
+                    .token
+            }
+            Via::Http(conn) => {
+                let body = serde_json::json!({ "name": user, "password": password }).to_string();
+                let path = AUTHENTICATE.gateway;
+                let answer = post(conn, self.authority, self.token, path, body.as_bytes()).await?;
+                serde_json::from_slice::<GwToken>(answer)
+                    .map_err(|e| Failure::with(FailureKind::BadResponse, e))?
+                    .token
+            }
+        };
+        if token.is_empty() {
+            return Err(Failure::with(
+                FailureKind::Auth,
+                "etcd returned an empty token (is auth enabled?)",
+            ));
+        }
+        Ok(token)
+    }
+
+    /// `Maintenance/Status` of the member behind the connection.
+    pub async fn status(mut self) -> Result<Status, Failure> {
+        match &mut self.via {
+            Via::Grpc { send, ledger } => {
+                let msg = unary(
+                    send,
+                    ledger,
+                    self.authority,
+                    self.token,
+                    STATUS,
+                    &StatusRequest {},
+                )
+                .await?;
+                let r = StatusResponse::decode(msg)
+                    .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
+                Ok(Status {
+                    member_id: r.header.map_or(0, |h| h.member_id),
+                    leader: r.leader,
+                    raft_term: r.raft_term,
+                    is_learner: r.is_learner,
+                })
+            }
+            Via::Http(conn) => {
+                let answer = post(conn, self.authority, self.token, STATUS.gateway, b"{}").await?;
+                let s: GwStatus = serde_json::from_slice(answer)
+                    .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
+                let member_id = match &s.header {
+                    Some(h) => h
+                        .member_id()
+                        .map_err(|e| Failure::with(FailureKind::BadResponse, e))?,
+                    None => 0,
+                };
+                Ok(Status {
+                    member_id,
+                    leader: s.leader,
+                    raft_term: s.raft_term,
+                    is_learner: s.is_learner,
+                })
+            }
+        }
+    }
+
+    /// `Cluster/MemberList`.
+    pub async fn member_list(mut self) -> Result<Vec<Member>, Failure> {
+        match &mut self.via {
+            Via::Grpc { send, ledger } => {
+                let req = MemberListRequest {};
+                let msg = unary(send, ledger, self.authority, self.token, MEMBERS, &req).await?;
+                let r = MemberListResponse::decode(msg)
+                    .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
+                Ok(r.members
+                    .into_iter()
+                    .map(|m| Member {
+                        id: m.id,
+                        name: m.name,
+                        client_urls: m.client_ur_ls,
+                    })
+                    .collect())
+            }
+            Via::Http(conn) => {
+                let answer = post(conn, self.authority, self.token, MEMBERS.gateway, b"{}").await?;
+                let list: GwMemberList = serde_json::from_slice(answer)
+                    .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
+                Ok(list
+                    .members
+                    .into_iter()
+                    .map(|m| Member {
+                        id: m.id,
+                        name: m.name,
+                        client_urls: m.client_urls,
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    /// `KV/Put` of `value` at `key`: the revision etcd assigned.
+    pub async fn put(mut self, key: &[u8], value: &[u8]) -> Result<i64, Failure> {
+        match &mut self.via {
+            Via::Grpc { send, ledger } => {
+                let req = PutRequest {
+                    key: Bytes::copy_from_slice(key),
+                    value: Bytes::copy_from_slice(value),
+                    ..Default::default()
+                };
+                let msg = unary(send, ledger, self.authority, self.token, PUT, &req).await?;
+                put_revision(msg)
+            }
+            Via::Http(conn) => {
+                let mut body = BytesMut::new();
+                put_body(key, value, &mut body);
+                let (status, answer) =
+                    round_trip(conn, self.authority, self.token, PUT.gateway, &body).await?;
+                put_revision_gateway(status, answer)
+            }
+        }
+    }
+}
+
+/// A call's gRPC method and gateway path.
+struct Method {
+    grpc: &'static str,
+    gateway: &'static str,
+}
+
+const AUTHENTICATE: Method = Method {
+    grpc: "/etcdserverpb.Auth/Authenticate",
+    gateway: "/v3/auth/authenticate",
+};
+const STATUS: Method = Method {
+    grpc: "/etcdserverpb.Maintenance/Status",
+    gateway: "/v3/maintenance/status",
+};
+const MEMBERS: Method = Method {
+    grpc: "/etcdserverpb.Cluster/MemberList",
+    gateway: "/v3/cluster/member/list",
+};
+const PUT: Method = Method {
+    grpc: "/etcdserverpb.KV/Put",
+    gateway: "/v3/kv/put",
+};
+
+/// The prefix of the failures of a request that could not be built.
+const BUILD: &str = "cannot build the request";
+
+/// One gRPC unary call of `method` with `request`; the response message.
+async fn unary(
+    send: &mut SendRequest<Bytes>,
+    ledger: &Ledger,
+    authority: &str,
+    token: Option<&str>,
+    method: Method,
+    request: &impl Message,
+) -> Result<Bytes, Failure> {
+    let uri: Uri = format!("http://{authority}{}", method.grpc)
+        .parse()
+        .map_err(|e| Failure::with(FailureKind::H2, format_args!("{BUILD}: {e}")))?;
+    let mut metadata = Vec::new();
+    if let Some(t) = token {
+        let v = HeaderValue::from_str(t).map_err(|_| {
+            Failure::with(
+                FailureKind::Auth,
+                "the auth token is not a valid header value",
+            )
+        })?;
+        metadata.push((HeaderName::from_static("token"), v));
+    }
+    let call = grpc::Call::new(uri, metadata, FailureKind::Etcd);
+    let mut frame = BytesMut::new();
+    grpc_wire::encode(request, &mut frame);
+    let mut rx = BytesMut::new();
+    grpc::unary(send, ledger, &call, frame.freeze(), &mut rx, MAX_RESPONSE)
+        .await
+        .map_err(|e| e.failure)
+}
+
+/// `POST path` with `body` through the gateway: the status and the body of the answer.
+async fn round_trip<'a>(
+    conn: &'a mut http1::Conn,
+    authority: &str,
+    token: Option<&str>,
+    path: &str,
+    body: &[u8],
+) -> Result<(u16, &'a [u8]), Failure> {
+    let mut headers = vec![("Content-Type", "application/json")];
+    if let Some(t) = token {
+        headers.push(("Authorization", t));
+    }
+    let template = RequestTemplate::new("POST", path, authority, &headers)
+        .map_err(|e| Failure::with(FailureKind::Http1, format_args!("{BUILD}: {e}")))?;
+    let mut req = BytesMut::new();
+    let head = template.encode(body, &mut req);
+    let resp = conn.round_trip(&req, head).await?;
+    Ok((resp.status, resp.body))
+}
+
+/// `round_trip`, and the body of a 200 answer; any other answer is a failure.
+async fn post<'a>(
+    conn: &'a mut http1::Conn,
+    authority: &str,
+    token: Option<&str>,
+    path: &str,
+    body: &[u8],
+) -> Result<&'a [u8], Failure> {
+    let (status, answer) = round_trip(conn, authority, token, path, body).await?;
+    if status != 200 {
+        return Err(gateway_error(status, answer));
+    }
+    Ok(answer)
+}
+
+/// A gateway answer that is not a 200: etcd's own words when the body holds them.
+pub fn gateway_error(status: u16, body: &[u8]) -> Failure {
+    match serde_json::from_slice::<GwError>(body) {
+        Ok(e) => Failure::with(FailureKind::Etcd, e.text()),
+        Err(_) => Failure::with(FailureKind::HttpStatus, format_args!("HTTP {status}")),
+    }
+}
+
+/// Appends the gateway's PutRequest body `{"key": ..., "value": ...}` (base64) to `dst`.
+pub fn put_body(key: &[u8], value: &[u8], dst: &mut BytesMut) {
+    dst.extend_from_slice(br#"{"key":""#);
+    json::put_base64(key, dst);
+    dst.extend_from_slice(br#"","value":""#);
+    json::put_base64(value, dst);
+    dst.extend_from_slice(br#""}"#);
+}
+
+/// The revision of a put answered over gRPC.
+pub fn put_revision(message: Bytes) -> Result<i64, Failure> {
+    PutResponse::decode(message)
+        .ok()
+        .and_then(|p| p.header)
+        .map(|h| h.revision)
+        .ok_or_else(|| Failure::with(FailureKind::BadResponse, "PutResponse without header"))
+}
+
+/// The revision of a put answered by the gateway, or why there is none.
+pub fn put_revision_gateway(status: u16, body: &[u8]) -> Result<i64, Failure> {
+    if status != 200 {
+        return Err(gateway_error(status, body));
+    }
+    let r: GwResponse =
+        serde_json::from_slice(body).map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
+    r.header
+        .and_then(|h| h.revision())
+        .ok_or_else(|| Failure::with(FailureKind::BadResponse, "no header.revision in response"))
+}
+
+/// A connection of its own for one-off calls, over gRPC or through the gateway.
+pub enum Connection {
+    Grpc(grpc::Conn, SendRequest<Bytes>),
+    Http(http1::Conn),
+}
+
+impl Connection {
+    /// Opens a connection to `ep` (`index`: its endpoint number in the connection's record)
+    /// for calls over `proto`.
+    pub async fn open(
+        ep: &Endpoint,
+        index: usize,
+        proto: Proto,
+        net: &NetConfig,
+        h2: &H2Config,
+    ) -> io::Result<Connection> {
+        Ok(match proto {
+            Proto::Grpc => {
+                let h2 = H2Config {
+                    ledger: false,
+                    ..*h2
+                };
+                let conn = grpc::Conn::connect(ep.addr, &ep.host, index, net, &h2).await?;
+                let send = conn.handle();
+                Connection::Grpc(conn, send)
+            }
+            Proto::Http => Connection::Http(
+                http1::Conn::connect(
+                    ep.addr,
+                    &ep.host,
+                    index,
+                    net,
+                    MAX_RESPONSE as u64,
+                    Layers::Off,
+                )
+                .await?,
+            ),
+        })
+    }
+
+    /// A client on this connection, calling `authority` with `token`.
+    pub fn client<'c>(&'c mut self, authority: &'c str, token: Option<&'c str>) -> Client<'c> {
+        match self {
+            Connection::Grpc(conn, send) => Client::grpc(send, conn.ledger(), authority),
+            Connection::Http(conn) => Client::http(conn, authority),
+        }
+        .with_token(token)
+    }
+
+    /// Whether another call may go on this connection (the gateway may have closed it).
+    pub fn reusable(&self) -> bool {
+        match self {
+            Connection::Grpc(conn, _) => !conn.is_dead(),
+            Connection::Http(conn) => conn.reusable(),
+        }
+    }
+
+    /// Closes the connection: gRPC streams get a second to finish.
+    pub async fn close(self) {
+        match self {
+            Connection::Grpc(conn, send) => {
+                drop(send);
+                conn.close(CLOSE_LINGER).await;
+            }
+            Connection::Http(conn) => drop(conn),
+        }
+    }
+}
+
+/// Authenticates as `user` at `ep` over `proto` on a connection of its own; one line on error.
+pub fn authenticate(
+    ep: &Endpoint,
+    proto: Proto,
+    net: &NetConfig,
+    h2: &H2Config,
+    user: &str,
+    password: &str,
+) -> Result<String, String> {
+    block_on(async {
+        let mut conn = Connection::open(ep, 0, proto, net, h2)
+            .await
+            .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
+        let token = conn
+            .client(&ep.authority, None)
+            .authenticate(user, password)
+            .await
+            .map_err(|f| f.to_string());
+        conn.close().await;
+        token
+    })?
+}
+
+/// Puts `value` at `key` on `ep` over `proto` on a connection of its own, bounded by `timeout`;
+/// the revision, or one line on error.
+#[allow(clippy::too_many_arguments)]
+pub fn put(
+    ep: &Endpoint,
+    proto: Proto,
+    net: &NetConfig,
+    h2: &H2Config,
+    token: Option<&str>,
+    key: &[u8],
+    value: &[u8],
+    timeout: Duration,
+) -> Result<i64, String> {
+    block_on(async {
+        let mut conn = Connection::open(ep, 0, proto, net, h2)
+            .await
+            .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
+        let put = conn.client(&ep.authority, token).put(key, value);
+        let revision = match tokio::time::timeout(timeout, put).await {
+            Ok(r) => r.map_err(|f| f.to_string()),
+            Err(_) => Err(format!("no response within {timeout:?}")),
+        };
+        conn.close().await;
+        revision
+    })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gateway_put_answers_are_judged_by_kind() {
+        assert_eq!(
+            put_revision_gateway(200, br#"{"header":{"revision":"42"}}"#),
+            Ok(42)
+        );
+        let kind = |status, body: &[u8]| put_revision_gateway(status, body).map_err(|f| f.kind);
+        assert_eq!(
+            kind(200, br#"{"header":{}}"#),
+            Err(FailureKind::BadResponse)
+        );
+        assert_eq!(kind(200, b"not json"), Err(FailureKind::BadResponse));
+        assert_eq!(
+            kind(
+                400,
+                br#"{"error":"etcdserver: request is too large","code":3}"#
+            ),
+            Err(FailureKind::Etcd)
+        );
+        assert_eq!(kind(502, b"Bad Gateway"), Err(FailureKind::HttpStatus));
+    }
+
+    #[test]
+    fn grpc_put_answers_carry_the_revision() {
+        use wirebench_wire::proto::etcd::ResponseHeader;
+        let msg = PutResponse {
+            header: Some(ResponseHeader {
+                revision: 7,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        assert_eq!(put_revision(Bytes::from(msg)), Ok(7));
+        let kind = put_revision(Bytes::new()).map_err(|f| f.kind);
+        assert_eq!(kind, Err(FailureKind::BadResponse));
+    }
+
+    #[test]
+    fn put_bodies_are_gateway_json() {
+        let mut b = BytesMut::new();
+        put_body(b"k", b"\x00\x01", &mut b);
+        assert_eq!(&b[..], br#"{"key":"aw==","value":"AAE="}"#);
+    }
+
+    #[test]
+    fn invalid_tokens_are_etcd_failures_naming_it() {
+        assert!(is_invalid_token(&Failure::with(
+            FailureKind::Etcd,
+            "etcdserver: invalid auth token"
+        )));
+        assert!(!is_invalid_token(&Failure::with(
+            FailureKind::Auth,
+            "etcdserver: invalid auth token"
+        )));
+        assert!(!is_invalid_token(&Failure::new(FailureKind::Etcd)));
+    }
+}

@@ -1,0 +1,324 @@
+//! What the watchers measure and the zero-loss proof: per-watch-thread state shared by its
+//! stream tasks, the revisions each watcher still expects, and missing / duplicated /
+//! unexpected events counted from them.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use super::config::STAMP_LEN;
+use crate::outcome::{Failure, FailureKind};
+use crate::stats::{ConnRecord, Latencies};
+
+/// What the watch thread hands back: what its watchers received and what it cost.
+pub struct WatchOutcome {
+    pub seen: Vec<Vec<i64>>,
+    pub created: usize,
+    pub creation: Latencies,
+    pub latency: Latencies,
+    pub events: u64,
+    pub last_event: Option<Instant>,
+    pub errors: HashMap<Failure, u64>,
+    pub conns: Vec<ConnRecord>,
+    pub responses: u64,
+    pub chunks: u64,
+}
+
+/// Per-watch-thread state shared by its stream tasks.
+pub(super) struct WatchState {
+    pub(super) epoch: Instant,
+    /// revisions seen per watcher
+    pub(super) seen: RefCell<Vec<Vec<i64>>>,
+    pub(super) create_sent: RefCell<Vec<Option<Instant>>>,
+    pub(super) created: Cell<usize>,
+    pub(super) creation: RefCell<Latencies>,
+    pub(super) latency: RefCell<Latencies>,
+    pub(super) events: Cell<u64>,
+    pub(super) last_event: Cell<Option<Instant>>,
+    pub(super) errors: RefCell<HashMap<Failure, u64>>,
+    pub(super) conns: RefCell<Vec<ConnRecord>>,
+    /// HTTP/1.1 chunks received on the watch connections
+    pub(super) chunks: Cell<u64>,
+    pub(super) stop: Notify,
+    pub(super) stopped: Cell<bool>,
+    /// h2 DATA frames or HTTP chunk-framing bytes come from the ledgers; this counts messages
+    pub(super) responses: Cell<u64>,
+    /// set once the puts are done: what each watcher must still receive
+    pub(super) expected: RefCell<Option<Expected>>,
+}
+
+/// Per watcher, the revisions of the acknowledged puts it must see (sorted) and which of them
+/// arrived. The drain waits for these, not for a count of events: an event of a put that failed
+/// (timed out, yet applied by etcd) must not stand in for one that is still on its way.
+pub(super) struct Expected {
+    pub(super) revisions: Arc<Vec<Vec<i64>>>,
+    pub(super) seen: Vec<Vec<bool>>,
+    pub(super) outstanding: u64,
+}
+
+impl Expected {
+    pub(super) fn new(revisions: Arc<Vec<Vec<i64>>>, seen_so_far: &[Vec<i64>]) -> Expected {
+        let seen = revisions.iter().map(|r| vec![false; r.len()]).collect();
+        let outstanding = revisions.iter().map(|r| r.len() as u64).sum();
+        let mut e = Expected {
+            revisions,
+            seen,
+            outstanding,
+        };
+        for (w, revs) in seen_so_far.iter().enumerate() {
+            for &rev in revs {
+                e.arrived(w, rev);
+            }
+        }
+        e
+    }
+
+    fn arrived(&mut self, w: usize, revision: i64) {
+        let (Some(revs), Some(seen)) = (self.revisions.get(w), self.seen.get_mut(w)) else {
+            return;
+        };
+        if let Ok(i) = revs.binary_search(&revision)
+            && let Some(s) = seen.get_mut(i)
+            && !*s
+        {
+            *s = true;
+            self.outstanding -= 1;
+        }
+    }
+}
+
+impl WatchState {
+    pub(super) fn new(epoch: Instant, watchers: usize) -> WatchState {
+        WatchState {
+            epoch,
+            seen: RefCell::new(vec![Vec::new(); watchers]),
+            create_sent: RefCell::new(vec![None; watchers]),
+            created: Cell::new(0),
+            creation: RefCell::new(Latencies::default()),
+            latency: RefCell::new(Latencies::default()),
+            events: Cell::new(0),
+            last_event: Cell::new(None),
+            errors: RefCell::new(HashMap::new()),
+            conns: RefCell::new(Vec::new()),
+            chunks: Cell::new(0),
+            stop: Notify::new(),
+            stopped: Cell::new(false),
+            responses: Cell::new(0),
+            expected: RefCell::new(None),
+        }
+    }
+
+    /// What the watchers measured, taken out of the state.
+    pub(super) fn outcome(&self) -> WatchOutcome {
+        WatchOutcome {
+            seen: self.seen.take(),
+            created: self.created.get(),
+            creation: self.creation.take(),
+            latency: self.latency.take(),
+            events: self.events.get(),
+            last_event: self.last_event.get(),
+            errors: self.errors.take(),
+            conns: self.conns.take(),
+            responses: self.responses.get(),
+            chunks: self.chunks.get(),
+        }
+    }
+
+    /// Revisions the watchers still expect and have not received.
+    pub(super) fn outstanding(&self) -> u64 {
+        self.expected.borrow().as_ref().map_or(0, |e| e.outstanding)
+    }
+
+    /// Ends every stream task and waits for them.
+    pub(super) async fn stop_all(&self, tasks: Vec<tokio::task::JoinHandle<()>>) {
+        self.stopped.set(true);
+        self.stop.notify_waiters();
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+
+    pub(super) fn error(&self, f: Failure) {
+        *self.errors.borrow_mut().entry(f).or_insert(0) += 1;
+    }
+
+    fn created(&self, w: usize, now: Instant) {
+        let sent = self.create_sent.borrow().get(w).copied().flatten();
+        if let Some(sent) = sent {
+            self.creation.borrow_mut().record(now.duration_since(sent));
+        }
+        self.created.set(self.created.get() + 1);
+    }
+
+    fn event(&self, w: usize, revision: i64, value: &[u8], now: Instant) {
+        if let Some(seen) = self.seen.borrow_mut().get_mut(w) {
+            seen.push(revision);
+        }
+        if let Some(e) = self.expected.borrow_mut().as_mut() {
+            e.arrived(w, revision);
+        }
+        if let Some(stamp) = value.get(..STAMP_LEN) {
+            let mut b = [0u8; STAMP_LEN];
+            b.copy_from_slice(stamp);
+            let sent = u64::from_le_bytes(b);
+            let at = now.duration_since(self.epoch).as_nanos() as u64;
+            self.latency
+                .borrow_mut()
+                .record(Duration::from_nanos(at.saturating_sub(sent)));
+        }
+        self.events.set(self.events.get() + 1);
+        self.last_event.set(Some(now));
+    }
+
+    /// Handles one WatchResponse of a stream whose watchers are created in `pending` order.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn response(
+        &self,
+        watch_id: i64,
+        created: bool,
+        canceled: bool,
+        compact_revision: i64,
+        cancel_reason: &str,
+        events: impl Iterator<Item = (bool, i64, Vec<u8>)>,
+        pending: &mut VecDeque<usize>,
+        ids: &mut HashMap<i64, usize>,
+    ) {
+        let now = Instant::now();
+        self.responses.set(self.responses.get() + 1);
+        if created {
+            if let Some(w) = pending.pop_front() {
+                ids.insert(watch_id, w);
+                self.created(w, now);
+            } else {
+                self.error(Failure::with(
+                    FailureKind::Watch,
+                    "created response without a create request",
+                ));
+            }
+        }
+        if compact_revision > 0 {
+            self.error(Failure::with(
+                FailureKind::Compacted,
+                format_args!("watch {watch_id}: compacted at revision {compact_revision}"),
+            ));
+        }
+        if canceled {
+            let why = if cancel_reason.is_empty() {
+                "no reason given"
+            } else {
+                cancel_reason
+            };
+            self.error(Failure::with(FailureKind::Canceled, why));
+        }
+        let Some(&w) = ids.get(&watch_id) else {
+            if !created {
+                for _ in events {
+                    self.error(Failure::with(
+                        FailureKind::Watch,
+                        "event for an unknown watch id",
+                    ));
+                }
+            }
+            return;
+        };
+        for (delete, revision, value) in events {
+            if delete {
+                self.error(Failure::with(FailureKind::Watch, "unexpected DELETE event"));
+            }
+            self.event(w, revision, &value, now);
+        }
+    }
+}
+
+/// The zero-loss proof of one run: each watcher's received revisions against the ones it
+/// expects (the acknowledged puts to its keys).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Loss {
+    /// expected but never received
+    pub missing: u64,
+    /// received more than once (each extra copy)
+    pub duplicated: u64,
+    /// received but not expected: a failed put that etcd applied all the same
+    pub unexpected: u64,
+}
+
+impl Loss {
+    /// `expected[w]` sorted (as `WatchConfig::expected` gives it), `seen[w]` in arrival order.
+    pub fn count(expected: &[Vec<i64>], seen: &[Vec<i64>]) -> Loss {
+        let mut l = Loss::default();
+        for (i, exp) in expected.iter().enumerate() {
+            let mut seen = seen.get(i).cloned().unwrap_or_default();
+            seen.sort_unstable();
+            let before = seen.len();
+            seen.dedup();
+            l.duplicated += (before - seen.len()) as u64;
+            let (mut a, mut b) = (0, 0);
+            while a < exp.len() || b < seen.len() {
+                match (exp.get(a), seen.get(b)) {
+                    (Some(x), Some(y)) if x == y => {
+                        a += 1;
+                        b += 1;
+                    }
+                    (Some(x), Some(y)) if x < y => {
+                        l.missing += 1;
+                        a += 1;
+                    }
+                    (Some(_), None) => {
+                        l.missing += 1;
+                        a += 1;
+                    }
+                    _ => {
+                        l.unexpected += 1;
+                        b += 1;
+                    }
+                }
+            }
+        }
+        l
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_expected_revisions_count_toward_the_drain() {
+        // watcher 0 expects 10, 11, 12; it already saw 10 and an unexpected 99
+        let revisions = Arc::new(vec![vec![10, 11, 12], vec![]]);
+        let mut e = Expected::new(revisions, &[vec![10, 99], vec![]]);
+        assert_eq!(e.outstanding, 2);
+        // an unexpected event (a timed-out put etcd applied) is no stand-in for 11 or 12
+        e.arrived(0, 98);
+        e.arrived(1, 11);
+        // a duplicate counts once
+        e.arrived(0, 10);
+        assert_eq!(e.outstanding, 2);
+        e.arrived(0, 12);
+        e.arrived(0, 11);
+        assert_eq!(e.outstanding, 0);
+        e.arrived(0, 11);
+        e.arrived(7, 11);
+        assert_eq!(e.outstanding, 0);
+    }
+
+    #[test]
+    fn loss_counts_missing_duplicated_and_unexpected_revisions() {
+        let expected = vec![vec![10, 11, 12], vec![11], vec![]];
+        let seen = vec![vec![12, 10, 10, 99], vec![11], vec![13]];
+        assert_eq!(
+            Loss::count(&expected, &seen),
+            Loss {
+                missing: 1,
+                duplicated: 1,
+                unexpected: 2,
+            }
+        );
+        // a watcher that saw nothing misses all it expects
+        assert_eq!(Loss::count(&expected, &[]).missing, 4);
+        assert_eq!(Loss::count(&expected, &expected), Loss::default());
+    }
+}

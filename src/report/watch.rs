@@ -1,0 +1,359 @@
+//! The watch benchmark's report: figures derived from what the watchers and the put load
+//! measured (`etcd::watch`), serialized as JSON and rendered as text.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::config::Proto;
+use crate::etcd::watch::{Loss, PutOutcome, WatchConfig, WatchOutcome};
+use crate::report::{ErrorCount, error_counts};
+use crate::stats::{ConnRecord, Latencies};
+
+/// The measured outcome of one watch run.
+#[derive(Debug, Serialize)]
+pub struct WatchReport {
+    pub proto: &'static str,
+    pub title: &'static str,
+    pub watchers: usize,
+    pub streams: usize,
+    pub connections: usize,
+    pub created: usize,
+    pub creation_ms: LatencySummary,
+    pub events: u64,
+    pub expected_events: u64,
+    pub missing: u64,
+    pub duplicated: u64,
+    pub unexpected: u64,
+    /// first put sent -> last event received
+    pub total_s: f64,
+    pub events_per_sec: f64,
+    pub events_per_sec_per_watcher: f64,
+    /// put sent -> event received
+    pub event_latency_ms: LatencySummary,
+    pub puts: PutReport,
+    pub wire: WatchWire,
+    pub errors: Vec<ErrorCount>,
+    pub per_connection: Vec<ConnRecord>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PutReport {
+    pub proto: &'static str,
+    pub clients: usize,
+    /// --put-total: always ok + failed + not_sent
+    pub total: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub not_sent: u64,
+    /// connections opened during the run to replace broken ones
+    pub reconnects: u64,
+    pub timeout_ms: f64,
+    pub target_rate: Option<f64>,
+    pub achieved_rate: f64,
+    pub latency_ms: LatencySummary,
+    pub errors: Vec<ErrorCount>,
+    /// why puts were not sent (`{kind, message, count}`, counts summing to not_sent)
+    pub not_sent_reasons: Vec<ErrorCount>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub fastest: f64,
+    pub average: f64,
+    pub slowest: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+}
+
+impl LatencySummary {
+    pub fn of(l: &Latencies) -> LatencySummary {
+        let ms = |ns: f64| ns / 1e6;
+        let empty = l.count == 0;
+        LatencySummary {
+            count: l.count,
+            fastest: if empty { 0.0 } else { ms(l.min_ns as f64) },
+            average: ms(l.mean_ns()),
+            slowest: if empty { 0.0 } else { ms(l.max_ns as f64) },
+            p50: ms(l.quantile_ns(0.5) as f64),
+            p90: ms(l.quantile_ns(0.9) as f64),
+            p99: ms(l.quantile_ns(0.99) as f64),
+            p999: ms(l.quantile_ns(0.999) as f64),
+        }
+    }
+}
+
+/// Socket cost of the watch connections, per event received.
+#[derive(Debug, Serialize)]
+pub struct WatchWire {
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub bytes_in_per_event: f64,
+    pub segments_in_per_event: f64,
+    pub data_segments_in_per_event: f64,
+    pub read_calls_per_event: f64,
+    /// WatchResponse messages (gRPC) or JSON lines (HTTP/1.1) per event
+    pub responses_per_event: f64,
+    /// gRPC: h2 DATA frames received per event
+    pub data_frames_in_per_event: Option<f64>,
+    /// HTTP/1.1: chunk framing bytes received per event
+    pub chunk_framing_bytes_per_event: Option<f64>,
+    /// HTTP/1.1: chunks received per event
+    pub chunks_per_event: Option<f64>,
+}
+
+fn per(n: u64, d: u64) -> f64 {
+    if d == 0 { 0.0 } else { n as f64 / d as f64 }
+}
+
+impl WatchReport {
+    /// The report of one watch run over `proto`: what the watchers (`w`) and the put load
+    /// (`puts`) measured; `expected_events` and `loss` from the zero-loss proof; `epoch` the
+    /// run's clock origin.
+    pub fn new(
+        cfg: &WatchConfig,
+        proto: Proto,
+        w: WatchOutcome,
+        puts: &PutOutcome,
+        expected_events: u64,
+        loss: Loss,
+        epoch: Instant,
+    ) -> WatchReport {
+        let start = puts.first_sent.unwrap_or(epoch);
+        let end = w.last_event.unwrap_or(start).max(start);
+        let total = end.duration_since(start).as_secs_f64();
+        let put_span = match (puts.first_sent, puts.last_done) {
+            (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let conns = &w.conns;
+        let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
+        let tcp = |f: fn(&crate::stats::TcpInfo) -> u64| {
+            conns
+                .iter()
+                .filter_map(|c| c.tcp.as_ref())
+                .map(f)
+                .sum::<u64>()
+        };
+        let frames_in: u64 = conns
+            .iter()
+            .filter_map(|c| c.h2.as_ref())
+            .map(|h| {
+                h.inbound
+                    .frame(wirebench_wire::h2sniff::FrameType::Data)
+                    .count
+            })
+            .sum();
+        let framing: u64 = conns
+            .iter()
+            .filter_map(|c| c.http1.as_ref())
+            .map(|h| h.chunk_framing_bytes)
+            .sum();
+        let events = w.events;
+        WatchReport {
+            proto: proto.name(),
+            title: proto.title(),
+            watchers: cfg.watchers,
+            streams: cfg.streams,
+            connections: conns.len(),
+            created: w.created,
+            creation_ms: LatencySummary::of(&w.creation),
+            events,
+            expected_events,
+            missing: loss.missing,
+            duplicated: loss.duplicated,
+            unexpected: loss.unexpected,
+            total_s: total,
+            events_per_sec: if total > 0.0 {
+                events as f64 / total
+            } else {
+                0.0
+            },
+            events_per_sec_per_watcher: if total > 0.0 {
+                events as f64 / total / cfg.watchers as f64
+            } else {
+                0.0
+            },
+            event_latency_ms: LatencySummary::of(&w.latency),
+            puts: PutReport {
+                proto: cfg.put_proto.name(),
+                clients: cfg.put_clients,
+                total: cfg.put_total,
+                ok: puts.ok,
+                failed: puts.failed,
+                not_sent: puts.not_sent,
+                reconnects: puts.reconnects,
+                timeout_ms: cfg.put_timeout.as_secs_f64() * 1e3,
+                target_rate: cfg.put_rate,
+                achieved_rate: if put_span > 0.0 {
+                    puts.ok as f64 / put_span
+                } else {
+                    0.0
+                },
+                latency_ms: LatencySummary::of(&puts.latency),
+                errors: error_counts(&puts.errors),
+                not_sent_reasons: error_counts(&puts.not_sent_reasons),
+            },
+            wire: WatchWire {
+                bytes_in: sum(|c| c.bytes_in),
+                bytes_out: sum(|c| c.bytes_out),
+                bytes_in_per_event: per(sum(|c| c.bytes_in), events),
+                segments_in_per_event: per(tcp(|t| t.segs_in), events),
+                data_segments_in_per_event: per(tcp(|t| t.data_segs_in), events),
+                read_calls_per_event: per(sum(|c| c.read_calls), events),
+                responses_per_event: per(w.responses, events),
+                data_frames_in_per_event: (proto == Proto::Grpc).then(|| per(frames_in, events)),
+                chunk_framing_bytes_per_event: (proto == Proto::Http).then(|| per(framing, events)),
+                chunks_per_event: (proto == Proto::Http).then(|| per(w.chunks, events)),
+            },
+            errors: error_counts(&w.errors),
+            per_connection: w.conns,
+        }
+    }
+}
+
+/// Text report of watch runs.
+pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "Watch over {} — {} watchers on {} streams, {} connections; {} keys{}",
+            r.title,
+            r.watchers,
+            r.streams,
+            r.connections,
+            cfg.watched_keys,
+            if cfg.prefix {
+                ", every watcher on the whole prefix"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  puts: {} over {} by {} clients, {}",
+            cfg.put_total,
+            r.puts.proto,
+            r.puts.clients,
+            cfg.put_rate
+                .map_or("closed loop".to_string(), |x| format!("{x:.0}/s target"))
+        );
+        let _ = writeln!(out);
+        let c = &r.creation_ms;
+        let _ = writeln!(
+            out,
+            "Watch creation: {} of {} created; latency p50 {:.3} ms, p99 {:.3} ms, slowest {:.3} ms",
+            r.created, r.watchers, c.p50, c.p99, c.slowest
+        );
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Events:");
+        let _ = writeln!(
+            out,
+            "  Received:     {} of {} expected",
+            r.events, r.expected_events
+        );
+        let _ = writeln!(
+            out,
+            "  Missing:      {}   Duplicated: {}   Unexpected: {}",
+            r.missing, r.duplicated, r.unexpected
+        );
+        let _ = writeln!(
+            out,
+            "  Total:        {:.2} s (first put sent to last event received)",
+            r.total_s
+        );
+        let _ = writeln!(
+            out,
+            "  Events/sec:   {:.1} ({:.1} per watcher)",
+            r.events_per_sec, r.events_per_sec_per_watcher
+        );
+        let l = &r.event_latency_ms;
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Event latency (put sent -> event received):");
+        let _ = writeln!(
+            out,
+            "  fastest {:.3} ms, average {:.3} ms, p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, p99.9 {:.3} ms, slowest {:.3} ms",
+            l.fastest, l.average, l.p50, l.p90, l.p99, l.p999, l.slowest
+        );
+        let p = &r.puts;
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Puts: {} ok, {} failed, {} not sent (of {}); {:.1}/s achieved; latency p50 {:.3} ms, p99 {:.3} ms",
+            p.ok,
+            p.failed,
+            p.not_sent,
+            p.total,
+            p.achieved_rate,
+            p.latency_ms.p50,
+            p.latency_ms.p99
+        );
+        let _ = writeln!(
+            out,
+            "  per-put timeout {:.0} ms, {} reconnects",
+            p.timeout_ms, p.reconnects
+        );
+        for e in &p.not_sent_reasons {
+            let _ = writeln!(
+                out,
+                "  not sent [{}]\t{}: {}",
+                e.count,
+                e.kind,
+                e.message.as_deref().unwrap_or("")
+            );
+        }
+        let w = &r.wire;
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Wire (watch connections, per event received):");
+        let _ = writeln!(
+            out,
+            "  Bytes in / event:        {:.1} ({} in all; {} out)",
+            w.bytes_in_per_event, w.bytes_in, w.bytes_out
+        );
+        let _ = writeln!(
+            out,
+            "  TCP segments in / event: {:.3} ({:.3} with data)",
+            w.segments_in_per_event, w.data_segments_in_per_event
+        );
+        let _ = writeln!(
+            out,
+            "  Read syscalls / event:   {:.3}",
+            w.read_calls_per_event
+        );
+        let _ = writeln!(
+            out,
+            "  Responses / event:       {:.3}",
+            w.responses_per_event
+        );
+        if let Some(f) = w.data_frames_in_per_event {
+            let _ = writeln!(out, "  h2 DATA frames / event:  {f:.3}");
+        }
+        if let (Some(f), Some(c)) = (w.chunk_framing_bytes_per_event, w.chunks_per_event) {
+            let _ = writeln!(
+                out,
+                "  Chunks / event:          {c:.3} ({f:.1} B of chunk framing)"
+            );
+        }
+        let errors: Vec<_> = r.errors.iter().chain(p.errors.iter()).collect();
+        if !errors.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "Errors:");
+            for e in errors {
+                let _ = writeln!(
+                    out,
+                    "  [{}]\t{}: {}",
+                    e.count,
+                    e.kind,
+                    e.message.as_deref().unwrap_or("")
+                );
+            }
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
