@@ -17,7 +17,7 @@
 //! - `client`: one HTTP/1.1 keepalive connection; gRPC unary calls on raw h2.
 //! - `etcd`: one etcd client over both stacks (authenticate, status, member list, put),
 //!   discovery for `--target` (pure selection), the KV operations the engine drives, and the
-//!   watch benchmark's watchers and put load; it imports nothing of engine, report or app.
+//!   watch benchmark's watchers and its put workload; it imports nothing of engine, report or app.
 //! - `workload`: the operations the engine drives (echo, etcd's), one enum, static dispatch.
 //! - `engine`: thread-per-core closed-loop runner; per-thread stats merged at the end.
 //! - `stats`: HDR latency histogram, outcomes, per-connection ledgers, process CPU, and

@@ -1,15 +1,18 @@
-//! `wirebench etcd watch`: per watch protocol, the watchers (`etcd::watch`) and the put load run
-//! in their phases; the report (`report::watch`) is written, the exit code says whether events
-//! were lost.
+//! `wirebench etcd watch`: per watch protocol, the watchers (`etcd::watch`) and the put load (the
+//! engine's run of `etcd::ops::WatchPuts`) run in their phases; the report (`report::watch`) is
+//! written, the exit code says whether events were lost.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
 use super::{RunError, emit, exit};
-use crate::config::{Format, Proto};
+use crate::config::{Config, EtcdOp, Format, Load, Proto, Stop, Target, WorkloadSpec};
 use crate::engine;
-use crate::etcd::watch::{self, Loss, WatchConfig, Watchers};
-use crate::report::watch::{self as report, WatchReport};
+use crate::etcd::client::MAX_RESPONSE;
+use crate::etcd::ops::WatchPuts;
+use crate::etcd::watch::{Loss, WatchConfig, Watchers};
+use crate::report::watch::{self as report, PutOutcome, WatchReport};
+use crate::workload::Workload;
 
 /// Runs, writes the report; fails on lost or doubled events, or when no put was acknowledged.
 pub(super) fn watch_and_write(cfg: &WatchConfig) -> Result<i32, RunError> {
@@ -58,9 +61,8 @@ pub fn run(cfg: &WatchConfig) -> Result<Vec<WatchReport>, String> {
 /// One watch run: every watch created first, then the put load while the watchers receive,
 /// then the drain for the revisions of the acknowledged puts.
 fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> {
-    let epoch = Instant::now();
-    let watchers = Watchers::start(cfg, proto, epoch)?;
-    let puts = match watch::put::run(cfg, epoch, engine::INTERRUPTED.clone()) {
+    let watchers = Watchers::start(cfg, proto)?;
+    let puts = match put_load(cfg) {
         Ok(p) => p,
         Err(e) => {
             let _ = watchers.finish(Arc::default());
@@ -79,6 +81,53 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
         &puts,
         expected_events,
         loss,
-        epoch,
     ))
+}
+
+/// Runs the put load of `cfg` through the engine (alone, when no watchers run): `--put-total`
+/// stamped puts over `--put-proto` to the first endpoint. Every put ends counted in exactly one
+/// of `ok`, `failed` and `not_sent`; an error is a setup error (a connection, the request).
+pub fn put_load(cfg: &WatchConfig) -> Result<PutOutcome, String> {
+    let workload = Workload::WatchPuts(WatchPuts::new(cfg)?);
+    let endpoints = &cfg.endpoints[..1];
+    let run = engine::run_proto(&put_config(cfg), &workload, endpoints, cfg.put_proto, None)?;
+    PutOutcome::from_run(cfg, run)
+}
+
+/// The engine's configuration of the put load: `--put-clients` as -c on one thread (gRPC: one
+/// connection they share), `--put-total` as -n, `--put-rate` as --rate, `--put-timeout` as the
+/// per-request timeout; no warmup.
+fn put_config(cfg: &WatchConfig) -> Config {
+    Config {
+        endpoints: cfg.endpoints[..1].to_vec(),
+        protos: vec![cfg.put_proto],
+        load: Load {
+            clients: cfg.put_clients,
+            conns: 1,
+            threads: 1,
+            stop: Stop::Total(cfg.put_total),
+            warmup: Duration::ZERO,
+            timeout: cfg.put_timeout,
+            rate: cfg.put_rate,
+            connect_rate: None,
+        },
+        net: cfg.net.clone(),
+        h2: cfg.h2,
+        max_body: MAX_RESPONSE as u64,
+        // what runs is the workload handed to the engine; the spec only describes it
+        spec: WorkloadSpec::Etcd(EtcdOp::Put {
+            key_size: 0,
+            val_size: cfg.val_size,
+            key_space_size: cfg.watched_keys as u64,
+            sequential_keys: true,
+        }),
+        seed: 0,
+        format: cfg.format,
+        output: None,
+        server_pid: None,
+        per_conn: false,
+        svg: None,
+        auth: None,
+        target: Target::First,
+    }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::outcome::{Failure, FailureKind};
 
 /// First reconnect delay after a failed connect; doubles up to `BACKOFF_MAX` (the engine's
-/// clients and the watch command's put load pace their reconnects alike).
+/// clients pace their reconnects with these).
 pub const BACKOFF_MIN: Duration = Duration::from_millis(10);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(1);
 

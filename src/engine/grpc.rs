@@ -283,8 +283,9 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 } else {
                     let ok = StatusKey::Grpc(Code::Ok.as_u32());
                     match work.check_grpc(&message) {
-                        Ok(()) => {
+                        Ok(ack) => {
                             w.ok(endpoint, turn, started, ok);
+                            w.acked(ack);
                             w.keep_sample(|| work.sample_grpc(&message));
                         }
                         Err(f) => w.fail(endpoint, warm, Some(ok), f),

@@ -134,8 +134,9 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                         needs_auth = true;
                     }
                     _ if warm => w.warmup_done(),
-                    Ok(status) => {
+                    Ok((status, ack)) => {
                         w.ok(endpoint, turn, started, status);
+                        w.acked(ack);
                         w.keep_sample(|| work.sample_http(resp.body));
                     }
                     Err((status, f)) => w.fail(endpoint, warm, Some(status), f),

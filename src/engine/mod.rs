@@ -20,10 +20,14 @@ use crate::net::{H2Config, NetConfig};
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
 use crate::stats::{At, CpuTimes, IoCalls, Memory, ProtoRun, RssSampler, Stats, WindowCost};
-use crate::workload::Workload;
+use crate::workload::{Ack, Workload};
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.
 pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
+
+/// The detail of the `connect` failures a client counts for the rest of its quota when it
+/// gives up (closed loop, `-n`): those requests were never sent.
+pub const GAVE_UP: &str = "gave up: server unreachable for longer than --timeout";
 
 /// How often the main thread samples RSS during the measured window.
 const RSS_EVERY: Duration = Duration::from_millis(20);
@@ -250,6 +254,14 @@ impl Worker {
         self.bump_progress(false);
     }
 
+    /// What a successful request acknowledged (the watch puts' revisions); nothing for the
+    /// other workloads.
+    fn acked(&self, ack: Ack) {
+        if let Some((key, revision)) = ack {
+            self.stats.borrow_mut().record_revision(key, revision);
+        }
+    }
+
     /// Counts one failed request (warmup requests only as a number).
     fn fail(&self, endpoint: usize, warm: bool, status: Option<StatusKey>, f: Failure) {
         if warm {
@@ -349,10 +361,7 @@ impl Reconnect {
         w.stats.borrow_mut().record_failures(
             at,
             quota.saturating_sub(*sent),
-            Failure::with(
-                FailureKind::Connect,
-                "gave up: server unreachable for longer than --timeout",
-            ),
+            Failure::with(FailureKind::Connect, GAVE_UP),
         );
         false
     }
@@ -580,6 +589,7 @@ pub fn run_proto(
         conns,
         threads,
         stats,
+        window_start,
         elapsed: window_end - window_start,
         cost,
         server_cpu,

@@ -1,5 +1,5 @@
-//! etcd's KV operations as the engine drives them (put, range): request N over the gateway's
-//! JSON and over gRPC, and the verdict on its answer.
+//! etcd's KV operations as the engine drives them (put, range, the watch benchmark's stamped
+//! puts): request N over the gateway's JSON and over gRPC, and the verdict on its answer.
 
 use std::sync::Arc;
 
@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use crate::client::grpc::Call;
 use crate::config::{Endpoint, EtcdOp};
-use crate::etcd::client::gateway_error;
+use crate::etcd::client::{gateway_error, put_body, put_revision, put_revision_gateway};
+use crate::etcd::watch::{WatchConfig, stamp};
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
@@ -311,6 +312,134 @@ impl EtcdWorkload {
     }
 }
 
+/// What an acknowledged request hands the run besides its status: for the watch benchmark's
+/// puts, the key index and the revision etcd assigned (`stats::Stats::revisions`); nothing for
+/// the other workloads.
+pub type Ack = Option<(usize, i64)>;
+
+/// The watch benchmark's put load as the engine drives it: put N goes to key N mod
+/// `--watched-keys` on the first endpoint, its value starts with its send time (`watch::stamp`,
+/// written when the request is encoded, just before it is sent) padded with zeros to
+/// `--val-size`, and its verdict acknowledges the revision etcd assigned, per key index.
+#[derive(Debug, Clone)]
+pub struct WatchPuts {
+    targets: Arc<PutTargets>,
+    value: Vec<u8>,
+    body: BytesMut,
+    frame: BytesMut,
+    /// key index of the request in flight (each client has one at a time)
+    key: usize,
+}
+
+/// What every put client of the watch load shares.
+#[derive(Debug)]
+struct PutTargets {
+    keys: Vec<Vec<u8>>,
+    template: RequestTemplate,
+    call: Call,
+}
+
+impl WatchPuts {
+    /// The put load of `cfg`, to its first endpoint.
+    pub fn new(cfg: &WatchConfig) -> Result<WatchPuts, String> {
+        let ep = cfg
+            .endpoints
+            .first()
+            .ok_or_else(|| "no endpoint to put to".to_string())?;
+        if cfg.watched_keys == 0 {
+            return Err("no key to put to".into());
+        }
+        let template = RequestTemplate::new(
+            "POST",
+            "/v3/kv/put",
+            &ep.authority,
+            &[("Content-Type", "application/json")],
+        )
+        .map_err(|e| format!("put request for {}: {e}", ep.authority))?;
+        let uri: Uri = format!("http://{}/etcdserverpb.KV/Put", ep.authority)
+            .parse()
+            .map_err(|e| format!("put request path for {}: {e}", ep.authority))?;
+        Ok(WatchPuts {
+            targets: Arc::new(PutTargets {
+                keys: (0..cfg.watched_keys).map(|k| cfg.key(k)).collect(),
+                template,
+                call: Call::new(uri, Vec::new(), FailureKind::Etcd),
+            }),
+            value: vec![0; cfg.val_size],
+            body: BytesMut::new(),
+            frame: BytesMut::new(),
+            key: 0,
+        })
+    }
+
+    pub fn for_client(&self) -> WatchPuts {
+        WatchPuts {
+            targets: self.targets.clone(),
+            value: self.value.clone(),
+            body: BytesMut::with_capacity(256),
+            frame: BytesMut::with_capacity(256),
+            key: 0,
+        }
+    }
+
+    /// Stamps the value for put `idx` and keeps its key index for the verdict.
+    fn next(&mut self, idx: u64) {
+        self.key = (idx % self.targets.keys.len() as u64) as usize;
+        stamp(&mut self.value);
+    }
+
+    pub fn encode_http(&mut self, idx: u64, dst: &mut BytesMut) -> usize {
+        self.next(idx);
+        // `next` keeps the index below the number of keys, and `new` made at least one.
+        let key = &self.targets.keys[self.key];
+        self.body.clear();
+        put_body(key, &self.value, &mut self.body);
+        self.targets.template.encode(&self.body, dst)
+    }
+
+    pub fn encode_grpc(&mut self, idx: u64) -> Bytes {
+        self.next(idx);
+        // `next` keeps the index below the number of keys, and `new` made at least one.
+        let key = &self.targets.keys[self.key];
+        // PutRequest{key = 1, value = 2}, framed.
+        let len = prost::encoding::bytes::encoded_len(1, key)
+            + prost::encoding::bytes::encoded_len(2, &self.value);
+        self.frame.reserve(grpc::PREFIX_LEN + len);
+        self.frame.put_u8(0);
+        self.frame.put_u32(len as u32);
+        prost::encoding::bytes::encode(1, key, &mut self.frame);
+        prost::encoding::bytes::encode(2, &self.value, &mut self.frame);
+        self.frame.split().freeze()
+    }
+
+    pub fn call(&self) -> &Call {
+        &self.targets.call
+    }
+
+    /// The revision of the put in flight, acknowledged for its key index.
+    pub fn check_http(
+        &self,
+        status: u16,
+        body: &[u8],
+    ) -> Result<(StatusKey, Ack), (StatusKey, Failure)> {
+        let key = StatusKey::Http(status);
+        match put_revision_gateway(status, body) {
+            Ok(revision) => Ok((key, Some((self.key, revision)))),
+            Err(f) => Err((key, f)),
+        }
+    }
+
+    pub fn check_grpc(&self, message: &Bytes) -> Result<Ack, Failure> {
+        put_revision(message.clone()).map(|revision| Some((self.key, revision)))
+    }
+
+    pub fn sample_grpc(&self, message: &Bytes) -> Value {
+        PutResponse::decode(message.clone())
+            .map(|r| json::put_response_json(&r))
+            .unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
+    }
+}
+
 /// The value a put run writes: `val_size` bytes from the run's generator, drawn first (the
 /// sweep writes the same value once before it reads it back).
 pub fn put_value(rng: &mut Rng, val_size: usize) -> Vec<u8> {
@@ -352,6 +481,7 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser as _;
     use wirebench_wire::proto::etcd::PutRequest;
 
     fn endpoint() -> Endpoint {
@@ -425,5 +555,46 @@ mod tests {
         assert!(w.check_http(200, br#"{"header":{"revision":"1"}}"#).is_ok());
         assert!(w.check_http(200, b"{}").is_err());
         assert!(w.check_http(200, b"not json").is_err());
+    }
+
+    #[test]
+    fn watch_puts_stamp_each_value_and_acknowledge_its_key() {
+        let cli = crate::cli::Cli::try_parse_from([
+            "wirebench",
+            "etcd",
+            "watch",
+            "--endpoints",
+            "http://127.0.0.1:2379",
+            "--watched-keys",
+            "3",
+            "--val-size",
+            "12",
+        ]);
+        let Ok(crate::cli::Action::Watch(cfg)) = cli.map(|c| c.into_action()).unwrap() else {
+            panic!("a watch configuration");
+        };
+        let mut w = WatchPuts::new(&cfg).unwrap().for_client();
+        let framed = w.encode_grpc(4);
+        let mut buf = BytesMut::from(&framed[..]);
+        let req = PutRequest::decode(grpc::decode(&mut buf, 1 << 20).unwrap().unwrap()).unwrap();
+        assert_eq!(&req.key[..], b"wirebench/watch/1");
+        assert_eq!(req.value.len(), 12);
+        assert_eq!(&req.value[crate::etcd::watch::STAMP_LEN..], &[0; 4]);
+        assert!(req.value[..crate::etcd::watch::STAMP_LEN] != [0; 8]);
+        // the verdict acknowledges the key index of the put in flight
+        let ok = br#"{"header":{"revision":"9"}}"#;
+        let mut out = BytesMut::new();
+        w.encode_http(5, &mut out);
+        let text = std::str::from_utf8(&out).unwrap();
+        assert!(text.starts_with("POST /v3/kv/put HTTP/1.1\r\n"), "{text}");
+        assert_eq!(
+            w.check_http(200, ok),
+            Ok((StatusKey::Http(200), Some((2, 9))))
+        );
+        let (status, f) = w.check_http(200, b"{}").unwrap_err();
+        assert_eq!(
+            (status, f.kind),
+            (StatusKey::Http(200), FailureKind::BadResponse)
+        );
     }
 }

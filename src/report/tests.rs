@@ -23,6 +23,7 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         conns: 1,
         threads: 1,
         stats: Stats::default(),
+        window_start: std::time::Instant::now(),
         elapsed: Duration::from_secs(1),
         cost: WindowCost::default(),
         server_cpu: None,

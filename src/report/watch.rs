@@ -1,14 +1,120 @@
-//! The watch benchmark's report: figures derived from what the watchers and the put load
-//! measured (`etcd::watch`), serialized as JSON and rendered as text.
+//! The watch benchmark's report: figures derived from what the watchers measured
+//! (`etcd::watch`) and from the engine's run of the put load, as JSON and as text.
 
-use std::time::Instant;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::config::Proto;
-use crate::etcd::watch::{Loss, PutOutcome, WatchConfig, WatchOutcome};
+use crate::engine;
+use crate::etcd::watch::{Loss, WatchConfig, WatchOutcome};
+use crate::outcome::{Failure, FailureKind};
 use crate::report::{ErrorCount, error_counts};
+use crate::stats::ProtoRun;
 use crate::stats::{ConnRecord, Latencies};
+
+/// The put load's accounting, from the engine's run of `etcd::ops::WatchPuts`. Every one of the
+/// `--put-total` puts is counted in exactly one of `ok`, `failed` and `not_sent`.
+#[derive(Debug)]
+pub struct PutOutcome {
+    /// revisions etcd assigned to the acknowledged puts, per key index
+    pub revisions: Vec<Vec<i64>>,
+    /// answered with a revision
+    pub ok: u64,
+    /// sent (or due with no connection to go on) but not answered with a revision: by kind in
+    /// `errors` (a put that timed out or lost its connection may still have been applied)
+    pub failed: u64,
+    /// never sent: no client was free within --put-timeout of its intended time (open loop,
+    /// `late`), its client gave up on an unreachable server (`connect`), or Ctrl-C
+    /// (`interrupted`); why in `not_sent_reasons`
+    pub not_sent: u64,
+    /// connections opened during the run to replace broken ones
+    pub reconnects: u64,
+    /// acknowledged puts; open loop: from the intended send time (coordinated omission
+    /// corrected)
+    pub latency: Latencies,
+    /// open loop: from the actual send time
+    pub uncorrected: Option<Latencies>,
+    /// open loop: sends whose intended time came while every client was busy
+    pub late: Option<u64>,
+    pub errors: HashMap<Failure, u64>,
+    pub not_sent_reasons: HashMap<Failure, u64>,
+    /// the put run's start line (every put connection open, the first put may go)
+    pub start: Instant,
+    /// from the start line until the last put was done
+    pub elapsed: Duration,
+}
+
+impl PutOutcome {
+    /// The accounting of `run`, the engine's run of `cfg`'s put load: the puts that never went
+    /// out (expired sends, a client's given-up quota, Ctrl-C) are not sent, the other failures
+    /// failed. An error means the counts do not add up to `--put-total` (a bug).
+    pub fn from_run(cfg: &WatchConfig, run: ProtoRun) -> Result<PutOutcome, String> {
+        let timeout = cfg.put_timeout;
+        let stats = run.stats;
+        let (mut errors, mut not_sent_reasons) = (HashMap::new(), HashMap::new());
+        let mut not_sent = 0;
+        for (f, n) in stats.errors {
+            let unsent = match f.kind {
+                FailureKind::Late => Some(Failure::with(
+                    FailureKind::Late,
+                    format_args!(
+                        "not sent within --put-timeout ({timeout:?}) of its intended time: every client was busy"
+                    ),
+                )),
+                FailureKind::Connect if f.detail.as_deref() == Some(engine::GAVE_UP) => {
+                    Some(Failure::with(
+                        FailureKind::Connect,
+                        format_args!(
+                            "gave up: server unreachable for longer than --put-timeout ({timeout:?})"
+                        ),
+                    ))
+                }
+                _ => None,
+            };
+            match unsent {
+                Some(why) => {
+                    not_sent += n;
+                    *not_sent_reasons.entry(why).or_insert(0) += n;
+                }
+                None => *errors.entry(f).or_insert(0) += n,
+            }
+        }
+        let failed = stats.failed.saturating_sub(not_sent);
+        let counted = stats.ok + failed + not_sent;
+        // Ctrl-C: the clients stop, and what they did not send is in no count.
+        if run.interrupted && counted < cfg.put_total {
+            let n = cfg.put_total - counted;
+            not_sent += n;
+            *not_sent_reasons
+                .entry(Failure::with(FailureKind::Interrupted, "Ctrl-C"))
+                .or_insert(0) += n;
+        }
+        if stats.ok + failed + not_sent != cfg.put_total {
+            return Err(format!(
+                "put accounting: {} ok + {failed} failed + {not_sent} not sent != {} puts (a bug: please report it)",
+                stats.ok, cfg.put_total
+            ));
+        }
+        let mut revisions = stats.revisions;
+        revisions.resize_with(cfg.watched_keys.max(revisions.len()), Vec::new);
+        Ok(PutOutcome {
+            revisions,
+            ok: stats.ok,
+            failed,
+            not_sent,
+            reconnects: stats.reconnects,
+            latency: stats.latency,
+            uncorrected: stats.uncorrected,
+            late: run.rate.map(|_| stats.late),
+            errors,
+            not_sent_reasons,
+            start: run.window_start,
+            elapsed: run.elapsed,
+        })
+    }
+}
 
 /// The measured outcome of one watch run.
 #[derive(Debug, Serialize)]
@@ -25,7 +131,7 @@ pub struct WatchReport {
     pub missing: u64,
     pub duplicated: u64,
     pub unexpected: u64,
-    /// first put sent -> last event received
+    /// the put run's start line (the first put due) -> last event received
     pub total_s: f64,
     pub events_per_sec: f64,
     pub events_per_sec_per_watcher: f64,
@@ -50,8 +156,15 @@ pub struct PutReport {
     pub reconnects: u64,
     pub timeout_ms: f64,
     pub target_rate: Option<f64>,
+    /// acknowledged puts per second over the put run (start line to the last put done)
     pub achieved_rate: f64,
+    /// open loop: from each put's intended send time (coordinated omission corrected);
+    /// closed loop: from its send time
     pub latency_ms: LatencySummary,
+    /// open loop only: from the actual send time
+    pub uncorrected_latency_ms: Option<LatencySummary>,
+    /// open loop only: puts whose intended time came while every client was busy
+    pub late_sends: Option<u64>,
     pub errors: Vec<ErrorCount>,
     /// why puts were not sent (`{kind, message, count}`, counts summing to not_sent)
     pub not_sent_reasons: Vec<ErrorCount>,
@@ -111,8 +224,7 @@ fn per(n: u64, d: u64) -> f64 {
 
 impl WatchReport {
     /// The report of one watch run over `proto`: what the watchers (`w`) and the put load
-    /// (`puts`) measured; `expected_events` and `loss` from the zero-loss proof; `epoch` the
-    /// run's clock origin.
+    /// (`puts`) measured; `expected_events` and `loss` from the zero-loss proof.
     pub fn new(
         cfg: &WatchConfig,
         proto: Proto,
@@ -120,15 +232,11 @@ impl WatchReport {
         puts: &PutOutcome,
         expected_events: u64,
         loss: Loss,
-        epoch: Instant,
     ) -> WatchReport {
-        let start = puts.first_sent.unwrap_or(epoch);
+        let start = puts.start;
         let end = w.last_event.unwrap_or(start).max(start);
         let total = end.duration_since(start).as_secs_f64();
-        let put_span = match (puts.first_sent, puts.last_done) {
-            (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
-            _ => 0.0,
-        };
+        let put_span = puts.elapsed.as_secs_f64();
         let conns = &w.conns;
         let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
         let tcp = |f: fn(&crate::stats::TcpInfo) -> u64| {
@@ -194,6 +302,8 @@ impl WatchReport {
                     0.0
                 },
                 latency_ms: LatencySummary::of(&puts.latency),
+                uncorrected_latency_ms: puts.uncorrected.as_ref().map(LatencySummary::of),
+                late_sends: puts.late,
                 errors: error_counts(&puts.errors),
                 not_sent_reasons: error_counts(&puts.not_sent_reasons),
             },
@@ -264,7 +374,7 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         );
         let _ = writeln!(
             out,
-            "  Total:        {:.2} s (first put sent to last event received)",
+            "  Total:        {:.2} s (first put due to last event received)",
             r.total_s
         );
         let _ = writeln!(
@@ -293,6 +403,13 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
             p.latency_ms.p50,
             p.latency_ms.p99
         );
+        if let (Some(u), Some(late)) = (&p.uncorrected_latency_ms, p.late_sends) {
+            let _ = writeln!(
+                out,
+                "  from the intended send time; from the actual one p50 {:.3} ms, p99 {:.3} ms; {late} sends late",
+                u.p50, u.p99
+            );
+        }
         let _ = writeln!(
             out,
             "  per-put timeout {:.0} ms, {} reconnects",

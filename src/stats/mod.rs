@@ -72,6 +72,9 @@ pub struct Stats {
     pub per_endpoint: Vec<EndpointStats>,
     pub timeline: Timeline,
     pub conns: Vec<ConnRecord>,
+    /// per key index, the revisions etcd assigned to the acknowledged puts of a workload that
+    /// reports them (the watch benchmark's put load); empty, never allocated, for the others
+    pub revisions: Vec<Vec<i64>>,
 }
 
 impl Stats {
@@ -96,6 +99,14 @@ impl Stats {
                 .unwrap_or(u64::MAX)
                 .max(1),
         );
+    }
+
+    /// An acknowledged put to key index `key` got revision `revision`.
+    pub fn record_revision(&mut self, key: usize, revision: i64) {
+        if self.revisions.len() <= key {
+            self.revisions.resize_with(key + 1, Vec::new);
+        }
+        self.revisions[key].push(revision);
     }
 
     /// Open loop: the same request's latency from its actual send time.
@@ -124,6 +135,12 @@ impl Stats {
     }
 
     pub fn merge(&mut self, other: Stats) {
+        if self.revisions.len() < other.revisions.len() {
+            self.revisions.resize_with(other.revisions.len(), Vec::new);
+        }
+        for (mine, theirs) in self.revisions.iter_mut().zip(other.revisions) {
+            mine.extend(theirs);
+        }
         self.latency.merge(&other.latency);
         if let Some(u) = &other.uncorrected {
             self.uncorrected
@@ -171,6 +188,19 @@ impl Stats {
 mod tests {
     use super::*;
     use crate::outcome::FailureKind;
+
+    #[test]
+    fn revisions_are_kept_per_key_and_merged() {
+        let mut a = Stats::default();
+        assert!(a.revisions.is_empty());
+        a.record_revision(2, 7);
+        a.record_revision(0, 3);
+        let mut b = Stats::default();
+        b.record_revision(3, 9);
+        b.record_revision(2, 8);
+        a.merge(b);
+        assert_eq!(a.revisions, [vec![3], vec![], vec![7, 8], vec![9]]);
+    }
 
     #[test]
     fn merge_adds_everything() {

@@ -2,7 +2,7 @@
 //! derives from.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -48,6 +48,8 @@ pub struct ProtoRun {
     pub conns: usize,
     pub threads: usize,
     pub stats: Stats,
+    /// when the measured window began (the start line + warmup)
+    pub window_start: Instant,
     /// the measured window: from the end of the warmup until the last worker's last request
     pub elapsed: Duration,
     /// what the worker threads cost over the measured window (and apart, outside it)

@@ -10,8 +10,9 @@ use crate::outcome::{Failure, StatusKey};
 
 /// The etcd operations (plain data, defined with the rest of the configuration).
 pub use crate::config::EtcdOp;
-/// etcd's put and range (`crate::etcd::ops`): the one arrow from here into `etcd`.
-pub use crate::etcd::ops::EtcdWorkload;
+/// etcd's put and range, and the watch benchmark's puts (`crate::etcd::ops`): the one arrow
+/// from here into `etcd`.
+pub use crate::etcd::ops::{Ack, EtcdWorkload, WatchPuts};
 pub use echo::EchoWorkload;
 
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
@@ -22,6 +23,8 @@ pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
 #[derive(Debug, Clone)]
 pub enum Workload {
     Etcd(EtcdWorkload),
+    /// the watch benchmark's put load: stamped values, revisions acknowledged
+    WatchPuts(WatchPuts),
     Echo(EchoWorkload),
 }
 
@@ -59,14 +62,21 @@ impl Workload {
     pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {
         match self {
             Workload::Etcd(w) => w.encode_http(idx, ep, dst),
+            Workload::WatchPuts(w) => w.encode_http(idx, dst),
             Workload::Echo(w) => w.encode_http(ep, dst),
         }
     }
 
-    pub fn check_http(&self, status: u16, body: &[u8]) -> HttpVerdict {
+    /// The verdict on an HTTP/1.1 response: its status, and what it acknowledged.
+    pub fn check_http(
+        &self,
+        status: u16,
+        body: &[u8],
+    ) -> Result<(StatusKey, Ack), (StatusKey, Failure)> {
         match self {
-            Workload::Etcd(w) => w.check_http(status, body),
-            Workload::Echo(w) => w.check_http(status, body),
+            Workload::Etcd(w) => w.check_http(status, body).map(|s| (s, None)),
+            Workload::WatchPuts(w) => w.check_http(status, body),
+            Workload::Echo(w) => w.check_http(status, body).map(|s| (s, None)),
         }
     }
 
@@ -74,6 +84,7 @@ impl Workload {
     pub fn call(&self, ep: usize) -> &crate::client::grpc::Call {
         match self {
             Workload::Etcd(w) => w.call(ep),
+            Workload::WatchPuts(w) => w.call(),
             Workload::Echo(w) => w.call(ep),
         }
     }
@@ -82,14 +93,17 @@ impl Workload {
     pub fn encode_grpc(&mut self, idx: u64) -> Bytes {
         match self {
             Workload::Etcd(w) => w.encode_grpc(idx),
+            Workload::WatchPuts(w) => w.encode_grpc(idx),
             Workload::Echo(w) => w.encode_grpc(),
         }
     }
 
-    pub fn check_grpc(&self, message: &Bytes) -> Result<(), Failure> {
+    /// The verdict on a gRPC response message: what it acknowledged, or why it failed.
+    pub fn check_grpc(&self, message: &Bytes) -> Result<Ack, Failure> {
         match self {
-            Workload::Etcd(w) => w.check_grpc(message),
-            Workload::Echo(w) => w.check_grpc(message),
+            Workload::Etcd(w) => w.check_grpc(message).map(|()| None),
+            Workload::WatchPuts(w) => w.check_grpc(message),
+            Workload::Echo(w) => w.check_grpc(message).map(|()| None),
         }
     }
 
@@ -102,6 +116,7 @@ impl Workload {
     pub fn sample_grpc(&self, message: &Bytes) -> Value {
         match self {
             Workload::Etcd(w) => w.sample_grpc(message),
+            Workload::WatchPuts(w) => w.sample_grpc(message),
             Workload::Echo(w) => w.sample_grpc(message),
         }
     }
@@ -110,6 +125,7 @@ impl Workload {
     pub fn for_client(&self, client: u64) -> Workload {
         match self {
             Workload::Etcd(w) => Workload::Etcd(w.for_client(client)),
+            Workload::WatchPuts(w) => Workload::WatchPuts(w.for_client()),
             Workload::Echo(w) => Workload::Echo(w.for_client()),
         }
     }
@@ -118,7 +134,7 @@ impl Workload {
     pub fn set_token(&mut self, token: &str) -> Result<(), String> {
         match self {
             Workload::Etcd(w) => w.set_token(token),
-            Workload::Echo(_) => Ok(()),
+            Workload::WatchPuts(_) | Workload::Echo(_) => Ok(()),
         }
     }
 }

@@ -1,13 +1,36 @@
 //! What a watch run is: its validated configuration, the keys written and watched, and which
 //! watcher watches what.
 
-use std::time::Duration;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
 
 use crate::config::{Endpoint, Format, Proto};
 use crate::net::{H2Config, NetConfig};
 
 /// Bytes at the front of every put value: the send time, ns since the epoch, little endian.
 pub const STAMP_LEN: usize = 8;
+
+/// The process-wide origin of the send-time stamps: the put side writes and the watch side
+/// reads them against the same monotonic clock, so no clock sync is needed.
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// Writes the send time (ns since the epoch, little endian) into the front of `value`.
+pub fn stamp(value: &mut [u8]) {
+    let ns = EPOCH.elapsed().as_nanos() as u64;
+    if let Some(s) = value.get_mut(..STAMP_LEN) {
+        s.copy_from_slice(&ns.to_le_bytes());
+    }
+}
+
+/// Time from the send stamped in `value` to `now`; None when the value holds no stamp.
+pub fn since_stamp(value: &[u8], now: Instant) -> Option<Duration> {
+    let stamp = value.get(..STAMP_LEN)?;
+    let mut b = [0u8; STAMP_LEN];
+    b.copy_from_slice(stamp);
+    let sent = u64::from_le_bytes(b);
+    let at = now.saturating_duration_since(*EPOCH).as_nanos() as u64;
+    Some(Duration::from_nanos(at.saturating_sub(sent)))
+}
 
 /// A validated watch run.
 #[derive(Debug, Clone)]
@@ -108,6 +131,50 @@ mod tests {
         assert_eq!(prefix_end(b"a/"), b"a0".to_vec());
         assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
         assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+    }
+
+    #[test]
+    fn stamps_read_back_as_the_time_since_they_were_written() {
+        let mut value = vec![0xaa; 12];
+        stamp(&mut value);
+        assert_eq!(&value[STAMP_LEN..], &[0xaa; 4]);
+        let later = Instant::now() + Duration::from_millis(5);
+        let age = since_stamp(&value, later).expect("a stamp");
+        assert!(age >= Duration::from_millis(5), "{age:?}");
+        assert!(age < Duration::from_secs(5), "{age:?}");
+        assert_eq!(since_stamp(&value[..4], later), None);
+    }
+
+    #[test]
+    fn watchers_expect_the_revisions_of_their_keys() {
+        let cfg = |prefix| WatchConfig {
+            endpoints: Vec::new(),
+            protos: vec![Proto::Grpc],
+            watchers: 3,
+            streams: 1,
+            conns: 1,
+            watched_keys: 2,
+            prefix,
+            key_prefix: "k/".into(),
+            put_total: 4,
+            put_rate: None,
+            put_clients: 1,
+            put_proto: Proto::Grpc,
+            val_size: 16,
+            drain: Duration::from_secs(1),
+            put_timeout: Duration::from_secs(1),
+            net: NetConfig::default(),
+            h2: H2Config::default(),
+            format: Format::Text,
+            output: None,
+        };
+        let revisions = vec![vec![7, 3], vec![5]];
+        assert_eq!(
+            cfg(false).expected(&revisions),
+            [vec![3, 7], vec![5], vec![3, 7]]
+        );
+        assert_eq!(cfg(true).expected(&revisions), vec![vec![3, 5, 7]; 3]);
+        assert_eq!(cfg(false).key(1), b"k/1");
     }
 
     #[test]

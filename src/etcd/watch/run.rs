@@ -27,14 +27,14 @@ pub struct Watchers {
 
 impl Watchers {
     /// Starts the watch thread over `proto` and waits until every watch is confirmed (created),
-    /// bounded; an error says why not. `epoch`: the clock the put values' stamps count from.
-    pub fn start(cfg: &Arc<WatchConfig>, proto: Proto, epoch: Instant) -> Result<Watchers, String> {
+    /// bounded; an error says why not.
+    pub fn start(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<Watchers, String> {
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
         let (done, done_rx) = oneshot::channel::<Arc<Vec<Vec<i64>>>>();
         let wcfg = cfg.clone();
         let thread = std::thread::Builder::new()
             .name("wirebench-watch".into())
-            .spawn(move || watch_thread(wcfg, proto, epoch, ready_tx, done_rx))
+            .spawn(move || watch_thread(wcfg, proto, ready_tx, done_rx))
             .map_err(|e| format!("cannot start the watch thread: {e}"))?;
         let watchers = Watchers { thread, done };
         let setup_limit = cfg.net.connect_timeout + SETUP_SLACK;
@@ -61,11 +61,10 @@ impl Watchers {
 fn watch_thread(
     cfg: Arc<WatchConfig>,
     proto: Proto,
-    epoch: Instant,
     ready: mpsc::Sender<Result<(), String>>,
     done: oneshot::Receiver<Arc<Vec<Vec<i64>>>>,
 ) -> WatchOutcome {
-    let st = Rc::new(WatchState::new(epoch, cfg.watchers));
+    let st = Rc::new(WatchState::new(cfg.watchers));
     let ran = block_on(async {
         let opened = match proto {
             Proto::Grpc => grpc::open(&cfg, &st).await,

@@ -5,11 +5,11 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::Notify;
 
-use super::config::STAMP_LEN;
+use super::config::since_stamp;
 use crate::outcome::{Failure, FailureKind};
 use crate::stats::{ConnRecord, Latencies};
 
@@ -29,7 +29,6 @@ pub struct WatchOutcome {
 
 /// Per-watch-thread state shared by its stream tasks.
 pub(super) struct WatchState {
-    pub(super) epoch: Instant,
     /// revisions seen per watcher
     pub(super) seen: RefCell<Vec<Vec<i64>>>,
     pub(super) create_sent: RefCell<Vec<Option<Instant>>>,
@@ -91,9 +90,8 @@ impl Expected {
 }
 
 impl WatchState {
-    pub(super) fn new(epoch: Instant, watchers: usize) -> WatchState {
+    pub(super) fn new(watchers: usize) -> WatchState {
         WatchState {
-            epoch,
             seen: RefCell::new(vec![Vec::new(); watchers]),
             create_sent: RefCell::new(vec![None; watchers]),
             created: Cell::new(0),
@@ -160,14 +158,8 @@ impl WatchState {
         if let Some(e) = self.expected.borrow_mut().as_mut() {
             e.arrived(w, revision);
         }
-        if let Some(stamp) = value.get(..STAMP_LEN) {
-            let mut b = [0u8; STAMP_LEN];
-            b.copy_from_slice(stamp);
-            let sent = u64::from_le_bytes(b);
-            let at = now.duration_since(self.epoch).as_nanos() as u64;
-            self.latency
-                .borrow_mut()
-                .record(Duration::from_nanos(at.saturating_sub(sent)));
+        if let Some(latency) = since_stamp(value, now) {
+            self.latency.borrow_mut().record(latency);
         }
         self.events.set(self.events.get() + 1);
         self.last_event.set(Some(now));
