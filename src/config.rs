@@ -240,6 +240,36 @@ pub struct Config {
     pub target: Target,
 }
 
+/// A validated `etcd watch` run (its key helpers are `etcd::watch`'s).
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    pub endpoints: Vec<Endpoint>,
+    /// watch protocols to measure, one run each
+    pub protos: Vec<Proto>,
+    pub watchers: usize,
+    pub streams: usize,
+    /// gRPC connections carrying the streams (HTTP/1.1: one connection per stream)
+    pub conns: usize,
+    pub watched_keys: usize,
+    /// every watcher watches the whole key prefix instead of one key
+    pub prefix: bool,
+    pub key_prefix: String,
+    pub put_total: u64,
+    /// puts per second over all put clients; None = as fast as the clients go
+    pub put_rate: Option<f64>,
+    pub put_clients: usize,
+    pub put_proto: Proto,
+    pub val_size: usize,
+    /// how long to wait for outstanding events after the last put
+    pub drain: Duration,
+    /// per-put limit: a put not answered within it fails (`timeout`)
+    pub put_timeout: Duration,
+    pub net: NetConfig,
+    pub h2: H2Config,
+    pub format: Format,
+    pub output: Option<std::path::PathBuf>,
+}
+
 /// The etcd operation a sweep measures.
 #[derive(Debug, Clone, Copy)]
 pub enum SweepOp {

@@ -4,5 +4,5 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    std::process::exit(wirebench::app::main_with_args(std::env::args_os()));
+    std::process::exit(wirebench::cli::main_with_args(std::env::args_os()));
 }

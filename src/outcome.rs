@@ -8,6 +8,10 @@ use std::sync::Arc;
 
 use wirebench_wire::grpc::Code;
 
+/// The detail of the `connect` failures a client counts for the rest of its quota when it
+/// gives up (closed loop, `-n`): those requests were never sent.
+pub const GAVE_UP: &str = "gave up: server unreachable for longer than --timeout";
+
 /// What a response said about itself: an HTTP status or a gRPC status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum StatusKey {

@@ -515,7 +515,7 @@ fn put_config(endpoint: &str, extra: &[&str]) -> wirebench::etcd::watch::WatchCo
     args.extend_from_slice(extra);
     let cli = wirebench::cli::Cli::try_parse_from(args).expect("valid flags");
     match cli.into_action().expect("a valid watch configuration") {
-        wirebench::cli::Action::Watch(cfg) => cfg,
+        wirebench::app::Action::Watch(cfg) => cfg,
         _ => panic!("not a watch action"),
     }
 }

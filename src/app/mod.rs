@@ -1,4 +1,5 @@
-//! The application: parse, prepare, run the command, print, exit code; one file per command.
+//! The application: prepare, run the command the command line asked for (`Action`), print,
+//! exit code; one file per command.
 
 pub mod call;
 pub mod compare;
@@ -11,12 +12,37 @@ pub mod watch;
 use std::io::Write;
 use std::sync::Arc;
 
-use clap::Parser;
-
-use crate::cli::{Action, Cli};
+use crate::config::{Config, SweepConfig, WatchConfig};
 use crate::engine;
+use crate::server::ServeConfig;
 
 pub use prepare::{Prepared, prepare};
+
+/// What the command line asks for, validated.
+#[derive(Debug)]
+pub enum Action {
+    /// A load run; with `embedded`, the built-in server is started first and becomes the target.
+    Run {
+        cfg: Config,
+        embedded: Option<ServeConfig>,
+    },
+    /// One request, response printed as JSON.
+    Call {
+        cfg: Config,
+        embedded: Option<ServeConfig>,
+    },
+    Serve(ServeConfig),
+    /// An etcd watch run.
+    Watch(WatchConfig),
+    /// A sweep: one run per cell, one table.
+    Sweep(SweepConfig),
+    /// Alternating rounds of both protocols.
+    Compare {
+        cfg: Config,
+        embedded: Option<ServeConfig>,
+        rounds: usize,
+    },
+}
 
 /// Exit codes (documented in README.md).
 pub mod exit {
@@ -40,47 +66,8 @@ pub enum RunError {
     },
 }
 
-/// The whole command line tool: parse, run, print, exit code.
-pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return exit::OK;
-            }
-            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                let _ = e.print();
-                return exit::USAGE;
-            }
-            // clap spreads one error over several lines (what, usage, hint): keep the what.
-            let text = e.render().to_string();
-            let line = text
-                .lines()
-                .map(str::trim)
-                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-                .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            eprintln!(
-                "{}",
-                if line.is_empty() {
-                    "error: invalid arguments"
-                } else {
-                    &line
-                }
-            );
-            return exit::USAGE;
-        }
-    };
-    let action = match cli.into_action() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
+/// Runs what the command line asked for: prepare, run, print; the exit code.
+pub fn execute(action: Action) -> i32 {
     install_sigint();
     let result = match action {
         Action::Serve(cfg) => serve::serve(cfg),

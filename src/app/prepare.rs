@@ -6,13 +6,14 @@ use std::time::Duration;
 use super::RunError;
 use crate::config::{Config, Endpoint, Proto, Target, WorkloadSpec};
 use crate::engine;
-use crate::etcd::{client, discover};
+use crate::etcd::discover;
 use crate::net;
 use crate::report::Report;
 use crate::server::{ServeConfig, Server};
 use crate::stats::ProcessClock;
 use crate::stats::ProtoRun;
 use crate::workload::Workload;
+use crate::workload::etcd::client;
 
 /// A validated `Config`'s run as it will happen: what was learnt at run time, and the workload
 /// rendered for it. The `Config` itself is never changed.

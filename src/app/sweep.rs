@@ -11,8 +11,8 @@ use crate::config::{
     Config, EtcdOp, Load, Proto, Stop, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec,
 };
 use crate::engine;
-use crate::etcd::{client, ops};
 use crate::report::RunReport;
+use crate::workload::etcd::{self as ops, client};
 
 /// One run of the sweep.
 #[derive(Debug, Clone, Serialize)]

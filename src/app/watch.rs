@@ -8,11 +8,11 @@ use std::time::Duration;
 use super::{RunError, emit, exit};
 use crate::config::{Config, EtcdOp, Format, Load, Proto, Stop, Target, WorkloadSpec};
 use crate::engine;
-use crate::etcd::client::MAX_RESPONSE;
-use crate::etcd::ops::WatchPuts;
 use crate::etcd::watch::{Loss, WatchConfig, Watchers};
 use crate::report::watch::{self as report, PutOutcome, WatchReport};
 use crate::workload::Workload;
+use crate::workload::etcd::WatchPuts;
+use crate::workload::etcd::client::MAX_RESPONSE;
 
 /// Runs, writes the report; fails on lost or doubled events, or when no put was acknowledged.
 pub(super) fn watch_and_write(cfg: &WatchConfig) -> Result<i32, RunError> {

@@ -7,7 +7,7 @@ use super::Action;
 use super::common::{Consistency, MAX_GENERATED, RunArgs, parse_endpoints, parse_target};
 use super::watch::WatchArgs;
 use crate::config::{Config, EtcdOp, Target, WorkloadSpec};
-use crate::etcd::ops::varint_len;
+use crate::workload::etcd::varint_len;
 
 #[derive(Debug, Subcommand)]
 pub enum EtcdCmd {

@@ -12,9 +12,8 @@ mod watch;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::{Config, SweepConfig};
-use crate::etcd::watch::WatchConfig;
-use crate::server::ServeConfig;
+use crate::app::{self, Action};
+use crate::config::Config;
 
 pub use call::{CallArgs, CallCmd, CallEtcd};
 pub use common::{
@@ -77,30 +76,48 @@ pub enum Command {
     },
 }
 
-/// What the command line asks for, validated.
-#[derive(Debug)]
-pub enum Action {
-    /// A load run; with `embedded`, the built-in server is started first and becomes the target.
-    Run {
-        cfg: Config,
-        embedded: Option<ServeConfig>,
-    },
-    /// One request, response printed as JSON.
-    Call {
-        cfg: Config,
-        embedded: Option<ServeConfig>,
-    },
-    Serve(ServeConfig),
-    /// An etcd watch run.
-    Watch(WatchConfig),
-    /// A sweep: one run per cell, one table.
-    Sweep(SweepConfig),
-    /// Alternating rounds of both protocols.
-    Compare {
-        cfg: Config,
-        embedded: Option<ServeConfig>,
-        rounds: usize,
-    },
+/// The whole command line tool: parse, run, print, exit code.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return app::exit::OK;
+            }
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                let _ = e.print();
+                return app::exit::USAGE;
+            }
+            // clap spreads one error over several lines (what, usage, hint): keep the what.
+            let text = e.render().to_string();
+            let line = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!(
+                "{}",
+                if line.is_empty() {
+                    "error: invalid arguments"
+                } else {
+                    &line
+                }
+            );
+            return app::exit::USAGE;
+        }
+    };
+    let action = match cli.into_action() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return app::exit::USAGE;
+        }
+    };
+    app::execute(action)
 }
 
 impl Cli {

@@ -8,8 +8,8 @@ use clap::Args;
 use super::common::{
     CallProto, FormatArg, MAX_GENERATED, ProtoArg, TlsArgs, nonzero, parse_endpoints,
 };
+use crate::config::WatchConfig;
 use crate::config::{Format, Proto, parse_duration};
-use crate::etcd::watch::WatchConfig;
 use crate::net::{H2Config, NetConfig};
 
 /// h2's small-DATA-frame allowance on watch connections (bytes of framing overhead).
@@ -113,10 +113,10 @@ impl WatchArgs {
         {
             return Err(format!("--put-rate must be a positive number, got {r}"));
         }
-        if a.val_size < crate::etcd::watch::STAMP_LEN || a.val_size > MAX_GENERATED {
+        if a.val_size < crate::workload::etcd::STAMP_LEN || a.val_size > MAX_GENERATED {
             return Err(format!(
                 "--val-size must be between {} (the send-time stamp) and {MAX_GENERATED}",
-                crate::etcd::watch::STAMP_LEN
+                crate::workload::etcd::STAMP_LEN
             ));
         }
         if a.key_prefix.is_empty() {

@@ -10,9 +10,9 @@ use tokio::sync::Notify;
 
 use crate::client::grpc::{self as grpc_client, CallError, Conn};
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
-use crate::etcd::client::{Client, is_invalid_token};
 use crate::net::Ledger;
 use crate::outcome::{Failure, FailureKind, StatusKey};
+use crate::workload::etcd::client::{Client, is_invalid_token};
 use wirebench_wire::grpc::Code;
 
 /// A client's first response buffer (bytes).

@@ -7,8 +7,8 @@ use bytes::BytesMut;
 
 use crate::client::http1::Conn;
 use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
-use crate::etcd::client::{Client, is_invalid_token};
 use crate::outcome::{Failure, FailureKind};
+use crate::workload::etcd::client::{Client, is_invalid_token};
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
     let addr = ctx.addrs[endpoint];

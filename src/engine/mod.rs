@@ -17,17 +17,13 @@ use serde_json::Value;
 use crate::client::{BACKOFF_MAX, BACKOFF_MIN};
 use crate::config::{Config, Endpoint, Proto, Stop};
 use crate::net::{H2Config, NetConfig};
-use crate::outcome::{Failure, FailureKind, StatusKey};
+use crate::outcome::{Failure, FailureKind, GAVE_UP, StatusKey};
 use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
 use crate::stats::{At, CpuTimes, IoCalls, Memory, ProtoRun, RssSampler, Stats, WindowCost};
 use crate::workload::{Ack, Workload};
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.
 pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
-
-/// The detail of the `connect` failures a client counts for the rest of its quota when it
-/// gives up (closed loop, `-n`): those requests were never sent.
-pub const GAVE_UP: &str = "gave up: server unreachable for longer than --timeout";
 
 /// How often the main thread samples RSS during the measured window.
 const RSS_EVERY: Duration = Duration::from_millis(20);

@@ -14,8 +14,8 @@ use std::time::Duration;
 use http::header::HeaderValue;
 
 use crate::config::{Endpoint, Proto};
-use crate::etcd::client::{self, Connection, Member};
 use crate::net::{H2Config, NetConfig};
+use crate::workload::etcd::client::{self, Connection, Member};
 
 /// The targets discovery resolves (plain data, defined with the rest of the configuration).
 pub use crate::config::Target;

@@ -1,10 +1,9 @@
-//! Everything etcd: one client over both stacks, discovery of the cluster's roles, the KV
-//! operations the engine drives, and the watchers of the watch benchmark.
+//! The etcd features above the engine's workloads: discovery of a cluster's roles (`--target`)
+//! and the watchers of the watch benchmark. The etcd client over both stacks and the KV
+//! operations the engine drives are the etcd workload (`workload::etcd`), below both.
 //!
-//! It imports only from below (`client`, `net`, `config`, `stats`, the wire crate): never the
-//! engine, the report or the application, which drive it.
+//! It imports only from below (`workload`, `client`, `net`, `config`, `stats`, the wire crate):
+//! never the engine, the report or the application, which drive it.
 
-pub mod client;
 pub mod discover;
-pub mod ops;
 pub mod watch;

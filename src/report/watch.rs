@@ -6,13 +6,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::config::Proto;
-use crate::engine;
-use crate::etcd::watch::{Loss, WatchConfig, WatchOutcome};
-use crate::outcome::{Failure, FailureKind};
+use crate::config::{Proto, WatchConfig};
+use crate::outcome::{Failure, FailureKind, GAVE_UP};
 use crate::report::{ErrorCount, error_counts};
-use crate::stats::ProtoRun;
-use crate::stats::{ConnRecord, Latencies};
+use crate::stats::{ConnRecord, Latencies, Loss, ProtoRun, WatchOutcome};
 
 /// The put load's accounting, from the engine's run of `etcd::ops::WatchPuts`. Every one of the
 /// `--put-total` puts is counted in exactly one of `ok`, `failed` and `not_sent`.
@@ -63,7 +60,7 @@ impl PutOutcome {
                         "not sent within --put-timeout ({timeout:?}) of its intended time: every client was busy"
                     ),
                 )),
-                FailureKind::Connect if f.detail.as_deref() == Some(engine::GAVE_UP) => {
+                FailureKind::Connect if f.detail.as_deref() == Some(GAVE_UP) => {
                     Some(Failure::with(
                         FailureKind::Connect,
                         format_args!(

@@ -6,11 +6,13 @@ pub mod perf;
 mod process;
 mod records;
 mod run;
+mod watch;
 
 pub use latency::{Bucket, Latencies, Timeline};
 pub use process::{CpuTimes, ProcessClock, Rss, RssSampler, memory};
 pub use records::{CloseRecord, ConnRecord, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts};
 pub use run::{Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, WindowCost};
+pub use watch::{Loss, WatchOutcome};
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

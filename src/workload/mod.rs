@@ -1,6 +1,7 @@
 //! What to send and how to judge the answer, per protocol; one instance per client.
 
 pub mod echo;
+pub mod etcd;
 
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
@@ -10,10 +11,9 @@ use crate::outcome::{Failure, StatusKey};
 
 /// The etcd operations (plain data, defined with the rest of the configuration).
 pub use crate::config::EtcdOp;
-/// etcd's put and range, and the watch benchmark's puts (`crate::etcd::ops`): the one arrow
-/// from here into `etcd`.
-pub use crate::etcd::ops::{Ack, EtcdWorkload, WatchPuts};
 pub use echo::EchoWorkload;
+/// etcd's put and range, and the watch benchmark's puts.
+pub use etcd::{Ack, EtcdWorkload, WatchPuts};
 
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
 pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;

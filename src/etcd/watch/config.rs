@@ -1,66 +1,7 @@
-//! What a watch run is: its validated configuration, the keys written and watched, and which
-//! watcher watches what.
+//! What a watch run is: the keys written and watched, and which watcher watches what (the
+//! validated configuration itself is `config::WatchConfig`, plain data).
 
-use std::sync::LazyLock;
-use std::time::{Duration, Instant};
-
-use crate::config::{Endpoint, Format, Proto};
-use crate::net::{H2Config, NetConfig};
-
-/// Bytes at the front of every put value: the send time, ns since the epoch, little endian.
-pub const STAMP_LEN: usize = 8;
-
-/// The process-wide origin of the send-time stamps: the put side writes and the watch side
-/// reads them against the same monotonic clock, so no clock sync is needed.
-static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
-
-/// Writes the send time (ns since the epoch, little endian) into the front of `value`.
-pub fn stamp(value: &mut [u8]) {
-    let ns = EPOCH.elapsed().as_nanos() as u64;
-    if let Some(s) = value.get_mut(..STAMP_LEN) {
-        s.copy_from_slice(&ns.to_le_bytes());
-    }
-}
-
-/// Time from the send stamped in `value` to `now`; None when the value holds no stamp.
-pub fn since_stamp(value: &[u8], now: Instant) -> Option<Duration> {
-    let stamp = value.get(..STAMP_LEN)?;
-    let mut b = [0u8; STAMP_LEN];
-    b.copy_from_slice(stamp);
-    let sent = u64::from_le_bytes(b);
-    let at = now.saturating_duration_since(*EPOCH).as_nanos() as u64;
-    Some(Duration::from_nanos(at.saturating_sub(sent)))
-}
-
-/// A validated watch run.
-#[derive(Debug, Clone)]
-pub struct WatchConfig {
-    pub endpoints: Vec<Endpoint>,
-    /// watch protocols to measure, one run each
-    pub protos: Vec<Proto>,
-    pub watchers: usize,
-    pub streams: usize,
-    /// gRPC connections carrying the streams (HTTP/1.1: one connection per stream)
-    pub conns: usize,
-    pub watched_keys: usize,
-    /// every watcher watches the whole key prefix instead of one key
-    pub prefix: bool,
-    pub key_prefix: String,
-    pub put_total: u64,
-    /// puts per second over all put clients; None = as fast as the clients go
-    pub put_rate: Option<f64>,
-    pub put_clients: usize,
-    pub put_proto: Proto,
-    pub val_size: usize,
-    /// how long to wait for outstanding events after the last put
-    pub drain: Duration,
-    /// per-put limit: a put not answered within it fails (`timeout`)
-    pub put_timeout: Duration,
-    pub net: NetConfig,
-    pub h2: H2Config,
-    pub format: Format,
-    pub output: Option<std::path::PathBuf>,
-}
+pub use crate::config::WatchConfig;
 
 impl WatchConfig {
     /// The key of key index `i`.
@@ -124,25 +65,17 @@ pub(super) fn stream_watchers(watchers: usize, streams: usize, s: usize) -> Vec<
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::config::{Format, Proto};
+    use crate::net::{H2Config, NetConfig};
 
     #[test]
     fn prefix_end_increments_the_last_byte() {
         assert_eq!(prefix_end(b"a/"), b"a0".to_vec());
         assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
         assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
-    }
-
-    #[test]
-    fn stamps_read_back_as_the_time_since_they_were_written() {
-        let mut value = vec![0xaa; 12];
-        stamp(&mut value);
-        assert_eq!(&value[STAMP_LEN..], &[0xaa; 4]);
-        let later = Instant::now() + Duration::from_millis(5);
-        let age = since_stamp(&value, later).expect("a stamp");
-        assert!(age >= Duration::from_millis(5), "{age:?}");
-        assert!(age < Duration::from_secs(5), "{age:?}");
-        assert_eq!(since_stamp(&value[..4], later), None);
     }
 
     #[test]

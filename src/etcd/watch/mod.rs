@@ -14,6 +14,7 @@ mod http;
 mod run;
 mod state;
 
-pub use config::{STAMP_LEN, WatchConfig, stamp};
+pub use crate::stats::{Loss, WatchOutcome};
+pub use crate::workload::etcd::{STAMP_LEN, stamp};
+pub use config::WatchConfig;
 pub use run::Watchers;
-pub use state::{Loss, WatchOutcome};

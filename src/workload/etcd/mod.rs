@@ -1,7 +1,8 @@
 //! etcd's KV operations as the engine drives them (put, range, the watch benchmark's stamped
 //! puts): request N over the gateway's JSON and over gRPC, and the verdict on its answer.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http::Uri;
@@ -11,9 +12,11 @@ use serde_json::Value;
 
 use crate::client::grpc::Call;
 use crate::config::{Endpoint, EtcdOp};
-use crate::etcd::client::{gateway_error, put_body, put_revision, put_revision_gateway};
-use crate::etcd::watch::{WatchConfig, stamp};
+pub mod client;
+
+use crate::config::WatchConfig;
 use crate::outcome::{Failure, FailureKind, StatusKey};
+use client::{gateway_error, put_body, put_revision, put_revision_gateway};
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::json::{self, GwResponse};
@@ -478,9 +481,47 @@ impl Rng {
     }
 }
 
+/// Bytes at the front of every put value: the send time, ns since the epoch, little endian.
+pub const STAMP_LEN: usize = 8;
+
+/// The process-wide origin of the send-time stamps: the put side writes and the watch side
+/// reads them against the same monotonic clock, so no clock sync is needed.
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// Writes the send time (ns since the epoch, little endian) into the front of `value`.
+pub fn stamp(value: &mut [u8]) {
+    let ns = EPOCH.elapsed().as_nanos() as u64;
+    if let Some(s) = value.get_mut(..STAMP_LEN) {
+        s.copy_from_slice(&ns.to_le_bytes());
+    }
+}
+
+/// Time from the send stamped in `value` to `now`; None when the value holds no stamp.
+pub fn since_stamp(value: &[u8], now: Instant) -> Option<Duration> {
+    let stamp = value.get(..STAMP_LEN)?;
+    let mut b = [0u8; STAMP_LEN];
+    b.copy_from_slice(stamp);
+    let sent = u64::from_le_bytes(b);
+    let at = now.saturating_duration_since(*EPOCH).as_nanos() as u64;
+    Some(Duration::from_nanos(at.saturating_sub(sent)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamps_read_back_as_the_time_since_they_were_written() {
+        let mut value = vec![0xaa; 12];
+        stamp(&mut value);
+        assert_eq!(&value[STAMP_LEN..], &[0xaa; 4]);
+        let later = Instant::now() + Duration::from_millis(5);
+        let age = since_stamp(&value, later).expect("a stamp");
+        assert!(age >= Duration::from_millis(5), "{age:?}");
+        assert!(age < Duration::from_secs(5), "{age:?}");
+        assert_eq!(since_stamp(&value[..4], later), None);
+    }
+
     use clap::Parser as _;
     use wirebench_wire::proto::etcd::PutRequest;
 
@@ -570,7 +611,7 @@ mod tests {
             "--val-size",
             "12",
         ]);
-        let Ok(crate::cli::Action::Watch(cfg)) = cli.map(|c| c.into_action()).unwrap() else {
+        let Ok(crate::app::Action::Watch(cfg)) = cli.map(|c| c.into_action()).unwrap() else {
             panic!("a watch configuration");
         };
         let mut w = WatchPuts::new(&cfg).unwrap().for_client();
