@@ -4,29 +4,34 @@
 //! latency, throughput, and at the socket bytes, syscalls, TCP segments and CPU per request.
 //!
 //! ## Layout
-//! Imports point down: `app` → `cli` → {`engine`, `report`, `server`} → `workload` → `etcd` →
-//! `client` → `net` → `wire`; `config` and `stats` are importable from above and import nothing
-//! above them. `cli` feeds `app` but imports nothing of it: `app` parses.
-//! - `cli`: the clap grammar, one file per command, validated into `config` types; nothing
-//!   else sees raw flags.
+//! Imports point down: `cli` → `app` → {`engine`, `etcd`, `report`, `server`} → `workload` →
+//! `client` → `net` → `wirebench_wire`; `config`, `outcome` and `stats` are importable from
+//! above and import nothing above them (`config` → `net` for the connection settings, `stats`
+//! → `outcome`). No cycle between modules.
+//! - `cli`: the clap grammar, one file per command, validated into an `app::Action` holding
+//!   `config` types; nothing else sees raw flags.
 //! - `app`: one file per command (run, call, compare, sweep, watch, serve) and `prepare`: file
 //!   limits, auth token, `--target`, the built-in server, `--server-pid` → `Prepared`.
-//! - `config`: the validated run description, plain data, never changed after validation.
-//! - `net`: connect with socket options, `Metered` (socket bytes and syscalls), `Io` (plain or
-//!   TLS, plaintext and layer accounting), TCP_INFO; the connection settings.
-//! - `client`: one HTTP/1.1 keepalive connection; gRPC unary calls on raw h2.
-//! - `etcd`: one etcd client over both stacks (authenticate, status, member list, put),
-//!   discovery for `--target` (pure selection), the KV operations the engine drives, and the
-//!   watch benchmark's watchers and its put workload; it imports nothing of engine, report or app.
-//! - `workload`: the operations the engine drives (echo, etcd's), one enum, static dispatch.
-//! - `engine`: thread-per-core closed-loop runner; per-thread stats merged at the end.
-//! - `stats`: HDR latency histogram, outcomes, per-connection ledgers, process CPU, and
-//!   per-thread kernel counts (syscalls, context switches, instructions, cycles).
+//! - `engine`: thread-per-core runner: `plan` (threads, quotas), `worker` (one thread's clients
+//!   and measured window), `run` (the main thread's side), `pace` (open loop).
+//! - `etcd`: discovery for `--target` (pure selection) and the watch benchmark's watchers; it
+//!   imports nothing of engine, report or app.
 //! - `report`: derived figures (one place), rendered as text or JSON; compare rounds; SVG
 //!   charts; the watch report.
 //! - `server`: the built-in grpc-echo compatible server (h2 and HTTP/1.1 on one port, TLS).
-//! - `wirebench_wire` (crates/wire): pure codecs on `BytesMut` (HTTP/1.1 head/chunked, gRPC
-//!   framing, gateway JSON, h2 sniffing).
+//! - `workload`: what request N is and how its answer is judged (echo, etcd's KV and the watch
+//!   puts), one enum, static dispatch; `workload::etcd::client`: one etcd client over both
+//!   stacks (authenticate, status, member list, put).
+//! - `client`: thin IO drivers around the wire cores: HTTP/1.1 keepalive, gRPC unary on raw h2.
+//! - `net`: connect with socket options, `Metered` (socket bytes and syscalls), `Io` (plain or
+//!   TLS, plaintext and layer accounting), TCP_INFO; the connection settings.
+//! - `config`: the validated run description, plain data, never changed after validation.
+//! - `outcome`: the typed failure kinds and status keys; details interned per thread.
+//! - `stats`: HDR latency, per-layer counters, per-connection records, process CPU, per-thread
+//!   kernel counts; what one protocol run measured (`ProtoRun`).
+//! - `wirebench_wire` (crates/wire): the sans-IO protocol cores (HTTP/1.1 request, response and
+//!   chunked, gRPC framing and the unary verdict, gateway JSON, watch lines, h2 sniffing) and
+//!   the protobuf types; no tokio, no clock, no IO in its dependency tree.
 //!
 //! ## Invariants
 //! - `wire` never imports tokio and never reads the clock.

@@ -1,6 +1,6 @@
-//! `wirebench etcd watch`: per watch protocol, the watchers (`etcd::watch`) and the put load (the
-//! engine's run of `etcd::ops::WatchPuts`) run in their phases; the report (`report::watch`) is
-//! written, the exit code says whether events were lost.
+//! `wirebench etcd watch`: per watch protocol, the watchers (`etcd::watch`) and the put load
+//! (the engine's run of `workload::etcd::WatchPuts`) run in their phases; the report
+//! (`report::watch`) is written, the exit code says whether events were lost.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,7 +9,9 @@ use h2::client::SendRequest;
 use tokio::sync::Notify;
 
 use crate::client::grpc::{self as grpc_client, CallError, Conn};
-use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
+use crate::engine::plan::{connect_turn, quota};
+use crate::engine::worker::{Reconnect, Worker};
+use crate::engine::{Assignment, Ctx};
 use crate::net::Ledger;
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::etcd::client::{Client, is_invalid_token};

@@ -6,7 +6,9 @@ use std::time::Instant;
 use bytes::BytesMut;
 
 use crate::client::http1::Conn;
-use crate::engine::{Assignment, Ctx, Reconnect, Worker, connect_turn, quota};
+use crate::engine::plan::{connect_turn, quota};
+use crate::engine::worker::{Reconnect, Worker};
+use crate::engine::{Assignment, Ctx};
 use crate::outcome::{Failure, FailureKind};
 use crate::workload::etcd::client::{Client, is_invalid_token};
 
@@ -59,9 +61,9 @@ pub(super) async fn run(w: Rc<Worker>, a: &Assignment, conns: Vec<Option<Conn>>)
 /// Closes a connection replaced mid-run in the background; its record joins the stats at the
 /// end.
 fn retire(w: &Worker, c: Conn) {
-    w.closing
-        .borrow_mut()
-        .push(tokio::task::spawn_local(c.close(super::CLOSE_BOUND)));
+    w.closing.borrow_mut().push(tokio::task::spawn_local(
+        c.close(super::worker::CLOSE_BOUND),
+    ));
 }
 
 /// One client's closed (or paced) loop; returns its connection, still open.

@@ -1,5 +1,6 @@
 //! Leader discovery for `--target`: asks each member for its status and the member list
-//! (through `etcd::client`, over gRPC or the gateway), then selects endpoints and labels roles.
+//! (through `workload::etcd::client`, over gRPC or the gateway), then selects endpoints and
+//! labels roles.
 //!
 //! `discover` asks every given endpoint (in parallel) for its status — its own member id and the
 //! leader it follows — and the first endpoint for the member list, which names every member's

@@ -161,7 +161,7 @@ pub(super) fn per_endpoint(
 
 pub(super) fn timeline(run: &ProtoRun) -> Vec<TimelinePoint> {
     let t = &run.stats.timeline;
-    t.buckets
+    t.slots
         .iter()
         .enumerate()
         .map(|(i, b)| {

@@ -11,8 +11,8 @@ use crate::outcome::{Failure, FailureKind, GAVE_UP};
 use crate::report::{ErrorCount, error_counts};
 use crate::stats::{ConnRecord, Latencies, Loss, ProtoRun, WatchOutcome};
 
-/// The put load's accounting, from the engine's run of `etcd::ops::WatchPuts`. Every one of the
-/// `--put-total` puts is counted in exactly one of `ok`, `failed` and `not_sent`.
+/// The put load's accounting, from the engine's run of `workload::etcd::WatchPuts`. Every one of
+/// the `--put-total` puts is counted in exactly one of `ok`, `failed` and `not_sent`.
 #[derive(Debug)]
 pub struct PutOutcome {
     /// revisions etcd assigned to the acknowledged puts, per key index

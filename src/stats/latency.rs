@@ -79,24 +79,24 @@ impl Latencies {
     }
 }
 
-/// Most timeline buckets kept: past this, neighbouring buckets are merged (the width doubles), so
+/// Most timeline slots kept: past this, neighbouring slots are merged (the width doubles), so
 /// a long run's timeline stays bounded in memory.
-const TIMELINE_MAX_BUCKETS: usize = 600;
+const TIMELINE_MAX_SLOTS: usize = 600;
 
-/// Latencies a timeline bucket tracks (µs; longer ones saturate): 100 s.
+/// Latencies a timeline slot tracks (µs; longer ones saturate): 100 s.
 const TIMELINE_MAX_US: u64 = 100_000_000;
 
-/// One timeline bucket: outcomes completed in it and their latencies (µs, 2 significant digits).
+/// One timeline slot: outcomes completed in it and their latencies (µs, 2 significant digits).
 #[derive(Debug, Clone)]
-pub struct Bucket {
+pub struct TimeSlot {
     pub ok: u64,
     pub failed: u64,
     pub hist: Histogram<u32>,
 }
 
-impl Default for Bucket {
+impl Default for TimeSlot {
     fn default() -> Self {
-        Bucket {
+        TimeSlot {
             ok: 0,
             failed: 0,
             // Invariant: constant bounds that satisfy hdrhistogram's preconditions.
@@ -105,8 +105,8 @@ impl Default for Bucket {
     }
 }
 
-impl Bucket {
-    fn add(&mut self, o: &Bucket) {
+impl TimeSlot {
+    fn add(&mut self, o: &TimeSlot) {
         self.ok += o.ok;
         self.failed += o.failed;
         // Same bounds on both sides: add cannot fail.
@@ -114,45 +114,45 @@ impl Bucket {
     }
 }
 
-/// Outcomes by completion time: buckets of `width_s` seconds from the start of the measured
-/// window (1 s until the run outgrows `TIMELINE_MAX_BUCKETS`).
+/// Outcomes by completion time: slots of `width_s` seconds from the start of the measured
+/// window (1 s until the run outgrows `TIMELINE_MAX_SLOTS`).
 #[derive(Debug, Clone)]
 pub struct Timeline {
     pub width_s: u64,
-    pub buckets: Vec<Bucket>,
+    pub slots: Vec<TimeSlot>,
 }
 
 impl Default for Timeline {
     fn default() -> Self {
         Timeline {
             width_s: 1,
-            buckets: Vec::new(),
+            slots: Vec::new(),
         }
     }
 }
 
 impl Timeline {
-    pub(super) fn bucket(&mut self, offset: Duration) -> &mut Bucket {
+    pub(super) fn slot(&mut self, offset: Duration) -> &mut TimeSlot {
         let mut i = (offset.as_secs() / self.width_s) as usize;
-        while i >= TIMELINE_MAX_BUCKETS {
+        while i >= TIMELINE_MAX_SLOTS {
             self.coarsen();
             i = (offset.as_secs() / self.width_s) as usize;
         }
-        if self.buckets.len() <= i {
-            self.buckets.resize_with(i + 1, Bucket::default);
+        if self.slots.len() <= i {
+            self.slots.resize_with(i + 1, TimeSlot::default);
         }
-        &mut self.buckets[i]
+        &mut self.slots[i]
     }
 
-    /// Merges neighbouring buckets: twice the width, half the buckets.
+    /// Merges neighbouring slots: twice the width, half the slots.
     fn coarsen(&mut self) {
-        let old = std::mem::take(&mut self.buckets);
+        let old = std::mem::take(&mut self.slots);
         let mut it = old.into_iter();
         while let Some(mut a) = it.next() {
             if let Some(b) = it.next() {
                 a.add(&b);
             }
-            self.buckets.push(a);
+            self.slots.push(a);
         }
         self.width_s *= 2;
     }
@@ -164,11 +164,10 @@ impl Timeline {
         while other.width_s < self.width_s {
             other.coarsen();
         }
-        if self.buckets.len() < other.buckets.len() {
-            self.buckets
-                .resize_with(other.buckets.len(), Bucket::default);
+        if self.slots.len() < other.slots.len() {
+            self.slots.resize_with(other.slots.len(), TimeSlot::default);
         }
-        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+        for (a, b) in self.slots.iter_mut().zip(&other.slots) {
             a.add(b);
         }
     }
@@ -182,18 +181,18 @@ mod tests {
     fn long_timelines_coarsen_and_merge() {
         let mut a = Timeline::default();
         for s in 0..1300u64 {
-            a.bucket(Duration::from_secs(s)).ok += 1;
+            a.slot(Duration::from_secs(s)).ok += 1;
         }
-        // 1300 s do not fit 600 one-second buckets: 4-second buckets, every one counted
+        // 1300 s do not fit 600 one-second slots: 4-second slots, every one counted
         assert_eq!(a.width_s, 4);
-        assert!(a.buckets.len() <= TIMELINE_MAX_BUCKETS);
-        assert_eq!(a.buckets.iter().map(|b| b.ok).sum::<u64>(), 1300);
+        assert!(a.slots.len() <= TIMELINE_MAX_SLOTS);
+        assert_eq!(a.slots.iter().map(|b| b.ok).sum::<u64>(), 1300);
         let mut b = Timeline::default();
-        b.bucket(Duration::from_secs(5)).failed += 1;
+        b.slot(Duration::from_secs(5)).failed += 1;
         a.merge(b);
         assert_eq!(a.width_s, 4);
-        assert_eq!(a.buckets[1].failed, 1);
-        assert_eq!(a.buckets[1].ok, 4);
+        assert_eq!(a.slots[1].failed, 1);
+        assert_eq!(a.slots[1].ok, 4);
     }
 
     #[test]

@@ -8,7 +8,7 @@ mod records;
 mod run;
 mod watch;
 
-pub use latency::{Bucket, Latencies, Timeline};
+pub use latency::{Latencies, TimeSlot, Timeline};
 pub use process::{CpuTimes, ProcessClock, Rss, RssSampler, memory};
 pub use records::{CloseRecord, ConnRecord, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts};
 pub use run::{Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, WindowCost};
@@ -94,7 +94,7 @@ impl Stats {
         let e = self.endpoint(at.endpoint);
         e.ok += 1;
         e.latency.record(latency);
-        let b = self.timeline.bucket(at.offset);
+        let b = self.timeline.slot(at.offset);
         b.ok += 1;
         b.hist.saturating_record(
             u64::try_from(latency.as_micros())
@@ -133,7 +133,7 @@ impl Stats {
         self.failed += n;
         *self.errors.entry(failure).or_insert(0) += n;
         self.endpoint(at.endpoint).failed += n;
-        self.timeline.bucket(at.offset).failed += n;
+        self.timeline.slot(at.offset).failed += n;
     }
 
     pub fn merge(&mut self, other: Stats) {
@@ -224,12 +224,7 @@ mod tests {
         assert_eq!((a.ok, a.failed, a.count()), (2, 2, 4));
         let eps: Vec<(u64, u64)> = a.per_endpoint.iter().map(|e| (e.ok, e.failed)).collect();
         assert_eq!(eps, [(1, 1), (1, 1)]);
-        let secs: Vec<(u64, u64)> = a
-            .timeline
-            .buckets
-            .iter()
-            .map(|b| (b.ok, b.failed))
-            .collect();
+        let secs: Vec<(u64, u64)> = a.timeline.slots.iter().map(|b| (b.ok, b.failed)).collect();
         assert_eq!(secs, [(1, 0), (0, 1), (1, 1)]);
         assert_eq!(a.statuses[&StatusKey::Http(200)], 2);
         assert_eq!(a.statuses[&StatusKey::Http(500)], 1);

@@ -32,16 +32,7 @@ pub enum Error {
     BadField(&'static str),
 }
 
-impl Error {
-    /// Short stable snake_case name, suitable as a metric key.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Error::LineTooLong => "line_too_long",
-            Error::BadJson(_) => "bad_json",
-            Error::BadField(_) => "bad_field",
-        }
-    }
-}
+impl Error {}
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -594,8 +585,6 @@ mod tests {
             parse_line(br#"{"result":{"watch_id":""}}"#),
             Err(Error::BadField("watch_id"))
         );
-        assert_eq!(Error::BadField("kv.key").kind(), "bad_field");
-        assert_eq!(Error::LineTooLong.kind(), "line_too_long");
         assert_eq!(
             Error::BadJson("x").to_string(),
             "malformed watch stream line: x"

@@ -3,7 +3,7 @@
 //! missing, duplicated and unexpected events.
 //!
 //! The watchers own a thread (a current-thread runtime) and the put load (the engine's run of
-//! `etcd::ops::WatchPuts`) others, so the put side never delays event delivery. Both read one
+//! `workload::etcd::WatchPuts`) others, so the put side never delays event delivery. Both read one
 //! process-wide `Instant` (the epoch), so "put sent -> event received" needs no clock sync. The
 //! application runs the phases (`app::watch`): watchers created, puts, the drain;
 //! `report::watch` derives the figures.

@@ -152,18 +152,6 @@ pub enum RequestError {
 }
 
 impl RequestError {
-    /// Short stable snake_case name, suitable as a metric key.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            RequestError::HeadTooLarge => "head_too_large",
-            RequestError::TooManyHeaders => "too_many_headers",
-            RequestError::BadHead(_) => "bad_head",
-            RequestError::BadContentLength => "bad_content_length",
-            RequestError::BodyTooLarge => "body_too_large",
-            RequestError::ChunkedBody => "chunked_body",
-        }
-    }
-
     /// The status code that refuses the request (RFC 9110 §15.5, RFC 6585 §5).
     pub fn status(&self) -> u16 {
         match self {
@@ -776,7 +764,7 @@ mod tests {
     }
 
     #[test]
-    fn request_error_kinds_statuses_and_display() {
+    fn request_errors_statuses_and_display() {
         let all = [
             RequestError::HeadTooLarge,
             RequestError::TooManyHeaders,
@@ -787,10 +775,6 @@ mod tests {
         ];
         let statuses: Vec<u16> = all.iter().map(|e| e.status()).collect();
         assert_eq!(statuses, [431, 400, 400, 400, 413, 411]);
-        let mut kinds: Vec<_> = all.iter().map(|e| e.kind()).collect();
-        kinds.sort_unstable();
-        kinds.dedup();
-        assert_eq!(kinds.len(), all.len());
         for e in all {
             assert!(!e.to_string().is_empty());
             let _: &dyn std::error::Error = &e;

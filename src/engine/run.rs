@@ -1,0 +1,335 @@
+//! One protocol run from the main thread: start the workers, meet them at the barriers,
+//! sample memory and the server's CPU over the measured window, merge what they measured.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, Endpoint, Proto};
+use crate::stats::perf::KernelCounts;
+use crate::stats::{Memory, ProtoRun, RssSampler, Stats, WindowCost};
+use crate::workload::Workload;
+
+use super::plan::assign;
+use super::worker::worker_thread;
+use super::{Ctx, INTERRUPTED, progress};
+
+/// How often the main thread samples RSS during the measured window.
+pub(super) const RSS_EVERY: Duration = Duration::from_millis(20);
+
+/// Most RSS samples kept; past this every other one is dropped (and the interval doubles).
+pub(super) const RSS_SAMPLES: usize = 1024;
+
+/// RSS samples over the window, thinned to stay bounded.
+pub(super) struct RssSamples {
+    pub(super) every: Duration,
+    pub(super) next: Instant,
+    pub(super) samples: Vec<(Instant, u64)>,
+}
+
+impl RssSamples {
+    pub(super) fn new(start: Instant) -> RssSamples {
+        RssSamples {
+            every: RSS_EVERY,
+            next: start,
+            samples: Vec::new(),
+        }
+    }
+
+    pub(super) fn take(&mut self, sampler: &RssSampler, now: Instant) {
+        if now < self.next {
+            return;
+        }
+        if let Some(kib) = sampler.rss_kib() {
+            self.samples.push((now, kib));
+        }
+        if self.samples.len() >= RSS_SAMPLES {
+            let kept = self.samples.iter().copied().step_by(2).collect();
+            self.samples = kept;
+            self.every *= 2;
+        }
+        self.next = now + self.every;
+    }
+
+    /// The sample nearest the middle of `[start, end]`.
+    pub(super) fn steady(&self, start: Instant, end: Instant) -> Option<u64> {
+        let mid = start + end.saturating_duration_since(start) / 2;
+        self.samples
+            .iter()
+            .min_by_key(|(t, _)| t.max(&mid).duration_since(*t.min(&mid)))
+            .map(|&(_, kib)| kib)
+    }
+}
+
+/// The workers tell the main thread they are done; it waits with a timeout to sample meanwhile.
+pub(super) struct Latch {
+    pub(super) left: Mutex<usize>,
+    pub(super) cv: Condvar,
+}
+
+impl Latch {
+    pub(super) fn new(n: usize) -> Latch {
+        Latch {
+            left: Mutex::new(n),
+            cv: Condvar::new(),
+        }
+    }
+
+    pub(super) fn arrive(&self) {
+        let mut left = self.left.lock().unwrap_or_else(|e| e.into_inner());
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            self.cv.notify_all();
+        }
+    }
+
+    /// Waits at most `d`; true once every worker has arrived.
+    pub(super) fn wait(&self, d: Duration) -> bool {
+        let left = self.left.lock().unwrap_or_else(|e| e.into_inner());
+        let (left, _) = self
+            .cv
+            .wait_timeout_while(left, d, |n| *n > 0)
+            .unwrap_or_else(|e| e.into_inner());
+        *left == 0
+    }
+}
+
+/// Runs one protocol to completion and merges what every thread measured: `workload` rendered
+/// for `endpoints` (what the run learnt before it started, `app::prepare`). `server_cpu` reads
+/// the server's CPU time so far (the built-in server's thread clocks, or `--server-pid`'s
+/// process clock).
+pub fn run_proto(
+    cfg: &Config,
+    workload: &Workload,
+    endpoints: &[Endpoint],
+    proto: Proto,
+    server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
+) -> Result<ProtoRun, String> {
+    let load = &cfg.load;
+    let conns = match proto {
+        Proto::Http => load.clients,
+        // at least one connection per endpoint, so every endpoint gets clients
+        Proto::Grpc => load.conns.max(endpoints.len()).min(load.clients),
+    };
+    let plan = assign(
+        proto,
+        load.clients,
+        conns,
+        load.threads.max(1),
+        endpoints.len(),
+    );
+    let threads = plan.len();
+    let ctx = Arc::new(Ctx {
+        proto,
+        clients: load.clients,
+        stop: load.stop,
+        warmup: load.warmup,
+        timeout: load.timeout,
+        net: cfg.net.clone(),
+        h2: cfg.h2,
+        max_body: cfg.max_body,
+        rate: load.rate,
+        connect_rate: load.connect_rate,
+        threads,
+        layers: if cfg.h2.ledger {
+            crate::net::Layers::Http1
+        } else {
+            crate::net::Layers::Off
+        },
+        addrs: endpoints.iter().map(|e| e.addr).collect(),
+        authorities: endpoints.iter().map(|e| e.authority.clone()).collect(),
+        hosts: endpoints.iter().map(|e| e.host.clone()).collect(),
+        auth: cfg.auth.clone(),
+        workload: workload.clone(),
+    });
+    let sync = Arc::new(Meeting::new(threads));
+    let bar = progress::Bar::start(proto.title(), threads, load.stop, load.warmup);
+    let counters = bar.as_ref().map(|b| b.counters.clone());
+
+    let handles: Vec<_> = plan
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (ctx, sync, progress) = (ctx.clone(), sync.clone(), counters.clone());
+            std::thread::Builder::new()
+                .name(format!("wirebench-{}-{i}", proto.name()))
+                .spawn(move || worker_thread(ctx, a, &sync, progress.map(|c| (c, i))))
+                .map_err(|e| format!("cannot start a worker thread: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+
+    // Memory: the baseline once every worker thread and runtime exists, before any connect.
+    let sampler = RssSampler::open();
+    let rss = || sampler.as_ref().and_then(RssSampler::rss_kib);
+    sync.ready.wait();
+    let rss_baseline = rss();
+    sync.go.wait();
+    sync.start.wait();
+    let started = *sync.t0.get_or_init(Instant::now);
+    let rss_connected = rss();
+    // The measured window starts where the workers start it: at the end of the warmup.
+    let window_start = started + load.warmup;
+    let aborted = sync.abort.load(Ordering::SeqCst);
+    if !aborted {
+        std::thread::sleep(window_start.saturating_duration_since(Instant::now()));
+    }
+    let server_start = server_cpu.map(|f| f());
+    let mut samples = RssSamples::new(window_start);
+    if let Some(s) = &sampler {
+        while !sync
+            .done
+            .wait(samples.next.saturating_duration_since(Instant::now()))
+        {
+            samples.take(s, Instant::now());
+        }
+    } else {
+        while !sync.done.wait(Duration::from_secs(3600)) {}
+    }
+    let server_end = server_cpu.map(|f| f());
+    let last_sample = rss();
+    sync.close.wait();
+    drop(bar);
+
+    let mut stats = Stats::default();
+    let mut sample = None;
+    let mut cost = WindowCost {
+        kernel: KernelCounts::ZERO,
+        outside: KernelCounts::ZERO,
+        ..WindowCost::default()
+    };
+    let mut ended: Option<Instant> = None;
+    let mut pacer_timer = None;
+    for h in handles {
+        let out = h
+            .join()
+            .map_err(|_| "a worker thread panicked (a bug: please report it)".to_string())?;
+        stats.merge(out.stats);
+        sample = sample.or(out.sample);
+        cost = cost.plus(out.cost);
+        ended = ended.max(out.ended);
+        pacer_timer = pacer_timer.or(out.pacer_timer);
+    }
+    if let Some(e) = sync.setup_error.lock().ok().and_then(|mut g| g.take()) {
+        return Err(e);
+    }
+    let window_end = ended.unwrap_or(window_start).max(window_start);
+    let server_cpu = match (server_start, server_end) {
+        (Some(Ok(a)), Some(Ok(b))) => Some(Ok(b.saturating_sub(a))),
+        (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
+        _ => None,
+    };
+    let memory = match (rss_baseline, rss_connected, crate::stats::memory()) {
+        (Some(baseline), Some(connected), Some(end)) => Some(Memory {
+            rss_baseline_kib: baseline,
+            rss_connected_kib: connected,
+            rss_steady_kib: samples
+                .steady(window_start, window_end)
+                .or(last_sample)
+                .unwrap_or(connected),
+            peak_rss_kib: end.peak_kib,
+        }),
+        _ => None,
+    };
+    Ok(ProtoRun {
+        proto,
+        clients: load.clients,
+        conns,
+        threads,
+        stats,
+        window_start,
+        elapsed: window_end - window_start,
+        cost,
+        server_cpu,
+        sample,
+        interrupted: INTERRUPTED.load(Ordering::Relaxed),
+        rate: load.rate,
+        pacer_timer,
+        memory,
+    })
+}
+
+/// The meeting points of the main thread and the workers, in order.
+pub(super) struct Meeting {
+    /// every worker has its runtime: the main thread reads the memory baseline
+    pub(super) ready: Barrier,
+    /// the workers may connect
+    pub(super) go: Barrier,
+    /// every connection is open: the run starts
+    pub(super) start: Barrier,
+    /// every worker's clients are done (the main thread samples memory until then)
+    pub(super) done: Latch,
+    /// the main thread has read its end figures: the workers may close their connections
+    pub(super) close: Barrier,
+    pub(super) abort: AtomicBool,
+    pub(super) setup_error: Mutex<Option<String>>,
+    /// the moment the first thread passed the start line: the schedule's origin
+    pub(super) t0: OnceLock<Instant>,
+}
+
+impl Meeting {
+    pub(super) fn new(threads: usize) -> Meeting {
+        Meeting {
+            ready: Barrier::new(threads + 1),
+            go: Barrier::new(threads + 1),
+            start: Barrier::new(threads + 1),
+            done: Latch::new(threads),
+            close: Barrier::new(threads + 1),
+            abort: AtomicBool::new(false),
+            setup_error: Mutex::new(None),
+            t0: OnceLock::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_steady_memory_sample_is_the_one_nearest_mid_window() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut s = RssSamples::new(t0);
+        s.samples = vec![(ms(0), 10), (ms(40), 20), (ms(90), 30), (ms(140), 40)];
+        // window 0..200 ms: middle 100 ms, nearest sample at 90 ms
+        assert_eq!(s.steady(ms(0), ms(200)), Some(30));
+        // window 20..60 ms: middle 40 ms
+        assert_eq!(s.steady(ms(20), ms(60)), Some(20));
+        assert_eq!(RssSamples::new(t0).steady(ms(0), ms(10)), None);
+    }
+
+    #[test]
+    fn rss_samples_stay_bounded_and_thin_out_evenly() {
+        let Some(sampler) = RssSampler::open() else {
+            panic!("/proc/self/statm");
+        };
+        let t0 = Instant::now();
+        let mut s = RssSamples::new(t0);
+        let mut now = t0;
+        for _ in 0..10 * RSS_SAMPLES {
+            s.take(&sampler, now);
+            now += RSS_EVERY;
+        }
+        assert!(s.samples.len() < RSS_SAMPLES, "{}", s.samples.len());
+        // thinned several times: the interval doubled each time
+        assert!(s.every >= RSS_EVERY * 8, "{:?}", s.every);
+        // what is kept still covers the whole span, evenly (a thinning can leave one gap of
+        // up to two intervals where old and new spacings meet)
+        let gaps: Vec<Duration> = s.samples.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(gaps.iter().all(|g| *g <= s.every * 2), "{gaps:?}");
+        let span = s.samples.last().unwrap().0 - s.samples[0].0;
+        assert!(span >= (now - t0) * 9 / 10, "{span:?}");
+    }
+
+    #[test]
+    fn the_latch_opens_when_every_worker_arrived() {
+        let latch = Arc::new(Latch::new(2));
+        assert!(!latch.wait(Duration::from_millis(1)));
+        latch.arrive();
+        assert!(!latch.wait(Duration::from_millis(1)));
+        let l = latch.clone();
+        let t = std::thread::spawn(move || l.arrive());
+        assert!(latch.wait(Duration::from_secs(10)));
+        t.join().unwrap();
+    }
+}
