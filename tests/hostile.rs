@@ -345,11 +345,7 @@ fn h2_server(behavior: H2Behavior) -> String {
     let url = format!("http://{}", listener.local_addr().unwrap());
     listener.set_nonblocking(true).unwrap();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime for the h2 server");
-        rt.block_on(async move {
+        let ran = wirebench::client::block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             loop {
                 let Ok((sock, _)) = listener.accept().await else {
@@ -367,6 +363,9 @@ fn h2_server(behavior: H2Behavior) -> String {
                 });
             }
         });
+        // the accept loop never ends: only a runtime that could not start returns
+        let Err(e) = ran;
+        panic!("the h2 server: {e}");
     });
     url
 }

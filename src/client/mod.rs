@@ -3,6 +3,7 @@
 pub mod grpc;
 pub mod http1;
 
+use std::future::Future;
 use std::io;
 use std::time::Duration;
 
@@ -25,4 +26,15 @@ pub fn io_failure(e: &io::Error) -> Failure {
         io::ErrorKind::BrokenPipe => Failure::with(FailureKind::Io, "broken pipe"),
         _ => Failure::with(FailureKind::Io, e),
     }
+}
+
+/// Runs `fut` to completion on a fresh current-thread runtime with a `LocalSet` (the h2 drivers
+/// are local tasks): the one-off calls before a run (etcd's authenticate, status, member list, put), the watch
+/// benchmark's own threads.
+pub fn block_on<F: Future>(fut: F) -> Result<F::Output, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    Ok(tokio::task::LocalSet::new().block_on(&rt, fut))
 }

@@ -270,12 +270,7 @@ mod tests {
 
     #[test]
     fn ticks_are_released_on_the_timerfd_and_never_early() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        crate::client::block_on(async {
             let pacer = std::rc::Rc::new(Pacer::default());
             assert_eq!(pacer.timer(), None);
             // 2000 ticks at 100,000/s: every wait is below the spin threshold
@@ -311,20 +306,18 @@ mod tests {
             );
             // the kernel's high-resolution timer, not tokio's millisecond wheel
             assert_eq!(pacer.timer(), Some(TIMERFD));
-        });
+        })
+        .unwrap();
     }
 
     #[test]
     fn timer_reports_success() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        crate::client::block_on(async {
             let mut t = Timer::new().expect("a timerfd");
             for _ in 0..5 {
                 assert!(t.sleep(Duration::from_micros(250)).await);
             }
-        });
+        })
+        .unwrap();
     }
 }

@@ -67,7 +67,7 @@ pub fn discover(
             .map_err(|_| "the auth token is not a valid header value".to_string())?;
     }
     let proto = if over_grpc { Proto::Grpc } else { Proto::Http };
-    client::block_on(async {
+    crate::client::block_on(async {
         let probes: Vec<_> = endpoints
             .iter()
             .enumerate()

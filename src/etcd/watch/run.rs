@@ -11,9 +11,9 @@ use tokio::sync::oneshot;
 use super::config::WatchConfig;
 use super::state::{Expected, WatchState};
 use super::{grpc, http};
+use crate::client::block_on;
 use crate::config::Proto;
 use crate::stats::WatchOutcome;
-use crate::workload::etcd::client::block_on;
 
 /// Slack on top of the connect timeout for every watch to be created.
 const CREATE_SLACK: Duration = Duration::from_secs(20);

@@ -2,11 +2,10 @@
 //! gRPC unary calls on an h2 connection, or gateway POSTs on an HTTP/1.1 keepalive connection.
 //!
 //! `Client` borrows a connection someone else owns (the engine re-authenticates on its own);
-//! `Connection` opens one of its own for calls made before or between runs, and `block_on` runs
+//! `Connection` opens one of its own for calls made before or between runs, and `client::block_on` runs
 //! such calls on a current-thread runtime. These calls are not measured: no h2 sniffing, no
 //! HTTP/1.1 layer accounting on the connections `Connection` opens.
 
-use std::future::Future;
 use std::io;
 use std::time::Duration;
 
@@ -16,7 +15,7 @@ use http::Uri;
 use http::header::{HeaderName, HeaderValue};
 use prost::Message;
 
-use crate::client::{grpc, http1};
+use crate::client::{block_on, grpc, http1};
 use crate::config::{Endpoint, Proto};
 use crate::net::{H2Config, Layers, Ledger, NetConfig};
 use crate::outcome::{Failure, FailureKind};
@@ -42,16 +41,6 @@ pub fn is_invalid_token(f: &Failure) -> bool {
         && f.detail
             .as_deref()
             .is_some_and(|d| d.contains(INVALID_TOKEN))
-}
-
-/// Runs `fut` to completion on a fresh current-thread runtime with a `LocalSet` (the h2 drivers
-/// are local tasks): the one-off calls before a run, and the watch benchmark's own threads.
-pub fn block_on<F: Future>(fut: F) -> Result<F::Output, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    Ok(tokio::task::LocalSet::new().block_on(&rt, fut))
 }
 
 /// What one member's Maintenance/Status says.
