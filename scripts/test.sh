@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it (.ci/run execs this): install what the tests need when it is
-# absent (etcd, tshark, perf, h2load and nghttp, Python's grpcio), then rustfmt, clippy with warnings
-# denied, the test suite, and the fuzz targets when a nightly toolchain with cargo-fuzz is
-# available.
+# absent (etcd, tshark, perf, h2load and nghttp, Python's grpcio, cargo-fuzz), then rustfmt,
+# clippy with warnings denied, the test suite, and every fuzz target for 20 s
+# (WIREBENCH_FUZZ_SECONDS; nightly, or the stable toolchain with RUSTC_BOOTSTRAP=1).
 #
 # Works unattended as root on a fresh Debian 12 (no stdin, CI=true); as another user it uses
 # sudo for apt-get. Set WIREBENCH_SKIP_INSTALL=1 to never call apt-get.
