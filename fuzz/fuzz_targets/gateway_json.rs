@@ -1,14 +1,7 @@
-//! etcd gateway response bodies: the borrowed checks must never panic on any bytes.
+//! etcd gateway response bodies.
+//!
+//! The check is `wirebench_wire::fuzzing::gateway_json`; the wire crate's tests run it too, on
+//! the seeds in fuzz/corpus/gateway_json and on proptest's bytes.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use wirebench_wire::json::{GwError, GwResponse};
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok(r) = serde_json::from_slice::<GwResponse>(data) {
-        let _ = r.header.and_then(|h| h.revision).map(str::len);
-    }
-    if let Ok(e) = serde_json::from_slice::<GwError>(data) {
-        let _ = e.text().len();
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| wirebench_wire::fuzzing::gateway_json(data));

@@ -1,20 +1,7 @@
-//! Fuzzes gRPC message deframing, grpc-status parsing and grpc-message percent-decoding.
+//! gRPC message deframing, grpc-status and grpc-message.
+//!
+//! The check is `wirebench_wire::fuzzing::grpc_deframe`; the wire crate's tests run it too, on
+//! the seeds in fuzz/corpus/grpc_deframe and on proptest's bytes.
 #![no_main]
 
-use bytes::BytesMut;
-use libfuzzer_sys::fuzz_target;
-use wirebench_wire::grpc::{decode, decode_message_text, parse_status};
-
-fuzz_target!(|data: &[u8]| {
-    const MAX: usize = 1024 * 1024;
-    let mut src = BytesMut::from(data);
-    while let Ok(Some(payload)) = decode(&mut src, MAX) {
-        assert!(payload.len() <= MAX);
-    }
-
-    let _ = parse_status(data);
-
-    let mut text = String::new();
-    decode_message_text(data, 1024, &mut text);
-    assert!(text.len() <= 1024);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| wirebench_wire::fuzzing::grpc_deframe(data));

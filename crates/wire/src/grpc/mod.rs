@@ -465,7 +465,6 @@ mod tests {
             input in proptest::collection::vec(any::<u8>(), 0..300),
             max in prop_oneof![Just(0usize), 0usize..64, Just(usize::MAX)],
         ) {
-            fuzz_deframe_logic(&input);
             let mut src = BytesMut::from(&input[..]);
             while let Ok(Some(_)) = decode(&mut src, max) {}
             let mut src = BytesMut::from(&input[..]);
@@ -736,14 +735,5 @@ mod tests {
             assert!(!e.to_string().is_empty());
             let _: &dyn std::error::Error = &e;
         }
-    }
-
-    /// Mirrors fuzz/fuzz_targets/grpc_deframe.rs.
-    fn fuzz_deframe_logic(data: &[u8]) {
-        let mut src = BytesMut::from(data);
-        while let Ok(Some(_)) = decode(&mut src, 1024 * 1024) {}
-        let _ = parse_status(data);
-        let mut text = String::new();
-        decode_message_text(data, 1024, &mut text);
     }
 }

@@ -646,32 +646,6 @@ mod tests {
         }
     }
 
-    /// Mirrors fuzz/fuzz_targets/http1_chunked.rs.
-    fn fuzz_chunked_logic(data: &[u8]) {
-        let Some(&first) = data.first() else { return };
-        let split = usize::from(first) % data.len();
-        let (a, b) = data.split_at(split);
-        let mut dec = ChunkedDecoder::new(1 << 20);
-        let mut src = BytesMut::from(a);
-        let mut dst = BytesMut::new();
-        let first_result = dec.decode(&mut src, &mut dst);
-        if first_result == Ok(false) {
-            src.extend_from_slice(b);
-            let _ = dec.decode(&mut src, &mut dst);
-        }
-        dec.reset();
-        let mut src = BytesMut::from(data);
-        let mut dst = BytesMut::new();
-        let _ = dec.decode(&mut src, &mut dst);
-    }
-
-    proptest! {
-        #[test]
-        fn fuzz_logic_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300)) {
-            fuzz_chunked_logic(&data);
-        }
-    }
-
     #[test]
     fn counts_data_chunks() {
         let mut enc = BytesMut::new();

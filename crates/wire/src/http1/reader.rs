@@ -707,23 +707,4 @@ mod tests {
             prop_assert_eq!(drive(&input, &reads, 32, true), drive(&input, &[], 32, true));
         }
     }
-
-    /// Mirrors fuzz/fuzz_targets/http1_response.rs.
-    fn fuzz_response_logic(data: &[u8]) {
-        let Some((&first, input)) = data.split_first() else {
-            return;
-        };
-        let max_body = u64::from(first) * 16;
-        let reads = [usize::from(first % 7) + 1, usize::from(first)];
-        let split = drive(input, &reads, max_body, first & 1 == 1);
-        let whole = drive(input, &[], max_body, first & 1 == 1);
-        assert_eq!(split, whole);
-    }
-
-    proptest! {
-        #[test]
-        fn fuzz_logic_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300)) {
-            fuzz_response_logic(&data);
-        }
-    }
 }

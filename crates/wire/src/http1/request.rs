@@ -885,37 +885,4 @@ mod tests {
             prop_assert_eq!(decode_split(raw.as_bytes(), cut, limits()).0, expected);
         }
     }
-
-    /// Mirrors fuzz/fuzz_targets/http1_request.rs.
-    fn fuzz_request_logic(data: &[u8]) {
-        let Some((&first, input)) = data.split_first() else {
-            return;
-        };
-        let limits = RequestLimits {
-            max_head_bytes: 64 + usize::from(first) * 4,
-            max_headers: usize::from(first % 70),
-            max_body: u64::from(first),
-        };
-        let mut buf = BytesMut::from(input);
-        let mut consumed = 0;
-        while let Ok(Some(head)) = decode_request_head(&mut buf, limits) {
-            consumed += head.head_len();
-            for (name, _) in head.headers() {
-                assert!(!name.is_empty());
-            }
-            match head.decode_body(&mut buf) {
-                Ok(Some(body)) => consumed += body.len(),
-                _ => break,
-            }
-        }
-        assert_eq!(consumed + buf.len(), input.len());
-        let _ = decode_split(input, usize::from(first), limits);
-    }
-
-    proptest! {
-        #[test]
-        fn fuzz_logic_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300)) {
-            fuzz_request_logic(&data);
-        }
-    }
 }

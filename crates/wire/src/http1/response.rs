@@ -515,17 +515,4 @@ mod tests {
             }
         }
     }
-
-    /// Mirrors fuzz/fuzz_targets/http1_head.rs.
-    fn fuzz_head_logic(data: &[u8]) {
-        let mut buf = BytesMut::from(data);
-        while let Ok(Some(_)) = decode_response_head(&mut buf, 1 << 20) {}
-    }
-
-    proptest! {
-        #[test]
-        fn fuzz_logic_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300)) {
-            fuzz_head_logic(&data);
-        }
-    }
 }

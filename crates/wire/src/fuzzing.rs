@@ -1,0 +1,331 @@
+//! The fuzz targets' checks, one function per target of fuzz/ (each target calls its function
+//! on libFuzzer's bytes), built for cargo-fuzz (`--cfg fuzzing`) and for this crate's tests,
+//! which run every check on the committed seeds and on proptest's bytes, so `cargo test` on a
+//! stable toolchain exercises the same assertions the fuzzer does.
+//!
+//! A check panics when an invariant of a core breaks: a decoder that consumed input on
+//! failure, an outcome that depends on how the bytes were split, a count that does not add up.
+
+use bytes::BytesMut;
+
+use crate::grpc::{decode, decode_message_text, parse_status};
+use crate::h2sniff::H2Sniffer;
+use crate::http1::{
+    self, ChunkedDecoder, Error, RequestLimits, ResponseReader, decode_request_head,
+    decode_response_head,
+};
+use crate::json::{GwError, GwResponse};
+use crate::watch::{WatchLine, next_line, next_line_eof, parse_line, render_response_line};
+
+/// A check: panics when the bytes break an invariant.
+pub type Check = fn(&[u8]);
+
+/// Every check with its target's name (the folder of its seeds in fuzz/corpus).
+pub const CHECKS: [(&str, Check); 8] = [
+    ("http1_head", http1_head),
+    ("http1_chunked", http1_chunked),
+    ("http1_request", http1_request),
+    ("http1_response", http1_response),
+    ("grpc_deframe", grpc_deframe),
+    ("gateway_json", gateway_json),
+    ("h2_sniff", h2_sniff),
+    ("watch_lines", watch_lines),
+];
+
+/// The response-head decoder: heads decoded from the input until it stops.
+pub fn http1_head(data: &[u8]) {
+    let mut buf = BytesMut::from(data);
+    // Each success consumes at least one byte, so this terminates.
+    while let Ok(Some(head)) = decode_response_head(&mut buf, 1 << 20) {
+        assert!(head.head_len > 0 && head.head_len <= data.len());
+    }
+}
+
+/// The chunked-body decoder fed in two pieces (split at the first byte's value) and whole:
+/// the same outcome, bytes and counts.
+pub fn http1_chunked(data: &[u8]) {
+    let Some(&first) = data.first() else {
+        return;
+    };
+    let (a, b) = data.split_at(usize::from(first) % data.len());
+    let mut dec = ChunkedDecoder::new(1 << 20);
+
+    let mut src = BytesMut::from(a);
+    let mut dst = BytesMut::new();
+    let mut split_result = dec.decode(&mut src, &mut dst);
+    if split_result == Ok(false) {
+        src.extend_from_slice(b);
+        split_result = dec.decode(&mut src, &mut dst);
+    }
+    let split_counts = (dec.framing_bytes(), dec.data_bytes());
+    let split_dst = dst;
+
+    dec.reset();
+    let mut src = BytesMut::from(data);
+    let mut dst = BytesMut::new();
+    let whole_result = dec.decode(&mut src, &mut dst);
+
+    // Feeding in pieces must not change the outcome.
+    assert_eq!(split_result, whole_result);
+    assert_eq!(split_dst, dst);
+    assert_eq!(split_counts, (dec.framing_bytes(), dec.data_bytes()));
+    if whole_result == Ok(true) {
+        let consumed = dec.framing_bytes() + dec.data_bytes();
+        assert_eq!(consumed + src.len() as u64, data.len() as u64);
+    }
+}
+
+/// The server's request-head decoder: heads and bodies decoded back to back until it stops,
+/// then the input fed in two pieces (split at the first byte's value) against whole.
+pub fn http1_request(data: &[u8]) {
+    let Some((&first, input)) = data.split_first() else {
+        return;
+    };
+    let limits = RequestLimits {
+        max_head_bytes: 64 + usize::from(first) * 4,
+        max_headers: usize::from(first % 70),
+        max_body: u64::from(first),
+    };
+
+    let mut buf = BytesMut::from(input);
+    let mut consumed = 0;
+    while let Ok(Some(head)) = decode_request_head(&mut buf, limits) {
+        assert!(head.head_len() > 0 && head.head_len() <= limits.max_head_bytes);
+        assert!(head.headers().len() <= limits.max_headers);
+        consumed += head.head_len();
+        let _ = (head.method(), head.path());
+        match head.decode_body(&mut buf) {
+            Ok(Some(body)) => consumed += body.len(),
+            _ => break,
+        }
+    }
+    // nothing is lost: every byte is in a head, a body or still in the buffer
+    assert_eq!(consumed + buf.len(), input.len());
+
+    let mut whole = BytesMut::from(input);
+    let expected = decode_request_head(&mut whole, limits);
+    let cut = usize::from(first) % (input.len() + 1);
+    let mut split = BytesMut::from(&input[..cut]);
+    let got = match decode_request_head(&mut split, limits) {
+        Ok(None) => {
+            // an incomplete head consumes nothing
+            assert_eq!(&split[..], &input[..cut]);
+            split.extend_from_slice(&input[cut..]);
+            decode_request_head(&mut split, limits)
+        }
+        other => other,
+    };
+    assert_eq!(got, expected);
+}
+
+/// The client's response reader as its driver runs it: reads of sizes taken from the first
+/// byte, never more than the room the reader left, then EOF. Split and whole must agree, and
+/// the buffer must never grow past the body limit's bound.
+pub fn http1_response(data: &[u8]) {
+    let Some((&first, input)) = data.split_first() else {
+        return;
+    };
+    let max_body = u64::from(first) * 64;
+    let eof = first & 1 == 1;
+    let split = drive_reader(input, usize::from(first % 13) + 1, max_body, eof);
+    let whole = drive_reader(input, usize::MAX, max_body, eof);
+    assert_eq!(split, whole);
+}
+
+/// The outcome, the body, and what is left after a complete response.
+type Read = (Result<http1::Response, Error>, Vec<u8>, Vec<u8>);
+
+fn drive_reader(input: &[u8], read: usize, max_body: u64, eof: bool) -> Option<Read> {
+    let mut reader = ResponseReader::new(max_body);
+    let mut buf = BytesMut::new();
+    let mut dechunked = BytesMut::new();
+    let bound = max_body as usize + http1::MAX_HEAD_BYTES + http1::READ_CHUNK;
+    let mut fed = 0;
+    let outcome = loop {
+        match reader.poll(&mut buf, &mut dechunked) {
+            Ok(Some(response)) => break Ok(response),
+            Err(e) => break Err(e),
+            Ok(None) => {}
+        }
+        let spare = buf.capacity() - buf.len();
+        assert!(spare >= http1::READ_CHUNK / 4);
+        assert!(buf.capacity() <= bound.max(2 * http1::READ_CHUNK));
+        if fed == input.len() {
+            if !eof {
+                return None;
+            }
+            break reader.eof(&buf);
+        }
+        let n = read.min(spare).min(input.len() - fed);
+        buf.extend_from_slice(&input[fed..fed + n]);
+        fed += n;
+    };
+    Some(match outcome {
+        Ok(response) => {
+            let body = response.body(&buf, &dechunked).to_vec();
+            assert_eq!(body.len(), response.body_len());
+            assert!(body.len() as u64 <= max_body);
+            reader.next_response(&mut buf);
+            let mut rest = buf.to_vec();
+            rest.extend_from_slice(&input[fed..]);
+            (Ok(response), body, rest)
+        }
+        // what was not read after an error depends on the read sizes
+        Err(e) => (Err(e), Vec::new(), Vec::new()),
+    })
+}
+
+/// gRPC message deframing, grpc-status parsing and grpc-message percent-decoding.
+pub fn grpc_deframe(data: &[u8]) {
+    const MAX: usize = 1024 * 1024;
+    let mut src = BytesMut::from(data);
+    while let Ok(Some(payload)) = decode(&mut src, MAX) {
+        assert!(payload.len() <= MAX);
+    }
+
+    let _ = parse_status(data);
+
+    let mut text = String::new();
+    decode_message_text(data, 1024, &mut text);
+    assert!(text.len() <= 1024);
+}
+
+/// etcd gateway response bodies: the borrowed checks never panic on any bytes.
+pub fn gateway_json(data: &[u8]) {
+    if let Ok(r) = serde_json::from_slice::<GwResponse>(data) {
+        let _ = r.header.and_then(|h| h.revision).map(str::len);
+    }
+    if let Ok(e) = serde_json::from_slice::<GwError>(data) {
+        let _ = e.text().len();
+    }
+}
+
+/// HTTP/2 byte classification: never panics, and any split of the input gives the same
+/// counts.
+pub fn h2_sniff(data: &[u8]) {
+    let expect_preface = data.len().is_multiple_of(2);
+    let mut whole = H2Sniffer::new(expect_preface);
+    whole.feed(data);
+    assert_eq!(whole.fed(), data.len() as u64);
+
+    let at = data.first().map_or(0, |&b| usize::from(b)).min(data.len());
+    let (head, tail) = data.split_at(at);
+    let mut split = H2Sniffer::new(expect_preface);
+    split.feed(head);
+    split.feed(tail);
+    assert_eq!(split.fed(), whole.fed());
+    assert_eq!(split.counts(), whole.counts());
+
+    let c = whole.counts();
+    let frame_bytes: u64 = c.frames.iter().map(|f| f.bytes).sum();
+    assert_eq!(
+        whole.fed(),
+        c.preface_bytes + frame_bytes + c.unparsed_bytes + whole.pending()
+    );
+}
+
+/// Watch-stream lines: the bytes split (whole and in two pieces), every line parsed, and what
+/// the renderer keeps survives a render -> parse round trip.
+pub fn watch_lines(data: &[u8]) {
+    let mut whole = Vec::new();
+    drain_lines(&mut BytesMut::from(data), &mut whole);
+
+    // Arrival in two pieces must give the same lines as long as no line is cut mid-way by EOF.
+    let Some(&first) = data.first() else {
+        return;
+    };
+    let (a, b) = data.split_at(usize::from(first) % data.len());
+    let mut buf = BytesMut::from(a);
+    let mut split = Vec::new();
+    while let Ok(Some(l)) = next_line(&mut buf) {
+        split.push(l.to_vec());
+    }
+    buf.extend_from_slice(b);
+    drain_lines(&mut buf, &mut split);
+    assert_eq!(split, whole);
+}
+
+/// Splits all lines (including an unterminated tail), parsing each; returns the raw lines.
+fn drain_lines(buf: &mut BytesMut, lines: &mut Vec<Vec<u8>>) {
+    loop {
+        let line = match next_line(buf) {
+            Ok(Some(l)) => l,
+            Ok(None) => match next_line_eof(buf) {
+                Ok(Some(l)) => l,
+                _ => return,
+            },
+            Err(_) => return,
+        };
+        lines.push(line.to_vec());
+        if let Ok(WatchLine::Response {
+            watch_id,
+            revision,
+            created,
+            events,
+            ..
+        }) = parse_line(&line)
+        {
+            // What the renderer keeps must survive a render -> parse round trip.
+            let mut out = BytesMut::new();
+            render_response_line(watch_id, revision, created, &events, &mut out);
+            let again = next_line(&mut out).ok().flatten().expect("rendered line");
+            match parse_line(&again) {
+                Ok(WatchLine::Response {
+                    watch_id: w,
+                    revision: r,
+                    created: c,
+                    events: e,
+                    ..
+                }) => assert_eq!((w, r, c, e), (watch_id, revision, created, events)),
+                other => panic!("rendered line did not parse: {other:?}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::CHECKS;
+
+    /// Every committed seed through its target's check: the seeds are inputs the cores accept
+    /// or refuse cleanly, and each folder in fuzz/corpus has a check.
+    #[test]
+    fn every_seed_passes_its_check() {
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+        let mut seeds = 0;
+        for (name, check) in CHECKS {
+            let dir = corpus.join(name);
+            let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir:?}: {e}"));
+            for entry in entries {
+                let path = entry.unwrap().path();
+                if path
+                    .file_name()
+                    .is_some_and(|f| f.to_string_lossy().starts_with("seed-"))
+                {
+                    check(&std::fs::read(&path).unwrap());
+                    seeds += 1;
+                }
+            }
+        }
+        assert!(seeds >= CHECKS.len(), "{seeds} seeds");
+        let folders = std::fs::read_dir(&corpus).unwrap().count();
+        assert_eq!(
+            folders,
+            CHECKS.len(),
+            "a corpus folder without a check, or the reverse"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_pass_every_check(
+            data in proptest::collection::vec(any::<u8>(), 0..400),
+        ) {
+            for (_, check) in CHECKS {
+                check(&data);
+            }
+        }
+    }
+}
