@@ -9,6 +9,7 @@
 use bytes::BytesMut;
 
 use crate::grpc::{decode, decode_message_text, parse_status};
+use crate::h2::frame::{self, Frame, HEADER_LEN, Head};
 use crate::h2sniff::H2Sniffer;
 use crate::http1::{
     self, ChunkedDecoder, Error, RequestLimits, ResponseReader, decode_request_head,
@@ -21,7 +22,7 @@ use crate::watch::{WatchLine, next_line, next_line_eof, parse_line, render_respo
 pub type Check = fn(&[u8]);
 
 /// Every check with its target's name (the folder of its seeds in fuzz/corpus).
-pub const CHECKS: [(&str, Check); 8] = [
+pub const CHECKS: [(&str, Check); 9] = [
     ("http1_head", http1_head),
     ("http1_chunked", http1_chunked),
     ("http1_request", http1_request),
@@ -29,6 +30,7 @@ pub const CHECKS: [(&str, Check); 8] = [
     ("grpc_deframe", grpc_deframe),
     ("gateway_json", gateway_json),
     ("h2_sniff", h2_sniff),
+    ("h2_frames", h2_frames),
     ("watch_lines", watch_lines),
 ];
 
@@ -222,6 +224,101 @@ pub fn h2_sniff(data: &[u8]) {
         whole.fed(),
         c.preface_bytes + frame_bytes + c.unparsed_bytes + whole.pending()
     );
+}
+
+/// The h2 frame codec: frames decoded back to back (after the client preface, if the input
+/// starts with it) until one is incomplete or refused, under a SETTINGS_MAX_FRAME_SIZE taken
+/// from the first byte. Each frame occupies its header's 9 + length bytes, a strict prefix of
+/// it is incomplete, and re-encoding it gives bytes that decode to the same frame (without the
+/// padding of HEADERS and PUSH_PROMISE, which the frame does not keep).
+pub fn h2_frames(data: &[u8]) {
+    let Some((&first, mut input)) = data.split_first() else {
+        return;
+    };
+    let max = match first & 3 {
+        0 => frame::DEFAULT_MAX_FRAME_SIZE,
+        1 => frame::DEFAULT_MAX_FRAME_SIZE * 2,
+        2 => 1 << 20,
+        _ => frame::MAX_FRAME_SIZE_LIMIT,
+    };
+    if let Some(rest) = input.strip_prefix(&frame::PREFACE[..]) {
+        input = rest;
+    }
+    let mut again = Vec::new();
+    while let Ok(Some((decoded, n))) = frame::decode(input, max) {
+        let head = Head::parse(input.first_chunk().expect("a decoded frame has its header"));
+        assert_eq!(n, HEADER_LEN + head.len as usize);
+        assert!(n <= input.len() && head.len <= max);
+        assert_eq!((decoded.kind(), decoded.stream()), (head.kind, head.stream));
+        let cut = usize::from(first) % n;
+        assert_eq!(frame::decode(&input[..cut], max), Ok(None));
+
+        again.clear();
+        reencode(&decoded, &input[HEADER_LEN..n], &mut again);
+        match frame::decode(&again, max) {
+            Ok(Some((re, m))) => {
+                assert_eq!(re, decoded);
+                assert_eq!(m, again.len());
+            }
+            other => panic!("{decoded:?} re-encoded as {again:02x?}: {other:?}"),
+        }
+        input = &input[n..];
+    }
+}
+
+/// Encodes a decoded frame with the encoders (an unknown one with its original `payload`).
+fn reencode(f: &Frame<'_>, payload: &[u8], out: &mut Vec<u8>) {
+    use crate::h2::frame::flag::{END_HEADERS, END_STREAM};
+    let set = |on: bool, flag: u8| if on { flag } else { 0 };
+    match *f {
+        Frame::Data {
+            stream,
+            data,
+            end_stream,
+            flow_len,
+        } => match (flow_len as usize).checked_sub(data.len() + 1) {
+            None => frame::encode_data(out, stream, data, end_stream),
+            Some(pad) => {
+                let pad = u8::try_from(pad).expect("the pad length is one byte");
+                frame::encode_data_padded(out, stream, data, end_stream, pad);
+            }
+        },
+        Frame::Headers {
+            stream,
+            block,
+            end_stream,
+            end_headers,
+            priority,
+        } => {
+            let flags = set(end_stream, END_STREAM) | set(end_headers, END_HEADERS);
+            frame::encode_headers_with(out, stream, block, flags, priority, None);
+        }
+        Frame::Priority { stream, priority } => frame::encode_priority(out, stream, priority),
+        Frame::RstStream { stream, reason } => frame::encode_rst_stream(out, stream, reason),
+        Frame::Settings { ack: true, .. } => frame::encode_settings_ack(out),
+        Frame::Settings { settings, .. } => frame::encode_settings(out, &settings),
+        Frame::PushPromise {
+            stream,
+            promised,
+            block,
+            end_headers,
+        } => frame::encode_push_promise(out, stream, promised, block, end_headers),
+        Frame::Ping { ack, data } => frame::encode_ping(out, ack, data),
+        Frame::GoAway {
+            last_stream,
+            reason,
+            debug,
+        } => frame::encode_goaway(out, last_stream, reason, debug),
+        Frame::WindowUpdate { stream, increment } => {
+            frame::encode_window_update(out, stream, increment)
+        }
+        Frame::Continuation {
+            stream,
+            block,
+            end_headers,
+        } => frame::encode_continuation(out, stream, block, end_headers),
+        Frame::Unknown { kind, stream, .. } => frame::encode_raw(out, kind, 0, stream, payload),
+    }
 }
 
 /// Watch-stream lines: the bytes split (whole and in two pieces), every line parsed, and what
