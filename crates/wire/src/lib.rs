@@ -8,6 +8,8 @@
 //! - `http1`: request templates and request heads, response heads (httparse), the client's
 //!   response reader, the resumable chunked decoder.
 //! - `grpc`: 5-byte message framing, grpc-status codes, grpc-message percent coding.
+//! - `h2`: HTTP/2 cores: `hpack`, the header compression of RFC 7541 (encoder, decoder,
+//!   Huffman code, static and dynamic tables).
 //! - `h2sniff`: a passive h2 frame classifier for the wire ledger, one per direction.
 //! - `json`: etcd's gateway JSON (base64 in place, borrowed response checks).
 //! - `watch`: the gateway's watch stream (newline-delimited JSON results and errors).
@@ -17,6 +19,7 @@
 #[cfg(any(test, fuzzing))]
 pub mod fuzzing;
 pub mod grpc;
+pub mod h2;
 pub mod h2sniff;
 pub mod http1;
 pub mod json;
