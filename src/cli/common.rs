@@ -9,7 +9,8 @@ use clap::{Args, ValueEnum};
 use crate::config::{
     Config, Endpoint, Format, Load, Proto, Stop, Target, WorkloadSpec, parse_duration, parse_size,
 };
-use crate::net::{H2Config, NetConfig};
+use crate::net::{H2Client, H2Config, NetConfig};
+use wirebench_wire::h2::hpack::Strategy;
 use crate::workload::Workload;
 
 /// The largest key or value wirebench will generate (etcd's own request limit is 1.5 MiB).
@@ -182,6 +183,14 @@ pub struct RunArgs {
     /// h2 SETTINGS_MAX_FRAME_SIZE (16k to 16M-1)
     #[arg(long, value_parser = parse_size, default_value = "16384")]
     pub max_frame_size: u64,
+    /// Which h2 client carries gRPC: wirebench's own (wire) or the h2 crate (h2, the
+    /// general-purpose reference)
+    #[arg(long, value_enum, default_value_t = H2ClientArg::Wire)]
+    pub h2_client: H2ClientArg,
+    /// How the wire client encodes request headers: index them (one byte each once sent),
+    /// literal without indexing, or never-indexed literals
+    #[arg(long, value_enum, default_value_t = HpackArg::Index)]
+    pub hpack: HpackArg,
     /// Largest gRPC response message accepted
     #[arg(long, value_parser = parse_size, default_value = "4M")]
     pub max_recv_msg_size: u64,
@@ -239,6 +248,19 @@ fn parse_user(s: &str) -> Result<(String, String), String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum H2ClientArg {
+    Wire,
+    H2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HpackArg {
+    Index,
+    Literal,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnOff {
     On,
     Off,
@@ -283,6 +305,8 @@ impl RunArgs {
             initial_window_size: 65_535,
             initial_conn_window_size: 65_535,
             max_frame_size: 16_384,
+            h2_client: H2ClientArg::Wire,
+            hpack: HpackArg::Index,
             max_recv_msg_size: 4 << 20,
             max_body: 64 << 20,
             format: FormatArg::Text,
@@ -388,6 +412,15 @@ impl RunArgs {
             )? as usize,
             data_frame_budget: 0,
             ledger: self.ledger == OnOff::On,
+            client: match self.h2_client {
+                H2ClientArg::Wire => H2Client::Wire,
+                H2ClientArg::H2 => H2Client::H2,
+            },
+            hpack: match self.hpack {
+                HpackArg::Index => Strategy::Index,
+                HpackArg::Literal => Strategy::Literal,
+                HpackArg::Never => Strategy::NeverIndexed,
+            },
         }
         .for_streams(clients.div_ceil(conns));
         let seed = self.seed.unwrap_or_else(|| {

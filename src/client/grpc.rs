@@ -1,4 +1,8 @@
-//! gRPC over raw h2: connection setup, and unary calls as HEADERS + one DATA frame.
+//! gRPC over h2: connection setup, and unary calls as HEADERS + one DATA frame, on either h2
+//! client: the wire crate's (`wire`, the default) or the `h2` crate's (`--h2-client h2`, the
+//! reference a general-purpose library gives).
+
+pub mod wire;
 
 use std::cell::Cell;
 use std::io;
@@ -21,9 +25,19 @@ use wirebench_wire::grpc::{self, Code};
 /// The h2 settings a connection announces (plain data, kept in `net` beside the socket options).
 pub use crate::net::H2Config;
 
+/// Which h2 client a connection runs on.
+pub use crate::net::H2Client;
+
+/// A caller's handle on a connection, for either client; clones share the connection.
+#[derive(Clone)]
+pub enum Sender {
+    H2(SendRequest<Bytes>),
+    Wire(wire::Handle),
+}
+
 /// One h2 connection; its frames are driven by a task on the current thread.
 pub struct Conn {
-    send: SendRequest<Bytes>,
+    send: Sender,
     ledger: Rc<Ledger>,
     /// a duplicate of the socket, so TCP_INFO can be read even after h2 is done with it
     fd: OwnedFd,
@@ -51,40 +65,30 @@ impl Conn {
         };
         let opened = net::open(addr, host, net_cfg, Alpn::H2, layers).await?;
         let (io, ledger, local_port, fd) = (opened.io, opened.ledger, opened.local_port, opened.fd);
-        let (send, connection) = h2::client::Builder::new()
-            .initial_window_size(h2_cfg.initial_window_size)
-            .initial_connection_window_size(h2_cfg.initial_conn_window_size)
-            .max_frame_size(h2_cfg.max_frame_size)
-            .data_frame_budget(h2_cfg.data_frame_budget)
-            .enable_push(false)
-            .handshake::<_, Bytes>(io)
-            .await
-            .map_err(|e| io::Error::other(format!("h2 handshake: {e}")))?;
-        let mut connection = connection;
-        let ping = connection.ping_pong();
         let dead = Rc::new(Cell::new(false));
-        let flag = dead.clone();
-        let driver = tokio::task::spawn_local(async move {
-            // Errors surface to callers through their streams; the flag tells them to reconnect.
-            let _ = connection.await;
-            flag.set(true);
-        });
-        // One PING round trip: the server sends its SETTINGS before acknowledging it, so once
-        // the PONG is here its limits (max concurrent streams, windows) are known and respected
-        // from the first request on.
-        if let Some(mut ping) = ping {
-            match tokio::time::timeout(net_cfg.connect_timeout, ping.ping(h2::Ping::opaque())).await
-            {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Err(io::Error::other(format!("h2 handshake: {e}"))),
-                Err(_) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "h2 handshake: no PING answer",
-                    ));
+        let (send, driver) = match h2_cfg.client {
+            H2Client::Wire => {
+                let (handle, driver) = wire::start(io, h2_cfg, dead.clone());
+                // the server's SETTINGS before the first request: its stream limit holds
+                // from the start (no PING needed: the wire client sees SETTINGS arrive)
+                match tokio::time::timeout(net_cfg.connect_timeout, handle.ready()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Err(io::Error::other(format!("h2 handshake: {e}"))),
+                    Err(_) => {
+                        driver.task.abort();
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "h2 handshake: no SETTINGS from the server",
+                        ));
+                    }
                 }
+                (Sender::Wire(handle), driver.task)
             }
-        }
+            H2Client::H2 => {
+                let (send, driver) = h2_crate_handshake(io, net_cfg, h2_cfg, dead.clone()).await?;
+                (Sender::H2(send), driver)
+            }
+        };
         Ok(Conn {
             send,
             ledger,
@@ -99,6 +103,10 @@ impl Conn {
 
     pub fn is_dead(&self) -> bool {
         self.dead.get()
+            || match &self.send {
+                Sender::Wire(h) => h.is_dead(),
+                Sender::H2(_) => false,
+            }
     }
 
     pub fn mark_dead(&self) {
@@ -106,8 +114,16 @@ impl Conn {
     }
 
     /// A handle for one caller; handles share the connection as concurrent streams.
-    pub fn handle(&self) -> SendRequest<Bytes> {
+    pub fn handle(&self) -> Sender {
         self.send.clone()
+    }
+
+    /// The `h2` crate's handle, when the connection runs on that client (the watch streams).
+    pub fn h2_handle(&self) -> Option<SendRequest<Bytes>> {
+        match &self.send {
+            Sender::H2(s) => Some(s.clone()),
+            Sender::Wire(_) => None,
+        }
     }
 
     pub fn ledger(&self) -> &Rc<Ledger> {
@@ -139,21 +155,75 @@ impl Conn {
         let lifetime_us = opened.elapsed().as_micros() as u64;
         let mut rec = ledger.record(endpoint, local_port, lifetime_us, net::tcp_info(&fd));
         let began = Instant::now();
-        drop(send);
         let mut driver = driver;
-        let drained = match tokio::time::timeout(CLOSE_BOUND, &mut driver).await {
-            Ok(_) => {
-                let left = CLOSE_BOUND.saturating_sub(began.elapsed());
-                drain(&fd, &ledger, left).await
+        let drained = match send {
+            Sender::Wire(handle) => {
+                // the driver writes GOAWAY and our FIN and reads to the server's FIN, all
+                // through the ledger
+                handle.close();
+                if tokio::time::timeout(CLOSE_BOUND, &mut driver).await.is_err() {
+                    driver.abort();
+                }
+                handle.saw_eof()
             }
-            Err(_) => {
-                driver.abort();
-                false
+            Sender::H2(send) => {
+                drop(send);
+                match tokio::time::timeout(CLOSE_BOUND, &mut driver).await {
+                    Ok(_) => {
+                        let left = CLOSE_BOUND.saturating_sub(began.elapsed());
+                        drain(&fd, &ledger, left).await
+                    }
+                    Err(_) => {
+                        driver.abort();
+                        false
+                    }
+                }
             }
         };
         rec.close = Some(ledger.close_record(&rec, net::tcp_info(&fd), drained, began.elapsed()));
         rec
     }
+}
+
+/// The `h2` crate's handshake with our settings, its connection driven by a local task that
+/// sets `dead` when it ends; then one PING round trip: the server sends its SETTINGS before
+/// acknowledging it, so once the PONG is here its limits (max concurrent streams, windows) are
+/// known and respected from the first request on (h2's client API has no "SETTINGS received").
+async fn h2_crate_handshake(
+    io: net::Io,
+    net_cfg: &NetConfig,
+    h2_cfg: &H2Config,
+    dead: Rc<Cell<bool>>,
+) -> io::Result<(SendRequest<Bytes>, tokio::task::JoinHandle<()>)> {
+    let (send, connection) = h2::client::Builder::new()
+        .initial_window_size(h2_cfg.initial_window_size)
+        .initial_connection_window_size(h2_cfg.initial_conn_window_size)
+        .max_frame_size(h2_cfg.max_frame_size)
+        .data_frame_budget(h2_cfg.data_frame_budget)
+        .enable_push(false)
+        .handshake::<_, Bytes>(io)
+        .await
+        .map_err(|e| io::Error::other(format!("h2 handshake: {e}")))?;
+    let mut connection = connection;
+    let ping = connection.ping_pong();
+    let driver = tokio::task::spawn_local(async move {
+        // Errors surface to callers through their streams; the flag tells them to reconnect.
+        let _ = connection.await;
+        dead.set(true);
+    });
+    if let Some(mut ping) = ping {
+        match tokio::time::timeout(net_cfg.connect_timeout, ping.ping(h2::Ping::opaque())).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(io::Error::other(format!("h2 handshake: {e}"))),
+            Err(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "h2 handshake: no PING answer",
+                ));
+            }
+        }
+    }
+    Ok((send, driver))
 }
 
 /// How long the close exchange of one connection may take (connections close concurrently).
@@ -236,6 +306,29 @@ impl Call {
     }
 }
 
+impl Call {
+    /// The request's header fields: the pseudo-headers, content-type, te, the metadata.
+    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        let scheme = self.uri.scheme_str().unwrap_or("http");
+        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
+        let authority = self.uri.authority().map_or("", |a| a.as_str());
+        [
+            (&b":method"[..], &b"POST"[..]),
+            (b":scheme", scheme.as_bytes()),
+            (b":path", path.as_bytes()),
+            (b":authority", authority.as_bytes()),
+            (b"content-type", b"application/grpc"),
+            (b"te", b"trailers"),
+        ]
+        .into_iter()
+        .chain(
+            self.metadata
+                .iter()
+                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
+        )
+    }
+}
+
 /// How a failed call ended: the gRPC status when there was one, and why.
 #[derive(Debug)]
 pub struct CallError {
@@ -303,7 +396,7 @@ impl Drop for InFlight<'_> {
 
 /// Sends one framed request message and returns the one response message (a slice of `rx`).
 pub async fn unary(
-    send: &mut SendRequest<Bytes>,
+    send: &mut Sender,
     ledger: &Ledger,
     call: &Call,
     request: Bytes,
@@ -316,6 +409,22 @@ pub async fn unary(
 
 /// `unary`, and `sent` becomes true once the request is handed to h2 (its HEADERS queued).
 pub async fn unary_sent(
+    send: &mut Sender,
+    ledger: &Ledger,
+    call: &Call,
+    request: Bytes,
+    rx: &mut BytesMut,
+    max_message: usize,
+    sent: &Cell<bool>,
+) -> Result<Bytes, CallError> {
+    match send {
+        Sender::Wire(h) => h.unary(ledger, call, &request, rx, max_message, sent).await,
+        Sender::H2(send) => h2_unary(send, ledger, call, request, rx, max_message, sent).await,
+    }
+}
+
+/// `unary_sent` on the `h2` crate's client.
+async fn h2_unary(
     send: &mut SendRequest<Bytes>,
     ledger: &Ledger,
     call: &Call,
@@ -399,6 +508,16 @@ pub async fn unary_sent(
 /// A verdict as a call error: its failure kind, and the status it counts under. `headers`:
 /// where a grpc-message may be (the trailers, or a trailers-only response's headers).
 fn judged(v: Verdict, headers: &HeaderMap, kind: FailureKind) -> CallError {
+    judged_message(
+        v,
+        headers.get("grpc-message").map(|m| m.as_bytes()),
+        kind,
+    )
+}
+
+/// A verdict as a call error, `message` the grpc-message that came with it (still
+/// percent-encoded).
+fn judged_message(v: Verdict, message: Option<&[u8]>, kind: FailureKind) -> CallError {
     let (status, failure) = match v {
         Verdict::HttpStatus { http, code } => (
             Some(StatusKey::GrpcFromHttp {
@@ -409,7 +528,7 @@ fn judged(v: Verdict, headers: &HeaderMap, kind: FailureKind) -> CallError {
         ),
         Verdict::Status(code) => (
             Some(StatusKey::Grpc(code.as_u32())),
-            status_failure(code, headers, kind),
+            status_failure(code, message, kind),
         ),
         Verdict::Framing(e) => (None, Failure::with(FailureKind::GrpcFraming, e)),
         Verdict::NoMessage
@@ -439,13 +558,13 @@ thread_local! {
 }
 
 /// A non-zero grpc-status as a failure of `kind`, with its grpc-message when there is one.
-fn status_failure(code: Code, headers: &HeaderMap, kind: FailureKind) -> Failure {
+fn status_failure(code: Code, text: Option<&[u8]>, kind: FailureKind) -> Failure {
     MESSAGE.with(|buf| {
         // a reused buffer: the text is interned by Failure, so a repeated message allocates nothing
         let mut message = buf.borrow_mut();
         message.clear();
-        if let Some(m) = headers.get("grpc-message") {
-            grpc::decode_message_text(m.as_bytes(), 1024, &mut message);
+        if let Some(m) = text {
+            grpc::decode_message_text(m, 1024, &mut message);
         }
         if message.is_empty() {
             Failure::with(kind, code.as_str())

@@ -4,8 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
-use h2::client::SendRequest;
+use bytes::BytesMut;
 use tokio::sync::Notify;
 
 use crate::client::grpc::{self as grpc_client, CallError, Conn};
@@ -36,7 +35,7 @@ pub(super) struct Slot {
 /// A client's cached handle to its slot's current connection.
 struct Handle {
     generation: u64,
-    send: SendRequest<Bytes>,
+    send: grpc_client::Sender,
     ledger: Rc<Ledger>,
 }
 

@@ -44,6 +44,25 @@ impl Default for NetConfig {
     }
 }
 
+/// Which h2 client carries gRPC (`--h2-client`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum H2Client {
+    /// the wire crate's sans-IO client with its own driver (the default)
+    #[default]
+    Wire,
+    /// the `h2` crate, a general-purpose library: the reference
+    H2,
+}
+
+impl H2Client {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            H2Client::Wire => "wire",
+            H2Client::H2 => "h2",
+        }
+    }
+}
+
 /// h2 settings wirebench announces as a client (plain data beside `NetConfig`, so `config`
 /// and `client` both take it from below).
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +77,10 @@ pub struct H2Config {
     /// h2's allowance for buffered small DATA frames before it closes the connection with
     /// ENHANCE_YOUR_CALM; must cover one response frame per concurrent stream
     pub data_frame_budget: usize,
+    /// which client
+    pub client: H2Client,
+    /// how the wire client encodes request headers (the h2 crate has its own way)
+    pub hpack: wirebench_wire::h2::hpack::Strategy,
 }
 
 /// h2's own default budget for small DATA frames.
@@ -82,6 +105,8 @@ impl Default for H2Config {
             max_recv_message: wirebench_wire::grpc::DEFAULT_MAX_MESSAGE,
             data_frame_budget: MIN_DATA_FRAME_BUDGET,
             ledger: true,
+            client: H2Client::default(),
+            hpack: wirebench_wire::h2::hpack::Strategy::default(),
         }
     }
 }

@@ -10,6 +10,7 @@ use bytes::BytesMut;
 
 use crate::grpc::{decode, decode_message_text, parse_status};
 use crate::h2::frame::{self, Frame, HEADER_LEN, Head};
+use crate::h2::hpack::{self, Decoder, Encoder, Strategy};
 use crate::h2sniff::H2Sniffer;
 use crate::http1::{
     self, ChunkedDecoder, Error, RequestLimits, ResponseReader, decode_request_head,
@@ -22,7 +23,7 @@ use crate::watch::{WatchLine, next_line, next_line_eof, parse_line, render_respo
 pub type Check = fn(&[u8]);
 
 /// Every check with its target's name (the folder of its seeds in fuzz/corpus).
-pub const CHECKS: [(&str, Check); 9] = [
+pub const CHECKS: [(&str, Check); 10] = [
     ("http1_head", http1_head),
     ("http1_chunked", http1_chunked),
     ("http1_request", http1_request),
@@ -32,6 +33,7 @@ pub const CHECKS: [(&str, Check); 9] = [
     ("h2_sniff", h2_sniff),
     ("h2_frames", h2_frames),
     ("watch_lines", watch_lines),
+    ("hpack_decode", hpack_decode),
 ];
 
 /// The response-head decoder: heads decoded from the input until it stops.
@@ -318,6 +320,64 @@ fn reencode(f: &Frame<'_>, payload: &[u8], out: &mut Vec<u8>) {
             end_headers,
         } => frame::encode_continuation(out, stream, block, end_headers),
         Frame::Unknown { kind, stream, .. } => frame::encode_raw(out, kind, 0, stream, payload),
+    }
+}
+
+/// HPACK decoding: the first byte picks the decoder's table size (≤ 64 KiB), the encoder's
+/// strategy and when its table size changes; the rest is a series of blocks, each a length
+/// byte then that many bytes (the last one cut short by the end of the input). The blocks go
+/// through one decoder until one fails (a failed decoder is done for); the fields of each
+/// decoded block must fit the list budget, and re-encoded by one encoder and decoded by a
+/// second decoder they must come back the same.
+pub fn hpack_decode(data: &[u8]) {
+    const MAX_LIST: usize = 16 * 1024;
+    const TABLE_SIZES: [usize; 8] = [4096, 0, 1, 256, 1024, 4096, 16384, 65536];
+    const ENCODER_SIZES: [usize; 4] = [0, 256, 4096, 100_000];
+    let Some((&first, mut rest)) = data.split_first() else {
+        return;
+    };
+    let strategy =
+        [Strategy::Index, Strategy::Literal, Strategy::NeverIndexed][usize::from(first >> 3) % 3];
+    let mut decoder = Decoder::new(TABLE_SIZES[usize::from(first & 7)]);
+    let mut encoder = Encoder::new(strategy);
+    let mut again = Decoder::new(hpack::DEFAULT_TABLE_SIZE);
+    let mut block_index = 0;
+    let mut fields: Vec<(Vec<u8>, Vec<u8>, bool)> = Vec::new();
+    let mut encoded = Vec::new();
+    while let Some((&len, tail)) = rest.split_first() {
+        let (block, next) = tail.split_at(usize::from(len).min(tail.len()));
+        rest = next;
+
+        fields.clear();
+        let decoded = decoder.decode(block, MAX_LIST, |f| {
+            fields.push((f.name.to_vec(), f.value.to_vec(), f.never_indexed));
+        });
+        let sum: usize = fields.iter().map(|(n, v, _)| hpack::field_size(n, v)).sum();
+        // fields emitted before an error were within the budget too
+        assert!(sum <= MAX_LIST, "{sum} bytes of fields");
+        if decoded.is_err() {
+            return;
+        }
+
+        if ((first >> 5) >> (block_index % 3)) & 1 == 1 {
+            encoder.set_max_table_size(ENCODER_SIZES[block_index % 4]);
+        }
+        encoded.clear();
+        encoder.encode(
+            fields.iter().map(|(n, v, _)| (&n[..], &v[..])),
+            &mut encoded,
+        );
+        let mut round_trip = Vec::with_capacity(fields.len());
+        let result = again.decode(&encoded, MAX_LIST, |f| {
+            round_trip.push((f.name.to_vec(), f.value.to_vec()));
+        });
+        assert_eq!(result, Ok(()), "re-encoded block refused");
+        assert_eq!(round_trip.len(), fields.len());
+        for ((name, value), (n, v, _)) in round_trip.iter().zip(&fields) {
+            assert_eq!((name, value), (n, v));
+        }
+        assert_eq!(again.table_size(), encoder.table_size());
+        block_index += 1;
     }
 }
 

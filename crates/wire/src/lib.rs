@@ -9,7 +9,8 @@
 //!   response reader, the resumable chunked decoder.
 //! - `grpc`: 5-byte message framing, grpc-status codes, grpc-message percent coding.
 //! - `h2`: HTTP/2 cores: `h2::frame`, the frame codec (RFC 9113 §4, §6), frames borrowed out
-//!   of a `&[u8]`.
+//!   of a `&[u8]`; `h2::hpack`, the header compression of RFC 7541 (encoder, decoder, Huffman
+//!   code, static and dynamic tables); `h2::client`, the client side of one connection.
 //! - `h2sniff`: a passive h2 frame classifier for the wire ledger, one per direction.
 //! - `json`: etcd's gateway JSON (base64 in place, borrowed response checks).
 //! - `watch`: the gateway's watch stream (newline-delimited JSON results and errors).

@@ -13,6 +13,7 @@ use http::{Method, Request, Uri, Version};
 use super::config::{WatchConfig, stream_watchers};
 use super::state::WatchState;
 use crate::client::grpc::Conn as GrpcConn;
+use crate::net::{H2Client, H2Config};
 use crate::outcome::{Failure, FailureKind};
 use wirebench_wire::grpc;
 use wirebench_wire::proto::etcd::{
@@ -37,7 +38,11 @@ pub(super) async fn open(
             &ep.host,
             c % cfg.endpoints.len(),
             &cfg.net,
-            &cfg.h2,
+            // the bidi streams run on the h2 crate's client
+            &H2Config {
+                client: H2Client::H2,
+                ..cfg.h2
+            },
         )
         .await
         .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
@@ -93,7 +98,8 @@ async fn stream(
     uri: Uri,
     watchers: Vec<usize>,
 ) {
-    let mut send = conn.handle();
+    // `open` connected with the h2 crate's client, which has this handle
+    let mut send = conn.h2_handle().expect("watch connections run on the h2 crate");
     let ledger = conn.ledger().clone();
     let mut req = Request::new(());
     *req.method_mut() = Method::POST;

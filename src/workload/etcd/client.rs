@@ -10,7 +10,6 @@ use std::io;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use h2::client::SendRequest;
 use http::Uri;
 use http::header::{HeaderName, HeaderValue};
 use prost::Message;
@@ -66,7 +65,7 @@ pub struct Member {
 /// The connection a `Client` calls over.
 enum Via<'c> {
     Grpc {
-        send: &'c mut SendRequest<Bytes>,
+        send: &'c mut grpc::Sender,
         ledger: &'c Ledger,
     },
     Http(&'c mut http1::Conn),
@@ -82,7 +81,7 @@ pub struct Client<'c> {
 
 impl<'c> Client<'c> {
     /// Calls as h2 streams of the connection behind `send` (its ledger counts them).
-    pub fn grpc(send: &'c mut SendRequest<Bytes>, ledger: &'c Ledger, authority: &'c str) -> Self {
+    pub fn grpc(send: &'c mut grpc::Sender, ledger: &'c Ledger, authority: &'c str) -> Self {
         Client {
             via: Via::Grpc { send, ledger },
             authority,
@@ -263,7 +262,7 @@ const BUILD: &str = "cannot build the request";
 
 /// One gRPC unary call of `method` with `request`; the response message.
 async fn unary(
-    send: &mut SendRequest<Bytes>,
+    send: &mut grpc::Sender,
     ledger: &Ledger,
     authority: &str,
     token: Option<&str>,
@@ -367,7 +366,7 @@ pub fn put_revision_gateway(status: u16, body: &[u8]) -> Result<i64, Failure> {
 
 /// A connection of its own for one-off calls, over gRPC or through the gateway.
 pub enum Connection {
-    Grpc(grpc::Conn, SendRequest<Bytes>),
+    Grpc(grpc::Conn, grpc::Sender),
     Http(http1::Conn),
 }
 

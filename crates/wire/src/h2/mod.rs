@@ -1,3 +1,6 @@
-//! HTTP/2 (RFC 9113) protocol cores, sans-IO.
+//! HTTP/2 (RFC 9113) protocol cores, sans-IO: the frame codec, HPACK (RFC 7541), and the
+//! client side of a connection built on them.
 
+pub mod client;
 pub mod frame;
+pub mod hpack;

@@ -1,0 +1,1116 @@
+//! The client side of one HTTP/2 connection (RFC 9113), sans-IO: fed the bytes that arrived,
+//! asked for the bytes to write. It owns the stream states, both flow-control windows, the
+//! SETTINGS exchange, PING and GOAWAY, and HPACK in both directions; it knows nothing of
+//! sockets, clocks or gRPC.
+//!
+//! The caller (an IO driver) does three things: `recv` every byte read (every complete frame is
+//! handled, its events go to an [`Events`] sink), `output` / `advance` to write what is queued
+//! (everything ready, in one write), and `open` / `send_data` / `reset` for its requests. Each
+//! stream carries a caller-chosen `token` (a slot index), which is what events name, so the
+//! driver needs no map of its own.
+//!
+//! Flow control, receive side: the windows we announce are `Config::initial_window_size` per
+//! stream and `Config::initial_conn_window_size` for the connection (a WINDOW_UPDATE on stream 0
+//! right after our SETTINGS). Data counts as consumed when it is handed to the sink. The policy:
+//! a window is replenished, by what was consumed, once half of it is used; a stream the peer has
+//! ended gets no update. Send side: DATA beyond the peer's windows waits in the stream (its
+//! buffer is kept for the next stream in that slot) and goes out when WINDOW_UPDATE or SETTINGS
+//! open the window.
+//!
+//! Peer-controlled lengths are bounded before anything is buffered: frames by our
+//! SETTINGS_MAX_FRAME_SIZE (the frame decoder rejects them from the header), a header block
+//! (HEADERS + CONTINUATION) by `max_header_list_size` and a count of CONTINUATION frames, the
+//! decoded header list by `max_header_list_size` (HPACK), the acks a peer makes us queue (PING
+//! and SETTINGS floods) by `max_pending_control`, frames that make no progress by
+//! `max_idle_frames`, and windows by 2^31−1.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::frame::{self, Frame, Reason, Settings};
+use super::hpack::{self, Decoder, Encoder, Field, Strategy};
+
+/// Client stream ids are odd and at most 2^31−1 (RFC 9113 §5.1.1).
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+/// CONTINUATION frames one header block may take.
+pub const MAX_CONTINUATIONS: u32 = 64;
+
+/// What a connection announces and enforces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// SETTINGS_INITIAL_WINDOW_SIZE: what the peer may send on one stream before an update.
+    pub initial_window_size: u32,
+    /// The connection's receive window (announced by a WINDOW_UPDATE when above 65,535).
+    pub initial_conn_window_size: u32,
+    /// SETTINGS_MAX_FRAME_SIZE: the largest frame payload we accept.
+    pub max_frame_size: u32,
+    /// SETTINGS_HEADER_TABLE_SIZE: the HPACK table the peer's encoder may use.
+    pub header_table_size: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: the largest header list (RFC 9113 §6.5.2 sizes) we decode,
+    /// and the largest compressed header block we buffer.
+    pub max_header_list_size: u32,
+    /// How request header fields are encoded.
+    pub hpack: Strategy,
+    /// Bytes of PING and SETTINGS acknowledgements allowed to wait unwritten: a peer that sends
+    /// pings faster than it reads the answers hits this, not our memory.
+    pub max_pending_control: usize,
+    /// Frames in a row that neither advance a stream of ours nor acknowledge anything of ours
+    /// (PING, SETTINGS, PRIORITY, unknown types, frames on closed streams, empty DATA).
+    pub max_idle_frames: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            initial_window_size: frame::DEFAULT_WINDOW,
+            initial_conn_window_size: frame::DEFAULT_WINDOW,
+            max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
+            header_table_size: hpack::DEFAULT_TABLE_SIZE as u32,
+            max_header_list_size: 64 << 10,
+            hpack: Strategy::Index,
+            max_pending_control: 64 << 10,
+            max_idle_frames: 10_000,
+        }
+    }
+}
+
+/// Why a stream ended without completing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// The peer reset it (RST_STREAM). `REFUSED_STREAM` means it was never processed.
+    Reset(Reason),
+    /// Above the last stream id of the peer's GOAWAY: never processed, safe to retry.
+    Refused,
+    /// We reset it because the peer broke a stream rule.
+    Error(Reason, &'static str),
+    /// The connection failed or was closed with the stream still open.
+    Lost,
+}
+
+/// A connection error (RFC 9113 §5.4.1): the connection is done; a GOAWAY with `reason` is
+/// queued for the peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub reason: Reason,
+    pub what: &'static str,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.what)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<frame::Error> for Error {
+    fn from(e: frame::Error) -> Self {
+        Error {
+            reason: e.reason,
+            what: e.what,
+        }
+    }
+}
+
+/// Why a stream cannot be opened now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenError {
+    /// The server's SETTINGS have not arrived yet: its stream limit is unknown.
+    NotReady,
+    /// As many streams are open as the server allows: wait for one to end.
+    Busy,
+    /// The connection is going away (a GOAWAY either way, a connection error) or its stream
+    /// ids are used up: open a new connection.
+    Closing,
+}
+
+/// What the connection hands to its driver while it handles received frames.
+pub trait Events {
+    /// One field of a header block on a stream of ours: the response head or, with
+    /// `trailers`, its trailers. Informational (1xx) heads come through too.
+    fn field(&mut self, token: usize, field: Field<'_>, trailers: bool);
+    /// The header block is complete; `end_stream`: the response is complete with it.
+    fn headers_done(&mut self, token: usize, trailers: bool, end_stream: bool);
+    /// DATA of a stream of ours (padding removed).
+    fn data(&mut self, token: usize, data: &[u8], end_stream: bool);
+    /// The stream ended without completing; its token is free again.
+    fn closed(&mut self, token: usize, why: Closed);
+    /// A PING we sent was answered.
+    fn pong(&mut self, _data: [u8; 8]) {}
+    /// The peer sent GOAWAY: no new streams on this connection; streams above `last_stream`
+    /// were refused (each reported through `closed`), the others may still complete.
+    fn go_away(&mut self, _last_stream: u32, _reason: Reason, _debug: &[u8]) {}
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Head {
+    /// No final response head yet (informational ones do not count).
+    Awaiting,
+    /// The response head arrived; DATA and trailers may follow.
+    Received,
+    /// The trailers arrived.
+    Trailers,
+}
+
+#[derive(Debug)]
+struct Stream {
+    /// In use (a free slot keeps only its buffer).
+    live: bool,
+    id: u32,
+    token: usize,
+    local_closed: bool,
+    remote_closed: bool,
+    head: Head,
+    send_window: i64,
+    recv_window: i64,
+    recv_unacked: u32,
+    /// DATA waiting for window: `pending[pending_at..]`, then END_STREAM if `pending_end`.
+    pending: Vec<u8>,
+    pending_at: usize,
+    pending_end: bool,
+}
+
+impl Stream {
+    fn has_pending(&self) -> bool {
+        self.pending_at < self.pending.len() || self.pending_end
+    }
+}
+
+/// Stream ids are small odd integers: multiplying spreads them well enough.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A header block being received across HEADERS and CONTINUATION frames.
+#[derive(Clone, Copy, Debug)]
+struct Partial {
+    stream: u32,
+    end_stream: bool,
+    continuations: u32,
+}
+
+/// The client side of one connection.
+pub struct Connection {
+    cfg: Config,
+    out: Vec<u8>,
+    /// Acknowledgement bytes queued since the output was last written out completely.
+    control_pending: usize,
+    idle_frames: u32,
+    encoder: Encoder,
+    decoder: Decoder,
+    /// Header block being assembled (CONTINUATION), reused.
+    block: Vec<u8>,
+    partial: Option<Partial>,
+    streams: Vec<Stream>,
+    free: Vec<usize>,
+    by_id: HashMap<u32, usize, BuildHasherDefault<IdHasher>>,
+    /// Slots with DATA waiting for window, in the order they blocked.
+    blocked: Vec<usize>,
+    next_id: u32,
+    active: u32,
+    // the peer's settings
+    settings_received: bool,
+    peer_max_streams: u32,
+    peer_initial_window: u32,
+    peer_max_frame: u32,
+    conn_send_window: i64,
+    conn_recv_window: i64,
+    conn_recv_unacked: u32,
+    /// Our SETTINGS frames not yet acknowledged.
+    settings_unacked: u32,
+    goaway_received: Option<u32>,
+    goaway_sent: bool,
+    failed: Option<Error>,
+}
+
+impl Connection {
+    /// A connection whose preface, SETTINGS and (when the connection window is above the
+    /// default) WINDOW_UPDATE are queued for writing.
+    pub fn new(cfg: Config) -> Connection {
+        let mut out = Vec::with_capacity(4096);
+        out.extend_from_slice(frame::PREFACE);
+        frame::encode_settings(
+            &mut out,
+            &Settings {
+                header_table_size: (cfg.header_table_size != hpack::DEFAULT_TABLE_SIZE as u32)
+                    .then_some(cfg.header_table_size),
+                enable_push: Some(false),
+                max_concurrent_streams: None,
+                initial_window_size: (cfg.initial_window_size != frame::DEFAULT_WINDOW)
+                    .then_some(cfg.initial_window_size),
+                max_frame_size: (cfg.max_frame_size != frame::DEFAULT_MAX_FRAME_SIZE)
+                    .then_some(cfg.max_frame_size),
+                max_header_list_size: Some(cfg.max_header_list_size),
+            },
+        );
+        let conn_window = cfg.initial_conn_window_size.clamp(1, frame::MAX_WINDOW);
+        if conn_window > frame::DEFAULT_WINDOW {
+            frame::encode_window_update(&mut out, 0, conn_window - frame::DEFAULT_WINDOW);
+        }
+        Connection {
+            encoder: Encoder::new(cfg.hpack),
+            decoder: Decoder::new(cfg.header_table_size as usize),
+            cfg,
+            out,
+            control_pending: 0,
+            idle_frames: 0,
+            block: Vec::new(),
+            partial: None,
+            streams: Vec::new(),
+            free: Vec::new(),
+            by_id: HashMap::default(),
+            blocked: Vec::new(),
+            next_id: 1,
+            active: 0,
+            settings_received: false,
+            peer_max_streams: u32::MAX,
+            peer_initial_window: frame::DEFAULT_WINDOW,
+            peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE,
+            conn_send_window: i64::from(frame::DEFAULT_WINDOW),
+            conn_recv_window: i64::from(conn_window.max(frame::DEFAULT_WINDOW)),
+            conn_recv_unacked: 0,
+            settings_unacked: 1,
+            goaway_received: None,
+            goaway_sent: false,
+            failed: None,
+        }
+    }
+
+    /// The bytes queued for the peer, to be written in one call.
+    pub fn output(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// `n` bytes of the output were written.
+    pub fn advance(&mut self, n: usize) {
+        let n = n.min(self.out.len());
+        if n == self.out.len() {
+            self.out.clear();
+            self.control_pending = 0;
+        } else {
+            self.out.drain(..n);
+        }
+    }
+
+    /// Whether the server's first SETTINGS arrived (its limits are known).
+    pub fn is_ready(&self) -> bool {
+        self.settings_received
+    }
+
+    /// Whether our SETTINGS are all acknowledged.
+    pub fn settings_acked(&self) -> bool {
+        self.settings_unacked == 0
+    }
+
+    /// Streams open (not fully closed) now.
+    pub fn active_streams(&self) -> u32 {
+        self.active
+    }
+
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (u32::MAX while unlimited).
+    pub fn max_streams(&self) -> u32 {
+        self.peer_max_streams
+    }
+
+    /// The connection failed (a connection error) or a GOAWAY went either way: no new
+    /// streams, and once `active_streams` is 0 it can be closed.
+    pub fn is_closing(&self) -> bool {
+        self.failed.is_some() || self.goaway_received.is_some() || self.goaway_sent
+    }
+
+    /// The connection error that ended it, if one did.
+    pub fn error(&self) -> Option<Error> {
+        self.failed
+    }
+
+    /// The GOAWAY's last stream id, if the peer sent one.
+    pub fn goaway_received(&self) -> Option<u32> {
+        self.goaway_received
+    }
+
+    /// The HPACK strategy requests are encoded with.
+    pub fn hpack(&self) -> Strategy {
+        self.encoder.strategy()
+    }
+
+    /// Opens a stream with a header block (HEADERS, plus CONTINUATION if it exceeds the peer's
+    /// frame size), queued for writing; `end_stream`: the request has no body. Returns the
+    /// stream id. `token` is what the events of this stream carry.
+    pub fn open<'a>(
+        &mut self,
+        token: usize,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        end_stream: bool,
+    ) -> Result<u32, OpenError> {
+        if self.is_closing() || self.next_id > MAX_STREAM_ID {
+            return Err(OpenError::Closing);
+        }
+        if !self.settings_received {
+            return Err(OpenError::NotReady);
+        }
+        if self.active >= self.peer_max_streams {
+            return Err(OpenError::Busy);
+        }
+        let id = self.next_id;
+        self.next_id += 2;
+        self.encode_headers(id, fields, end_stream);
+        let stream = Stream {
+            live: true,
+            id,
+            token,
+            local_closed: end_stream,
+            remote_closed: false,
+            head: Head::Awaiting,
+            send_window: i64::from(self.peer_initial_window),
+            recv_window: i64::from(self.cfg.initial_window_size),
+            recv_unacked: 0,
+            pending: Vec::new(),
+            pending_at: 0,
+            pending_end: false,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                // keep the slot's buffer for this stream
+                let pending = std::mem::take(&mut self.streams[slot].pending);
+                self.streams[slot] = Stream { pending, ..stream };
+                self.streams[slot].pending.clear();
+                slot
+            }
+            None => {
+                self.streams.push(stream);
+                self.streams.len() - 1
+            }
+        };
+        self.by_id.insert(id, slot);
+        self.active += 1;
+        Ok(id)
+    }
+
+    /// HEADERS written in place when the block fits one frame; split with CONTINUATION
+    /// otherwise.
+    fn encode_headers<'a>(
+        &mut self,
+        id: u32,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        end_stream: bool,
+    ) {
+        let start = self.out.len();
+        self.out.extend_from_slice(&[0; frame::HEADER_LEN]);
+        self.encoder.encode(fields, &mut self.out);
+        let len = self.out.len() - start - frame::HEADER_LEN;
+        if len <= self.peer_max_frame as usize {
+            let mut flags = frame::flag::END_HEADERS;
+            if end_stream {
+                flags |= frame::flag::END_STREAM;
+            }
+            let len = (len as u32).to_be_bytes();
+            let id = id.to_be_bytes();
+            self.out[start..start + frame::HEADER_LEN].copy_from_slice(&[
+                len[1],
+                len[2],
+                len[3],
+                frame::kind::HEADERS,
+                flags,
+                id[0],
+                id[1],
+                id[2],
+                id[3],
+            ]);
+        } else {
+            let block = self.out.split_off(start + frame::HEADER_LEN);
+            self.out.truncate(start);
+            frame::encode_headers(&mut self.out, id, &block, end_stream, self.peer_max_frame);
+        }
+    }
+
+    /// Sends DATA on an open stream: as much as the windows allow now, the rest when they
+    /// open. `end_stream` ends our side after the last byte. Unknown or locally ended streams
+    /// are ignored (the stream was reset or refused meanwhile; its `closed` event said so).
+    pub fn send_data(&mut self, id: u32, data: &[u8], end_stream: bool) {
+        let Some(&slot) = self.by_id.get(&id) else {
+            return;
+        };
+        let s = &mut self.streams[slot];
+        if s.local_closed || s.pending_end {
+            return;
+        }
+        if s.has_pending() {
+            s.pending.extend_from_slice(data);
+            s.pending_end = end_stream;
+            return;
+        }
+        let sent = Self::write_data(
+            &mut self.out,
+            &mut self.conn_send_window,
+            s,
+            data,
+            end_stream,
+            self.peer_max_frame,
+        );
+        if sent < data.len() || (end_stream && !s.local_closed) {
+            s.pending.clear();
+            s.pending.extend_from_slice(&data[sent..]);
+            s.pending_at = 0;
+            s.pending_end = end_stream;
+            self.blocked.push(slot);
+        } else if s.local_closed {
+            self.finish_if_closed(slot);
+        }
+    }
+
+    /// Writes DATA frames of `data` within the windows; END_STREAM on the last one when
+    /// everything fit. Returns the bytes written.
+    fn write_data(
+        out: &mut Vec<u8>,
+        conn_window: &mut i64,
+        s: &mut Stream,
+        data: &[u8],
+        end_stream: bool,
+        max_frame: u32,
+    ) -> usize {
+        let mut sent = 0;
+        loop {
+            let room = (*conn_window).min(s.send_window).max(0) as usize;
+            let n = (data.len() - sent).min(room).min(max_frame as usize);
+            let last = sent + n == data.len();
+            if n == 0 && !(last && end_stream) {
+                return sent;
+            }
+            frame::encode_data(out, s.id, &data[sent..sent + n], last && end_stream);
+            *conn_window -= n as i64;
+            s.send_window -= n as i64;
+            sent += n;
+            if last {
+                if end_stream {
+                    s.local_closed = true;
+                }
+                return sent;
+            }
+        }
+    }
+
+    /// Sends what waits for window, in the order the streams blocked.
+    fn flush_blocked(&mut self) {
+        let mut i = 0;
+        while i < self.blocked.len() {
+            let slot = self.blocked[i];
+            let s = &mut self.streams[slot];
+            let data = std::mem::take(&mut s.pending);
+            let at = s.pending_at;
+            let sent = Self::write_data(
+                &mut self.out,
+                &mut self.conn_send_window,
+                s,
+                &data[at..],
+                s.pending_end,
+                self.peer_max_frame,
+            );
+            s.pending = data;
+            s.pending_at += sent;
+            if s.pending_at == s.pending.len() && (!s.pending_end || s.local_closed) {
+                s.pending.clear();
+                s.pending_at = 0;
+                s.pending_end = false;
+                self.blocked.swap_remove(i);
+                self.finish_if_closed(slot);
+                continue;
+            }
+            if self.conn_send_window <= 0 {
+                return;
+            }
+            i += 1;
+        }
+    }
+
+    /// Resets a stream of ours (we gave up on it): RST_STREAM queued, the stream forgotten.
+    pub fn reset(&mut self, id: u32, reason: Reason) {
+        if let Some(slot) = self.by_id.get(&id).copied() {
+            frame::encode_rst_stream(&mut self.out, id, reason);
+            self.remove(slot);
+        }
+    }
+
+    /// Queues a PING; the answer comes as `Events::pong`.
+    pub fn ping(&mut self, data: [u8; 8]) {
+        frame::encode_ping(&mut self.out, false, data);
+    }
+
+    /// Starts a graceful close: a GOAWAY (NO_ERROR; we accept no server streams, so its last
+    /// stream id is 0). Streams open may still complete; no new ones open.
+    pub fn go_away(&mut self) {
+        if !self.goaway_sent {
+            frame::encode_goaway(&mut self.out, 0, Reason::NO_ERROR, &[]);
+            self.goaway_sent = true;
+        }
+    }
+
+    /// Reports every open stream as `Closed::Lost` and forgets it: the connection is gone.
+    pub fn fail_all(&mut self, events: &mut impl Events) {
+        for slot in 0..self.streams.len() {
+            if self.streams[slot].live {
+                let token = self.streams[slot].token;
+                self.remove(slot);
+                events.closed(token, Closed::Lost);
+            }
+        }
+    }
+
+    fn remove(&mut self, slot: usize) {
+        let id = self.streams[slot].id;
+        if self.streams[slot].live && self.by_id.remove(&id).is_some() {
+            self.streams[slot].live = false;
+            self.active -= 1;
+            self.free.push(slot);
+            self.blocked.retain(|&b| b != slot);
+            let s = &mut self.streams[slot];
+            s.pending.clear();
+            s.pending_at = 0;
+            s.pending_end = false;
+        }
+    }
+
+    fn finish_if_closed(&mut self, slot: usize) {
+        let s = &self.streams[slot];
+        if s.local_closed && s.remote_closed && !s.has_pending() {
+            self.remove(slot);
+        }
+    }
+
+    /// Handles every complete frame at the start of `buf`; returns the bytes consumed (the
+    /// caller keeps the rest for the next read). A connection error queues a GOAWAY and is
+    /// returned; the connection takes no more input after it.
+    pub fn recv(&mut self, buf: &[u8], events: &mut impl Events) -> Result<usize, Error> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut at = 0;
+        loop {
+            let decoded = match frame::decode(&buf[at..], self.cfg.max_frame_size) {
+                Ok(Some(d)) => d,
+                Ok(None) => return Ok(at),
+                Err(e) => return Err(self.fail(e.into())),
+            };
+            let (f, used) = decoded;
+            if let Err(e) = self.handle(f, events) {
+                return Err(self.fail(e));
+            }
+            at += used;
+        }
+    }
+
+    fn fail(&mut self, e: Error) -> Error {
+        if self.failed.is_none() {
+            frame::encode_goaway(&mut self.out, 0, e.reason, e.what.as_bytes());
+            self.goaway_sent = true;
+            self.failed = Some(e);
+        }
+        e
+    }
+
+    fn idle(&mut self) -> Result<(), Error> {
+        self.idle_frames += 1;
+        if self.idle_frames > self.cfg.max_idle_frames {
+            return Err(calm("too many frames without progress"));
+        }
+        Ok(())
+    }
+
+    fn control_ack(&mut self, bytes: usize) -> Result<(), Error> {
+        self.control_pending += bytes;
+        if self.control_pending > self.cfg.max_pending_control {
+            return Err(calm("acknowledgements pile up unread (PING or SETTINGS flood)"));
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, f: Frame<'_>, events: &mut impl Events) -> Result<(), Error> {
+        if !self.settings_received && !matches!(f, Frame::Settings { ack: false, .. }) {
+            return Err(protocol("the server's first frame is not SETTINGS"));
+        }
+        if let Some(p) = self.partial {
+            let Frame::Continuation {
+                stream,
+                block,
+                end_headers,
+            } = f
+            else {
+                return Err(protocol("a header block is interrupted by another frame"));
+            };
+            if stream != p.stream {
+                return Err(protocol("CONTINUATION on another stream"));
+            }
+            if p.continuations >= MAX_CONTINUATIONS {
+                return Err(calm("too many CONTINUATION frames"));
+            }
+            if self.block.len() + block.len() > self.cfg.max_header_list_size as usize {
+                return Err(calm("header block above the header list limit"));
+            }
+            self.block.extend_from_slice(block);
+            self.partial = Some(Partial {
+                continuations: p.continuations + 1,
+                ..p
+            });
+            if end_headers {
+                self.partial = None;
+                let block = std::mem::take(&mut self.block);
+                let r = self.header_block(p.stream, &block, p.end_stream, events);
+                self.block = block;
+                self.block.clear();
+                r?;
+            }
+            return Ok(());
+        }
+        match f {
+            Frame::Data {
+                stream,
+                data,
+                end_stream,
+                flow_len,
+            } => self.data(stream, data, end_stream, flow_len, events),
+            Frame::Headers {
+                stream,
+                block,
+                end_stream,
+                end_headers,
+                ..
+            } => {
+                if end_headers {
+                    return self.header_block(stream, block, end_stream, events);
+                }
+                if block.len() > self.cfg.max_header_list_size as usize {
+                    return Err(calm("header block above the header list limit"));
+                }
+                self.block.clear();
+                self.block.extend_from_slice(block);
+                self.partial = Some(Partial {
+                    stream,
+                    end_stream,
+                    continuations: 0,
+                });
+                Ok(())
+            }
+            Frame::Priority { .. } | Frame::Unknown { .. } => self.idle(),
+            Frame::RstStream { stream, reason } => {
+                self.check_known(stream)?;
+                if let Some(slot) = self.by_id.get(&stream).copied() {
+                    let token = self.streams[slot].token;
+                    self.remove(slot);
+                    events.closed(token, Closed::Reset(reason));
+                    self.idle_frames = 0;
+                    Ok(())
+                } else {
+                    self.idle()
+                }
+            }
+            Frame::Settings { ack: true, .. } => {
+                if self.settings_unacked == 0 {
+                    return Err(protocol("SETTINGS ACK without SETTINGS"));
+                }
+                self.settings_unacked -= 1;
+                self.idle_frames = 0;
+                Ok(())
+            }
+            Frame::Settings {
+                ack: false,
+                settings,
+            } => {
+                let first = !self.settings_received;
+                self.settings_received = true;
+                self.apply_settings(&settings)?;
+                frame::encode_settings_ack(&mut self.out);
+                self.control_ack(frame::HEADER_LEN)?;
+                if first {
+                    Ok(())
+                } else {
+                    self.idle()
+                }
+            }
+            Frame::PushPromise { .. } => Err(protocol("PUSH_PROMISE with push disabled")),
+            Frame::Ping { ack: true, data } => {
+                self.idle_frames = 0;
+                events.pong(data);
+                Ok(())
+            }
+            Frame::Ping { ack: false, data } => {
+                frame::encode_ping(&mut self.out, true, data);
+                self.control_ack(frame::HEADER_LEN + 8)?;
+                self.idle()
+            }
+            Frame::GoAway {
+                last_stream,
+                reason,
+                debug,
+            } => {
+                let last = self.goaway_received.map_or(last_stream, |l| l.min(last_stream));
+                self.goaway_received = Some(last);
+                events.go_away(last, reason, debug);
+                for slot in 0..self.streams.len() {
+                    let s = &self.streams[slot];
+                    if s.live && s.id > last {
+                        let token = s.token;
+                        self.remove(slot);
+                        events.closed(token, Closed::Refused);
+                    }
+                }
+                Ok(())
+            }
+            Frame::WindowUpdate { stream: 0, increment } => {
+                if increment == 0 {
+                    return Err(protocol("WINDOW_UPDATE of 0 on the connection"));
+                }
+                self.conn_send_window += i64::from(increment);
+                if self.conn_send_window > i64::from(frame::MAX_WINDOW) {
+                    return Err(Error {
+                        reason: Reason::FLOW_CONTROL_ERROR,
+                        what: "connection window above 2^31-1",
+                    });
+                }
+                self.idle_frames = 0;
+                self.flush_blocked();
+                Ok(())
+            }
+            Frame::WindowUpdate { stream, increment } => {
+                self.check_known(stream)?;
+                let Some(slot) = self.by_id.get(&stream).copied() else {
+                    return self.idle();
+                };
+                if increment == 0 {
+                    self.stream_error(slot, Reason::PROTOCOL_ERROR, "WINDOW_UPDATE of 0", events);
+                    return Ok(());
+                }
+                let s = &mut self.streams[slot];
+                s.send_window += i64::from(increment);
+                if s.send_window > i64::from(frame::MAX_WINDOW) {
+                    self.stream_error(
+                        slot,
+                        Reason::FLOW_CONTROL_ERROR,
+                        "stream window above 2^31-1",
+                        events,
+                    );
+                    return Ok(());
+                }
+                self.idle_frames = 0;
+                self.flush_blocked();
+                Ok(())
+            }
+            Frame::Continuation { .. } => Err(protocol("CONTINUATION without a header block")),
+        }
+    }
+
+    /// A frame on a stream id we never opened (server-initiated or idle) is a connection
+    /// error; a closed one of ours is not.
+    fn check_known(&self, stream: u32) -> Result<(), Error> {
+        if stream % 2 == 0 || stream >= self.next_id {
+            return Err(protocol("a frame on a stream that was never opened"));
+        }
+        Ok(())
+    }
+
+    fn stream_error(
+        &mut self,
+        slot: usize,
+        reason: Reason,
+        what: &'static str,
+        events: &mut impl Events,
+    ) {
+        let (id, token) = (self.streams[slot].id, self.streams[slot].token);
+        frame::encode_rst_stream(&mut self.out, id, reason);
+        self.remove(slot);
+        events.closed(token, Closed::Error(reason, what));
+    }
+
+    fn apply_settings(&mut self, s: &Settings) -> Result<(), Error> {
+        if let Some(n) = s.header_table_size {
+            self.encoder.set_max_table_size(n as usize);
+        }
+        if let Some(n) = s.max_concurrent_streams {
+            self.peer_max_streams = n;
+        }
+        if let Some(n) = s.max_frame_size {
+            self.peer_max_frame = n;
+        }
+        if let Some(n) = s.initial_window_size {
+            let delta = i64::from(n) - i64::from(self.peer_initial_window);
+            self.peer_initial_window = n;
+            for st in &mut self.streams {
+                if st.live {
+                    st.send_window += delta;
+                    if st.send_window > i64::from(frame::MAX_WINDOW) {
+                        return Err(Error {
+                            reason: Reason::FLOW_CONTROL_ERROR,
+                            what: "SETTINGS_INITIAL_WINDOW_SIZE takes a stream window above 2^31-1",
+                        });
+                    }
+                }
+            }
+            if delta > 0 {
+                self.flush_blocked();
+            }
+        }
+        Ok(())
+    }
+
+    fn data(
+        &mut self,
+        stream: u32,
+        data: &[u8],
+        end_stream: bool,
+        flow_len: u32,
+        events: &mut impl Events,
+    ) -> Result<(), Error> {
+        self.check_known(stream)?;
+        if i64::from(flow_len) > self.conn_recv_window {
+            return Err(Error {
+                reason: Reason::FLOW_CONTROL_ERROR,
+                what: "DATA beyond the connection window",
+            });
+        }
+        self.conn_recv_window -= i64::from(flow_len);
+        self.conn_recv_unacked += flow_len;
+        if self.conn_recv_unacked >= self.cfg.initial_conn_window_size.max(frame::DEFAULT_WINDOW) / 2
+        {
+            frame::encode_window_update(&mut self.out, 0, self.conn_recv_unacked);
+            self.conn_recv_window += i64::from(self.conn_recv_unacked);
+            self.conn_recv_unacked = 0;
+        }
+        let Some(slot) = self.by_id.get(&stream).copied() else {
+            return self.idle();
+        };
+        let s = &mut self.streams[slot];
+        if s.remote_closed {
+            self.stream_error(
+                slot,
+                Reason::STREAM_CLOSED,
+                "DATA after the end of the stream",
+                events,
+            );
+            return Ok(());
+        }
+        if s.head != Head::Received {
+            self.stream_error(
+                slot,
+                Reason::PROTOCOL_ERROR,
+                "DATA outside the response body",
+                events,
+            );
+            return Ok(());
+        }
+        if i64::from(flow_len) > s.recv_window {
+            self.stream_error(
+                slot,
+                Reason::FLOW_CONTROL_ERROR,
+                "DATA beyond the stream window",
+                events,
+            );
+            return Ok(());
+        }
+        s.recv_window -= i64::from(flow_len);
+        s.recv_unacked += flow_len;
+        let token = s.token;
+        if end_stream {
+            s.remote_closed = true;
+        } else if s.recv_unacked >= self.cfg.initial_window_size / 2 && s.recv_unacked > 0 {
+            frame::encode_window_update(&mut self.out, stream, s.recv_unacked);
+            s.recv_window += i64::from(s.recv_unacked);
+            s.recv_unacked = 0;
+        }
+        if data.is_empty() && !end_stream {
+            self.idle()?;
+        } else {
+            self.idle_frames = 0;
+        }
+        events.data(token, data, end_stream);
+        if end_stream {
+            self.finish_if_closed(slot);
+        }
+        Ok(())
+    }
+
+    /// A complete header block: decoded (always, to keep HPACK in step), checked, its fields
+    /// handed over when the stream is ours and open.
+    fn header_block(
+        &mut self,
+        stream: u32,
+        block: &[u8],
+        end_stream: bool,
+        events: &mut impl Events,
+    ) -> Result<(), Error> {
+        self.check_known(stream)?;
+        let max = self.cfg.max_header_list_size as usize;
+        let slot = self.by_id.get(&stream).copied();
+        let Some(slot) = slot.filter(|&s| !self.streams[s].remote_closed) else {
+            // a closed stream (reset by us, or ended): decode and drop
+            self.decoder.decode(block, max, |_| {}).map_err(hpack_error)?;
+            return self.idle();
+        };
+        let (token, head) = (self.streams[slot].token, self.streams[slot].head);
+        let trailers = head == Head::Received;
+        if head == Head::Trailers {
+            self.decoder.decode(block, max, |_| {}).map_err(hpack_error)?;
+            self.stream_error(slot, Reason::PROTOCOL_ERROR, "a header block after the trailers", events);
+            return Ok(());
+        }
+        let mut check = FieldCheck::new(trailers);
+        self.decoder
+            .decode(block, max, |field| {
+                if check.field(&field) {
+                    events.field(token, field, trailers);
+                }
+            })
+            .map_err(hpack_error)?;
+        if let Err(what) = check.finish(end_stream) {
+            self.stream_error(slot, Reason::PROTOCOL_ERROR, what, events);
+            return Ok(());
+        }
+        self.idle_frames = 0;
+        let s = &mut self.streams[slot];
+        s.head = match (trailers, check.informational) {
+            (true, _) => Head::Trailers,
+            (false, true) => Head::Awaiting,
+            (false, false) => Head::Received,
+        };
+        if end_stream {
+            s.remote_closed = true;
+        }
+        events.headers_done(token, trailers, end_stream);
+        if end_stream {
+            self.finish_if_closed(slot);
+        }
+        Ok(())
+    }
+}
+
+/// The checks of RFC 9113 §8.3.2 and §8.2.2 on a response's fields as they are decoded: a
+/// malformed response is a stream error. The first fault is kept; fields after it are not
+/// handed over.
+struct FieldCheck {
+    trailers: bool,
+    regular_seen: bool,
+    status_seen: bool,
+    informational: bool,
+    fault: Option<&'static str>,
+}
+
+impl FieldCheck {
+    fn new(trailers: bool) -> FieldCheck {
+        FieldCheck {
+            trailers,
+            regular_seen: false,
+            status_seen: false,
+            informational: false,
+            fault: None,
+        }
+    }
+
+    /// Whether the field is well-formed so far (and so handed over).
+    fn field(&mut self, f: &Field<'_>) -> bool {
+        if self.fault.is_some() {
+            return false;
+        }
+        self.fault = self.fault_of(f);
+        self.fault.is_none()
+    }
+
+    fn fault_of(&mut self, f: &Field<'_>) -> Option<&'static str> {
+        if f.name.first() == Some(&b':') {
+            if self.trailers {
+                return Some("a pseudo-header in trailers");
+            }
+            if self.regular_seen {
+                return Some("a pseudo-header after a regular field");
+            }
+            if f.name != b":status" {
+                return Some("a pseudo-header other than :status in a response");
+            }
+            if self.status_seen {
+                return Some(":status twice");
+            }
+            if f.value.len() != 3 || !f.value.iter().all(u8::is_ascii_digit) {
+                return Some(":status is not three digits");
+            }
+            self.status_seen = true;
+            self.informational = f.value[0] == b'1';
+            return None;
+        }
+        self.regular_seen = true;
+        if f.name.is_empty() || f.name.iter().any(|&b| b.is_ascii_uppercase() || b <= b' ') {
+            return Some("a field name that is empty, upper-case or has controls");
+        }
+        if matches!(
+            f.name,
+            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
+        ) {
+            return Some("a connection-specific field");
+        }
+        if f.value.iter().any(|&b| b == 0 || b == b'\r' || b == b'\n') {
+            return Some("a field value with NUL, CR or LF");
+        }
+        None
+    }
+
+    fn finish(&self, end_stream: bool) -> Result<(), &'static str> {
+        if let Some(fault) = self.fault {
+            return Err(fault);
+        }
+        if !self.trailers && !self.status_seen {
+            return Err("a response head without :status");
+        }
+        if self.trailers && !end_stream {
+            return Err("trailers without END_STREAM");
+        }
+        if self.informational && end_stream {
+            return Err("an informational head with END_STREAM");
+        }
+        Ok(())
+    }
+}
+
+fn protocol(what: &'static str) -> Error {
+    Error {
+        reason: Reason::PROTOCOL_ERROR,
+        what,
+    }
+}
+
+fn calm(what: &'static str) -> Error {
+    Error {
+        reason: Reason::ENHANCE_YOUR_CALM,
+        what,
+    }
+}
+
+fn hpack_error(e: hpack::Error) -> Error {
+    match e {
+        hpack::Error::HeaderListTooLarge | hpack::Error::StringTooLong => {
+            calm("a header list above the header list limit")
+        }
+        hpack::Error::Truncated => compression("a truncated header block"),
+        hpack::Error::IntegerOverflow => compression("an HPACK integer overflows"),
+        hpack::Error::InvalidIndex(_) => compression("an HPACK index outside the tables"),
+        hpack::Error::Huffman => compression("invalid Huffman coding"),
+        hpack::Error::TableSizeUpdate => compression("a table size update out of place or too large"),
+    }
+}
+
+fn compression(what: &'static str) -> Error {
+    Error {
+        reason: Reason::COMPRESSION_ERROR,
+        what,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,460 @@
+//! Header block encoding (RFC 7541 §3, §6), with a choice of representations.
+
+use super::table::{DynamicTable, Match, STATIC_TABLE, static_find};
+use super::{DEFAULT_TABLE_SIZE, encode_int, field_size, huffman};
+
+/// How request header fields are represented (the user's `--hpack` flag).
+///
+/// Whatever the strategy, a field equal to a static table entry (`:method: GET`,
+/// `:scheme: https`, ...) is sent as that entry's index (§6.1): it costs nothing and every
+/// client does it. Names in the static table are always sent as indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// Fields equal to a static or dynamic table entry are indexed (§6.1); the others are
+    /// literals with incremental indexing (§6.2.1), so the next request finds them: repeated
+    /// requests cost about one byte per field, pseudo-headers like `:path` included. A field
+    /// larger than the whole table is sent without indexing, as inserting it would only
+    /// empty the table. The name of a literal is indexed when a table has it.
+    #[default]
+    Index,
+    /// The dynamic table is never used: fields not equal to a static entry are literals
+    /// without indexing (§6.2.2).
+    Literal,
+    /// Like [`Strategy::Literal`], but the literals are never indexed (§6.2.3): intermediaries
+    /// must not index them either.
+    NeverIndexed,
+}
+
+impl Strategy {
+    /// The flag's spelling: `"index"`, `"literal"` or `"never"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Index => "index",
+            Strategy::Literal => "literal",
+            Strategy::NeverIndexed => "never",
+        }
+    }
+
+    /// The strategy [`Strategy::as_str`] spells `s`, if any.
+    pub fn parse(s: &str) -> Option<Strategy> {
+        match s {
+            "index" => Some(Strategy::Index),
+            "literal" => Some(Strategy::Literal),
+            "never" => Some(Strategy::NeverIndexed),
+            _ => None,
+        }
+    }
+}
+
+/// Encodes the header blocks we send on one connection, keeping its dynamic table in step
+/// with the peer's decoder (RFC 7541 §2.2, §3).
+///
+/// The dynamic table uses at most [`DEFAULT_TABLE_SIZE`] bytes whatever the peer allows.
+/// String literals are Huffman-coded (§5.2) when that is strictly shorter. Names are sent as
+/// given: HTTP/2 wants them lowercase (RFC 9113 §8.2.1), which is the caller's business.
+///
+/// With the same fields each time, encoding allocates nothing once the table holds them
+/// (given an `out` with room).
+#[derive(Debug)]
+pub struct Encoder {
+    strategy: Strategy,
+    table: DynamicTable,
+    /// The maximum table size the peer's decoder uses now: the last one signalled, or the
+    /// initial 4096 (§4.2).
+    signalled: usize,
+    /// The smallest maximum size set since the last block.
+    lowest: usize,
+}
+
+impl Encoder {
+    /// An encoder with an empty dynamic table of [`DEFAULT_TABLE_SIZE`] bytes, the peer's
+    /// initial SETTINGS_HEADER_TABLE_SIZE.
+    pub fn new(strategy: Strategy) -> Encoder {
+        Encoder {
+            strategy,
+            table: DynamicTable::new(DEFAULT_TABLE_SIZE),
+            signalled: DEFAULT_TABLE_SIZE,
+            lowest: DEFAULT_TABLE_SIZE,
+        }
+    }
+
+    /// The peer's SETTINGS_HEADER_TABLE_SIZE arrived (RFC 9113 §6.5.2): the table's maximum
+    /// size becomes `min(n, 4096)`, evicting the oldest entries if it shrank (§4.3), and the
+    /// next block starts with dynamic table size updates (§6.3): the smallest size set since
+    /// the last block if the table shrank below it in between, then the final one (§4.2).
+    pub fn set_max_table_size(&mut self, n: usize) {
+        let size = n.min(DEFAULT_TABLE_SIZE);
+        self.table.set_max_size(size);
+        self.lowest = self.lowest.min(size);
+    }
+
+    /// Appends the encoding of one whole header block to `out`, in the order given.
+    pub fn encode<'a>(
+        &mut self,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        out: &mut Vec<u8>,
+    ) {
+        self.size_updates(out);
+        for (name, value) in fields {
+            self.field(name, value, out);
+        }
+    }
+
+    /// The strategy given to [`Encoder::new`].
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    /// The current dynamic table size: the sum of its entries' sizes (§4.1).
+    pub fn table_size(&self) -> usize {
+        self.table.size()
+    }
+
+    /// The size updates owed since the last block (§4.2, §6.3).
+    fn size_updates(&mut self, out: &mut Vec<u8>) {
+        let target = self.table.max_size();
+        let dipped = self.lowest < self.signalled && self.lowest < target;
+        if dipped {
+            encode_int(out, 0x20, 5, self.lowest);
+        }
+        if dipped || target != self.signalled {
+            encode_int(out, 0x20, 5, target);
+        }
+        self.signalled = target;
+        self.lowest = target;
+    }
+
+    fn field(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        let static_name = match static_find(name, value) {
+            Some(Match::Exact(index)) => {
+                encode_int(out, 0x80, 7, index);
+                return;
+            }
+            Some(Match::Name(index)) => Some(index),
+            None => None,
+        };
+        match self.strategy {
+            Strategy::Index => {
+                let dynamic = self.table.find(name, value);
+                let dynamic_name = match dynamic {
+                    Some(Match::Exact(index)) => {
+                        encode_int(out, 0x80, 7, STATIC_TABLE.len() + index);
+                        return;
+                    }
+                    Some(Match::Name(index)) => Some(STATIC_TABLE.len() + index),
+                    None => None,
+                };
+                let name_index = static_name.or(dynamic_name);
+                if field_size(name, value) <= self.table.max_size() {
+                    literal(out, 0x40, 6, name_index, name, value);
+                    self.table.insert(name, value);
+                } else {
+                    literal(out, 0x00, 4, name_index, name, value);
+                }
+            }
+            Strategy::Literal => literal(out, 0x00, 4, static_name, name, value),
+            Strategy::NeverIndexed => literal(out, 0x10, 4, static_name, name, value),
+        }
+    }
+}
+
+/// A literal field (§6.2): `flags` and a `prefix_bits`-bit name index (0: a literal name).
+fn literal(
+    out: &mut Vec<u8>,
+    flags: u8,
+    prefix_bits: u32,
+    name_index: Option<usize>,
+    name: &[u8],
+    value: &[u8],
+) {
+    match name_index {
+        Some(index) => encode_int(out, flags, prefix_bits, index),
+        None => {
+            encode_int(out, flags, prefix_bits, 0);
+            string(out, name);
+        }
+    }
+    string(out, value);
+}
+
+/// A string literal (§5.2), Huffman-coded when that is strictly shorter.
+fn string(out: &mut Vec<u8>, s: &[u8]) {
+    let coded_len = huffman::encoded_len(s);
+    if coded_len < s.len() {
+        encode_int(out, 0x80, 7, coded_len);
+        huffman::encode(s, out);
+    } else {
+        encode_int(out, 0x00, 7, s.len());
+        out.extend_from_slice(s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    // `Strategy` below is the encoder's; proptest's trait is only needed for its methods.
+    use proptest::strategy::Strategy as _;
+
+    use super::{Encoder, Strategy};
+    use crate::h2::hpack::table::{Match, static_find};
+    use crate::h2::hpack::test_util::*;
+    use crate::h2::hpack::{DEFAULT_TABLE_SIZE, Decoder, Error, field_size};
+
+    const BIG: usize = 1 << 20;
+
+    fn encode_pairs(e: &mut Encoder, list: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        e.encode(
+            list.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+            &mut out,
+        );
+        out
+    }
+
+    #[test]
+    fn strategy_names() {
+        for s in [Strategy::Index, Strategy::Literal, Strategy::NeverIndexed] {
+            assert_eq!(Strategy::parse(s.as_str()), Some(s));
+            assert_eq!(Encoder::new(s).strategy(), s);
+        }
+        assert_eq!(Strategy::parse("Index"), None);
+        assert_eq!(Strategy::default(), Strategy::Index);
+    }
+
+    /// With Strategy::Index the encoder makes the RFC's choices for C.4 and C.6 (static names,
+    /// Huffman where shorter, incremental indexing), so the bytes match exactly, but for one
+    /// string: C.6.2 Huffman-codes "307" in 3 bytes, no shorter than raw, which this encoder
+    /// sends raw.
+    #[test]
+    fn rfc_c4_and_c6_byte_exact() {
+        let mut e = Encoder::new(Strategy::Index);
+        for (list, block) in REQUESTS.iter().zip(C4) {
+            assert_eq!(encode_pairs(&mut e, list), hex(block));
+        }
+        assert_eq!(e.table_size(), 164);
+
+        let mut e = Encoder::new(Strategy::Index);
+        e.set_max_table_size(256);
+        // the size update from 4096 to 256 that C.6 leaves to the HTTP/2 settings
+        let first = [hex("3fe1 01"), hex(C6[0])].concat();
+        assert_eq!(encode_pairs(&mut e, RESPONSES[0]), first);
+        assert_eq!(hex(C6[1]), hex("4883 640e ffc1 c0bf"));
+        assert_eq!(
+            encode_pairs(&mut e, RESPONSES[1]),
+            hex("4803 3330 37c1 c0bf")
+        );
+        assert_eq!(encode_pairs(&mut e, RESPONSES[2]), hex(C6[2]));
+        assert_eq!(e.table_size(), 215);
+    }
+
+    /// C.2, C.3 and C.5's field lists (whose RFC encodings skip Huffman coding, which this
+    /// encoder uses whenever it is shorter) round-trip through every strategy.
+    #[test]
+    fn rfc_lists_round_trip() {
+        let c2: [&[(&str, &str)]; 3] = [
+            &[("custom-key", "custom-header")],
+            &[(":path", "/sample/path")],
+            &[("password", "secret")],
+        ];
+        for strategy in [Strategy::Index, Strategy::Literal, Strategy::NeverIndexed] {
+            for (size, lists) in [
+                (4096, &c2[..]),
+                (4096, &REQUESTS[..]),
+                (256, &RESPONSES[..]),
+            ] {
+                let mut e = Encoder::new(strategy);
+                e.set_max_table_size(size);
+                let mut d = Decoder::new(size);
+                for list in lists {
+                    let block = encode_pairs(&mut e, list);
+                    let got: Vec<_> = decode_all(&mut d, &block, BIG)
+                        .unwrap()
+                        .into_iter()
+                        .map(|(n, v, _)| (n, v))
+                        .collect();
+                    let want: Vec<_> = pairs(list).into_iter().map(|(n, v, _)| (n, v)).collect();
+                    assert_eq!(got, want, "{strategy:?}");
+                    assert_eq!(d.table_size(), e.table_size(), "{strategy:?}");
+                }
+            }
+        }
+    }
+
+    /// A repeated request costs one byte per field with Strategy::Index, `:path` included.
+    #[test]
+    fn repeated_requests_cost_a_byte_per_field() {
+        let request = [
+            (":method", "POST"),
+            (":scheme", "https"),
+            (":path", "/etcdserverpb.KV/Range"),
+            (":authority", "127.0.0.1:2379"),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+        ];
+        let mut e = Encoder::new(Strategy::Index);
+        let first = encode_pairs(&mut e, &request);
+        assert!(first.len() > 30);
+        let mut out = Vec::with_capacity(64);
+        for _ in 0..3 {
+            out.clear();
+            e.encode(
+                request.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+                &mut out,
+            );
+            assert_eq!(out.len(), request.len());
+        }
+        // Literal never grows the table, and says the same thing every time
+        let mut e = Encoder::new(Strategy::Literal);
+        let first = encode_pairs(&mut e, &request);
+        assert_eq!(encode_pairs(&mut e, &request), first);
+        assert_eq!(e.table_size(), 0);
+        assert_eq!(first[0..2], [0x83, 0x87]); // :method POST, :scheme https
+        assert_eq!(first[2], 0x04); // :path by static name, without indexing
+    }
+
+    #[test]
+    fn never_indexed_marks_literals_only() {
+        let list = [(":method", "GET"), (":path", "/a"), ("x-secret", "s")];
+        let mut e = Encoder::new(Strategy::NeverIndexed);
+        let block = encode_pairs(&mut e, &list);
+        let got = decode_all(&mut Decoder::new(4096), &block, BIG).unwrap();
+        let flags: Vec<bool> = got.iter().map(|f| f.2).collect();
+        assert_eq!(flags, [false, true, true]);
+    }
+
+    #[test]
+    fn size_updates_follow_the_settings() {
+        let list = [("x-a", "1")];
+        let mut e = Encoder::new(Strategy::Index);
+        // no change: no update
+        e.set_max_table_size(4096);
+        e.set_max_table_size(1 << 20); // more than we use: still 4096
+        assert_eq!(encode_pairs(&mut e, &list)[0], 0x40);
+        // shrink to 0 and back between two blocks: 0 then 4096 (§4.2)
+        e.set_max_table_size(0);
+        e.set_max_table_size(4096);
+        assert_eq!(e.table_size(), 0);
+        let block = encode_pairs(&mut e, &[]);
+        assert_eq!(block, hex("20 3fe1 1f"));
+        // shrink to 100, then 50, then up to 300: 50 then 300
+        e.set_max_table_size(100);
+        e.set_max_table_size(50);
+        e.set_max_table_size(300);
+        assert_eq!(encode_pairs(&mut e, &[]), hex("3f13 3f8d 02"));
+        // grow: one update
+        e.set_max_table_size(8000);
+        assert_eq!(encode_pairs(&mut e, &[]), hex("3fe1 1f"));
+        // and only once
+        assert_eq!(encode_pairs(&mut e, &[]), Vec::<u8>::new());
+        // a field larger than a zero-sized table is not indexed
+        e.set_max_table_size(0);
+        let block = encode_pairs(&mut e, &list);
+        assert_eq!(block[..2], [0x20, 0x00]);
+        assert_eq!(e.table_size(), 0);
+    }
+
+    /// A pool of names and values to pick from: static names, pseudo-headers, static values,
+    /// empty values and arbitrary bytes, so fields repeat and match the tables in every way.
+    fn field() -> impl proptest::strategy::Strategy<Value = (Vec<u8>, Vec<u8>)> {
+        let name = prop_oneof![
+            prop::sample::select(vec![
+                ":method",
+                ":path",
+                ":status",
+                ":authority",
+                "accept-encoding",
+                "content-type",
+                "user-agent",
+                "x-custom",
+                "x-other",
+            ])
+            .prop_map(|s| s.as_bytes().to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..20),
+        ];
+        let value = prop_oneof![
+            prop::sample::select(vec!["", "GET", "/", "200", "gzip, deflate", "v1", "v2"])
+                .prop_map(|s| s.as_bytes().to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..40),
+            proptest::collection::vec(any::<u8>(), 100..300),
+        ];
+        (name, value)
+    }
+
+    fn block_fields() -> impl proptest::strategy::Strategy<Value = Vec<(Vec<u8>, Vec<u8>)>> {
+        proptest::collection::vec(field(), 0..12).prop_flat_map(|fresh| {
+            // repeat some fields of the block to exercise exact dynamic matches
+            let n = fresh.len();
+            proptest::collection::vec(any::<prop::sample::Index>(), 0..6).prop_map(move |picks| {
+                let mut fields = fresh.clone();
+                if n > 0 {
+                    fields.extend(picks.iter().map(|p| fresh[p.index(n)].clone()));
+                }
+                fields
+            })
+        })
+    }
+
+    proptest! {
+        /// Several blocks through one encoder and one decoder, the table size changing in
+        /// between: the fields come back as given, never-indexed exactly where they should,
+        /// and both tables agree in size after every block.
+        #[test]
+        fn blocks_round_trip(
+            strategy in prop::sample::select(vec![
+                Strategy::Index,
+                Strategy::Literal,
+                Strategy::NeverIndexed,
+            ]),
+            blocks in proptest::collection::vec(
+                (
+                    block_fields(),
+                    proptest::option::of(prop::sample::select(vec![
+                        0usize, 1, 32, 64, 100, 256, 1000, 4096, 8192,
+                    ])),
+                ),
+                1..6,
+            ),
+        ) {
+            let mut e = Encoder::new(strategy);
+            let mut d = Decoder::new(DEFAULT_TABLE_SIZE);
+            let mut out = Vec::new();
+            for (fields, resize) in &blocks {
+                if let Some(n) = resize {
+                    e.set_max_table_size(*n);
+                }
+                out.clear();
+                e.encode(fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut out);
+                let got = decode_all(&mut d, &out, BIG);
+                let got = got.map_err(|e| TestCaseError::fail(format!("{e}")))?;
+                prop_assert_eq!(got.len(), fields.len());
+                for ((name, value, never), (n, v)) in got.iter().zip(fields) {
+                    prop_assert_eq!(name, n);
+                    prop_assert_eq!(value, v);
+                    let literal = !matches!(static_find(n, v), Some(Match::Exact(_)));
+                    prop_assert_eq!(*never, strategy == Strategy::NeverIndexed && literal);
+                }
+                prop_assert_eq!(d.table_size(), e.table_size());
+                if strategy != Strategy::Index {
+                    prop_assert_eq!(e.table_size(), 0);
+                }
+            }
+        }
+
+        /// Any list the budget allows decodes; one byte less is refused, never mis-decoded.
+        #[test]
+        fn the_budget_is_exact(fields in block_fields()) {
+            let total: usize = fields.iter().map(|(n, v)| field_size(n, v)).sum();
+            let mut out = Vec::new();
+            Encoder::new(Strategy::Index)
+                .encode(fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut out);
+            prop_assert!(decode_all(&mut Decoder::new(4096), &out, total).is_ok());
+            if total > 0 {
+                let err = decode_all(&mut Decoder::new(4096), &out, total - 1).unwrap_err();
+                prop_assert!(
+                    matches!(err, Error::StringTooLong | Error::HeaderListTooLarge),
+                    "{:?}", err
+                );
+            }
+        }
+    }
+}

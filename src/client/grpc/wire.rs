@@ -1,0 +1,607 @@
+//! The wire crate's h2 client (`wirebench_wire::h2::client::Connection`) on tokio: one driver
+//! task per connection moves bytes, the callers queue their streams on the shared state.
+//!
+//! A wakeup of the driver reads until the socket has nothing more (every frame of every read is
+//! handled at once), then writes everything queued (the callers' HEADERS and DATA, PING and
+//! SETTINGS acks, WINDOW_UPDATEs) in one write call. Callers run as their own tasks on the same
+//! thread: a caller woken by a response queues its next request and wakes the driver, which the
+//! runtime polls after the other woken callers, so their requests share that one write.
+//!
+//! Nothing here allocates per call in steady state: a call takes a slot (its verdict state and
+//! its caller's response buffer, swapped in for the call) from a free list, the request's
+//! header fields are borrowed from its `Call`, and the connection's buffers keep their capacity.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::{Call, CallError, judged_message};
+use crate::net::{H2Config, Io, Ledger};
+use crate::outcome::{Failure, FailureKind};
+use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
+use wirebench_wire::h2::client::{Closed, Config, Connection, Events, OpenError};
+use wirebench_wire::h2::frame::Reason;
+use wirebench_wire::h2::hpack::Field;
+
+/// The read buffer's first size; it grows to hold the largest frame we accept.
+const READ_START: usize = 16 << 10;
+/// A grpc-message is kept up to this many bytes.
+const MAX_MESSAGE_TEXT: usize = 1024;
+
+/// The connection settings of `H2Config` as the wire client's.
+pub fn config(h2: &H2Config) -> Config {
+    Config {
+        initial_window_size: h2.initial_window_size,
+        initial_conn_window_size: h2.initial_conn_window_size,
+        max_frame_size: h2.max_frame_size,
+        hpack: h2.hpack,
+        ..Config::default()
+    }
+}
+
+/// Why a connection is unusable.
+#[derive(Clone, Debug)]
+enum Dead {
+    /// The peer broke the protocol (we sent GOAWAY with this reason).
+    Protocol(wirebench_wire::h2::client::Error),
+    /// A read or write failed, or the peer closed the socket.
+    Io(Failure),
+}
+
+impl Dead {
+    fn failure(&self) -> Failure {
+        match self {
+            Dead::Protocol(e) => Failure::with(FailureKind::H2, e),
+            Dead::Io(f) => f.clone(),
+        }
+    }
+}
+
+/// One call's state while its stream is open.
+struct Slot {
+    /// the caller's response buffer, lent for the call
+    rx: BytesMut,
+    max_message: usize,
+    status_kind: FailureKind,
+    status: u16,
+    /// grpc-status of the head (trailers-only) and of the trailers: at most 3 digits
+    head_grpc: Option<([u8; 4], u8)>,
+    trailer_grpc: Option<([u8; 4], u8)>,
+    message: Vec<u8>,
+    header_bytes_in: u64,
+    stream: u32,
+    outcome: Option<Result<Bytes, CallError>>,
+    waker: Option<Waker>,
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            rx: BytesMut::new(),
+            max_message: 0,
+            status_kind: FailureKind::GrpcStatus,
+            status: 0,
+            head_grpc: None,
+            trailer_grpc: None,
+            message: Vec::new(),
+            header_bytes_in: 0,
+            stream: 0,
+            outcome: None,
+            waker: None,
+        }
+    }
+
+    fn done(&mut self, outcome: Result<Bytes, CallError>) {
+        if self.outcome.is_none() {
+            self.outcome = Some(outcome);
+            if let Some(w) = self.waker.take() {
+                w.wake();
+            }
+        }
+    }
+
+    fn judged(&self, v: Verdict) -> CallError {
+        let message = (!self.message.is_empty()).then_some(&self.message[..]);
+        judged_message(v, message, self.status_kind)
+    }
+}
+
+fn status_bytes(s: &Option<([u8; 4], u8)>) -> Option<&[u8]> {
+    s.as_ref().map(|(b, n)| &b[..usize::from(*n)])
+}
+
+/// The connection and its calls, shared by the driver and the callers on one thread.
+struct State {
+    conn: Connection,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    /// streams to reset after the frames at hand are handled (a verdict came early)
+    to_reset: Vec<u32>,
+    /// callers waiting for a stream (the server's SETTINGS, or its stream limit)
+    waiting: VecDeque<Waker>,
+    driver: Option<Waker>,
+    dead: Option<Dead>,
+    /// the owner closes: write what is left, GOAWAY, FIN, read to EOF
+    closing: bool,
+    /// everything was written and our side shut down
+    shut: bool,
+    eof: bool,
+}
+
+impl State {
+    fn wake_driver(&self) {
+        if let Some(w) = &self.driver {
+            w.wake_by_ref();
+        }
+    }
+
+    fn wake_waiting(&mut self) {
+        while let Some(w) = self.waiting.pop_front() {
+            w.wake();
+        }
+    }
+
+    fn kill(&mut self, why: Dead) {
+        if self.dead.is_none() {
+            self.dead = Some(why);
+        }
+        let failure = self.dead.as_ref().map(Dead::failure);
+        let mut sink = Sink {
+            slots: &mut self.slots,
+            to_reset: &mut self.to_reset,
+            lost: failure,
+        };
+        self.conn.fail_all(&mut sink);
+        self.wake_waiting();
+    }
+}
+
+/// The events of received frames, applied to the calls' slots.
+struct Sink<'a> {
+    slots: &'a mut Vec<Slot>,
+    to_reset: &'a mut Vec<u32>,
+    /// what a lost stream fails with
+    lost: Option<Failure>,
+}
+
+fn keep_status(to: &mut Option<([u8; 4], u8)>, value: &[u8]) {
+    let mut b = [0u8; 4];
+    let n = value.len().min(4);
+    b[..n].copy_from_slice(&value[..n]);
+    // a longer value is kept cut to 4 bytes, which no status parses as
+    *to = Some((b, if value.len() > 4 { 4 } else { n as u8 }));
+}
+
+impl Events for Sink<'_> {
+    fn field(&mut self, token: usize, f: Field<'_>, trailers: bool) {
+        let s = &mut self.slots[token];
+        s.header_bytes_in += (f.name.len() + f.value.len()) as u64;
+        match f.name {
+            b":status" => {
+                s.status = f
+                    .value
+                    .iter()
+                    .fold(0u16, |n, d| n * 10 + u16::from(d.wrapping_sub(b'0') % 10));
+            }
+            b"grpc-status" if trailers => keep_status(&mut s.trailer_grpc, f.value),
+            b"grpc-status" => keep_status(&mut s.head_grpc, f.value),
+            b"grpc-message" => {
+                s.message.clear();
+                s.message
+                    .extend_from_slice(&f.value[..f.value.len().min(MAX_MESSAGE_TEXT)]);
+            }
+            _ => {}
+        }
+    }
+
+    fn headers_done(&mut self, token: usize, trailers: bool, end_stream: bool) {
+        let s = &mut self.slots[token];
+        if s.outcome.is_some() {
+            return;
+        }
+        let verdict = UnaryResponse::new(s.max_message);
+        if trailers {
+            let r = verdict.finish(&mut s.rx, true, status_bytes(&s.trailer_grpc));
+            let r = r.map_err(|v| s.judged(v));
+            s.done(r);
+            return;
+        }
+        if (100..200).contains(&s.status) {
+            // informational: the real head follows
+            s.status = 0;
+            return;
+        }
+        match verdict.headers(s.status, status_bytes(&s.head_grpc)) {
+            Err(v) => {
+                let e = s.judged(v);
+                s.done(Err(e));
+                if !end_stream {
+                    self.to_reset.push(s.stream);
+                }
+            }
+            Ok(_) if end_stream => {
+                let r = verdict.finish(&mut s.rx, false, None).map_err(|v| s.judged(v));
+                s.done(r);
+            }
+            Ok(_) => s.rx.clear(),
+        }
+    }
+
+    fn data(&mut self, token: usize, data: &[u8], end_stream: bool) {
+        let s = &mut self.slots[token];
+        if s.outcome.is_some() {
+            return;
+        }
+        let verdict = UnaryResponse::new(s.max_message);
+        if let Err(v) = verdict.data(&mut s.rx, data) {
+            let e = s.judged(v);
+            s.done(Err(e));
+            if !end_stream {
+                self.to_reset.push(s.stream);
+            }
+        } else if end_stream {
+            let r = verdict.finish(&mut s.rx, false, None).map_err(|v| s.judged(v));
+            s.done(r);
+        }
+    }
+
+    fn closed(&mut self, token: usize, why: Closed) {
+        let s = &mut self.slots[token];
+        let e = match why {
+            Closed::Reset(r) => CallError {
+                status: None,
+                failure: Failure::with(FailureKind::RstStream, r),
+                conn_broken: false,
+                unprocessed: r == Reason::REFUSED_STREAM,
+            },
+            Closed::Refused => CallError {
+                status: None,
+                failure: Failure::with(FailureKind::Goaway, "stream above the GOAWAY's last id"),
+                conn_broken: true,
+                unprocessed: true,
+            },
+            Closed::Error(reason, what) => CallError {
+                status: None,
+                failure: Failure::with(FailureKind::H2, format_args!("{reason}: {what}")),
+                conn_broken: false,
+                unprocessed: false,
+            },
+            Closed::Lost => CallError {
+                status: None,
+                failure: self
+                    .lost
+                    .clone()
+                    .unwrap_or_else(|| Failure::with(FailureKind::Io, "connection lost")),
+                conn_broken: true,
+                unprocessed: false,
+            },
+        };
+        s.done(Err(e));
+    }
+}
+
+/// A handle on one wire-client connection; clones share it.
+#[derive(Clone)]
+pub struct Handle {
+    state: Rc<RefCell<State>>,
+}
+
+/// The connection's driver, spawned on the current `LocalSet`.
+pub struct Driver {
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the client on `io`: the preface goes out, and the returned handle opens streams once
+/// the server's SETTINGS are in (callers wait for them, within their timeout).
+pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, Driver) {
+    let state = Rc::new(RefCell::new(State {
+        conn: Connection::new(config(h2)),
+        slots: Vec::new(),
+        free: Vec::new(),
+        to_reset: Vec::new(),
+        waiting: VecDeque::new(),
+        driver: None,
+        dead: None,
+        closing: false,
+        shut: false,
+        eof: false,
+    }));
+    let handle = Handle {
+        state: state.clone(),
+    };
+    let max_frame = h2.max_frame_size as usize;
+    let task = tokio::task::spawn_local(async move {
+        let mut io = io;
+        let mut buf = vec![0u8; READ_START.min(max_frame + 9 + 4096)];
+        let mut filled = 0;
+        poll_fn(|cx| drive(&state, &mut io, &mut buf, &mut filled, max_frame, cx)).await;
+        dead.set(true);
+    });
+    (handle, Driver { task })
+}
+
+/// One wakeup of the driver: read everything, handle it, write everything.
+fn drive(
+    state: &Rc<RefCell<State>>,
+    io: &mut Io,
+    buf: &mut Vec<u8>,
+    filled: &mut usize,
+    max_frame: usize,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    let mut st = state.borrow_mut();
+    let st = &mut *st;
+    if st.driver.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
+        st.driver = Some(cx.waker().clone());
+    }
+    while st.dead.is_none() && !st.eof {
+        if *filled == buf.len() {
+            // a frame larger than the buffer: grow towards the largest we accept (the
+            // frame decoder refuses larger ones from their header)
+            let limit = max_frame + 9 + 4096;
+            if buf.len() >= limit {
+                st.kill(Dead::Io(Failure::with(FailureKind::H2, "read buffer full")));
+                break;
+            }
+            buf.resize((buf.len() * 2).min(limit), 0);
+        }
+        let mut rb = ReadBuf::new(&mut buf[*filled..]);
+        match Pin::new(&mut *io).poll_read(cx, &mut rb) {
+            Poll::Pending => break,
+            Poll::Ready(Err(e)) => st.kill(Dead::Io(crate::client::io_failure(&e))),
+            Poll::Ready(Ok(())) if rb.filled().is_empty() => {
+                st.eof = true;
+                if !st.closing || st.conn.active_streams() > 0 {
+                    st.kill(Dead::Io(Failure::with(
+                        FailureKind::Closed,
+                        "connection closed by the server",
+                    )));
+                }
+            }
+            Poll::Ready(Ok(())) => {
+                *filled += rb.filled().len();
+                let mut sink = Sink {
+                    slots: &mut st.slots,
+                    to_reset: &mut st.to_reset,
+                    lost: None,
+                };
+                match st.conn.recv(&buf[..*filled], &mut sink) {
+                    Ok(used) => {
+                        buf.copy_within(used..*filled, 0);
+                        *filled -= used;
+                    }
+                    Err(e) => st.kill(Dead::Protocol(e)),
+                }
+                for id in st.to_reset.drain(..) {
+                    st.conn.reset(id, Reason::CANCEL);
+                }
+            }
+        }
+    }
+    if !st.waiting.is_empty()
+        && (st.conn.is_closing()
+            || st.dead.is_some()
+            || (st.conn.is_ready() && st.conn.active_streams() < st.conn.max_streams()))
+    {
+        st.wake_waiting();
+    }
+    // writes: everything queued, in as few calls as the socket takes
+    while !st.conn.output().is_empty() {
+        match Pin::new(&mut *io).poll_write(cx, st.conn.output()) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(0)) => {
+                st.kill(Dead::Io(Failure::with(FailureKind::Io, "write returned 0")));
+                return Poll::Ready(());
+            }
+            Poll::Ready(Ok(n)) => st.conn.advance(n),
+            Poll::Ready(Err(e)) => {
+                st.kill(Dead::Io(crate::client::io_failure(&e)));
+                return Poll::Ready(());
+            }
+        }
+    }
+    if st.dead.is_some() {
+        return Poll::Ready(());
+    }
+    if st.closing && st.conn.active_streams() == 0 {
+        if !st.shut {
+            st.conn.go_away();
+            // the GOAWAY first
+            while !st.conn.output().is_empty() {
+                match Pin::new(&mut *io).poll_write(cx, st.conn.output()) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(n)) if n > 0 => st.conn.advance(n),
+                    Poll::Ready(_) => return Poll::Ready(()),
+                }
+            }
+            match Pin::new(&mut *io).poll_shutdown(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(_) => st.shut = true,
+            }
+        }
+        if st.eof {
+            return Poll::Ready(());
+        }
+    }
+    Poll::Pending
+}
+
+impl Handle {
+    /// Whether the connection can take no more calls.
+    pub fn is_dead(&self) -> bool {
+        let st = self.state.borrow();
+        st.dead.is_some() || st.eof || st.conn.is_closing()
+    }
+
+    /// Waits until the server's SETTINGS are in (or the connection failed).
+    pub async fn ready(&self) -> io::Result<()> {
+        poll_fn(|cx| {
+            let mut st = self.state.borrow_mut();
+            if let Some(d) = &st.dead {
+                return Poll::Ready(Err(io::Error::other(d.failure().to_string())));
+            }
+            if st.conn.is_ready() {
+                return Poll::Ready(Ok(()));
+            }
+            st.waiting.push_back(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Whether the server's FIN arrived.
+    pub fn saw_eof(&self) -> bool {
+        self.state.borrow().eof
+    }
+
+    /// Starts the close: once no stream is open, GOAWAY, our FIN, and the server's answer read
+    /// to its FIN through the ledger. The driver task ends then.
+    pub fn close(&self) {
+        let mut st = self.state.borrow_mut();
+        st.closing = true;
+        st.wake_driver();
+    }
+
+    /// One unary call; `sent` becomes true once its HEADERS are queued.
+    pub async fn unary(
+        &self,
+        ledger: &Ledger,
+        call: &Call,
+        request: &Bytes,
+        rx: &mut BytesMut,
+        max_message: usize,
+        sent: &Cell<bool>,
+    ) -> Result<Bytes, CallError> {
+        let token = {
+            let mut st = self.state.borrow_mut();
+            let token = match st.free.pop() {
+                Some(t) => t,
+                None => {
+                    st.slots.push(Slot::new());
+                    st.slots.len() - 1
+                }
+            };
+            let s = &mut st.slots[token];
+            std::mem::swap(&mut s.rx, rx);
+            s.rx.clear();
+            s.max_message = max_message;
+            s.status_kind = call.status_kind;
+            s.status = 0;
+            s.head_grpc = None;
+            s.trailer_grpc = None;
+            s.message.clear();
+            s.header_bytes_in = 0;
+            s.stream = 0;
+            s.outcome = None;
+            s.waker = None;
+            token
+        };
+        let mut guard = CallGuard {
+            state: &self.state,
+            token,
+            rx,
+            stream: None,
+        };
+        let id = poll_fn(|cx| guard.open(cx, call, request)).await?;
+        guard.stream = Some(id);
+        sent.set(true);
+        ledger.count_request();
+        if ledger.h2.is_some() {
+            ledger.h2_header_lists(call.header_list_bytes, 0);
+        }
+        let _in_flight = super::InFlight::new(ledger);
+        let outcome = poll_fn(|cx| {
+            let mut st = self.state.borrow_mut();
+            let s = &mut st.slots[token];
+            match s.outcome.take() {
+                Some(o) => Poll::Ready(o),
+                None => {
+                    if s.waker.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
+                        s.waker = Some(cx.waker().clone());
+                    }
+                    Poll::Pending
+                }
+            }
+        })
+        .await;
+        if ledger.h2.is_some() {
+            let bytes = self.state.borrow().slots[token].header_bytes_in;
+            ledger.h2_header_lists(0, bytes);
+        }
+        guard.stream = None;
+        outcome
+    }
+}
+
+/// A call's hold on its slot: gives the caller's buffer back and frees the slot however the
+/// call ends; a call dropped mid-flight (its timeout) resets its stream.
+struct CallGuard<'a> {
+    state: &'a Rc<RefCell<State>>,
+    token: usize,
+    rx: &'a mut BytesMut,
+    stream: Option<u32>,
+}
+
+impl CallGuard<'_> {
+    fn open(
+        &mut self,
+        cx: &mut Context<'_>,
+        call: &Call,
+        request: &Bytes,
+    ) -> Poll<Result<u32, CallError>> {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        if let Some(d) = &st.dead {
+            return Poll::Ready(Err(never_sent(d.failure())));
+        }
+        let fields = call.fields();
+        match st.conn.open(self.token, fields, false) {
+            Ok(id) => {
+                st.slots[self.token].stream = id;
+                st.conn.send_data(id, request, true);
+                st.wake_driver();
+                Poll::Ready(Ok(id))
+            }
+            Err(OpenError::NotReady | OpenError::Busy) => {
+                st.waiting.push_back(cx.waker().clone());
+                Poll::Pending
+            }
+            Err(OpenError::Closing) => Poll::Ready(Err(never_sent(Failure::with(
+                FailureKind::Goaway,
+                "the connection is going away",
+            )))),
+        }
+    }
+}
+
+fn never_sent(failure: Failure) -> CallError {
+    CallError {
+        status: None,
+        failure,
+        conn_broken: true,
+        unprocessed: true,
+    }
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        if let Some(id) = self.stream {
+            st.conn.reset(id, Reason::CANCEL);
+            st.wake_driver();
+        }
+        let s = &mut st.slots[self.token];
+        std::mem::swap(&mut s.rx, self.rx);
+        s.outcome = None;
+        s.waker = None;
+        st.free.push(self.token);
+    }
+}
