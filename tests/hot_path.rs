@@ -1,6 +1,6 @@
-//! The HTTP/1.1 request path allocates nothing per request and writes each request with one
-//! syscall: the real engine is run in-process against a minimal server that does not allocate
-//! on its threads' count.
+//! The HTTP/1.1 and gRPC request paths allocate nothing per request, and HTTP/1.1 writes each
+//! request with one syscall: the real engine is run in-process against minimal servers whose
+//! threads' allocations are not counted.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -174,4 +174,130 @@ fn http1_failures_allocate_nothing_per_failure() {
         extra < 50,
         "10000 extra failures made {extra} extra allocations ({small} vs {large})"
     );
+}
+
+/// A minimal h2 server for the gRPC echo: SETTINGS, acks, and for every request stream a
+/// response (head, the request's message echoed as an EchoResponse body, trailers). Its header
+/// blocks are literals without indexing, so it keeps no HPACK state; each request's DATA goes
+/// back to the client's connection window at once.
+fn serve_h2(mut s: TcpStream) {
+    use wirebench_wire::h2::frame::{self, Frame, Settings};
+    NOT_COUNTED.with(|c| c.set(true));
+    let head: &[u8] = b"\x88\x0f\x10\x10application/grpc"; // :status 200, content-type
+    let trailers: &[u8] = b"\x00\x0bgrpc-status\x010";
+    let mut out = Vec::with_capacity(64 * 1024);
+    frame::encode_settings(&mut out, &Settings::default());
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut have = 0;
+    let mut preface = false;
+    loop {
+        match s.read(&mut buf[have..]) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => have += n,
+        }
+        let mut at = 0;
+        if !preface {
+            if have < frame::PREFACE.len() {
+                continue;
+            }
+            at = frame::PREFACE.len();
+            preface = true;
+        }
+        while let Ok(Some((f, used))) = frame::decode(&buf[at..have], 16_384) {
+            match f {
+                Frame::Settings { ack: false, .. } => frame::encode_settings_ack(&mut out),
+                Frame::Ping { ack: false, data } => frame::encode_ping(&mut out, true, data),
+                Frame::Data {
+                    stream,
+                    data,
+                    end_stream: true,
+                    ..
+                } if data.len() >= 7 => {
+                    // the request's bytes back to the connection window
+                    frame::encode_window_update(&mut out, 0, data.len() as u32);
+                    // EchoRequest{ping (1)} -> EchoResponse{body (2)}: same bytes, field 2
+                    let mut message = data.to_vec();
+                    message[5] = 0x12;
+                    frame::encode_headers(&mut out, stream, head, false, 16_384);
+                    frame::encode_data(&mut out, stream, &message, false);
+                    frame::encode_headers(&mut out, stream, trailers, true, 16_384);
+                }
+                _ => {}
+            }
+            at += used;
+        }
+        buf.copy_within(at..have, 0);
+        have -= at;
+        if !out.is_empty() {
+            if s.write_all(&out).is_err() {
+                return;
+            }
+            out.clear();
+        }
+    }
+}
+
+fn fake_h2_server() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        NOT_COUNTED.with(|c| c.set(true));
+        for s in l.incoming().flatten() {
+            let _ = s.set_nodelay(true);
+            std::thread::spawn(move || serve_h2(s));
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Allocations of an echo run of `n` calls over `client` (4 streams on one connection).
+fn grpc_allocations_for(target: &str, client: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) {
+    let cli = Cli::try_parse_from([
+        "wirebench",
+        "echo",
+        "--target",
+        target,
+        "--proto",
+        "grpc",
+        "--h2-client",
+        client,
+        "-c",
+        "4",
+        "--conns",
+        "1",
+        "--threads",
+        "1",
+        "-n",
+        &n.to_string(),
+    ])
+    .unwrap();
+    let cfg = cli.into_config().unwrap();
+    let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let run =
+        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None).unwrap();
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    (after - before, run)
+}
+
+#[test]
+fn grpc_steady_state_allocates_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let target = fake_h2_server();
+    let (small, run_small) = grpc_allocations_for(&target, "wire", 200);
+    let (large, run_large) = grpc_allocations_for(&target, "wire", 10_200);
+    assert_eq!(run_small.stats.ok, 200, "{:?}", run_small.stats.errors);
+    assert_eq!(run_large.stats.ok, 10_200, "{:?}", run_large.stats.errors);
+    let extra = large.saturating_sub(small);
+    println!("allocations: {small} for 200 gRPC calls, {large} for 10,200 gRPC calls");
+    assert!(
+        extra < 50,
+        "10000 extra calls made {extra} extra allocations ({small} vs {large})"
+    );
+    // the count sees allocations: the h2 crate's client makes several per call
+    let (h2_small, _) = grpc_allocations_for(&target, "h2", 200);
+    let (h2_large, run_h2) = grpc_allocations_for(&target, "h2", 10_200);
+    assert_eq!(run_h2.stats.ok, 10_200, "{:?}", run_h2.stats.errors);
+    println!("the h2 crate: {h2_small} for 200 calls, {h2_large} for 10,200 calls");
+    assert!(h2_large - h2_small > 10_000);
 }

@@ -10,8 +10,8 @@ use crate::config::{
     Config, Endpoint, Format, Load, Proto, Stop, Target, WorkloadSpec, parse_duration, parse_size,
 };
 use crate::net::{H2Client, H2Config, NetConfig};
-use wirebench_wire::h2::hpack::Strategy;
 use crate::workload::Workload;
+use wirebench_wire::h2::hpack::Strategy;
 
 /// The largest key or value wirebench will generate (etcd's own request limit is 1.5 MiB).
 pub(super) const MAX_GENERATED: usize = 64 << 20;

@@ -161,7 +161,10 @@ impl Conn {
                 // the driver writes GOAWAY and our FIN and reads to the server's FIN, all
                 // through the ledger
                 handle.close();
-                if tokio::time::timeout(CLOSE_BOUND, &mut driver).await.is_err() {
+                if tokio::time::timeout(CLOSE_BOUND, &mut driver)
+                    .await
+                    .is_err()
+                {
                     driver.abort();
                 }
                 handle.saw_eof()
@@ -508,11 +511,7 @@ async fn h2_unary(
 /// A verdict as a call error: its failure kind, and the status it counts under. `headers`:
 /// where a grpc-message may be (the trailers, or a trailers-only response's headers).
 fn judged(v: Verdict, headers: &HeaderMap, kind: FailureKind) -> CallError {
-    judged_message(
-        v,
-        headers.get("grpc-message").map(|m| m.as_bytes()),
-        kind,
-    )
+    judged_message(v, headers.get("grpc-message").map(|m| m.as_bytes()), kind)
 }
 
 /// A verdict as a call error, `message` the grpc-message that came with it (still

@@ -227,7 +227,9 @@ impl Events for Sink<'_> {
                 }
             }
             Ok(_) if end_stream => {
-                let r = verdict.finish(&mut s.rx, false, None).map_err(|v| s.judged(v));
+                let r = verdict
+                    .finish(&mut s.rx, false, None)
+                    .map_err(|v| s.judged(v));
                 s.done(r);
             }
             Ok(_) => s.rx.clear(),
@@ -247,7 +249,9 @@ impl Events for Sink<'_> {
                 self.to_reset.push(s.stream);
             }
         } else if end_stream {
-            let r = verdict.finish(&mut s.rx, false, None).map_err(|v| s.judged(v));
+            let r = verdict
+                .finish(&mut s.rx, false, None)
+                .map_err(|v| s.judged(v));
             s.done(r);
         }
     }
@@ -257,7 +261,10 @@ impl Events for Sink<'_> {
         let e = match why {
             Closed::Reset(r) => CallError {
                 status: None,
-                failure: Failure::with(FailureKind::RstStream, r),
+                failure: Failure::with(
+                    FailureKind::RstStream,
+                    format_args!("{r}: {}", r.meaning()),
+                ),
                 conn_broken: false,
                 unprocessed: r == Reason::REFUSED_STREAM,
             },

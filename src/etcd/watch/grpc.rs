@@ -99,7 +99,9 @@ async fn stream(
     watchers: Vec<usize>,
 ) {
     // `open` connected with the h2 crate's client, which has this handle
-    let mut send = conn.h2_handle().expect("watch connections run on the h2 crate");
+    let mut send = conn
+        .h2_handle()
+        .expect("watch connections run on the h2 crate");
     let ledger = conn.ledger().clone();
     let mut req = Request::new(());
     *req.method_mut() = Method::POST;

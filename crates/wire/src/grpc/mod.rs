@@ -373,8 +373,88 @@ pub fn encode_message_text(text: &str, dst: &mut BytesMut) {
     }
 }
 
+/// The last occurrence of length-delimited field `number` in an encoded protobuf message,
+/// borrowed: a check of one field without decoding (and allocating) the whole message. `None`
+/// when the field is absent; `Err(())` when the message is not valid protobuf wire format.
+#[allow(clippy::result_unit_err)]
+pub fn bytes_field(mut msg: &[u8], number: u32) -> Result<Option<&[u8]>, ()> {
+    fn varint(b: &mut &[u8]) -> Result<u64, ()> {
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let (&byte, rest) = b.split_first().ok_or(())?;
+            *b = rest;
+            if shift == 63 && byte > 1 {
+                return Err(());
+            }
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(())
+    }
+    let mut found = None;
+    while !msg.is_empty() {
+        let key = varint(&mut msg)?;
+        let (field, wire_type) = (key >> 3, key & 7);
+        if field == 0 {
+            return Err(());
+        }
+        let skip = match wire_type {
+            0 => {
+                varint(&mut msg)?;
+                0
+            }
+            1 => 8,
+            5 => 4,
+            2 => {
+                let len = usize::try_from(varint(&mut msg)?).map_err(|_| ())?;
+                if len > msg.len() {
+                    return Err(());
+                }
+                if field == u64::from(number) {
+                    found = Some(&msg[..len]);
+                }
+                len
+            }
+            _ => return Err(()),
+        };
+        msg = msg.get(skip..).ok_or(())?;
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bytes_field_finds_the_last_occurrence_and_refuses_bad_wire_format() {
+        use prost::Message;
+        let r = crate::proto::echo::EchoResponse {
+            body: "Hello, world!".into(),
+            remote_addr: "127.0.0.1:1".into(),
+            received_at: Some(prost_types::Timestamp {
+                seconds: 5,
+                nanos: 7,
+            }),
+            ..Default::default()
+        };
+        let mut b = r.encode_to_vec();
+        assert_eq!(super::bytes_field(&b, 2), Ok(Some(&b"Hello, world!"[..])));
+        assert_eq!(super::bytes_field(&b, 9), Ok(None));
+        b.extend_from_slice(b"\x12\x02hi");
+        assert_eq!(super::bytes_field(&b, 2), Ok(Some(&b"hi"[..])));
+        for bad in [
+            &b"\x12\x05abc"[..],
+            b"\x12",
+            b"\x0b",
+            b"\x08\xff",
+            b"\x00\x01",
+        ] {
+            assert_eq!(super::bytes_field(bad, 2), Err(()), "{bad:?}");
+        }
+        assert_eq!(super::bytes_field(b"", 2), Ok(None));
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -631,7 +631,9 @@ impl Connection {
     fn control_ack(&mut self, bytes: usize) -> Result<(), Error> {
         self.control_pending += bytes;
         if self.control_pending > self.cfg.max_pending_control {
-            return Err(calm("acknowledgements pile up unread (PING or SETTINGS flood)"));
+            return Err(calm(
+                "acknowledgements pile up unread (PING or SETTINGS flood)",
+            ));
         }
         Ok(())
     }
@@ -732,11 +734,7 @@ impl Connection {
                 self.apply_settings(&settings)?;
                 frame::encode_settings_ack(&mut self.out);
                 self.control_ack(frame::HEADER_LEN)?;
-                if first {
-                    Ok(())
-                } else {
-                    self.idle()
-                }
+                if first { Ok(()) } else { self.idle() }
             }
             Frame::PushPromise { .. } => Err(protocol("PUSH_PROMISE with push disabled")),
             Frame::Ping { ack: true, data } => {
@@ -754,7 +752,9 @@ impl Connection {
                 reason,
                 debug,
             } => {
-                let last = self.goaway_received.map_or(last_stream, |l| l.min(last_stream));
+                let last = self
+                    .goaway_received
+                    .map_or(last_stream, |l| l.min(last_stream));
                 self.goaway_received = Some(last);
                 events.go_away(last, reason, debug);
                 for slot in 0..self.streams.len() {
@@ -767,7 +767,10 @@ impl Connection {
                 }
                 Ok(())
             }
-            Frame::WindowUpdate { stream: 0, increment } => {
+            Frame::WindowUpdate {
+                stream: 0,
+                increment,
+            } => {
                 if increment == 0 {
                     return Err(protocol("WINDOW_UPDATE of 0 on the connection"));
                 }
@@ -813,7 +816,7 @@ impl Connection {
     /// A frame on a stream id we never opened (server-initiated or idle) is a connection
     /// error; a closed one of ours is not.
     fn check_known(&self, stream: u32) -> Result<(), Error> {
-        if stream % 2 == 0 || stream >= self.next_id {
+        if stream.is_multiple_of(2) || stream >= self.next_id {
             return Err(protocol("a frame on a stream that was never opened"));
         }
         Ok(())
@@ -880,7 +883,8 @@ impl Connection {
         }
         self.conn_recv_window -= i64::from(flow_len);
         self.conn_recv_unacked += flow_len;
-        if self.conn_recv_unacked >= self.cfg.initial_conn_window_size.max(frame::DEFAULT_WINDOW) / 2
+        if self.conn_recv_unacked
+            >= self.cfg.initial_conn_window_size.max(frame::DEFAULT_WINDOW) / 2
         {
             frame::encode_window_update(&mut self.out, 0, self.conn_recv_unacked);
             self.conn_recv_window += i64::from(self.conn_recv_unacked);
@@ -953,14 +957,23 @@ impl Connection {
         let slot = self.by_id.get(&stream).copied();
         let Some(slot) = slot.filter(|&s| !self.streams[s].remote_closed) else {
             // a closed stream (reset by us, or ended): decode and drop
-            self.decoder.decode(block, max, |_| {}).map_err(hpack_error)?;
+            self.decoder
+                .decode(block, max, |_| {})
+                .map_err(hpack_error)?;
             return self.idle();
         };
         let (token, head) = (self.streams[slot].token, self.streams[slot].head);
         let trailers = head == Head::Received;
         if head == Head::Trailers {
-            self.decoder.decode(block, max, |_| {}).map_err(hpack_error)?;
-            self.stream_error(slot, Reason::PROTOCOL_ERROR, "a header block after the trailers", events);
+            self.decoder
+                .decode(block, max, |_| {})
+                .map_err(hpack_error)?;
+            self.stream_error(
+                slot,
+                Reason::PROTOCOL_ERROR,
+                "a header block after the trailers",
+                events,
+            );
             return Ok(());
         }
         let mut check = FieldCheck::new(trailers);
@@ -1101,7 +1114,9 @@ fn hpack_error(e: hpack::Error) -> Error {
         hpack::Error::IntegerOverflow => compression("an HPACK integer overflows"),
         hpack::Error::InvalidIndex(_) => compression("an HPACK index outside the tables"),
         hpack::Error::Huffman => compression("invalid Huffman coding"),
-        hpack::Error::TableSizeUpdate => compression("a table size update out of place or too large"),
+        hpack::Error::TableSizeUpdate => {
+            compression("a table size update out of place or too large")
+        }
     }
 }
 

@@ -170,6 +170,27 @@ impl Reason {
             _ => "UNKNOWN",
         }
     }
+
+    /// What the code means, in a few words (after §7), for failure messages.
+    pub fn meaning(self) -> &'static str {
+        match self.0 {
+            0x0 => "graceful shutdown",
+            0x1 => "protocol error",
+            0x2 => "internal error",
+            0x3 => "flow-control error",
+            0x4 => "settings not acknowledged in time",
+            0x5 => "frame on a closed stream",
+            0x6 => "frame size error",
+            0x7 => "stream refused before processing",
+            0x8 => "stream canceled",
+            0x9 => "compression state error",
+            0xa => "CONNECT tunnel error",
+            0xb => "excessive load (enhance your calm)",
+            0xc => "inadequate TLS security",
+            0xd => "HTTP/1.1 required",
+            _ => "unknown error code",
+        }
+    }
 }
 
 /// The name (§7); an unknown code as "UNKNOWN (0x...)" with its number.

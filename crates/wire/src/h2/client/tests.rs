@@ -18,7 +18,8 @@ struct Log(Vec<Ev>);
 impl Events for Log {
     fn field(&mut self, token: usize, f: Field<'_>, trailers: bool) {
         let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        self.0.push(Ev::Field(token, s(f.name), s(f.value), trailers));
+        self.0
+            .push(Ev::Field(token, s(f.name), s(f.value), trailers));
     }
     fn headers_done(&mut self, token: usize, trailers: bool, end_stream: bool) {
         self.0.push(Ev::Done(token, trailers, end_stream));
@@ -80,9 +81,13 @@ impl Peer {
     }
     /// A whole gRPC-style response: head, one DATA, trailers.
     fn response(&mut self, stream: u32, body: &[u8]) -> &mut Self {
-        self.headers(stream, &[(":status", "200"), ("content-type", "application/grpc")], false)
-            .data(stream, body, false)
-            .headers(stream, &[("grpc-status", "0")], true)
+        self.headers(
+            stream,
+            &[(":status", "200"), ("content-type", "application/grpc")],
+            false,
+        )
+        .data(stream, body, false)
+        .headers(stream, &[("grpc-status", "0")], true)
     }
     fn take(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.out)
@@ -196,7 +201,9 @@ fn streams_wait_for_the_servers_settings_which_are_acknowledged() {
 #[test]
 fn a_unary_call_goes_out_and_its_response_comes_back_in_order() {
     let mut c = ready(Config::default());
-    let id = c.open(7, request("/grpc_echo.v1.EchoService/Echo"), false).unwrap();
+    let id = c
+        .open(7, request("/grpc_echo.v1.EchoService/Echo"), false)
+        .unwrap();
     assert_eq!(id, 1);
     c.send_data(id, b"\0\0\0\0\x03abc", true);
     let frames = frames_out(&mut c);
@@ -218,7 +225,12 @@ fn a_unary_call_goes_out_and_its_response_comes_back_in_order() {
     assert_eq!(fields, want);
     assert_eq!(
         frames[1],
-        (frame::kind::DATA, flag::END_STREAM, 1, b"\0\0\0\0\x03abc".to_vec())
+        (
+            frame::kind::DATA,
+            flag::END_STREAM,
+            1,
+            b"\0\0\0\0\x03abc".to_vec()
+        )
     );
 
     let mut p = Peer::new();
@@ -250,7 +262,8 @@ fn the_index_strategy_sends_repeated_headers_as_one_byte_each() {
         });
         let mut per_request = Vec::new();
         for _ in 0..3 {
-            c.open(0, request("/grpc_echo.v1.EchoService/Echo"), true).unwrap();
+            c.open(0, request("/grpc_echo.v1.EchoService/Echo"), true)
+                .unwrap();
             let frames = frames_out(&mut c);
             per_request.push(frames[0].3.len());
         }
@@ -273,10 +286,19 @@ fn data_beyond_the_peers_windows_waits_and_goes_out_when_they_open() {
     let body = vec![7u8; 100_000];
     c.send_data(id, &body, true);
     let frames = frames_out(&mut c);
-    let sent: usize = frames.iter().filter(|f| f.0 == frame::kind::DATA).map(|f| f.3.len()).sum();
+    let sent: usize = frames
+        .iter()
+        .filter(|f| f.0 == frame::kind::DATA)
+        .map(|f| f.3.len())
+        .sum();
     assert_eq!(sent, 65_535);
     assert!(frames.iter().all(|f| f.1 & flag::END_STREAM == 0));
-    assert!(frames.iter().filter(|f| f.0 == frame::kind::DATA).all(|f| f.3.len() <= 16_384));
+    assert!(
+        frames
+            .iter()
+            .filter(|f| f.0 == frame::kind::DATA)
+            .all(|f| f.3.len() <= 16_384)
+    );
 
     // the connection opens, the stream not yet: nothing moves
     let mut b = Vec::new();
@@ -318,7 +340,11 @@ fn a_larger_initial_window_from_settings_releases_waiting_data() {
         .take();
     feed(&mut c, &bytes).0.unwrap();
     let frames = frames_out(&mut c);
-    let data: usize = frames.iter().filter(|f| f.0 == frame::kind::DATA).map(|f| f.3.len()).sum();
+    let data: usize = frames
+        .iter()
+        .filter(|f| f.0 == frame::kind::DATA)
+        .map(|f| f.3.len())
+        .sum();
     assert_eq!(data, 70_000 - 65_535);
     assert_eq!(frames.last().unwrap().0, frame::kind::SETTINGS, "the ACK");
 }
@@ -342,12 +368,25 @@ fn received_data_is_replenished_once_half_a_window_is_used() {
     assert_eq!(
         frames,
         vec![
-            (frame::kind::WINDOW_UPDATE, 0, 0, 33_000u32.to_be_bytes().to_vec()),
-            (frame::kind::WINDOW_UPDATE, 0, id, 33_000u32.to_be_bytes().to_vec()),
+            (
+                frame::kind::WINDOW_UPDATE,
+                0,
+                0,
+                33_000u32.to_be_bytes().to_vec()
+            ),
+            (
+                frame::kind::WINDOW_UPDATE,
+                0,
+                id,
+                33_000u32.to_be_bytes().to_vec()
+            ),
         ]
     );
     // an ended stream gets no update, the connection does
-    let bytes = p.data(id, &[0; 16_384], false).data(id, &[0; 16_384], true).take();
+    let bytes = p
+        .data(id, &[0; 16_384], false)
+        .data(id, &[0; 16_384], true)
+        .take();
     let (r, evs) = feed(&mut c, &bytes);
     r.unwrap();
     assert!(matches!(evs.last(), Some(Ev::Data(3, _, true))));
@@ -366,7 +405,10 @@ fn data_beyond_a_window_is_a_flow_control_error() {
     let id = c.open(1, request("/x"), true).unwrap();
     let _ = frames_out(&mut c);
     let mut p = Peer::new();
-    let bytes = p.headers(id, &[(":status", "200")], false).data(id, &[0; 1001], false).take();
+    let bytes = p
+        .headers(id, &[(":status", "200")], false)
+        .data(id, &[0; 1001], false)
+        .take();
     let (r, evs) = feed(&mut c, &bytes);
     r.unwrap();
     assert_eq!(
@@ -413,7 +455,10 @@ fn window_updates_past_two_to_the_31_are_flow_control_errors() {
     );
     b.clear();
     frame::encode_window_update(&mut b, 0, frame::MAX_WINDOW);
-    assert_eq!(feed(&mut c, &b).0.unwrap_err().reason, Reason::FLOW_CONTROL_ERROR);
+    assert_eq!(
+        feed(&mut c, &b).0.unwrap_err().reason,
+        Reason::FLOW_CONTROL_ERROR
+    );
     // and a connection error is final
     assert!(c.is_closing());
     assert!(c.recv(&[], &mut Log::default()).is_err());
@@ -431,7 +476,10 @@ fn window_updates_past_two_to_the_31_are_flow_control_errors() {
             ..Settings::default()
         })
         .take();
-    assert_eq!(feed(&mut c, &bytes).0.unwrap_err().reason, Reason::FLOW_CONTROL_ERROR);
+    assert_eq!(
+        feed(&mut c, &bytes).0.unwrap_err().reason,
+        Reason::FLOW_CONTROL_ERROR
+    );
 }
 
 #[test]
@@ -476,7 +524,10 @@ fn a_reset_stream_is_reported_with_its_reason() {
     // a frame on a stream we never opened is a connection error
     b.clear();
     frame::encode_rst_stream(&mut b, 3, Reason::CANCEL);
-    assert_eq!(feed(&mut c, &b).0.unwrap_err().reason, Reason::PROTOCOL_ERROR);
+    assert_eq!(
+        feed(&mut c, &b).0.unwrap_err().reason,
+        Reason::PROTOCOL_ERROR
+    );
 }
 
 #[test]
@@ -512,7 +563,15 @@ fn our_reset_forgets_the_stream_and_its_late_frames_are_dropped() {
     // the connection window is still replenished for the dropped DATA (two frames of 16,384
     // reach half of it; the rest waits for more)
     let frames = frames_out(&mut c);
-    assert_eq!(frames, vec![(frame::kind::WINDOW_UPDATE, 0, 0, 32_768u32.to_be_bytes().to_vec())]);
+    assert_eq!(
+        frames,
+        vec![(
+            frame::kind::WINDOW_UPDATE,
+            0,
+            0,
+            32_768u32.to_be_bytes().to_vec()
+        )]
+    );
     // HPACK stayed in step: the next response's indexed fields decode
     let id = c.open(1, request("/x"), true).unwrap();
     let bytes = p.response(id, b"y").take();
@@ -553,7 +612,10 @@ fn hostile_header_blocks_end_the_connection_by_kind() {
     for _ in 0..=MAX_CONTINUATIONS {
         frame::encode_continuation(&mut b, id, b"", false);
     }
-    assert_eq!(feed(&mut c, &b).0, Err(calm("too many CONTINUATION frames")));
+    assert_eq!(
+        feed(&mut c, &b).0,
+        Err(calm("too many CONTINUATION frames"))
+    );
 
     // a block larger than the list limit, in CONTINUATION frames
     let mut c = ready(Config {
@@ -575,7 +637,10 @@ fn hostile_header_blocks_end_the_connection_by_kind() {
     let mut b = Vec::new();
     frame::encode_headers_frame(&mut b, id, b"\x88", 0);
     frame::encode_ping(&mut b, false, [0; 8]);
-    assert_eq!(feed(&mut c, &b).0.unwrap_err().reason, Reason::PROTOCOL_ERROR);
+    assert_eq!(
+        feed(&mut c, &b).0.unwrap_err().reason,
+        Reason::PROTOCOL_ERROR
+    );
 
     // an HPACK bomb: one large entry, then many references to it
     let mut c = ready(Config {
@@ -605,8 +670,17 @@ fn hostile_header_blocks_end_the_connection_by_kind() {
     let mut c = ready(Config::default());
     let id = c.open(0, request("/x"), true).unwrap();
     let mut b = Vec::new();
-    frame::encode_headers(&mut b, id, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], true, 16_384);
-    assert_eq!(feed(&mut c, &b).0.unwrap_err().reason, Reason::COMPRESSION_ERROR);
+    frame::encode_headers(
+        &mut b,
+        id,
+        &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+        true,
+        16_384,
+    );
+    assert_eq!(
+        feed(&mut c, &b).0.unwrap_err().reason,
+        Reason::COMPRESSION_ERROR
+    );
 }
 
 #[test]
@@ -659,7 +733,10 @@ fn frames_on_closed_streams_are_dropped_within_a_budget() {
         frame::encode_window_update(&mut b, id, 1);
         frame::encode_rst_stream(&mut b, id, Reason::CANCEL);
     }
-    assert_eq!(feed(&mut c, &b).0, Err(calm("too many frames without progress")));
+    assert_eq!(
+        feed(&mut c, &b).0,
+        Err(calm("too many frames without progress"))
+    );
 }
 
 #[test]
@@ -692,20 +769,35 @@ fn protocol_violations_are_connection_errors() {
         let mut b = Vec::new();
         build(&mut b, id);
         let (r, _) = feed(&mut c, &b);
-        assert_eq!(r.map_err(|e| e.reason), Err(Reason::PROTOCOL_ERROR), "{name}");
-        assert_eq!(frames_out(&mut c).last().unwrap().0, frame::kind::GOAWAY, "{name}");
+        assert_eq!(
+            r.map_err(|e| e.reason),
+            Err(Reason::PROTOCOL_ERROR),
+            "{name}"
+        );
+        assert_eq!(
+            frames_out(&mut c).last().unwrap().0,
+            frame::kind::GOAWAY,
+            "{name}"
+        );
     }
     // the server's first frame must be SETTINGS
     let mut c = Connection::new(Config::default());
     let mut b = Vec::new();
     frame::encode_ping(&mut b, false, [0; 8]);
-    assert_eq!(feed(&mut c, &b).0.unwrap_err().reason, Reason::PROTOCOL_ERROR);
+    assert_eq!(
+        feed(&mut c, &b).0.unwrap_err().reason,
+        Reason::PROTOCOL_ERROR
+    );
 }
 
 #[test]
 fn malformed_responses_are_stream_errors() {
     let cases: [(&[(&str, &str)], bool, &str); 6] = [
-        (&[("content-type", "x")], true, "a response head without :status"),
+        (
+            &[("content-type", "x")],
+            true,
+            "a response head without :status",
+        ),
         (&[(":status", "20")], true, ":status is not three digits"),
         (
             &[(":status", "200"), (":status", "200")],
@@ -740,17 +832,31 @@ fn malformed_responses_are_stream_errors() {
             Some(&Ev::Closed(0, Closed::Error(Reason::PROTOCOL_ERROR, what))),
             "{evs:?}"
         );
-        assert_eq!(frames_out(&mut c).last().unwrap().0, frame::kind::RST_STREAM);
+        assert_eq!(
+            frames_out(&mut c).last().unwrap().0,
+            frame::kind::RST_STREAM
+        );
     }
     // pseudo-headers in trailers, trailers without END_STREAM
     for (trailers, end, what) in [
-        (&[(":status", "200")][..], true, "a pseudo-header in trailers"),
-        (&[("grpc-status", "0")][..], false, "trailers without END_STREAM"),
+        (
+            &[(":status", "200")][..],
+            true,
+            "a pseudo-header in trailers",
+        ),
+        (
+            &[("grpc-status", "0")][..],
+            false,
+            "trailers without END_STREAM",
+        ),
     ] {
         let mut c = ready(Config::default());
         let id = c.open(0, request("/x"), true).unwrap();
         let mut p = Peer::new();
-        let bytes = p.headers(id, &[(":status", "200")], false).headers(id, trailers, end).take();
+        let bytes = p
+            .headers(id, &[(":status", "200")], false)
+            .headers(id, trailers, end)
+            .take();
         let (_, evs) = feed(&mut c, &bytes);
         assert_eq!(
             evs.last(),
