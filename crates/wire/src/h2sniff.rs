@@ -12,7 +12,7 @@ type StreamMap =
 
 /// Fibonacci hashing of a u32 stream id.
 #[derive(Default)]
-struct StreamIdHasher(u64);
+pub(crate) struct StreamIdHasher(u64);
 
 impl std::hash::Hasher for StreamIdHasher {
     fn finish(&self) -> u64 {

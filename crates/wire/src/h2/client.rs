@@ -25,10 +25,12 @@
 //! `max_idle_frames`, and windows by 2^31−1.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
 use super::frame::{self, Frame, Reason, Settings};
 use super::hpack::{self, Decoder, Encoder, Field, Strategy};
+// stream ids are small odd integers: the sniffer's multiplicative hash spreads them
+use crate::h2sniff::StreamIdHasher as IdHasher;
 
 /// Client stream ids are odd and at most 2^31−1 (RFC 9113 §5.1.1).
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
@@ -173,24 +175,6 @@ struct Stream {
 impl Stream {
     fn has_pending(&self) -> bool {
         self.pending_at < self.pending.len() || self.pending_end
-    }
-}
-
-/// Stream ids are small odd integers: multiplying spreads them well enough.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 

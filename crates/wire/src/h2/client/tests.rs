@@ -105,7 +105,7 @@ fn ready(cfg: Config) -> Connection {
     c
 }
 
-fn request<'a>(path: &'a str) -> [(&'a [u8], &'a [u8]); 6] {
+fn request(path: &str) -> [(&[u8], &[u8]); 6] {
     [
         (b":method", b"POST"),
         (b":scheme", b"http"),
@@ -741,7 +741,8 @@ fn frames_on_closed_streams_are_dropped_within_a_budget() {
 
 #[test]
 fn protocol_violations_are_connection_errors() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>, u32)>)> = vec![
+    type Build = Box<dyn Fn(&mut Vec<u8>, u32)>;
+    let cases: Vec<(&str, Build)> = vec![
         (
             "push",
             Box::new(|b, id| frame::encode_push_promise(b, id, 2, b"\x88", true)),
@@ -792,7 +793,8 @@ fn protocol_violations_are_connection_errors() {
 
 #[test]
 fn malformed_responses_are_stream_errors() {
-    let cases: [(&[(&str, &str)], bool, &str); 6] = [
+    type Case<'a> = (&'a [(&'a str, &'a str)], bool, &'a str);
+    let cases: [Case; 6] = [
         (
             &[("content-type", "x")],
             true,
