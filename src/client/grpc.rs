@@ -75,14 +75,14 @@ impl Conn {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => return Err(io::Error::other(format!("h2 handshake: {e}"))),
                     Err(_) => {
-                        driver.task.abort();
+                        driver.abort();
                         return Err(io::Error::new(
                             io::ErrorKind::TimedOut,
                             "h2 handshake: no SETTINGS from the server",
                         ));
                     }
                 }
-                (Sender::Wire(handle), driver.task)
+                (Sender::Wire(handle), driver)
             }
             H2Client::H2 => {
                 let (send, driver) = h2_crate_handshake(io, net_cfg, h2_cfg, dead.clone()).await?;
@@ -271,7 +271,7 @@ pub struct Call {
     pub uri: Uri,
     pub metadata: Vec<(HeaderName, HeaderValue)>,
     pub status_kind: FailureKind,
-    /// uncompressed size of the request's header list (pseudo-headers included)
+    /// uncompressed size of the request's header list (`fields`, pseudo-headers included)
     pub header_list_bytes: u64,
 }
 
@@ -281,35 +281,19 @@ impl Call {
         metadata: Vec<(HeaderName, HeaderValue)>,
         status_kind: FailureKind,
     ) -> Call {
-        let pseudo = [
-            (":method", "POST".len()),
-            (":scheme", uri.scheme_str().map_or(0, str::len)),
-            (
-                ":path",
-                uri.path_and_query().map_or(0, |p| p.as_str().len()),
-            ),
-            (
-                ":authority",
-                uri.authority().map_or(0, |a| a.as_str().len()),
-            ),
-        ];
-        let fixed = "content-type".len() + "application/grpc".len() + "te".len() + "trailers".len();
-        let header_list_bytes = pseudo.iter().map(|(n, v)| n.len() + v).sum::<usize>()
-            + fixed
-            + metadata
-                .iter()
-                .map(|(k, v)| k.as_str().len() + v.len())
-                .sum::<usize>();
-        Call {
+        let mut call = Call {
             uri,
             metadata,
             status_kind,
-            header_list_bytes: header_list_bytes as u64,
-        }
+            header_list_bytes: 0,
+        };
+        call.header_list_bytes = call
+            .fields()
+            .map(|(name, value)| (name.len() + value.len()) as u64)
+            .sum();
+        call
     }
-}
 
-impl Call {
     /// The request's header fields: the pseudo-headers, content-type, te, the metadata.
     pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         let scheme = self.uri.scheme_str().unwrap_or("http");

@@ -71,9 +71,10 @@ struct Slot {
     max_message: usize,
     status_kind: FailureKind,
     status: u16,
-    /// grpc-status of the head (trailers-only) and of the trailers: at most 3 digits
-    head_grpc: Option<([u8; 4], u8)>,
-    trailer_grpc: Option<([u8; 4], u8)>,
+    /// grpc-status of the head (trailers-only) and of the trailers, as sent (`None`: absent);
+    /// their buffers are kept for the slot's next call
+    head_grpc: Status,
+    trailer_grpc: Status,
     message: Vec<u8>,
     header_bytes_in: u64,
     stream: u32,
@@ -88,14 +89,29 @@ impl Slot {
             max_message: 0,
             status_kind: FailureKind::GrpcStatus,
             status: 0,
-            head_grpc: None,
-            trailer_grpc: None,
+            head_grpc: Status::default(),
+            trailer_grpc: Status::default(),
             message: Vec::new(),
             header_bytes_in: 0,
             stream: 0,
             outcome: None,
             waker: None,
         }
+    }
+
+    /// Ready for a new call, its buffers kept.
+    fn begin(&mut self, call: &Call, max_message: usize) {
+        self.rx.clear();
+        self.max_message = max_message;
+        self.status_kind = call.status_kind;
+        self.status = 0;
+        self.head_grpc.clear();
+        self.trailer_grpc.clear();
+        self.message.clear();
+        self.header_bytes_in = 0;
+        self.stream = 0;
+        self.outcome = None;
+        self.waker = None;
     }
 
     fn done(&mut self, outcome: Result<Bytes, CallError>) {
@@ -113,8 +129,28 @@ impl Slot {
     }
 }
 
-fn status_bytes(s: &Option<([u8; 4], u8)>) -> Option<&[u8]> {
-    s.as_ref().map(|(b, n)| &b[..usize::from(*n)])
+/// A grpc-status value as it came, in a buffer kept across calls.
+#[derive(Default)]
+struct Status {
+    value: Vec<u8>,
+    seen: bool,
+}
+
+impl Status {
+    fn set(&mut self, value: &[u8]) {
+        self.value.clear();
+        self.value.extend_from_slice(value);
+        self.seen = true;
+    }
+
+    fn clear(&mut self) {
+        self.value.clear();
+        self.seen = false;
+    }
+
+    fn get(&self) -> Option<&[u8]> {
+        self.seen.then_some(&self.value[..])
+    }
 }
 
 /// The connection and its calls, shared by the driver and the callers on one thread.
@@ -171,27 +207,20 @@ struct Sink<'a> {
     lost: Option<Failure>,
 }
 
-fn keep_status(to: &mut Option<([u8; 4], u8)>, value: &[u8]) {
-    let mut b = [0u8; 4];
-    let n = value.len().min(4);
-    b[..n].copy_from_slice(&value[..n]);
-    // a longer value is kept cut to 4 bytes, which no status parses as
-    *to = Some((b, if value.len() > 4 { 4 } else { n as u8 }));
-}
-
 impl Events for Sink<'_> {
     fn field(&mut self, token: usize, f: Field<'_>, trailers: bool) {
         let s = &mut self.slots[token];
         s.header_bytes_in += (f.name.len() + f.value.len()) as u64;
         match f.name {
+            // three digits: the connection hands over no other :status
             b":status" => {
-                s.status = f
-                    .value
-                    .iter()
-                    .fold(0u16, |n, d| n * 10 + u16::from(d.wrapping_sub(b'0') % 10));
+                s.status = std::str::from_utf8(f.value)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
             }
-            b"grpc-status" if trailers => keep_status(&mut s.trailer_grpc, f.value),
-            b"grpc-status" => keep_status(&mut s.head_grpc, f.value),
+            b"grpc-status" if trailers => s.trailer_grpc.set(f.value),
+            b"grpc-status" => s.head_grpc.set(f.value),
             b"grpc-message" => {
                 s.message.clear();
                 s.message
@@ -208,7 +237,7 @@ impl Events for Sink<'_> {
         }
         let verdict = UnaryResponse::new(s.max_message);
         if trailers {
-            let r = verdict.finish(&mut s.rx, true, status_bytes(&s.trailer_grpc));
+            let r = verdict.finish(&mut s.rx, true, s.trailer_grpc.get());
             let r = r.map_err(|v| s.judged(v));
             s.done(r);
             return;
@@ -218,7 +247,7 @@ impl Events for Sink<'_> {
             s.status = 0;
             return;
         }
-        match verdict.headers(s.status, status_bytes(&s.head_grpc)) {
+        match verdict.headers(s.status, s.head_grpc.get()) {
             Err(v) => {
                 let e = s.judged(v);
                 s.done(Err(e));
@@ -300,14 +329,10 @@ pub struct Handle {
     state: Rc<RefCell<State>>,
 }
 
-/// The connection's driver, spawned on the current `LocalSet`.
-pub struct Driver {
-    pub task: tokio::task::JoinHandle<()>,
-}
-
-/// Starts the client on `io`: the preface goes out, and the returned handle opens streams once
-/// the server's SETTINGS are in (callers wait for them, within their timeout).
-pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, Driver) {
+/// Starts the client on `io`, its driver a task on the current `LocalSet` that sets `dead` when
+/// it ends: the preface goes out, and the returned handle opens streams once the server's
+/// SETTINGS are in (callers wait for them, within their timeout).
+pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, tokio::task::JoinHandle<()>) {
     let state = Rc::new(RefCell::new(State {
         conn: Connection::new(config(h2)),
         slots: Vec::new(),
@@ -331,7 +356,7 @@ pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, Driver) {
         poll_fn(|cx| drive(&state, &mut io, &mut buf, &mut filled, max_frame, cx)).await;
         dead.set(true);
     });
-    (handle, Driver { task })
+    (handle, task)
 }
 
 /// One wakeup of the driver: read everything, handle it, write everything.
@@ -400,33 +425,19 @@ fn drive(
         st.wake_waiting();
     }
     // writes: everything queued, in as few calls as the socket takes
-    while !st.conn.output().is_empty() {
-        match Pin::new(&mut *io).poll_write(cx, st.conn.output()) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Ok(0)) => {
-                st.kill(Dead::Io(Failure::with(FailureKind::Io, "write returned 0")));
-                return Poll::Ready(());
-            }
-            Poll::Ready(Ok(n)) => st.conn.advance(n),
-            Poll::Ready(Err(e)) => {
-                st.kill(Dead::Io(crate::client::io_failure(&e)));
-                return Poll::Ready(());
-            }
-        }
-    }
-    if st.dead.is_some() {
-        return Poll::Ready(());
+    match flush(st, io, cx) {
+        Poll::Pending => return Poll::Pending,
+        Poll::Ready(false) => return Poll::Ready(()),
+        Poll::Ready(true) => {}
     }
     if st.closing && st.conn.active_streams() == 0 {
         if !st.shut {
+            // the GOAWAY, then our FIN
             st.conn.go_away();
-            // the GOAWAY first
-            while !st.conn.output().is_empty() {
-                match Pin::new(&mut *io).poll_write(cx, st.conn.output()) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Ok(n)) if n > 0 => st.conn.advance(n),
-                    Poll::Ready(_) => return Poll::Ready(()),
-                }
+            match flush(st, io, cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(false) => return Poll::Ready(()),
+                Poll::Ready(true) => {}
             }
             match Pin::new(&mut *io).poll_shutdown(cx) {
                 Poll::Pending => return Poll::Pending,
@@ -438,6 +449,27 @@ fn drive(
         }
     }
     Poll::Pending
+}
+
+/// Writes the connection's output until it is empty or the socket is full (pending); a
+/// connection that died of a protocol error still writes its GOAWAY. `false` when the
+/// connection is dead.
+fn flush(st: &mut State, io: &mut Io, cx: &mut Context<'_>) -> Poll<bool> {
+    while !st.conn.output().is_empty() && !matches!(st.dead, Some(Dead::Io(_))) {
+        match Pin::new(&mut *io).poll_write(cx, st.conn.output()) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(0)) => {
+                st.kill(Dead::Io(Failure::with(FailureKind::Io, "write returned 0")));
+                return Poll::Ready(false);
+            }
+            Poll::Ready(Ok(n)) => st.conn.advance(n),
+            Poll::Ready(Err(e)) => {
+                st.kill(Dead::Io(crate::client::io_failure(&e)));
+                return Poll::Ready(false);
+            }
+        }
+    }
+    Poll::Ready(st.dead.is_none())
 }
 
 impl Handle {
@@ -497,17 +529,7 @@ impl Handle {
             };
             let s = &mut st.slots[token];
             std::mem::swap(&mut s.rx, rx);
-            s.rx.clear();
-            s.max_message = max_message;
-            s.status_kind = call.status_kind;
-            s.status = 0;
-            s.head_grpc = None;
-            s.trailer_grpc = None;
-            s.message.clear();
-            s.header_bytes_in = 0;
-            s.stream = 0;
-            s.outcome = None;
-            s.waker = None;
+            s.begin(call, max_message);
             token
         };
         let mut guard = CallGuard {
