@@ -50,6 +50,10 @@ pub struct Settings {
     pub duration_s: Option<f64>,
     pub warmup_s: f64,
     pub timeout_s: f64,
+    /// the h2 client gRPC runs on (`--h2-client`): "wire" or "h2"
+    pub h2_client: &'static str,
+    /// how the wire client encodes request headers (`--hpack`): "index", "literal", "never"
+    pub hpack: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -460,6 +464,8 @@ impl Report {
                 duration_s,
                 warmup_s: cfg.load.warmup.as_secs_f64(),
                 timeout_s: cfg.load.timeout.as_secs_f64(),
+                h2_client: cfg.h2.client.as_str(),
+                hpack: cfg.h2.hpack.as_str(),
             },
             runs,
             ratios,

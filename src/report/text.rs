@@ -155,9 +155,13 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     let conns = if run.proto == "http" {
         format!("{} connections (HTTP/1.1: one per client)", run.connections)
     } else {
+        let hpack = match report.settings.h2_client {
+            "wire" => format!(", HPACK {}", report.settings.hpack),
+            _ => String::new(),
+        };
         format!(
-            "{} connection(s) carrying the clients as concurrent h2 streams",
-            run.connections
+            "{} connection(s) carrying the clients as concurrent h2 streams (h2 client: {}{hpack})",
+            run.connections, report.settings.h2_client
         )
     };
     let _ = writeln!(
