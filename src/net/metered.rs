@@ -6,7 +6,8 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use socket2::SockRef;
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 use std::time::Duration;
@@ -233,15 +234,30 @@ impl AsyncRead for Metered {
             // capacity, not all of it: a large buffer must not cost its whole size per read.
             let want = buf.remaining().min(MAX_READ);
             let dst = buf.initialize_unfilled_to(want);
-            match this.inner.try_read(dst) {
-                Ok(n) => {
+            // A read that returns less than it asked for emptied the socket: its readiness is
+            // cleared with it (as a would-block would), so the next poll waits for the kernel's
+            // next event instead of spending a syscall to hear EAGAIN. Tokio clears it only if
+            // no event came in between, so nothing that arrives after the read is missed.
+            let mut short = None;
+            let read = this.inner.try_io(Interest::READABLE, || {
+                let n = io::Read::read(&mut &*SockRef::from(&this.inner), &mut *dst)?;
+                if n > 0 && n < dst.len() {
+                    short = Some(n);
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(n)
+            });
+            match (read, short) {
+                (_, Some(n)) | (Ok(n), None) => {
                     counted_read(&this.ledger, n);
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
-                // The failed try_read cleared readiness; poll_read_ready registers the waker.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => read_would_block(&this.ledger),
-                Err(e) => return Poll::Ready(Err(e)),
+                // The failed read cleared readiness; poll_read_ready registers the waker.
+                (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => {
+                    read_would_block(&this.ledger)
+                }
+                (Err(e), None) => return Poll::Ready(Err(e)),
             }
         }
     }
