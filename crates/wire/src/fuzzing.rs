@@ -9,8 +9,9 @@
 use bytes::BytesMut;
 
 use crate::grpc::{decode, decode_message_text, parse_status};
-use crate::h2::frame::{self, Frame, HEADER_LEN, Head};
-use crate::h2::hpack::{self, Decoder, Encoder, Strategy};
+use crate::h2::client::{self, Closed, Connection, Events};
+use crate::h2::frame::{self, Frame, HEADER_LEN, Head, Reason};
+use crate::h2::hpack::{self, Decoder, Encoder, Field, Strategy};
 use crate::h2sniff::H2Sniffer;
 use crate::http1::{
     self, ChunkedDecoder, Error, RequestLimits, ResponseReader, decode_request_head,
@@ -23,7 +24,7 @@ use crate::watch::{WatchLine, next_line, next_line_eof, parse_line, render_respo
 pub type Check = fn(&[u8]);
 
 /// Every check with its target's name (the folder of its seeds in fuzz/corpus).
-pub const CHECKS: [(&str, Check); 10] = [
+pub const CHECKS: [(&str, Check); 11] = [
     ("http1_head", http1_head),
     ("http1_chunked", http1_chunked),
     ("http1_request", http1_request),
@@ -34,6 +35,7 @@ pub const CHECKS: [(&str, Check); 10] = [
     ("h2_frames", h2_frames),
     ("watch_lines", watch_lines),
     ("hpack_decode", hpack_decode),
+    ("h2_client", h2_client),
 ];
 
 /// The response-head decoder: heads decoded from the input until it stops.
@@ -323,6 +325,99 @@ fn reencode(f: &Frame<'_>, payload: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// The client connection fed a server's bytes: after an empty SETTINGS from the server, three
+/// streams are opened (one with a body larger than the default window), then the input is the
+/// rest of what the server sends, fed whole and in pieces (the first byte picks their size).
+/// Both ways give the same events, the same result and the same bytes to write; what is queued
+/// stays within a bound of what came in; no stream is left open twice or over the limit.
+pub fn h2_client(data: &[u8]) {
+    let Some((&first, input)) = data.split_first() else {
+        return;
+    };
+    let whole = drive_client(input, input.len().max(1));
+    let pieces = drive_client(input, usize::from(first % 64) + 1);
+    assert_eq!(
+        whole, pieces,
+        "the outcome depends on how the bytes were split"
+    );
+}
+
+/// What a connection did with `input` fed `piece` bytes at a time: its events, the result,
+/// everything it wrote.
+fn drive_client(input: &[u8], piece: usize) -> (Vec<String>, Result<(), client::Error>, Vec<u8>) {
+    struct Log(Vec<String>);
+    impl Events for Log {
+        fn field(&mut self, token: usize, f: Field<'_>, trailers: bool) {
+            self.0.push(format!(
+                "{token} field {:?}={:?} {trailers}",
+                f.name, f.value
+            ));
+        }
+        fn headers_done(&mut self, token: usize, trailers: bool, end_stream: bool) {
+            self.0.push(format!("{token} done {trailers} {end_stream}"));
+        }
+        fn data(&mut self, token: usize, data: &[u8], end_stream: bool) {
+            self.0
+                .push(format!("{token} data {} {end_stream}", data.len()));
+        }
+        fn closed(&mut self, token: usize, why: Closed) {
+            self.0.push(format!("{token} closed {why:?}"));
+        }
+        fn pong(&mut self, data: [u8; 8]) {
+            self.0.push(format!("pong {data:?}"));
+        }
+        fn go_away(&mut self, last: u32, reason: Reason, debug: &[u8]) {
+            self.0
+                .push(format!("goaway {last} {reason} {}", debug.len()));
+        }
+    }
+    let mut c = Connection::new(client::Config::default());
+    let mut log = Log(Vec::new());
+    let mut written = Vec::new();
+    let mut settings = Vec::new();
+    frame::encode_settings(&mut settings, &frame::Settings::default());
+    assert_eq!(c.recv(&settings, &mut log), Ok(settings.len()));
+    let fields: [(&[u8], &[u8]); 4] = [
+        (b":method", b"POST"),
+        (b":scheme", b"http"),
+        (b":path", b"/x"),
+        (b":authority", b"a"),
+    ];
+    for token in 0..3 {
+        let id = c
+            .open(token, fields, false)
+            .expect("a fresh connection opens streams");
+        let body = vec![token as u8; if token == 2 { 70_000 } else { 10 }];
+        c.send_data(id, &body, token != 1);
+    }
+    written.extend_from_slice(c.output());
+    c.advance(c.output().len());
+
+    let mut buf = Vec::new();
+    let mut result = Ok(());
+    for chunk in input.chunks(piece) {
+        buf.extend_from_slice(chunk);
+        let r = c.recv(&buf, &mut log);
+        let queued = c.output().len();
+        // acknowledgements are bounded by what came in (a PING answered is as long as the
+        // PING), the stream's waiting body by what the windows let out
+        assert!(queued <= 2 * buf.len() + 80_000, "{queued} bytes queued");
+        assert!(c.active_streams() <= 3);
+        written.extend_from_slice(c.output());
+        c.advance(queued);
+        match r {
+            Ok(n) => {
+                buf.drain(..n);
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    (log.0, result, written)
+}
+
 /// HPACK decoding: the first byte picks the decoder's table size (≤ 64 KiB), the encoder's
 /// strategy and when its table size changes; the rest is a series of blocks, each a length
 /// byte then that many bytes (the last one cut short by the end of the input). The blocks go
@@ -445,6 +540,25 @@ mod tests {
     use proptest::prelude::*;
 
     use super::CHECKS;
+
+    /// The h2 client seed of whole responses gets through them: its check sees events, not
+    /// only an early error.
+    #[test]
+    fn the_h2_client_seed_completes_its_responses() {
+        let seed = include_bytes!("../../../fuzz/corpus/h2_client/seed-responses");
+        let (events, result, written) = super::drive_client(&seed[1..], seed.len());
+        assert_eq!(result, Ok(()), "{events:?}");
+        for token in 0..3 {
+            assert!(
+                events.contains(&format!("{token} done true true")),
+                "{events:?}"
+            );
+        }
+        assert!(
+            written.len() > 70_000,
+            "the large body went out once the windows opened"
+        );
+    }
 
     /// Every committed seed through its target's check: the seeds are inputs the cores accept
     /// or refuse cleanly, and each folder in fuzz/corpus has a check.
