@@ -674,3 +674,105 @@ fn grpc_http_status_is_shown_beside_its_grpc_code() {
         .collect();
     assert_eq!(statuses, ["UNIMPLEMENTED (HTTP 404)"], "{run:#}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Servers that attack the h2 client's limits: each connection error is a clear failure by kind
+// (h2, with the reason and the limit in its message), memory stays bounded (`all_fail` checks
+// the peak RSS), and the run ends by itself.
+
+const CONTINUATION: u8 = 9;
+const WINDOW_UPDATE: u8 = 8;
+const RST_STREAM: u8 = 3;
+
+#[test]
+fn grpc_continuation_flood_ends_the_connection() {
+    // a response head that never ends: one byte of it, then empty CONTINUATION frames
+    fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
+        write_frame(s, HEADERS, 0, stream, b"\x88")?;
+        for _ in 0..10_000 {
+            write_frame(s, CONTINUATION, 0, stream, &[])?;
+        }
+        Ok(())
+    }
+    let url = raw_h2_server(respond, Duration::ZERO);
+    let (run, _) = all_fail(&url, "grpc", 4, &["-c", "1"]);
+    assert_errors(&run, &["h2"], &["too many CONTINUATION frames"]);
+}
+
+#[test]
+fn grpc_hpack_bomb_is_refused_by_the_header_list_limit() {
+    // a 4,000-byte field inserted into the table, then 12,000 one-byte references to it: 48 MB
+    // of header list from a 16 KB block
+    fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
+        let mut block = vec![0x88, 0x40, 0x01, b'x', 0x7f];
+        let mut rest = 4000u32 - 127;
+        while rest >= 128 {
+            block.push((rest % 128) as u8 | 0x80);
+            rest /= 128;
+        }
+        block.push(rest as u8);
+        block.extend(std::iter::repeat_n(b'a', 4000));
+        block.extend(std::iter::repeat_n(0xbe, 12_000));
+        write_frame(s, HEADERS, END_HEADERS, stream, &block)
+    }
+    let url = raw_h2_server(respond, Duration::ZERO);
+    let (run, _) = all_fail(&url, "grpc", 4, &["-c", "1"]);
+    assert_errors(&run, &["h2"], &["header list above the header list limit"]);
+}
+
+#[test]
+fn grpc_window_overflow_is_a_flow_control_error() {
+    fn respond(s: &mut TcpStream, _stream: u32) -> io::Result<()> {
+        write_frame(s, WINDOW_UPDATE, 0, 0, &0x7fff_ffffu32.to_be_bytes())
+    }
+    let url = raw_h2_server(respond, Duration::ZERO);
+    let (run, _) = all_fail(&url, "grpc", 4, &["-c", "1"]);
+    assert_errors(
+        &run,
+        &["h2"],
+        &["FLOW_CONTROL_ERROR: connection window above 2^31-1"],
+    );
+}
+
+#[test]
+fn grpc_ping_and_settings_floods_end_the_connection() {
+    fn pings(s: &mut TcpStream, _stream: u32) -> io::Result<()> {
+        for i in 0..50_000u64 {
+            write_frame(s, PING, 0, 0, &i.to_be_bytes())?;
+        }
+        Ok(())
+    }
+    fn settings(s: &mut TcpStream, _stream: u32) -> io::Result<()> {
+        for _ in 0..50_000 {
+            write_frame(s, SETTINGS, 0, 0, &[])?;
+        }
+        Ok(())
+    }
+    for respond in [pings as fn(&mut TcpStream, u32) -> io::Result<()>, settings] {
+        let url = raw_h2_server(respond, Duration::ZERO);
+        let (run, _) = all_fail(&url, "grpc", 3, &["-c", "1"]);
+        assert_errors(&run, &["h2"], &["ENHANCE_YOUR_CALM"]);
+    }
+}
+
+#[test]
+fn grpc_frames_on_a_closed_stream_end_the_connection_within_a_budget() {
+    // the stream is reset, then 20,000 WINDOW_UPDATEs arrive for it: the request fails as
+    // reset, and the client gives up on the connection (a new one for the next request; one
+    // sent on it before the flood is seen fails with the connection)
+    fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
+        write_frame(s, RST_STREAM, 0, stream, &2u32.to_be_bytes())?;
+        for _ in 0..20_000 {
+            write_frame(s, WINDOW_UPDATE, 0, stream, &1u32.to_be_bytes())?;
+        }
+        Ok(())
+    }
+    let url = raw_h2_server(respond, Duration::ZERO);
+    let (run, _) = all_fail(&url, "grpc", 4, &["-c", "1"]);
+    assert_errors(
+        &run,
+        &["rst_stream", "h2"],
+        &["INTERNAL_ERROR", "too many frames without progress"],
+    );
+    assert!(u64_at(&run, "/wire/reconnects") >= 1, "{:#}", run["wire"]);
+}
