@@ -406,7 +406,11 @@ pub async fn unary_sent(
 ) -> Result<Bytes, CallError> {
     match send {
         Sender::Wire(h) => h.unary(ledger, call, &request, rx, max_message, sent).await,
-        Sender::H2(send) => h2_unary(send, ledger, call, request, rx, max_message, sent).await,
+        // boxed: the h2 crate's call is a large future, which every caller's future would
+        // carry on the wire client too
+        Sender::H2(send) => {
+            Box::pin(h2_unary(send, ledger, call, request, rx, max_message, sent)).await
+        }
     }
 }
 

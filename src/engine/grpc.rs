@@ -17,7 +17,7 @@ use crate::workload::etcd::client::{Client, is_invalid_token};
 use wirebench_wire::grpc::Code;
 
 /// A client's first response buffer (bytes).
-const RX_START: usize = 512;
+const RX_START: usize = 256;
 
 /// Attempts after the first for a request the server refused unprocessed.
 const MAX_RETRIES: u32 = 3;
@@ -104,7 +104,9 @@ impl Slot {
             }
             self.connecting.set(true);
             self.retire(w);
-            let result = connect(&w.ctx, self.endpoint).await;
+            // boxed: a connect (TLS handshake included) is a large future that every client's
+            // future would otherwise carry, and there may be 100,000 of them
+            let result = Box::pin(connect(&w.ctx, self.endpoint)).await;
             self.connecting.set(false);
             self.connected.notify_waiters();
             let conn = result.map_err(|e| Failure::with(FailureKind::Connect, e))?;
@@ -154,7 +156,6 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let ctx = w.ctx.clone();
     let quota = quota(&ctx, id);
     let mut work = ctx.workload.for_client(id as u64);
-    let mut call = work.call(slot.endpoint).clone();
     let max_message = ctx.h2.max_recv_message;
     // grows to the largest response once; small to start, as there may be 100,000 clients
     let mut rx = BytesMut::with_capacity(RX_START);
@@ -182,6 +183,9 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
 
         let started = Instant::now();
         let body = work.encode_grpc(idx);
+        // borrowed for this request (a re-authentication changes it): the client's future
+        // carries a reference, not a copy
+        let call = work.call(endpoint);
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
         let written = Cell::new(false);
@@ -198,7 +202,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 let r = grpc_client::unary_sent(
                     &mut h.send,
                     &h.ledger,
-                    &call,
+                    call,
                     body.clone(),
                     &mut rx,
                     max_message,
@@ -249,7 +253,8 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 let authority = &ctx.authorities[slot.endpoint];
                 let token =
                     Client::grpc(&mut h.send, &h.ledger, authority).authenticate(user, password);
-                let token = tokio::time::timeout(ctx.timeout, token)
+                // boxed, as the connect: rare, and large
+                let token = Box::pin(tokio::time::timeout(ctx.timeout, token))
                     .await
                     .unwrap_or_else(|_| {
                         Err(Failure::with(
@@ -266,7 +271,6 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                         .map_err(|e| Failure::with(FailureKind::Auth, e))
                 }) {
                     Ok(()) => {
-                        call = work.call(slot.endpoint).clone();
                         w.stats.borrow_mut().reauthenticated += 1;
                         reauthed = true;
                         // The same request goes again; it was not counted.
