@@ -73,12 +73,21 @@ fn ten_watchers_see_every_put_over_both_protocols() {
     assert_eq!(u64_at(proto_run(&report, "grpc"), "/connections"), 1);
 }
 
+/// On both h2 clients: wirebench's own (the default) and the h2 crate's.
 #[test]
 fn a_thousand_watchers_on_ten_grpc_streams_over_two_connections() {
+    for client in ["wire", "h2"] {
+        a_thousand_watchers_on(client);
+    }
+}
+
+fn a_thousand_watchers_on(client: &str) {
     let etcd = Etcd::start();
     let report = watch_run(
         &etcd,
         &[
+            "--h2-client",
+            client,
             "--proto",
             "grpc",
             "--watchers",

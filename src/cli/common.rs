@@ -253,6 +253,15 @@ pub enum H2ClientArg {
     H2,
 }
 
+impl From<H2ClientArg> for H2Client {
+    fn from(a: H2ClientArg) -> H2Client {
+        match a {
+            H2ClientArg::Wire => H2Client::Wire,
+            H2ClientArg::H2 => H2Client::H2,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum HpackArg {
     Index,
@@ -412,10 +421,7 @@ impl RunArgs {
             )? as usize,
             data_frame_budget: 0,
             ledger: self.ledger == OnOff::On,
-            client: match self.h2_client {
-                H2ClientArg::Wire => H2Client::Wire,
-                H2ClientArg::H2 => H2Client::H2,
-            },
+            client: self.h2_client.into(),
             hpack: match self.hpack {
                 HpackArg::Index => Strategy::Index,
                 HpackArg::Literal => Strategy::Literal,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::common::{
-    CallProto, FormatArg, MAX_GENERATED, ProtoArg, TlsArgs, nonzero, parse_endpoints,
+    CallProto, FormatArg, H2ClientArg, MAX_GENERATED, ProtoArg, TlsArgs, nonzero, parse_endpoints,
 };
 use crate::config::WatchConfig;
 use crate::config::{Format, Proto, parse_duration};
@@ -67,6 +67,10 @@ pub struct WatchArgs {
     /// TCP connect timeout
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub connect_timeout: Duration,
+    /// Which h2 client carries the watch streams and gRPC puts: wirebench's own (wire) or the
+    /// h2 crate (h2)
+    #[arg(long, value_enum, default_value_t = H2ClientArg::Wire)]
+    pub h2_client: H2ClientArg,
     /// The seed's run: 10 put clients, 80,000 puts, one watcher counting every event
     #[arg(long)]
     pub seed_preset: bool,
@@ -163,6 +167,7 @@ impl WatchArgs {
             // budget for them would close the connection under normal load.
             h2: H2Config {
                 data_frame_budget: WATCH_DATA_FRAME_BUDGET,
+                client: a.h2_client.into(),
                 ..H2Config::default()
             },
             format: match a.format {

@@ -118,14 +118,6 @@ impl Conn {
         self.send.clone()
     }
 
-    /// The `h2` crate's handle, when the connection runs on that client (the watch streams).
-    pub fn h2_handle(&self) -> Option<SendRequest<Bytes>> {
-        match &self.send {
-            Sender::H2(s) => Some(s.clone()),
-            Sender::Wire(_) => None,
-        }
-    }
-
     pub fn ledger(&self) -> &Rc<Ledger> {
         &self.ledger
     }
@@ -494,6 +486,122 @@ async fn h2_unary(
             t.get("grpc-status").map(|v| v.as_bytes()),
         )
         .map_err(|v| judged(v, t, call.status_kind))
+}
+
+pub use wire::StreamHead;
+
+/// A bidirectional streaming call (etcd's Watch) on either client: gRPC messages out as DATA
+/// frames without END_STREAM, the response read as it arrives. Dropping it resets the stream.
+pub enum Bidi {
+    Wire(wire::Bidi),
+    H2 {
+        tx: h2::SendStream<Bytes>,
+        response: Option<h2::client::ResponseFuture>,
+        body: Option<h2::RecvStream>,
+    },
+}
+
+impl Bidi {
+    /// Opens the stream of `call` on the connection behind `send`; `max_message` bounds what
+    /// it may hold unread (the wire client).
+    pub async fn open(
+        send: &mut Sender,
+        ledger: &Ledger,
+        call: &Call,
+        max_message: usize,
+    ) -> Result<Bidi, Failure> {
+        match send {
+            Sender::Wire(h) => h
+                .bidi(ledger, call, max_message)
+                .await
+                .map(Bidi::Wire)
+                .map_err(|e| e.failure),
+            Sender::H2(send) => {
+                let mut req = Request::new(());
+                *req.method_mut() = Method::POST;
+                *req.uri_mut() = call.uri.clone();
+                *req.version_mut() = Version::HTTP_2;
+                let headers = req.headers_mut();
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+                headers.insert(TE, HeaderValue::from_static("trailers"));
+                for (k, v) in &call.metadata {
+                    headers.insert(k.clone(), v.clone());
+                }
+                let h2_failure = |e: h2::Error| Failure::with(FailureKind::H2, e);
+                std::future::poll_fn(|cx| send.poll_ready(cx))
+                    .await
+                    .map_err(h2_failure)?;
+                let (response, tx) = send.send_request(req, false).map_err(h2_failure)?;
+                ledger.count_request();
+                Ok(Bidi::H2 {
+                    tx,
+                    response: Some(response),
+                    body: None,
+                })
+            }
+        }
+    }
+
+    /// Queues one gRPC-framed message.
+    pub fn send(&mut self, message: Bytes) -> Result<(), Failure> {
+        match self {
+            Bidi::Wire(b) => {
+                b.send(&message);
+                Ok(())
+            }
+            Bidi::H2 { tx, .. } => tx
+                .send_data(message, false)
+                .map_err(|e| Failure::with(FailureKind::H2, e)),
+        }
+    }
+
+    /// Waits for the response head.
+    pub async fn head(&mut self) -> Result<StreamHead, Failure> {
+        match self {
+            Bidi::Wire(b) => b.head().await,
+            Bidi::H2 { response, body, .. } => {
+                let Some(response) = response.take() else {
+                    return Err(Failure::with(FailureKind::H2, "the head was already read"));
+                };
+                let (parts, recv) = response
+                    .await
+                    .map_err(|e| Failure::with(FailureKind::H2, e))?
+                    .into_parts();
+                *body = Some(recv);
+                let message = parts.headers.get("grpc-message").map(|m| {
+                    let mut text = String::new();
+                    grpc::decode_message_text(m.as_bytes(), 1024, &mut text);
+                    text
+                });
+                Ok(StreamHead {
+                    status: parts.status.as_u16(),
+                    trailers_only: parts.headers.contains_key("grpc-status"),
+                    message,
+                })
+            }
+        }
+    }
+
+    /// Appends what arrived to `into`: `Ok(true)` with bytes, `Ok(false)` at the stream's end.
+    pub async fn recv(&mut self, into: &mut BytesMut) -> Result<bool, Failure> {
+        match self {
+            Bidi::Wire(b) => b.recv(into).await,
+            Bidi::H2 { body, .. } => {
+                let Some(body) = body.as_mut() else {
+                    return Err(Failure::with(FailureKind::H2, "no head read yet"));
+                };
+                match body.data().await {
+                    Some(Ok(chunk)) => {
+                        let _ = body.flow_control().release_capacity(chunk.len());
+                        into.extend_from_slice(&chunk);
+                        Ok(true)
+                    }
+                    Some(Err(e)) => Err(Failure::with(FailureKind::H2, e)),
+                    None => Ok(false),
+                }
+            }
+        }
+    }
 }
 
 /// A verdict as a call error: its failure kind, and the status it counts under. `headers`:

@@ -17,7 +17,7 @@ use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Waker, ready};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -34,6 +34,8 @@ use wirebench_wire::h2::hpack::Field;
 const READ_START: usize = 16 << 10;
 /// A grpc-message is kept up to this many bytes.
 const MAX_MESSAGE_TEXT: usize = 1024;
+/// What a bidi stream may hold unread beyond one message at the receive limit.
+const STREAM_SLACK: usize = 1 << 20;
 
 /// The connection settings of `H2Config` as the wire client's.
 pub fn config(h2: &H2Config) -> Config {
@@ -80,6 +82,12 @@ struct Slot {
     stream: u32,
     outcome: Option<Result<Bytes, CallError>>,
     waker: Option<Waker>,
+    /// a bidi stream (`Bidi`): DATA is kept in `rx` for its reader, not judged as one message
+    streaming: bool,
+    /// the stream's response head arrived
+    head_seen: bool,
+    /// the server ended the stream
+    ended: bool,
 }
 
 impl Slot {
@@ -96,6 +104,9 @@ impl Slot {
             stream: 0,
             outcome: None,
             waker: None,
+            streaming: false,
+            head_seen: false,
+            ended: false,
         }
     }
 
@@ -112,14 +123,28 @@ impl Slot {
         self.stream = 0;
         self.outcome = None;
         self.waker = None;
+        self.streaming = false;
+        self.head_seen = false;
+        self.ended = false;
+    }
+
+    fn wake(&mut self) {
+        if let Some(w) = self.waker.take() {
+            w.wake();
+        }
+    }
+
+    /// Registers the task that waits on this slot.
+    fn wait(&mut self, cx: &Context<'_>) {
+        if self.waker.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
+            self.waker = Some(cx.waker().clone());
+        }
     }
 
     fn done(&mut self, outcome: Result<Bytes, CallError>) {
         if self.outcome.is_none() {
             self.outcome = Some(outcome);
-            if let Some(w) = self.waker.take() {
-                w.wake();
-            }
+            self.wake();
         }
     }
 
@@ -176,6 +201,19 @@ impl State {
         if let Some(w) = &self.driver {
             w.wake_by_ref();
         }
+    }
+
+    /// A free slot (a new one when none is), ready for a call of `call`.
+    fn take_slot(&mut self, call: &Call, max_message: usize) -> usize {
+        let token = match self.free.pop() {
+            Some(t) => t,
+            None => {
+                self.slots.push(Slot::new());
+                self.slots.len() - 1
+            }
+        };
+        self.slots[token].begin(call, max_message);
+        token
     }
 
     fn wake_waiting(&mut self) {
@@ -235,6 +273,16 @@ impl Events for Sink<'_> {
         if s.outcome.is_some() {
             return;
         }
+        if s.streaming {
+            if !trailers && (100..200).contains(&s.status) {
+                s.status = 0;
+                return;
+            }
+            s.head_seen = true;
+            s.ended |= trailers || end_stream;
+            s.wake();
+            return;
+        }
         let verdict = UnaryResponse::new(s.max_message);
         if trailers {
             let r = verdict.finish(&mut s.rx, true, s.trailer_grpc.get());
@@ -268,6 +316,23 @@ impl Events for Sink<'_> {
     fn data(&mut self, token: usize, data: &[u8], end_stream: bool) {
         let s = &mut self.slots[token];
         if s.outcome.is_some() {
+            return;
+        }
+        if s.streaming {
+            // what the reader has not taken yet is bounded: one message at the receive limit
+            // and a window's worth behind it
+            if s.rx.len() + data.len() > s.max_message + STREAM_SLACK {
+                let failure = Failure::with(
+                    FailureKind::GrpcFraming,
+                    "the stream's unread data exceeds the receive limit",
+                );
+                s.done(Err(CallError::plain(failure)));
+                self.to_reset.push(s.stream);
+                return;
+            }
+            s.rx.extend_from_slice(data);
+            s.ended |= end_stream;
+            s.wake();
             return;
         }
         let verdict = UnaryResponse::new(s.max_message);
@@ -520,16 +585,9 @@ impl Handle {
     ) -> Result<Bytes, CallError> {
         let token = {
             let mut st = self.state.borrow_mut();
-            let token = match st.free.pop() {
-                Some(t) => t,
-                None => {
-                    st.slots.push(Slot::new());
-                    st.slots.len() - 1
-                }
-            };
-            let s = &mut st.slots[token];
-            std::mem::swap(&mut s.rx, rx);
-            s.begin(call, max_message);
+            let token = st.take_slot(call, max_message);
+            std::mem::swap(&mut st.slots[token].rx, rx);
+            st.slots[token].rx.clear();
             token
         };
         let mut guard = CallGuard {
@@ -552,9 +610,7 @@ impl Handle {
             match s.outcome.take() {
                 Some(o) => Poll::Ready(o),
                 None => {
-                    if s.waker.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
-                        s.waker = Some(cx.waker().clone());
-                    }
+                    s.wait(cx);
                     Poll::Pending
                 }
             }
@@ -586,27 +642,37 @@ impl CallGuard<'_> {
         request: &Bytes,
     ) -> Poll<Result<u32, CallError>> {
         let mut st = self.state.borrow_mut();
-        let st = &mut *st;
-        if let Some(d) = &st.dead {
-            return Poll::Ready(Err(never_sent(d.failure())));
+        let id = ready!(open_stream(&mut st, self.token, call, cx))?;
+        st.conn.send_data(id, request, true);
+        Poll::Ready(Ok(id))
+    }
+}
+
+/// Opens a stream for slot `token` with `call`'s header fields, once the server's SETTINGS and
+/// its stream limit allow; the driver is woken to write it.
+fn open_stream(
+    st: &mut State,
+    token: usize,
+    call: &Call,
+    cx: &mut Context<'_>,
+) -> Poll<Result<u32, CallError>> {
+    if let Some(d) = &st.dead {
+        return Poll::Ready(Err(never_sent(d.failure())));
+    }
+    match st.conn.open(token, call.fields(), false) {
+        Ok(id) => {
+            st.slots[token].stream = id;
+            st.wake_driver();
+            Poll::Ready(Ok(id))
         }
-        let fields = call.fields();
-        match st.conn.open(self.token, fields, false) {
-            Ok(id) => {
-                st.slots[self.token].stream = id;
-                st.conn.send_data(id, request, true);
-                st.wake_driver();
-                Poll::Ready(Ok(id))
-            }
-            Err(OpenError::NotReady | OpenError::Busy) => {
-                st.waiting.push_back(cx.waker().clone());
-                Poll::Pending
-            }
-            Err(OpenError::Closing) => Poll::Ready(Err(never_sent(Failure::with(
-                FailureKind::Goaway,
-                "the connection is going away",
-            )))),
+        Err(OpenError::NotReady | OpenError::Busy) => {
+            st.waiting.push_back(cx.waker().clone());
+            Poll::Pending
         }
+        Err(OpenError::Closing) => Poll::Ready(Err(never_sent(Failure::with(
+            FailureKind::Goaway,
+            "the connection is going away",
+        )))),
     }
 }
 
@@ -631,6 +697,124 @@ impl Drop for CallGuard<'_> {
         std::mem::swap(&mut s.rx, self.rx);
         s.outcome = None;
         s.waker = None;
+        st.free.push(self.token);
+    }
+}
+
+/// The head of a bidi stream's response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamHead {
+    pub status: u16,
+    /// the head carried a grpc-status: a trailers-only answer, the stream is over
+    pub trailers_only: bool,
+    /// its grpc-message, percent-decoded
+    pub message: Option<String>,
+}
+
+/// A bidirectional stream on a wire-client connection (etcd's Watch): messages go out as DATA
+/// without END_STREAM, what arrives is read as it comes. Dropping it resets the stream.
+pub struct Bidi {
+    state: Rc<RefCell<State>>,
+    token: usize,
+    stream: u32,
+}
+
+impl Handle {
+    /// Opens a bidi stream of `call` (HEADERS without END_STREAM); `max_message` bounds what it
+    /// may hold unread.
+    pub async fn bidi(
+        &self,
+        ledger: &Ledger,
+        call: &Call,
+        max_message: usize,
+    ) -> Result<Bidi, CallError> {
+        let token = self.state.borrow_mut().take_slot(call, max_message);
+        self.state.borrow_mut().slots[token].streaming = true;
+        let mut bidi = Bidi {
+            state: self.state.clone(),
+            token,
+            stream: 0,
+        };
+        bidi.stream =
+            poll_fn(|cx| open_stream(&mut bidi.state.borrow_mut(), token, call, cx)).await?;
+        ledger.count_request();
+        if ledger.h2.is_some() {
+            ledger.h2_header_lists(call.header_list_bytes, 0);
+        }
+        Ok(bidi)
+    }
+}
+
+impl Bidi {
+    /// Queues `message` (already gRPC-framed) on the stream.
+    pub fn send(&self, message: &[u8]) {
+        let mut st = self.state.borrow_mut();
+        st.conn.send_data(self.stream, message, false);
+        st.wake_driver();
+    }
+
+    /// Waits for the response head.
+    pub async fn head(&self) -> Result<StreamHead, Failure> {
+        poll_fn(|cx| {
+            let mut st = self.state.borrow_mut();
+            let s = &mut st.slots[self.token];
+            if let Some(Err(e)) = &s.outcome {
+                return Poll::Ready(Err(e.failure.clone()));
+            }
+            if !s.head_seen {
+                s.wait(cx);
+                return Poll::Pending;
+            }
+            let message = (!s.message.is_empty()).then(|| {
+                let mut text = String::new();
+                wirebench_wire::grpc::decode_message_text(&s.message, MAX_MESSAGE_TEXT, &mut text);
+                text
+            });
+            Poll::Ready(Ok(StreamHead {
+                status: s.status,
+                trailers_only: s.head_grpc.get().is_some(),
+                message,
+            }))
+        })
+        .await
+    }
+
+    /// Appends what arrived to `into`, waiting for something: `Ok(true)` with bytes,
+    /// `Ok(false)` once the server ended the stream and everything was read.
+    pub async fn recv(&self, into: &mut BytesMut) -> Result<bool, Failure> {
+        poll_fn(|cx| {
+            let mut st = self.state.borrow_mut();
+            let s = &mut st.slots[self.token];
+            if !s.rx.is_empty() {
+                into.extend_from_slice(&s.rx);
+                s.rx.clear();
+                return Poll::Ready(Ok(true));
+            }
+            if let Some(Err(e)) = &s.outcome {
+                return Poll::Ready(Err(e.failure.clone()));
+            }
+            if s.ended {
+                return Poll::Ready(Ok(false));
+            }
+            s.wait(cx);
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+impl Drop for Bidi {
+    fn drop(&mut self) {
+        let mut st = self.state.borrow_mut();
+        if self.stream != 0 {
+            // cancels what the stream still does (etcd: its watches); nothing if it is over
+            st.conn.reset(self.stream, Reason::CANCEL);
+            st.wake_driver();
+        }
+        let s = &mut st.slots[self.token];
+        s.outcome = None;
+        s.waker = None;
+        s.streaming = false;
         st.free.push(self.token);
     }
 }

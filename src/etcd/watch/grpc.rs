@@ -7,13 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::BytesMut;
-use http::header::{CONTENT_TYPE, HeaderValue, TE};
-use http::{Method, Request, Uri, Version};
+use http::Uri;
 
 use super::config::{WatchConfig, stream_watchers};
 use super::state::WatchState;
-use crate::client::grpc::Conn as GrpcConn;
-use crate::net::{H2Client, H2Config};
+use crate::client::grpc::{Bidi, Call, Conn as GrpcConn};
 use crate::outcome::{Failure, FailureKind};
 use wirebench_wire::grpc;
 use wirebench_wire::proto::etcd::{
@@ -38,11 +36,7 @@ pub(super) async fn open(
             &ep.host,
             c % cfg.endpoints.len(),
             &cfg.net,
-            // the bidi streams run on the h2 crate's client
-            &H2Config {
-                client: H2Client::H2,
-                ..cfg.h2
-            },
+            &cfg.h2,
         )
         .await
         .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
@@ -98,59 +92,41 @@ async fn stream(
     uri: Uri,
     watchers: Vec<usize>,
 ) {
-    // `open` connected with the h2 crate's client, which has this handle
-    let mut send = conn
-        .h2_handle()
-        .expect("watch connections run on the h2 crate");
+    let mut send = conn.handle();
     let ledger = conn.ledger().clone();
-    let mut req = Request::new(());
-    *req.method_mut() = Method::POST;
-    *req.uri_mut() = uri;
-    *req.version_mut() = Version::HTTP_2;
-    req.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-    req.headers_mut()
-        .insert(TE, HeaderValue::from_static("trailers"));
-    if let Err(e) = std::future::poll_fn(|cx| send.poll_ready(cx)).await {
-        st.error(Failure::with(FailureKind::H2, e));
-        return;
-    }
-    let (response, mut tx) = match send.send_request(req, false) {
-        Ok(r) => r,
-        Err(e) => {
-            st.error(Failure::with(FailureKind::H2, e));
+    let call = Call::new(uri, Vec::new(), FailureKind::Etcd);
+    let mut bidi = match Bidi::open(&mut send, &ledger, &call, MAX_WATCH_MESSAGE).await {
+        Ok(b) => b,
+        Err(f) => {
+            st.error(f);
             return;
         }
     };
-    ledger.count_request();
     let mut frame = BytesMut::new();
     for &w in &watchers {
         frame.clear();
         grpc::encode(&create_request(&cfg, w), &mut frame);
         st.create_sent.borrow_mut()[w] = Some(Instant::now());
-        if let Err(e) = tx.send_data(frame.split().freeze(), false) {
-            st.error(Failure::with(FailureKind::H2, e));
+        if let Err(f) = bidi.send(frame.split().freeze()) {
+            st.error(f);
             return;
         }
     }
-    let response = tokio::select! {
-        r = response => r,
+    let head = tokio::select! {
+        h = bidi.head() => h,
         _ = st.stop.notified() => return,
     };
-    let response = match response {
-        Ok(r) => r,
-        Err(e) => {
-            st.error(Failure::with(FailureKind::H2, e));
+    let head = match head {
+        Ok(h) => h,
+        Err(f) => {
+            st.error(f);
             return;
         }
     };
-    let (parts, mut body) = response.into_parts();
-    if parts.status != http::StatusCode::OK || parts.headers.contains_key("grpc-status") {
-        let status = parts
-            .headers
-            .get("grpc-message")
-            .map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned())
-            .unwrap_or_else(|| format!("HTTP {}", parts.status));
+    if head.status != 200 || head.trailers_only {
+        let status = head
+            .message
+            .unwrap_or_else(|| format!("HTTP {}", head.status));
         st.error(Failure::with(FailureKind::Etcd, status));
         return;
     }
@@ -161,26 +137,24 @@ async fn stream(
         if st.stopped.get() {
             break;
         }
-        let chunk = tokio::select! {
-            c = body.data() => c,
+        let more = tokio::select! {
+            r = bidi.recv(&mut rx) => r,
             _ = st.stop.notified() => break,
         };
-        let chunk = match chunk {
-            Some(Ok(c)) => c,
-            Some(Err(e)) => {
-                st.error(Failure::with(FailureKind::H2, e));
+        match more {
+            Ok(true) => {}
+            Err(f) => {
+                st.error(f);
                 break;
             }
-            None => {
+            Ok(false) => {
                 st.error(Failure::with(
                     FailureKind::Watch,
                     "etcd ended the watch stream",
                 ));
                 break;
             }
-        };
-        let _ = body.flow_control().release_capacity(chunk.len());
-        rx.extend_from_slice(&chunk);
+        }
         loop {
             match grpc::decode_message::<WatchResponse>(&mut rx, MAX_WATCH_MESSAGE) {
                 Ok(Some(r)) => {
@@ -208,5 +182,5 @@ async fn stream(
         }
     }
     // Ends the stream: the request side is reset (CANCEL), which cancels its watches.
-    drop(tx);
+    drop(bidi);
 }
