@@ -383,25 +383,35 @@ pub async fn unary(
     max_message: usize,
 ) -> Result<Bytes, CallError> {
     let sent = Cell::new(false);
-    unary_sent(send, ledger, call, request, rx, max_message, &sent).await
+    unary_sent(send, ledger, call, &request, rx, max_message, &sent).await
 }
 
-/// `unary`, and `sent` becomes true once the request is handed to h2 (its HEADERS queued).
+/// `unary`, and `sent` becomes true once the request is handed to h2 (its HEADERS queued);
+/// the request is borrowed (a caller's future holds no second copy).
 pub async fn unary_sent(
     send: &mut Sender,
     ledger: &Ledger,
     call: &Call,
-    request: Bytes,
+    request: &Bytes,
     rx: &mut BytesMut,
     max_message: usize,
     sent: &Cell<bool>,
 ) -> Result<Bytes, CallError> {
     match send {
-        Sender::Wire(h) => h.unary(ledger, call, &request, rx, max_message, sent).await,
+        Sender::Wire(h) => h.unary(ledger, call, request, rx, max_message, sent).await,
         // boxed: the h2 crate's call is a large future, which every caller's future would
         // carry on the wire client too
         Sender::H2(send) => {
-            Box::pin(h2_unary(send, ledger, call, request, rx, max_message, sent)).await
+            Box::pin(h2_unary(
+                send,
+                ledger,
+                call,
+                request.clone(),
+                rx,
+                max_message,
+                sent,
+            ))
+            .await
         }
     }
 }

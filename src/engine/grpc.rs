@@ -16,9 +16,6 @@ use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::etcd::client::{Client, is_invalid_token};
 use wirebench_wire::grpc::Code;
 
-/// A client's first response buffer (bytes).
-const RX_START: usize = 256;
-
 /// Attempts after the first for a request the server refused unprocessed.
 const MAX_RETRIES: u32 = 3;
 
@@ -155,10 +152,13 @@ pub(super) fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
 async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let ctx = w.ctx.clone();
     let quota = quota(&ctx, id);
-    let mut work = ctx.workload.for_client(id as u64);
+    // boxed: the largest workload (etcd's) would make every client's future that large, and
+    // with it the task, which tokio allocates in 128-byte steps
+    let mut work = Box::new(ctx.workload.for_client(id as u64));
     let max_message = ctx.h2.max_recv_message;
-    // grows to the largest response once; small to start, as there may be 100,000 clients
-    let mut rx = BytesMut::with_capacity(RX_START);
+    // allocated by the first response, as large as it, and grown to the largest once: there may
+    // be 100,000 clients
+    let mut rx = BytesMut::new();
     let mut idx = id as u64;
     let mut sent = 0u64;
     let mut handle: Option<Handle> = None;
@@ -191,42 +191,47 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         let written = Cell::new(false);
         // One request, sent again when the server provably did not process it: after GOAWAY on
         // a new connection (the old one is marked dead), after REFUSED_STREAM on the same one
-        // unless it broke. At most MAX_RETRIES times, all within the request timeout.
-        let attempt = async {
-            let mut retries = 0;
-            loop {
-                let Some(h) = handle.as_mut() else {
-                    return Err(CallError::plain(Failure::new(FailureKind::Connect)));
-                };
-                let generation = h.generation;
-                let r = grpc_client::unary_sent(
-                    &mut h.send,
-                    &h.ledger,
-                    call,
-                    body.clone(),
-                    &mut rx,
-                    max_message,
-                    &written,
-                )
-                .await;
-                if let Err(e) = &r
-                    && e.conn_broken
-                {
-                    slot.mark_dead(generation);
-                }
-                match r {
-                    Err(e) if e.unprocessed && retries < MAX_RETRIES => {
-                        retries += 1;
-                        w.stats.borrow_mut().retried += 1;
-                        slot.acquire(&w, &mut handle)
-                            .await
-                            .map_err(CallError::plain)?;
+        // unless it broke. At most MAX_RETRIES times, all within the request timeout: each
+        // step waits until the one deadline (no clock read of its own), and only one step's
+        // future is alive at a time, which keeps every client's future small.
+        let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
+        let mut retries = 0;
+        let result = loop {
+            let Some(h) = handle.as_mut() else {
+                break Ok(Err(CallError::plain(Failure::new(FailureKind::Connect))));
+            };
+            let generation = h.generation;
+            let call = grpc_client::unary_sent(
+                &mut h.send,
+                &h.ledger,
+                call,
+                &body,
+                &mut rx,
+                max_message,
+                &written,
+            );
+            let r = match tokio::time::timeout_at(deadline, call).await {
+                Ok(r) => r,
+                Err(elapsed) => break Err(elapsed),
+            };
+            if let Err(e) = &r
+                && e.conn_broken
+            {
+                slot.mark_dead(generation);
+            }
+            match r {
+                Err(e) if e.unprocessed && retries < MAX_RETRIES => {
+                    retries += 1;
+                    w.stats.borrow_mut().retried += 1;
+                    match tokio::time::timeout_at(deadline, slot.acquire(&w, &mut handle)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(f)) => break Ok(Err(CallError::plain(f))),
+                        Err(elapsed) => break Err(elapsed),
                     }
-                    other => return other,
                 }
+                other => break Ok(other),
             }
         };
-        let result = tokio::time::timeout(ctx.timeout, attempt).await;
         let was_reauthed = std::mem::take(&mut reauthed);
         // a request sent again after re-authenticating was written (and counted) the first time
         if written.get() && !was_reauthed {
