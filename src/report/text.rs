@@ -625,7 +625,7 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64) {
         );
         let _ = writeln!(
             out,
-            "  setup, once per connection: {} B out, {} B in (preface, SETTINGS, PING)",
+            "  setup, once per connection: {} B out, {} B in (the frames before the first HEADERS: preface, SETTINGS and ACKs, PING, WINDOW_UPDATE)",
             l.setup_bytes_out, l.setup_bytes_in
         );
         for (dir, d) in [("out", o), ("in", i)] {
