@@ -33,7 +33,8 @@ fn bench(c: &mut Criterion) {
     c.bench_function("etcd_put_encode_grpc", |b| {
         b.iter(|| {
             idx += 1;
-            black_box(put.encode_grpc(idx))
+            put.next_grpc(idx);
+            black_box(put.grpc_request().len())
         })
     });
 

@@ -337,6 +337,8 @@ enum H2Behavior {
     Reset(h2::Reason),
     /// Never answers (the stream stays open until the client resets it).
     Silent,
+    /// Never answers, and allows one stream at a time (SETTINGS_MAX_CONCURRENT_STREAMS 1).
+    SilentOneStream,
 }
 
 /// A loopback gRPC server on the h2 crate's server side, on its own thread; returns the URL.
@@ -354,7 +356,11 @@ fn h2_server(behavior: H2Behavior) -> String {
                 // Nagle against the client's delayed ACKs would make each window a 10+ ms wait.
                 let _ = sock.set_nodelay(true);
                 tokio::spawn(async move {
-                    let Ok(mut conn) = h2::server::handshake(sock).await else {
+                    let mut builder = h2::server::Builder::new();
+                    if matches!(behavior, H2Behavior::SilentOneStream) {
+                        builder.max_concurrent_streams(1);
+                    }
+                    let Ok(mut conn) = builder.handshake(sock).await else {
                         return;
                     };
                     while let Some(Ok((req, respond))) = conn.accept().await {
@@ -384,7 +390,7 @@ async fn answer(
             respond.send_reset(reason);
             return;
         }
-        H2Behavior::Silent => {
+        H2Behavior::Silent | H2Behavior::SilentOneStream => {
             // Dropping `respond` would reset the stream: hold it until the client does.
             let _ = poll_fn(|cx| respond.poll_reset(cx)).await;
             return;
@@ -467,6 +473,37 @@ fn grpc_oversized_prefix_is_rejected_from_the_prefix_alone() {
     // The prefix alone tells: about a flow-control window per request arrives, not 4 MiB.
     let bytes_in = u64_at(&run, "/wire/bytes_in");
     assert!(bytes_in < 10 * 256 * 1024, "{bytes_in} bytes read");
+}
+
+#[test]
+fn grpc_calls_waiting_for_a_stream_time_out_on_their_own_deadline() {
+    // one stream at a time on one connection: one call holds it, three wait for it; all four
+    // give up at their one deadline, the waiting ones without ever being sent
+    let url = h2_server(H2Behavior::SilentOneStream);
+    for client in ["wire", "h2"] {
+        let extra = ["-c", "4", "--conns", "1", "--h2-client", client];
+        let (run, w) = all_fail(&url, "grpc", 4, &extra);
+        assert_errors(&run, &["timeout"], &["no response within 2s"]);
+        assert_eq!(
+            u64_at(&run, "/summary/failed"),
+            4,
+            "{client}: {:#}",
+            run["summary"]
+        );
+        if client == "wire" {
+            assert_eq!(
+                u64_at(&run, "/wire/requests_on_wire"),
+                1,
+                "{:#}",
+                run["wire"]
+            );
+        }
+        assert!(
+            w.run.elapsed >= Duration::from_secs(2) && w.run.elapsed < Duration::from_secs(4),
+            "{client}: {:?}",
+            w.run.elapsed
+        );
+    }
 }
 
 #[test]

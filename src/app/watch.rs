@@ -88,7 +88,7 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
 /// stamped puts over `--put-proto` to the first endpoint. Every put ends counted in exactly one
 /// of `ok`, `failed` and `not_sent`; an error is a setup error (a connection, the request).
 pub fn put_load(cfg: &WatchConfig) -> Result<PutOutcome, String> {
-    let workload = Workload::WatchPuts(WatchPuts::new(cfg)?);
+    let workload = Workload::WatchPuts(Box::new(WatchPuts::new(cfg)?));
     let endpoints = &cfg.endpoints[..1];
     let run = engine::run_proto(&put_config(cfg), &workload, endpoints, cfg.put_proto, None)?;
     PutOutcome::from_run(cfg, run)

@@ -5,10 +5,13 @@
 pub mod wire;
 
 use std::cell::Cell;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -258,14 +261,21 @@ async fn drain(fd: &OwnedFd, ledger: &Ledger, bound: std::time::Duration) -> boo
 
 /// A unary call's target, built once: full URI (scheme, authority, path), extra metadata, and
 /// the failure kind a non-OK grpc-status is counted under (e.g. "etcd").
+///
+/// Its header fields never change after `new`: the wire client keeps their HPACK block under
+/// `key` (clones share it, as they share the fields).
 #[derive(Debug, Clone)]
 pub struct Call {
-    pub uri: Uri,
-    pub metadata: Vec<(HeaderName, HeaderValue)>,
+    uri: Uri,
+    metadata: Vec<(HeaderName, HeaderValue)>,
     pub status_kind: FailureKind,
     /// uncompressed size of the request's header list (`fields`, pseudo-headers included)
-    pub header_list_bytes: u64,
+    header_list_bytes: u64,
+    key: u64,
 }
+
+/// The next `Call::key`.
+static NEXT_CALL_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Call {
     pub fn new(
@@ -278,6 +288,7 @@ impl Call {
             metadata,
             status_kind,
             header_list_bytes: 0,
+            key: NEXT_CALL_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         call.header_list_bytes = call
             .fields()
@@ -383,35 +394,74 @@ pub async fn unary(
     max_message: usize,
 ) -> Result<Bytes, CallError> {
     let sent = Cell::new(false);
-    unary_sent(send, ledger, call, &request, rx, max_message, &sent).await
+    let r = unary_sent(send, ledger, call, &request, rx, max_message, &sent, None).await;
+    r.expect("a call without a deadline ends with its outcome")
 }
 
 /// `unary`, and `sent` becomes true once the request is handed to h2 (its HEADERS queued);
 /// the request is borrowed (a caller's future holds no second copy).
-pub async fn unary_sent(
-    send: &mut Sender,
-    ledger: &Ledger,
-    call: &Call,
-    request: &Bytes,
-    rx: &mut BytesMut,
+///
+/// `None` when `deadline` passed first: the call is dropped (its stream reset).
+///
+/// Not an `async fn`: its future is the wire client's call itself, or the h2 crate's boxed (a
+/// large future, which every caller's future would carry on the wire client too), without a
+/// second copy of the arguments around it. The wire client keeps the deadline on its
+/// connection's one timer; the h2 crate's call gets a tokio timeout of its own.
+#[allow(clippy::too_many_arguments)]
+pub fn unary_sent<'a>(
+    send: &'a mut Sender,
+    ledger: &'a Ledger,
+    call: &'a Call,
+    request: &'a Bytes,
+    rx: &'a mut BytesMut,
     max_message: usize,
-    sent: &Cell<bool>,
-) -> Result<Bytes, CallError> {
+    sent: &'a Cell<bool>,
+    deadline: Option<tokio::time::Instant>,
+) -> UnarySent<impl Future<Output = UnaryEnd> + 'a, impl Future<Output = UnaryEnd> + 'a> {
     match send {
-        Sender::Wire(h) => h.unary(ledger, call, request, rx, max_message, sent).await,
-        // boxed: the h2 crate's call is a large future, which every caller's future would
-        // carry on the wire client too
+        Sender::Wire(h) => UnarySent::Wire {
+            call: h.unary(ledger, call, request, rx, max_message, sent, deadline),
+        },
         Sender::H2(send) => {
-            Box::pin(h2_unary(
-                send,
-                ledger,
-                call,
-                request.clone(),
-                rx,
-                max_message,
-                sent,
-            ))
-            .await
+            let call = h2_unary(send, ledger, call, request.clone(), rx, max_message, sent);
+            UnarySent::H2 {
+                call: Box::pin(async move {
+                    match deadline {
+                        Some(at) => tokio::time::timeout_at(at, call).await.ok(),
+                        None => Some(call.await),
+                    }
+                }),
+            }
+        }
+    }
+}
+
+/// What a unary call gives: the response message, or why there is none.
+pub type UnaryResult = Result<Bytes, CallError>;
+
+/// A unary call with a deadline: its result, or `None` when the deadline passed first.
+pub type UnaryEnd = Option<UnaryResult>;
+
+pin_project_lite::pin_project! {
+    /// The future of [`unary_sent`] on either client.
+    #[project = UnarySentProj]
+    pub enum UnarySent<W, H> {
+        Wire { #[pin] call: W },
+        H2 { call: Pin<Box<H>> },
+    }
+}
+
+impl<W, H> Future for UnarySent<W, H>
+where
+    W: Future<Output = UnaryEnd>,
+    H: Future<Output = UnaryEnd>,
+{
+    type Output = UnaryEnd;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<UnaryEnd> {
+        match self.project() {
+            UnarySentProj::Wire { call } => call.poll(cx),
+            UnarySentProj::H2 { call } => call.as_mut().poll(cx),
         }
     }
 }
@@ -472,7 +522,10 @@ async fn h2_unary(
     verdict
         .headers(
             parts.status.as_u16(),
-            parts.headers.get("grpc-status").map(|v| v.as_bytes()),
+            parts
+                .headers
+                .get("grpc-status")
+                .map(|v| grpc::parse_status(v.as_bytes())),
         )
         .map_err(|v| judged(v, &parts.headers, call.status_kind))?;
     rx.clear();
@@ -493,7 +546,8 @@ async fn h2_unary(
         .finish(
             rx,
             trailers.is_some(),
-            t.get("grpc-status").map(|v| v.as_bytes()),
+            t.get("grpc-status")
+                .map(|v| grpc::parse_status(v.as_bytes())),
         )
         .map_err(|v| judged(v, t, call.status_kind))
 }

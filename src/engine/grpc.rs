@@ -152,9 +152,8 @@ pub(super) fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
 async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let ctx = w.ctx.clone();
     let quota = quota(&ctx, id);
-    // boxed: the largest workload (etcd's) would make every client's future that large, and
-    // with it the task, which tokio allocates in 128-byte steps
-    let mut work = Box::new(ctx.workload.for_client(id as u64));
+    // small: the etcd workloads are boxed inside it
+    let mut work = ctx.workload.for_client(id as u64);
     let max_message = ctx.h2.max_recv_message;
     // allocated by the first response, as large as it, and grown to the largest once: there may
     // be 100,000 clients
@@ -171,10 +170,9 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
         let warm = turn.warm;
         if let Err(f) = slot.acquire(&w, &mut handle).await {
-            if reconnect
-                .connect_failed(&w, endpoint, warm, &mut sent, quota, f)
-                .await
-            {
+            // boxed, as the rare paths below: the backoff's sleep would otherwise be in every
+            // client's future
+            if Box::pin(reconnect.connect_failed(&w, endpoint, warm, &mut sent, quota, f)).await {
                 continue;
             }
             break;
@@ -182,9 +180,10 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         reconnect.ok();
 
         let started = Instant::now();
-        let body = work.encode_grpc(idx);
-        // borrowed for this request (a re-authentication changes it): the client's future
-        // carries a reference, not a copy
+        work.next_grpc(idx);
+        // borrowed for this request (a re-authentication changes the call): the client's
+        // future carries references, not copies
+        let body = work.grpc_request();
         let call = work.call(endpoint);
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
@@ -205,14 +204,14 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 &mut h.send,
                 &h.ledger,
                 call,
-                &body,
+                body,
                 &mut rx,
                 max_message,
                 &written,
+                Some(deadline),
             );
-            let r = match tokio::time::timeout_at(deadline, call).await {
-                Ok(r) => r,
-                Err(elapsed) => break Err(elapsed),
+            let Some(r) = call.await else {
+                break Err(());
             };
             if let Err(e) = &r
                 && e.conn_broken
@@ -223,10 +222,11 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 Err(e) if e.unprocessed && retries < MAX_RETRIES => {
                     retries += 1;
                     w.stats.borrow_mut().retried += 1;
-                    match tokio::time::timeout_at(deadline, slot.acquire(&w, &mut handle)).await {
+                    let acquire = tokio::time::timeout_at(deadline, slot.acquire(&w, &mut handle));
+                    match Box::pin(acquire).await {
                         Ok(Ok(())) => {}
                         Ok(Err(f)) => break Ok(Err(CallError::plain(f))),
-                        Err(elapsed) => break Err(elapsed),
+                        Err(_) => break Err(()),
                     }
                 }
                 other => break Ok(other),

@@ -34,8 +34,6 @@ struct Shared {
 #[derive(Debug, Clone)]
 pub struct EchoWorkload {
     shared: Arc<Shared>,
-    /// this client's own copy of the framed request (no cross-thread refcount per request)
-    frame: Bytes,
 }
 
 #[derive(Deserialize)]
@@ -93,16 +91,14 @@ impl EchoWorkload {
                 templates,
                 calls,
                 json_body,
-                frame: frame.clone(),
+                frame,
             }),
-            frame,
         })
     }
 
     pub fn for_client(&self) -> EchoWorkload {
         EchoWorkload {
             shared: self.shared.clone(),
-            frame: Bytes::copy_from_slice(&self.shared.frame),
         }
     }
 
@@ -139,8 +135,10 @@ impl EchoWorkload {
         &self.shared.calls[ep]
     }
 
-    pub fn encode_grpc(&mut self) -> Bytes {
-        self.frame.clone()
+    /// The framed request, the same for every call; borrowed, so the wire client touches no
+    /// reference count shared between threads (the h2 crate's client clones it).
+    pub fn grpc_request(&self) -> &Bytes {
+        &self.shared.frame
     }
 
     pub fn check_grpc(&self, message: &Bytes) -> Result<(), Failure> {

@@ -21,10 +21,13 @@ pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
 /// The operations the engine can drive. An enum rather than a trait object: static dispatch on
 /// the hot path and one place that lists them.
 #[derive(Debug, Clone)]
+///
+/// Small (16 bytes), as every client carries one: the etcd workloads, which hold per-client
+/// buffers, are boxed; the echo workload is one shared pointer.
 pub enum Workload {
-    Etcd(EtcdWorkload),
+    Etcd(Box<EtcdWorkload>),
     /// the watch benchmark's put load: stamped values, revisions acknowledged
-    WatchPuts(WatchPuts),
+    WatchPuts(Box<WatchPuts>),
     Echo(EchoWorkload),
 }
 
@@ -38,9 +41,12 @@ impl Workload {
         token: Option<&str>,
     ) -> Result<Workload, String> {
         Ok(match spec {
-            WorkloadSpec::Etcd(op) => {
-                Workload::Etcd(EtcdWorkload::new(op.clone(), endpoints, seed, token)?)
-            }
+            WorkloadSpec::Etcd(op) => Workload::Etcd(Box::new(EtcdWorkload::new(
+                op.clone(),
+                endpoints,
+                seed,
+                token,
+            )?)),
             WorkloadSpec::Echo { ping, headers } => {
                 Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
             }
@@ -89,12 +95,21 @@ impl Workload {
         }
     }
 
-    /// gRPC request number `idx`, framed (5-byte prefix + protobuf).
-    pub fn encode_grpc(&mut self, idx: u64) -> Bytes {
+    /// Makes gRPC request number `idx`, which `grpc_request` then lends.
+    pub fn next_grpc(&mut self, idx: u64) {
         match self {
-            Workload::Etcd(w) => w.encode_grpc(idx),
-            Workload::WatchPuts(w) => w.encode_grpc(idx),
-            Workload::Echo(w) => w.encode_grpc(),
+            Workload::Etcd(w) => w.next_grpc(idx),
+            Workload::WatchPuts(w) => w.next_grpc(idx),
+            Workload::Echo(_) => {}
+        }
+    }
+
+    /// The gRPC request `next_grpc` made, framed (5-byte prefix + protobuf).
+    pub fn grpc_request(&self) -> &Bytes {
+        match self {
+            Workload::Etcd(w) => w.grpc_request(),
+            Workload::WatchPuts(w) => w.grpc_request(),
+            Workload::Echo(w) => w.grpc_request(),
         }
     }
 
@@ -124,8 +139,8 @@ impl Workload {
     /// A fresh instance for client `client` (own scratch buffers and random stream).
     pub fn for_client(&self, client: u64) -> Workload {
         match self {
-            Workload::Etcd(w) => Workload::Etcd(w.for_client(client)),
-            Workload::WatchPuts(w) => Workload::WatchPuts(w.for_client()),
+            Workload::Etcd(w) => Workload::Etcd(Box::new(w.for_client(client))),
+            Workload::WatchPuts(w) => Workload::WatchPuts(Box::new(w.for_client())),
             Workload::Echo(w) => Workload::Echo(w.for_client()),
         }
     }

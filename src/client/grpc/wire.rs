@@ -21,11 +21,13 @@ use std::task::{Context, Poll, Waker, ready};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
 
 use super::{Call, CallError, judged_message};
 use crate::net::{H2Config, Io, Ledger};
 use crate::outcome::{Failure, FailureKind};
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
+use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::h2::client::{Closed, Config, Connection, Events, OpenError};
 use wirebench_wire::h2::frame::Reason;
 use wirebench_wire::h2::hpack::Field;
@@ -73,10 +75,9 @@ struct Slot {
     max_message: usize,
     status_kind: FailureKind,
     status: u16,
-    /// grpc-status of the head (trailers-only) and of the trailers, as sent (`None`: absent);
-    /// their buffers are kept for the slot's next call
-    head_grpc: Status,
-    trailer_grpc: Status,
+    /// grpc-status of the head (trailers-only) and of the trailers, parsed (`None`: absent)
+    head_grpc: Option<Result<Code, grpc::Error>>,
+    trailer_grpc: Option<Result<Code, grpc::Error>>,
     message: Vec<u8>,
     header_bytes_in: u64,
     stream: u32,
@@ -88,6 +89,10 @@ struct Slot {
     head_seen: bool,
     /// the server ended the stream
     ended: bool,
+    /// when a unary call gives up (the driver's timer checks it); `None` for none
+    deadline: Option<Instant>,
+    /// the deadline passed before the call's outcome came
+    expired: bool,
 }
 
 impl Slot {
@@ -97,8 +102,8 @@ impl Slot {
             max_message: 0,
             status_kind: FailureKind::GrpcStatus,
             status: 0,
-            head_grpc: Status::default(),
-            trailer_grpc: Status::default(),
+            head_grpc: None,
+            trailer_grpc: None,
             message: Vec::new(),
             header_bytes_in: 0,
             stream: 0,
@@ -107,6 +112,8 @@ impl Slot {
             streaming: false,
             head_seen: false,
             ended: false,
+            deadline: None,
+            expired: false,
         }
     }
 
@@ -116,8 +123,8 @@ impl Slot {
         self.max_message = max_message;
         self.status_kind = call.status_kind;
         self.status = 0;
-        self.head_grpc.clear();
-        self.trailer_grpc.clear();
+        self.head_grpc = None;
+        self.trailer_grpc = None;
         self.message.clear();
         self.header_bytes_in = 0;
         self.stream = 0;
@@ -126,6 +133,8 @@ impl Slot {
         self.streaming = false;
         self.head_seen = false;
         self.ended = false;
+        self.deadline = None;
+        self.expired = false;
     }
 
     fn wake(&mut self) {
@@ -154,30 +163,6 @@ impl Slot {
     }
 }
 
-/// A grpc-status value as it came, in a buffer kept across calls.
-#[derive(Default)]
-struct Status {
-    value: Vec<u8>,
-    seen: bool,
-}
-
-impl Status {
-    fn set(&mut self, value: &[u8]) {
-        self.value.clear();
-        self.value.extend_from_slice(value);
-        self.seen = true;
-    }
-
-    fn clear(&mut self) {
-        self.value.clear();
-        self.seen = false;
-    }
-
-    fn get(&self) -> Option<&[u8]> {
-        self.seen.then_some(&self.value[..])
-    }
-}
-
 /// The connection and its calls, shared by the driver and the callers on one thread.
 struct State {
     conn: Connection,
@@ -187,6 +172,8 @@ struct State {
     to_reset: Vec<u32>,
     /// callers waiting for a stream (the server's SETTINGS, or its stream limit)
     waiting: VecDeque<Waker>,
+    /// no call's deadline is earlier (a lower bound: the driver's timer fires then and looks)
+    next_deadline: Option<Instant>,
     driver: Option<Waker>,
     dead: Option<Dead>,
     /// the owner closes: write what is left, GOAWAY, FIN, read to EOF
@@ -201,6 +188,34 @@ impl State {
         if let Some(w) = &self.driver {
             w.wake_by_ref();
         }
+    }
+
+    /// Gives slot `token`'s call a deadline; the driver is woken when it is the earliest.
+    fn set_deadline(&mut self, token: usize, at: Instant) {
+        self.slots[token].deadline = Some(at);
+        if self.next_deadline.is_none_or(|d| at < d) {
+            self.next_deadline = Some(at);
+            self.wake_driver();
+        }
+    }
+
+    /// The deadlines that passed by `now`: their calls end (the caller resets the stream), the
+    /// others give the next lower bound.
+    fn expire(&mut self, now: Instant) {
+        let mut next = None;
+        for s in &mut self.slots {
+            let Some(at) = s.deadline else { continue };
+            if s.outcome.is_some() || s.expired {
+                continue;
+            }
+            if at <= now {
+                s.expired = true;
+                s.wake();
+            } else if next.is_none_or(|n| at < n) {
+                next = Some(at);
+            }
+        }
+        self.next_deadline = next;
     }
 
     /// A free slot (a new one when none is), ready for a call of `call`.
@@ -257,8 +272,8 @@ impl Events for Sink<'_> {
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
             }
-            b"grpc-status" if trailers => s.trailer_grpc.set(f.value),
-            b"grpc-status" => s.head_grpc.set(f.value),
+            b"grpc-status" if trailers => s.trailer_grpc = Some(grpc::parse_status(f.value)),
+            b"grpc-status" => s.head_grpc = Some(grpc::parse_status(f.value)),
             b"grpc-message" => {
                 s.message.clear();
                 s.message
@@ -285,7 +300,7 @@ impl Events for Sink<'_> {
         }
         let verdict = UnaryResponse::new(s.max_message);
         if trailers {
-            let r = verdict.finish(&mut s.rx, true, s.trailer_grpc.get());
+            let r = verdict.finish(&mut s.rx, true, s.trailer_grpc);
             let r = r.map_err(|v| s.judged(v));
             s.done(r);
             return;
@@ -295,7 +310,7 @@ impl Events for Sink<'_> {
             s.status = 0;
             return;
         }
-        match verdict.headers(s.status, s.head_grpc.get()) {
+        match verdict.headers(s.status, s.head_grpc) {
             Err(v) => {
                 let e = s.judged(v);
                 s.done(Err(e));
@@ -404,6 +419,7 @@ pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, tokio::tas
         free: Vec::new(),
         to_reset: Vec::new(),
         waiting: VecDeque::new(),
+        next_deadline: None,
         driver: None,
         dead: None,
         closing: false,
@@ -418,10 +434,33 @@ pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, tokio::tas
         let mut io = io;
         let mut buf = vec![0u8; READ_START.min(max_frame + 9 + 4096)];
         let mut filled = 0;
-        poll_fn(|cx| drive(&state, &mut io, &mut buf, &mut filled, max_frame, cx)).await;
+        let mut timer = None;
+        poll_fn(|cx| {
+            let more = drive(&state, &mut io, &mut buf, &mut filled, max_frame, cx);
+            deadlines(&mut state.borrow_mut(), &mut timer, cx);
+            more
+        })
+        .await;
         dead.set(true);
     });
     (handle, task)
+}
+
+/// The calls' deadlines on one timer: it is set to the earliest one known (a lower bound),
+/// and when it fires the slots are looked through: the calls past theirs end, the earliest of
+/// the others sets it again. With one timeout for every call this fires about once per
+/// timeout, and a call costs no timer of its own.
+fn deadlines(st: &mut State, timer: &mut Option<Pin<Box<Sleep>>>, cx: &mut Context<'_>) {
+    while let Some(at) = st.next_deadline {
+        let t = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+        if t.deadline() != at {
+            t.as_mut().reset(at);
+        }
+        if t.as_mut().poll(cx).is_pending() {
+            return;
+        }
+        st.expire(Instant::now());
+    }
 }
 
 /// One wakeup of the driver: read everything, handle it, write everything.
@@ -573,7 +612,9 @@ impl Handle {
         st.wake_driver();
     }
 
-    /// One unary call; `sent` becomes true once its HEADERS are queued.
+    /// One unary call; `sent` becomes true once its HEADERS are queued. `None` when `deadline`
+    /// passed first (its stream, if open, is reset).
+    #[allow(clippy::too_many_arguments)]
     pub async fn unary(
         &self,
         ledger: &Ledger,
@@ -582,12 +623,16 @@ impl Handle {
         rx: &mut BytesMut,
         max_message: usize,
         sent: &Cell<bool>,
-    ) -> Result<Bytes, CallError> {
+        deadline: Option<Instant>,
+    ) -> Option<Result<Bytes, CallError>> {
         let token = {
             let mut st = self.state.borrow_mut();
             let token = st.take_slot(call, max_message);
             std::mem::swap(&mut st.slots[token].rx, rx);
             st.slots[token].rx.clear();
+            if let Some(at) = deadline {
+                st.set_deadline(token, at);
+            }
             token
         };
         let mut guard = CallGuard {
@@ -596,7 +641,10 @@ impl Handle {
             rx,
             stream: None,
         };
-        let id = poll_fn(|cx| guard.open(cx, call, request)).await?;
+        let id = match poll_fn(|cx| guard.open(cx, call, request)).await? {
+            Ok(id) => id,
+            Err(e) => return Some(Err(e)),
+        };
         guard.stream = Some(id);
         sent.set(true);
         ledger.count_request();
@@ -608,20 +656,22 @@ impl Handle {
             let mut st = self.state.borrow_mut();
             let s = &mut st.slots[token];
             match s.outcome.take() {
-                Some(o) => Poll::Ready(o),
+                Some(o) => Poll::Ready(Some(o)),
+                // the guard resets the stream
+                None if s.expired => Poll::Ready(None),
                 None => {
                     s.wait(cx);
                     Poll::Pending
                 }
             }
         })
-        .await;
+        .await?;
         if ledger.h2.is_some() {
             let bytes = self.state.borrow().slots[token].header_bytes_in;
             ledger.h2_header_lists(0, bytes);
         }
         guard.stream = None;
-        outcome
+        Some(outcome)
     }
 }
 
@@ -635,16 +685,23 @@ struct CallGuard<'a> {
 }
 
 impl CallGuard<'_> {
+    /// Opens the call's stream and queues its request; `None` when the deadline passed first.
     fn open(
         &mut self,
         cx: &mut Context<'_>,
         call: &Call,
         request: &Bytes,
-    ) -> Poll<Result<u32, CallError>> {
+    ) -> Poll<Option<Result<u32, CallError>>> {
         let mut st = self.state.borrow_mut();
-        let id = ready!(open_stream(&mut st, self.token, call, cx))?;
+        if st.slots[self.token].expired {
+            return Poll::Ready(None);
+        }
+        let id = match ready!(open_stream(&mut st, self.token, call, cx)) {
+            Ok(id) => id,
+            Err(e) => return Poll::Ready(Some(Err(e))),
+        };
         st.conn.send_data(id, request, true);
-        Poll::Ready(Ok(id))
+        Poll::Ready(Some(Ok(id)))
     }
 }
 
@@ -659,7 +716,7 @@ fn open_stream(
     if let Some(d) = &st.dead {
         return Poll::Ready(Err(never_sent(d.failure())));
     }
-    match st.conn.open(token, call.fields(), false) {
+    match st.conn.open_keyed(token, call.key, call.fields(), false) {
         Ok(id) => {
             st.slots[token].stream = id;
             st.wake_driver();
@@ -667,6 +724,8 @@ fn open_stream(
         }
         Err(OpenError::NotReady | OpenError::Busy) => {
             st.waiting.push_back(cx.waker().clone());
+            // the deadline wakes it through its slot
+            st.slots[token].wait(cx);
             Poll::Pending
         }
         Err(OpenError::Closing) => Poll::Ready(Err(never_sent(Failure::with(
@@ -697,6 +756,7 @@ impl Drop for CallGuard<'_> {
         std::mem::swap(&mut s.rx, self.rx);
         s.outcome = None;
         s.waker = None;
+        s.deadline = None;
         st.free.push(self.token);
     }
 }
@@ -772,7 +832,7 @@ impl Bidi {
             });
             Poll::Ready(Ok(StreamHead {
                 status: s.status,
-                trailers_only: s.head_grpc.get().is_some(),
+                trailers_only: s.head_grpc.is_some(),
                 message,
             }))
         })

@@ -132,9 +132,10 @@ pub struct EtcdWorkload {
     key: Vec<u8>,
     body: BytesMut,
     frame: BytesMut,
-    /// range: this client's own copy of the constant request, so cloning it per request touches
-    /// no reference count shared with other threads
-    fixed: Bytes,
+    /// the framed request of the call at hand: for range this client's own copy of the
+    /// constant request, so the h2 crate's client cloning it touches no reference count shared
+    /// with other threads
+    request: Bytes,
 }
 
 impl EtcdWorkload {
@@ -202,7 +203,7 @@ impl EtcdWorkload {
             key: vec![0; key_size],
             body: BytesMut::new(),
             frame: BytesMut::new(),
-            fixed: Bytes::new(),
+            request: Bytes::new(),
         })
     }
 
@@ -211,7 +212,7 @@ impl EtcdWorkload {
         w.rng = Rng::new(self.rng.clone().next_u64() ^ client.wrapping_mul(0x2545_F491_4F6C_DD1D));
         w.body = BytesMut::with_capacity(256);
         w.frame = BytesMut::with_capacity(256);
-        w.fixed = Bytes::copy_from_slice(&self.shared.proto_tail);
+        w.request = Bytes::copy_from_slice(&self.shared.proto_tail);
         w
     }
 
@@ -268,10 +269,13 @@ impl EtcdWorkload {
         &self.shared.calls[ep]
     }
 
-    pub fn encode_grpc(&mut self, idx: u64) -> Bytes {
+    /// Encodes gRPC request number `idx`, then [`EtcdWorkload::grpc_request`].
+    pub fn next_grpc(&mut self, idx: u64) {
         let shared = &*self.shared;
         match shared.op {
             EtcdOp::Put { .. } => {
+                // the last request's bytes first, so the buffer is reused
+                self.request = Bytes::new();
                 next_key(&shared.op, &mut self.rng, &mut self.key, idx);
                 // PutRequest{key = 1, value = 2} encoded by hand: the value part is constant.
                 let key_field = prost::encoding::bytes::encoded_len(1, &self.key);
@@ -281,10 +285,15 @@ impl EtcdWorkload {
                 self.frame.put_u32(len as u32);
                 prost::encoding::bytes::encode(1, &self.key, &mut self.frame);
                 self.frame.put_slice(&shared.proto_tail);
-                self.frame.split().freeze()
+                self.request = self.frame.split().freeze();
             }
-            EtcdOp::Range { .. } => self.fixed.clone(),
+            EtcdOp::Range { .. } => {}
         }
+    }
+
+    /// The framed request `next_grpc` made.
+    pub fn grpc_request(&self) -> &Bytes {
+        &self.request
     }
 
     pub fn check_grpc(&self, message: &Bytes) -> Result<(), Failure> {
@@ -330,6 +339,8 @@ pub struct WatchPuts {
     value: Vec<u8>,
     body: BytesMut,
     frame: BytesMut,
+    /// the framed request in flight
+    request: Bytes,
     /// key index of the request in flight (each client has one at a time)
     key: usize,
 }
@@ -371,6 +382,7 @@ impl WatchPuts {
             value: vec![0; cfg.val_size],
             body: BytesMut::new(),
             frame: BytesMut::new(),
+            request: Bytes::new(),
             key: 0,
         })
     }
@@ -381,6 +393,7 @@ impl WatchPuts {
             value: self.value.clone(),
             body: BytesMut::with_capacity(256),
             frame: BytesMut::with_capacity(256),
+            request: Bytes::new(),
             key: 0,
         }
     }
@@ -400,7 +413,9 @@ impl WatchPuts {
         self.targets.template.encode(&self.body, dst)
     }
 
-    pub fn encode_grpc(&mut self, idx: u64) -> Bytes {
+    /// Encodes gRPC put number `idx`, then [`WatchPuts::grpc_request`].
+    pub fn next_grpc(&mut self, idx: u64) {
+        self.request = Bytes::new();
         self.next(idx);
         // `next` keeps the index below the number of keys, and `new` made at least one.
         let key = &self.targets.keys[self.key];
@@ -412,7 +427,12 @@ impl WatchPuts {
         self.frame.put_u32(len as u32);
         prost::encoding::bytes::encode(1, key, &mut self.frame);
         prost::encoding::bytes::encode(2, &self.value, &mut self.frame);
-        self.frame.split().freeze()
+        self.request = self.frame.split().freeze();
+    }
+
+    /// The framed put `next_grpc` made.
+    pub fn grpc_request(&self) -> &Bytes {
+        &self.request
     }
 
     pub fn call(&self) -> &Call {
@@ -553,7 +573,8 @@ mod tests {
         };
         let base = EtcdWorkload::new(op, &[endpoint()], 7, None).unwrap();
         let mut w = base.for_client(0);
-        let framed = w.encode_grpc(300);
+        w.next_grpc(300);
+        let framed = w.grpc_request();
         let mut buf = BytesMut::from(&framed[..]);
         let msg = grpc::decode(&mut buf, 1 << 20).unwrap().unwrap();
         let req = PutRequest::decode(msg).unwrap();
@@ -615,7 +636,8 @@ mod tests {
             panic!("a watch configuration");
         };
         let mut w = WatchPuts::new(&cfg).unwrap().for_client();
-        let framed = w.encode_grpc(4);
+        w.next_grpc(4);
+        let framed = w.grpc_request();
         let mut buf = BytesMut::from(&framed[..]);
         let req = PutRequest::decode(grpc::decode(&mut buf, 1 << 20).unwrap().unwrap()).unwrap();
         assert_eq!(&req.key[..], b"wirebench/watch/1");

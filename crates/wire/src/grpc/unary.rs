@@ -10,7 +10,7 @@ use std::fmt;
 
 use bytes::{Bytes, BytesMut};
 
-use super::{Code, Error, PREFIX_LEN, decode, parse_status};
+use super::{Code, Error, PREFIX_LEN, decode};
 
 /// Why a unary response is not a good one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,10 +73,15 @@ impl UnaryResponse {
         UnaryResponse { max_message }
     }
 
-    /// The response headers: their `:status` and `grpc-status`, if present. `Ok(true)`: the
+    /// The response headers: their `:status` and `grpc-status` (parsed by [`parse_status`]), if
+    /// present. `Ok(true)`: the
     /// body (DATA, then trailers) follows; with a grpc-status here the response is
     /// trailers-only and always a verdict.
-    pub fn headers(&self, status: u16, grpc_status: Option<&[u8]>) -> Result<bool, Verdict> {
+    pub fn headers(
+        &self,
+        status: u16,
+        grpc_status: Option<Result<Code, Error>>,
+    ) -> Result<bool, Verdict> {
         if status != 200 {
             return Err(Verdict::HttpStatus {
                 http: status,
@@ -85,7 +90,7 @@ impl UnaryResponse {
         }
         match grpc_status {
             None => Ok(true),
-            Some(v) => match status_of(v)? {
+            Some(v) => match v.map_err(Verdict::Framing)? {
                 Code::Ok => Err(Verdict::NoMessage),
                 code => Err(Verdict::Status(code)),
             },
@@ -104,6 +109,7 @@ impl UnaryResponse {
         if rx.len() + chunk.len() > self.max_message + PREFIX_LEN {
             return Err(too_large(rx.len() + chunk.len()));
         }
+        make_room(rx, chunk, self.max_message);
         rx.extend_from_slice(chunk);
         if let Some(&[flag, a, b, c, d]) = rx.get(..PREFIX_LEN) {
             let announced = u32::from_be_bytes([a, b, c, d]);
@@ -120,12 +126,12 @@ impl UnaryResponse {
         &self,
         rx: &mut BytesMut,
         trailers: bool,
-        grpc_status: Option<&[u8]>,
+        grpc_status: Option<Result<Code, Error>>,
     ) -> Result<Bytes, Verdict> {
         if !trailers {
             return Err(Verdict::NoTrailers);
         }
-        match grpc_status.map(status_of).transpose()? {
+        match grpc_status.transpose().map_err(Verdict::Framing)? {
             None => return Err(Verdict::NoStatus),
             Some(Code::Ok) => {}
             Some(code) => return Err(Verdict::Status(code)),
@@ -140,13 +146,42 @@ impl UnaryResponse {
     }
 }
 
-fn status_of(value: &[u8]) -> Result<Code, Verdict> {
-    parse_status(value).map_err(Verdict::Framing)
+/// How far ahead of the bytes at hand a message's prefix reserves room.
+const PRESIZE_MAX: usize = 16 << 10;
+
+/// Room in `rx` for the message that `chunk` continues while its prefix is not complete: its
+/// whole frame once the prefix announces an acceptable length (at most `PRESIZE_MAX` ahead;
+/// a large message grows as it comes), else the chunk. The buffer of the last response is
+/// reused when it is large enough and no longer shared; otherwise a new one is made, rounded
+/// up to 16 bytes, so responses that differ by a byte or two do not double it as `reserve`
+/// would (with 100,000 calls in flight, each holds one).
+fn make_room(rx: &mut BytesMut, chunk: &[u8], max: usize) {
+    let have = rx.len();
+    if have >= PREFIX_LEN {
+        return;
+    }
+    let mut prefix = [0u8; PREFIX_LEN];
+    let n = (PREFIX_LEN - have).min(chunk.len());
+    prefix[..have].copy_from_slice(rx);
+    prefix[have..have + n].copy_from_slice(&chunk[..n]);
+    let mut want = have + chunk.len();
+    if let (true, [0, a, b, c, d]) = (have + n == PREFIX_LEN, prefix) {
+        let announced = u32::from_be_bytes([a, b, c, d]) as usize;
+        if announced <= max {
+            want = want.max(PREFIX_LEN + announced.min(PRESIZE_MAX));
+        }
+    }
+    if !rx.try_reclaim(want - have) {
+        let mut fresh = BytesMut::with_capacity(want.next_multiple_of(16));
+        fresh.extend_from_slice(rx);
+        *rx = fresh;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grpc::parse_status;
 
     fn framed(payload: &[u8]) -> Vec<u8> {
         let mut v = vec![0u8];
@@ -164,10 +199,48 @@ mod tests {
             let mut rx = BytesMut::new();
             r.data(&mut rx, &whole[..split]).unwrap();
             r.data(&mut rx, &whole[split..]).unwrap();
-            let m = r.finish(&mut rx, true, Some(b"0")).unwrap();
+            let m = r.finish(&mut rx, true, Some(parse_status(b"0"))).unwrap();
             assert_eq!(&m[..], b"hello");
             assert!(rx.is_empty());
         }
+    }
+
+    #[test]
+    fn the_buffer_is_sized_once_for_responses_of_about_one_size() {
+        let r = UnaryResponse::new(1 << 20);
+        let mut rx = BytesMut::new();
+        for len in [150usize, 151, 149, 152, 150] {
+            let whole = framed(&vec![7u8; len]);
+            r.data(&mut rx, &whole[..3]).unwrap();
+            r.data(&mut rx, &whole[3..]).unwrap();
+            // room for the whole frame, rounded to 16 bytes, not doubled
+            assert!(
+                (PREFIX_LEN + len..=160).contains(&(rx.capacity())),
+                "{}",
+                rx.capacity()
+            );
+            let m = r.finish(&mut rx, true, Some(parse_status(b"0"))).unwrap();
+            assert_eq!(m.len(), len);
+        }
+        // a message still held elsewhere keeps its bytes
+        let whole = framed(&[1u8; 100]);
+        r.data(&mut rx, &whole).unwrap();
+        let held = r.finish(&mut rx, true, Some(parse_status(b"0"))).unwrap();
+        let other = framed(&[2u8; 100]);
+        r.data(&mut rx, &other).unwrap();
+        assert_eq!(rx.capacity(), 112);
+        assert_eq!(&held[..], &[1u8; 100][..]);
+        assert_eq!(
+            &r.finish(&mut rx, true, Some(parse_status(b"0"))).unwrap()[..],
+            &[2u8; 100][..]
+        );
+        // the prefix alone reserves at most PRESIZE_MAX
+        let mut rx = BytesMut::new();
+        r.data(&mut rx, &framed(&vec![0u8; 100_000])[..5]).unwrap();
+        assert_eq!(
+            rx.capacity(),
+            (PRESIZE_MAX + PREFIX_LEN).next_multiple_of(16)
+        );
     }
 
     #[test]
@@ -181,12 +254,15 @@ mod tests {
             })
         );
         assert_eq!(
-            r.headers(200, Some(b"5")),
+            r.headers(200, Some(parse_status(b"5"))),
             Err(Verdict::Status(Code::NotFound))
         );
-        assert_eq!(r.headers(200, Some(b"0")), Err(Verdict::NoMessage));
         assert_eq!(
-            r.headers(200, Some(b"x")),
+            r.headers(200, Some(parse_status(b"0"))),
+            Err(Verdict::NoMessage)
+        );
+        assert_eq!(
+            r.headers(200, Some(parse_status(b"x"))),
             Err(Verdict::Framing(Error::BadStatus))
         );
         assert_eq!(http_to_grpc(503), Code::Unavailable);
@@ -229,21 +305,21 @@ mod tests {
             Err(Verdict::NoStatus)
         );
         assert_eq!(
-            r.finish(&mut with(&msg), true, Some(b"14")),
+            r.finish(&mut with(&msg), true, Some(parse_status(b"14"))),
             Err(Verdict::Status(Code::Unavailable))
         );
         assert_eq!(
-            r.finish(&mut with(&msg[..4]), true, Some(b"0")),
+            r.finish(&mut with(&msg[..4]), true, Some(parse_status(b"0"))),
             Err(Verdict::Truncated)
         );
         let mut two = msg.clone();
         two.extend_from_slice(&msg);
         assert_eq!(
-            r.finish(&mut with(&two), true, Some(b"0")),
+            r.finish(&mut with(&two), true, Some(parse_status(b"0"))),
             Err(Verdict::MoreThanOne)
         );
         assert_eq!(
-            r.finish(&mut with(b"\x02\0\0\0\0"), true, Some(b"0")),
+            r.finish(&mut with(b"\x02\0\0\0\0"), true, Some(parse_status(b"0"))),
             Err(Verdict::Framing(Error::BadFlag(2)))
         );
         assert_eq!(

@@ -339,6 +339,29 @@ impl Connection {
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
         end_stream: bool,
     ) -> Result<u32, OpenError> {
+        self.open_inner(token, None, fields, end_stream)
+    }
+
+    /// [`Connection::open`] of a constant header list the caller names by `key` (the same
+    /// key, the same fields): its block is encoded with [`Encoder::encode_keyed`], copied
+    /// while the HPACK table stays as it was. The bytes are those `open` would send.
+    pub fn open_keyed<'a>(
+        &mut self,
+        token: usize,
+        key: u64,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        end_stream: bool,
+    ) -> Result<u32, OpenError> {
+        self.open_inner(token, Some(key), fields, end_stream)
+    }
+
+    fn open_inner<'a>(
+        &mut self,
+        token: usize,
+        key: Option<u64>,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        end_stream: bool,
+    ) -> Result<u32, OpenError> {
         if self.is_closing() || self.next_id > MAX_STREAM_ID {
             return Err(OpenError::Closing);
         }
@@ -350,7 +373,7 @@ impl Connection {
         }
         let id = self.next_id;
         self.next_id += 2;
-        self.encode_headers(id, fields, end_stream);
+        self.encode_headers(id, key, fields, end_stream);
         let stream = Stream {
             live: true,
             id,
@@ -388,12 +411,16 @@ impl Connection {
     fn encode_headers<'a>(
         &mut self,
         id: u32,
+        key: Option<u64>,
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
         end_stream: bool,
     ) {
         let start = self.out.len();
         self.out.extend_from_slice(&[0; frame::HEADER_LEN]);
-        self.encoder.encode(fields, &mut self.out);
+        match key {
+            Some(key) => self.encoder.encode_keyed(key, fields, &mut self.out),
+            None => self.encoder.encode(fields, &mut self.out),
+        }
         let len = self.out.len() - start - frame::HEADER_LEN;
         if len <= self.peer_max_frame as usize {
             let mut flags = frame::flag::END_HEADERS;

@@ -64,6 +64,21 @@ pub struct Encoder {
     signalled: usize,
     /// The smallest maximum size set since the last block.
     lowest: usize,
+    /// Bumped whenever the table or the size updates owed change: a block encoded in one epoch
+    /// is the same bytes for the same fields while the epoch lasts.
+    epoch: u64,
+    /// Blocks whose encoding left the epoch as it was, by their caller's key.
+    cache: Vec<CachedBlock>,
+}
+
+/// How many keyed blocks an encoder keeps (a client sends one or a few constant header lists).
+const CACHED_BLOCKS: usize = 4;
+
+#[derive(Debug)]
+struct CachedBlock {
+    key: u64,
+    epoch: u64,
+    bytes: Vec<u8>,
 }
 
 impl Encoder {
@@ -75,6 +90,8 @@ impl Encoder {
             table: DynamicTable::new(DEFAULT_TABLE_SIZE),
             signalled: DEFAULT_TABLE_SIZE,
             lowest: DEFAULT_TABLE_SIZE,
+            epoch: 0,
+            cache: Vec::new(),
         }
     }
 
@@ -86,6 +103,7 @@ impl Encoder {
         let size = n.min(DEFAULT_TABLE_SIZE);
         self.table.set_max_size(size);
         self.lowest = self.lowest.min(size);
+        self.epoch += 1;
     }
 
     /// Appends the encoding of one whole header block to `out`, in the order given.
@@ -98,6 +116,49 @@ impl Encoder {
         for (name, value) in fields {
             self.field(name, value, out);
         }
+    }
+
+    /// [`Encoder::encode`] of a header list the caller names by `key` (the same key must mean
+    /// the same fields): while the table has not changed since that list was last encoded
+    /// without changing it, its bytes are copied instead of looked up field by field. With
+    /// [`Strategy::Index`] the first block inserts the fields and the second is kept; with
+    /// the literal strategies the first is. Allocates only when a block is first kept.
+    pub fn encode_keyed<'a>(
+        &mut self,
+        key: u64,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        out: &mut Vec<u8>,
+    ) {
+        let epoch = self.epoch;
+        if let Some(c) = self.cache.iter().find(|c| c.key == key && c.epoch == epoch) {
+            out.extend_from_slice(&c.bytes);
+            return;
+        }
+        let start = out.len();
+        self.encode(fields, out);
+        if self.epoch != epoch {
+            return;
+        }
+        let at = match self.cache.iter().position(|c| c.key == key) {
+            Some(i) => i,
+            None if self.cache.len() < CACHED_BLOCKS => {
+                self.cache.push(CachedBlock {
+                    key,
+                    epoch,
+                    bytes: Vec::new(),
+                });
+                self.cache.len() - 1
+            }
+            // the stalest one goes
+            None => (0..self.cache.len())
+                .min_by_key(|&i| self.cache[i].epoch)
+                .unwrap_or(0),
+        };
+        let c = &mut self.cache[at];
+        c.key = key;
+        c.epoch = epoch;
+        c.bytes.clear();
+        c.bytes.extend_from_slice(&out[start..]);
     }
 
     /// The strategy given to [`Encoder::new`].
@@ -119,6 +180,7 @@ impl Encoder {
         }
         if dipped || target != self.signalled {
             encode_int(out, 0x20, 5, target);
+            self.epoch += 1;
         }
         self.signalled = target;
         self.lowest = target;
@@ -148,6 +210,7 @@ impl Encoder {
                 if field_size(name, value) <= self.table.max_size() {
                     literal(out, 0x40, 6, name_index, name, value);
                     self.table.insert(name, value);
+                    self.epoch += 1;
                 } else {
                     literal(out, 0x00, 4, name_index, name, value);
                 }
@@ -209,6 +272,30 @@ mod tests {
             &mut out,
         );
         out
+    }
+
+    #[test]
+    fn a_constant_list_is_copied_from_the_second_block_on() {
+        let list = [(":method", "POST"), (":path", "/a.B/C"), ("te", "trailers")];
+        let fields = || list.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()));
+        let mut e = Encoder::new(Strategy::Index);
+        let mut blocks = Vec::new();
+        for _ in 0..3 {
+            let mut out = Vec::new();
+            e.encode_keyed(9, fields(), &mut out);
+            blocks.push((out, e.cache.len()));
+        }
+        // the first inserts (nothing kept), the second is all indexed and kept, the third copied
+        assert_eq!(blocks[0].1, 0);
+        assert_eq!(blocks[1].1, 1);
+        assert_eq!(blocks[1].0, blocks[2].0);
+        assert_ne!(blocks[0].0, blocks[1].0);
+        // a resize makes the kept block stale: the next is encoded again (with the update)
+        e.set_max_table_size(64);
+        let mut out = Vec::new();
+        e.encode_keyed(9, fields(), &mut out);
+        assert_eq!(out[0] & 0xe0, 0x20, "a size update first");
+        assert_ne!(out, blocks[2].0);
     }
 
     #[test]
@@ -395,6 +482,45 @@ mod tests {
     }
 
     proptest! {
+        /// Keyed blocks are byte for byte what plain encoding gives, whatever the order of the
+        /// lists (a few, each under its key, more than the cache keeps) and the table resizes
+        /// in between; a list sent again unchanged is copied from the cache.
+        #[test]
+        fn keyed_blocks_equal_plain_ones(
+            strategy in prop::sample::select(vec![
+                Strategy::Index,
+                Strategy::Literal,
+                Strategy::NeverIndexed,
+            ]),
+            lists in proptest::collection::vec(block_fields(), 1..7),
+            steps in proptest::collection::vec(
+                (
+                    0usize..7,
+                    proptest::option::of(prop::sample::select(vec![0usize, 64, 256, 4096])),
+                ),
+                1..40,
+            ),
+        ) {
+            let mut keyed = Encoder::new(strategy);
+            let mut plain = Encoder::new(strategy);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for (pick, resize) in steps {
+                if let Some(n) = resize {
+                    keyed.set_max_table_size(n);
+                    plain.set_max_table_size(n);
+                }
+                let key = pick % lists.len();
+                let fields = &lists[key];
+                a.clear();
+                b.clear();
+                keyed.encode_keyed(key as u64, fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut a);
+                plain.encode(fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut b);
+                prop_assert_eq!(&a, &b);
+                prop_assert_eq!(keyed.table_size(), plain.table_size());
+                prop_assert!(keyed.cache.len() <= super::CACHED_BLOCKS);
+            }
+        }
+
         /// Several blocks through one encoder and one decoder, the table size changing in
         /// between: the fields come back as given, never-indexed exactly where they should,
         /// and both tables agree in size after every block.
