@@ -16,16 +16,19 @@
 #
 # --clients lists the wirebench variants, each run with --h2-client VARIANT; the variant `default`
 # adds no flag (for a binary without --h2-client). --quick is -n 20000 and 1 round (for checking
-# the script). --raw keeps every tool's output. Takes about rounds x shapes x (1 + variants) runs
-# of a few seconds each (200000 requests at 20k-100k req/s): 2-4 min by default.
+# the script). --raw keeps every tool's output. Takes about rounds x shapes x (1 + variants) x 2
+# runs of a few seconds each (200000 requests at 20k-300k req/s): 3-5 min by default.
 #
-# Each client run is `taskset -c 1 perf stat -e raw_syscalls:sys_enter,context-switches --
-# /usr/bin/time -f '%U %S' -- CLIENT` (perf and time sit asleep on CPU 1 with it). The CPU figures
-# are GNU time's user and sys of the client process alone (all its threads, its whole life: start,
-# connects, run, close), perf's own excluded; the syscall and context-switch counts are perf's
-# over the same process plus /usr/bin/time's own few dozen syscalls. GNU time prints user and sys
-# in 10 ms steps: 0.05 µs/req at 200000 requests, 0.5 µs/req with --quick. Requests are what the client
-# counted as answered: h2load's "N succeeded", wirebench's summary.ok; req/s is h2load's
+# Each client runs twice per round, back to back: timed, `taskset -c 1 /usr/bin/time -f '%U %S'
+# -- CLIENT`, for the CPU figures and req/s; then counted, `taskset -c 1 perf stat -e
+# raw_syscalls:sys_enter,context-switches -- CLIENT`, for syscalls and context switches (each over
+# the counted run's answered requests). Apart, because the tracepoint perf counts syscalls with
+# costs something in every syscall: CPU measured under it would charge a client for its syscall
+# count twice (at 10x1 it added about 6% to h2load's CPU per request and 1% to wirebench's). The
+# CPU figures are GNU time's user and sys of the client process alone (all its threads, its whole
+# life: start, connects, run, close); the counts are perf's over the client process. GNU time
+# prints user and sys in 10 ms steps: 0.05 µs/req at 200000 requests, 0.5 µs/req with --quick.
+# Requests are what the client counted as answered: h2load's "N succeeded", wirebench's summary.ok; req/s is h2load's
 # "finished in ..., N req/s" and wirebench's summary.requests_per_sec. A run with failures
 # (h2load failed, errored or timed out > 0, or answers without an EchoResponse; wirebench
 # summary.failed > 0; a non-zero exit; no result within 120 s) is named in the failures column
@@ -217,41 +220,9 @@ oneline() {
     tr '\t\n' '  ' | sed 's/  */ /g; s/^ //; s/ $//' | cut -c1-200
 }
 
-# run SHAPE CLIENT ROUND COMMAND...: one pinned, timed, counted run; appends a line to $RESULTS
-# (with "-" for what it could not measure and its failures, if any, in the last field).
-run() {
-    local shape=$1 client=$2 round=$3
-    shift 3
-    local tag="$WORK/$shape-$client-$round"
-    kill -0 "$SERVER" 2>/dev/null || die "the server exited: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
-    echo "peers-grpc: round $round/$ROUNDS $shape $client" >&2
-    local rc=0
-    timeout -k 5 "$LIMIT" taskset -c 1 \
-        perf stat -x, -e raw_syscalls:sys_enter,context-switches -o "$tag.perf" -- \
-        /usr/bin/time -f '%U %S' -o "$tag.time" -- \
-        "$@" >"$tag.out" 2>"$tag.err" </dev/null &
-    CLIENT=$!
-    wait "$CLIENT" || rc=$?
-    CLIENT=""
-    kill -0 "$SERVER" 2>/dev/null || die "the server exited during $shape $client round $round: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
-
-    local fails=()
-    if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-        fails+=("killed after $LIMIT s")
-    elif [[ $rc -ne 0 ]]; then
-        fails+=("exit $rc: $(tail -q -n 2 "$tag.err" 2>/dev/null | oneline)")
-    fi
-
-    local user="" sys="" syscalls cs
-    read -r user sys < <(tail -n 1 "$tag.time" 2>/dev/null) || true
-    [[ $user =~ ^[0-9.]+$ && $sys =~ ^[0-9.]+$ ]] || { user=-; sys=-; fails+=("no CPU times from /usr/bin/time"); }
-    syscalls=$(perf_count "$tag.perf" raw_syscalls:sys_enter)
-    cs=$(perf_count "$tag.perf" context-switches)
-    [[ $syscalls =~ ^[0-9]+$ && $cs =~ ^[0-9]+$ ]] || { syscalls=-; cs=-; fails+=("perf counted nothing"); }
-
-    # requests, req/s, failures (tab-separated; "-" when not in the output)
-    local parsed requests=- rps=- failed=""
-    if parsed=$(python3 - "$client" "$tag.out" 2>"$tag.check" <<'EOF'
+# check CLIENT OUT: answered requests, req/s and failures (tab-separated) from one run's output.
+check() {
+    python3 - "$1" "$2" <<'EOF'
 import json, re, sys
 client, path = sys.argv[1], sys.argv[2]
 text = open(path, errors="replace").read()
@@ -288,7 +259,45 @@ else:
         fails.append("wirebench: run interrupted")
     print(ok, rps, "; ".join(fails), sep="\t")
 EOF
-    ); then
+}
+
+# pinned TAG WRAPPER... -- COMMAND...: one run of COMMAND on CPU 1 under WRAPPER, killed after
+# LIMIT s; output in TAG.out and TAG.err. Sets RC and FAILS (its failures, if any).
+pinned() {
+    local tag=$1
+    shift
+    RC=0
+    timeout -k 5 "$LIMIT" taskset -c 1 "$@" >"$tag.out" 2>"$tag.err" </dev/null &
+    CLIENT=$!
+    wait "$CLIENT" || RC=$?
+    CLIENT=""
+    FAILS=()
+    if [[ $RC -eq 124 || $RC -eq 137 ]]; then
+        FAILS+=("killed after $LIMIT s")
+    elif [[ $RC -ne 0 ]]; then
+        FAILS+=("exit $RC: $(tail -q -n 2 "$tag.err" 2>/dev/null | oneline)")
+    fi
+}
+
+# run SHAPE CLIENT ROUND COMMAND...: the client twice, pinned: timed (GNU time alone: the CPU
+# figures and req/s) and counted (perf stat alone: syscalls and context switches), since the
+# tracepoint perf counts syscalls with adds to every syscall, which would charge a client for its
+# syscall count twice. Appends a line to $RESULTS ("-" for what could not be measured, the
+# failures of either run in the last field).
+run() {
+    local shape=$1 client=$2 round=$3
+    shift 3
+    local tag="$WORK/$shape-$client-$round"
+    kill -0 "$SERVER" 2>/dev/null || die "the server exited: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
+    echo "peers-grpc: round $round/$ROUNDS $shape $client" >&2
+    local fails=() parsed requests=- rps=- failed="" counted=- rest=""
+
+    pinned "$tag" /usr/bin/time -f '%U %S' -o "$tag.time" -- "$@"
+    fails+=(${FAILS[@]+"${FAILS[@]}"})
+    local user="" sys=""
+    read -r user sys < <(tail -n 1 "$tag.time" 2>/dev/null) || true
+    [[ $user =~ ^[0-9.]+$ && $sys =~ ^[0-9.]+$ ]] || { user=-; sys=-; fails+=("no CPU times from /usr/bin/time"); }
+    if parsed=$(check "$client" "$tag.out" 2>"$tag.check"); then
         IFS=$'\t' read -r requests rps failed <<<"$parsed"
         [[ -z $failed ]] || fails+=("$failed")
     else
@@ -296,13 +305,28 @@ EOF
     fi
     [[ $requests != 0 ]] || { requests=-; fails+=("no request answered"); }
 
+    pinned "$tag.count" perf stat -x, -e raw_syscalls:sys_enter,context-switches -o "$tag.perf" -- "$@"
+    fails+=(${FAILS[@]+"${FAILS[@]}"})
+    local syscalls cs
+    syscalls=$(perf_count "$tag.perf" raw_syscalls:sys_enter)
+    cs=$(perf_count "$tag.perf" context-switches)
+    [[ $syscalls =~ ^[0-9]+$ && $cs =~ ^[0-9]+$ ]] || { syscalls=-; cs=-; fails+=("perf counted nothing"); }
+    if parsed=$(check "$client" "$tag.count.out" 2>"$tag.count.check"); then
+        IFS=$'\t' read -r counted rest failed <<<"$parsed"
+        [[ -z $failed ]] || fails+=("counted run: $failed")
+    else
+        fails+=("counted run: $(tail -n 1 "$tag.count.check" | oneline)")
+    fi
+    [[ $counted != 0 ]] || { counted=-; fails+=("counted run: no request answered"); }
+    kill -0 "$SERVER" 2>/dev/null || die "the server exited during $shape $client round $round: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
+
     local fail_text=""
     if [[ ${#fails[@]} -gt 0 ]]; then
         fail_text=$(printf '%s; ' "${fails[@]}" | sed 's/; $//' | oneline)
         echo "peers-grpc: FAILED: round $round $shape $client: $fail_text" >&2
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$client" "$round" "$requests" "$rps" \
-        "$user" "$sys" "$syscalls" "$cs" "$fail_text" >>"$RESULTS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$client" "$round" "$requests" "$rps" \
+        "$user" "$sys" "$syscalls" "$cs" "$counted" "$fail_text" >>"$RESULTS"
 }
 
 H2=(-H 'content-type: application/grpc' -H 'te: trailers')
@@ -371,7 +395,7 @@ for variant in "${VARIANTS[@]}"; do
     fi
 done
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-header="<!-- wirebench peers-grpc.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; wirebench = $(quote "$BIN") ($("$BIN" --version 2>/dev/null | head -n 1)), $(h2load --version 2>/dev/null | head -n 1); median of $ROUNDS round(s) of $TOTAL requests per run; server: taskset -c 0 wirebench serve --addr 127.0.0.1:0 --threads 1 (PORT=${ADDR##*:}); each client: taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o OUT -- /usr/bin/time -f '%U %S' -o OUT -- CLIENT; FILE is 00 00 00 00 0f 0a 0d 'Hello, world!'; h2load: $cmd_peer; wirebench: $cmd_wb [--h2-client VARIANT]; variants: $variant_text; shapes (C x M): ${SHAPES[*]} -->"
+header="<!-- wirebench peers-grpc.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; wirebench = $(quote "$BIN") ($("$BIN" --version 2>/dev/null | head -n 1)), $(h2load --version 2>/dev/null | head -n 1); median of $ROUNDS round(s) of $TOTAL requests per run; server: taskset -c 0 wirebench serve --addr 127.0.0.1:0 --threads 1 (PORT=${ADDR##*:}); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o OUT -- CLIENT (CPU, req/s), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o OUT -- CLIENT (syscalls, context switches); FILE is 00 00 00 00 0f 0a 0d 'Hello, world!'; h2load: $cmd_peer; wirebench: $cmd_wb [--h2-client VARIANT]; variants: $variant_text; shapes (C x M): ${SHAPES[*]} -->"
 
 table=$(python3 - "$RESULTS" "$header" "$ROUNDS" "${SHAPES[*]}" "${VARIANTS[*]}" <<'EOF'
 import statistics, sys
@@ -380,11 +404,14 @@ shapes, variants = sys.argv[4].split(), sys.argv[5].split()
 clients = ["h2load"] + ["wirebench-" + v for v in variants]
 rows = {}
 for line in open(path):
-    shape, client, rnd, req, rps, user, sys_, sc, cs, fail = line.rstrip("\n").split("\t")
+    shape, client, rnd, req, rps, user, sys_, sc, cs, counted, fail = line.rstrip("\n").split("\t")
     r = rows.setdefault((shape, client), {"rps": [], "cpu": [], "user": [], "sys": [], "sc": [], "cs": [],
                                           "round_cpu": {}, "fails": []})
     if fail:
         r["fails"].append(f"round {rnd}: {fail}")
+    if sc != "-" and counted != "-":
+        r["sc"].append(int(sc) / int(counted))
+        r["cs"].append(int(cs) / int(counted))
     if req == "-":
         continue
     req = int(req)
@@ -396,9 +423,6 @@ for line in open(path):
         r["user"].append(float(user) * 1e6 / req)
         r["sys"].append(float(sys_) * 1e6 / req)
         r["round_cpu"][int(rnd)] = cpu
-    if sc != "-":
-        r["sc"].append(int(sc) / req)
-        r["cs"].append(int(cs) / req)
 med = lambda xs: statistics.median(xs) if xs else None
 def fmt(x, spec):
     return "—" if x is None else format(x, spec)
@@ -452,5 +476,5 @@ if [[ -n $OUTFILE ]]; then
     printf '%s\n' "$table" >"$OUTFILE"
 fi
 
-failures=$(awk -F'\t' '$10 != "" { n++ } END { print n + 0 }' "$RESULTS")
+failures=$(awk -F'\t' '$11 != "" { n++ } END { print n + 0 }' "$RESULTS")
 [[ $failures -eq 0 ]] || die "$failures of $runs run(s) had failures: see the failures column"

@@ -10,13 +10,16 @@
 #   scripts/peers.sh [--duration 10s] [--rounds 3] [--quick] [-o FILE] [--raw DIR]
 #
 # --quick is 2 s per run and 1 round (for checking the script). --raw keeps every tool's output.
-# Takes 6 x rounds x duration plus well under 1 s per run: about 3 min 5 s by default, 13 s with --quick.
+# Takes 12 x rounds x duration plus well under 1 s per run: about 6 min by default, 26 s with --quick.
 #
-# Each client run is `taskset -c 1 perf stat -e raw_syscalls:sys_enter,context-switches --
-# /usr/bin/time -f '%U %S' -- CLIENT` (perf and time sit asleep on CPU 1 with it). The CPU figure
-# is GNU time's user + sys of the client process alone (all its threads, its whole life: start,
-# connects, run, close), perf's own excluded; the syscall and context-switch counts are perf's
-# over the same process plus /usr/bin/time's own few dozen syscalls. Requests are what the client counted as answered: wrk's "N requests in",
+# Each client runs twice per round, back to back: timed, `taskset -c 1 /usr/bin/time -f '%U %S'
+# -- CLIENT`, for the CPU figures, req/s, the server's CPU and the wall time; then counted,
+# `taskset -c 1 perf stat -e raw_syscalls:sys_enter,context-switches -- CLIENT`, for syscalls and
+# context switches (over the counted run's requests). Apart, because the tracepoint perf counts
+# syscalls with costs something in every syscall: CPU measured under it would charge a client for
+# its syscall count twice. The CPU figure is GNU time's user + sys of the client process alone
+# (all its threads, its whole life: start, connects, run, close). Requests are what the client
+# counted as answered: wrk's "N requests in",
 # h2load's "N succeeded" (all 2xx, each carrying a gRPC message), wirebench's summary.ok.
 # "own" is wirebench's own syscall count (its measured window, worker threads only); server CPU is
 # the server's run time (/proc/PID/task/*/schedstat) during the run divided by the same requests.
@@ -183,39 +186,10 @@ perf_count() {
 }
 
 # run SHAPE CLIENT ROUND COMMAND...: one pinned, timed, counted run; appends a line to $RESULTS.
-run() {
-    local shape=$1 client=$2 round=$3
-    shift 3
-    local tag="$WORK/$shape-$client-$round"
-    kill -0 "$SERVER" 2>/dev/null || die "the server exited: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
-    echo "peers: round $round/$ROUNDS $shape $client" >&2
-    local s0 t0 rc=0
-    s0=$(server_ns)
-    t0=$EPOCHREALTIME
-    timeout -k 5 "$LIMIT" taskset -c 1 \
-        perf stat -x, -e raw_syscalls:sys_enter,context-switches -o "$tag.perf" -- \
-        /usr/bin/time -f '%U %S' -o "$tag.time" -- \
-        "$@" >"$tag.out" 2>"$tag.err" </dev/null &
-    CLIENT=$!
-    wait "$CLIENT" || rc=$?
-    CLIENT=""
-    local s1 t1
-    t1=$EPOCHREALTIME
-    s1=$(server_ns)
-    kill -0 "$SERVER" 2>/dev/null || die "the server exited during $shape $client round $round: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
-    [[ $rc -ne 124 && $rc -ne 137 ]] || die "$shape $client round $round did not finish within $LIMIT s"
-    [[ $rc -eq 0 ]] || die "$shape $client round $round failed (exit $rc): $(tail -q -n 2 "$tag.err" "$tag.out" 2>/dev/null | tr '\n' ' ')"
-
-    local user="" sys="" syscalls cs
-    read -r user sys < <(tail -n 1 "$tag.time" 2>/dev/null) || true
-    syscalls=$(perf_count "$tag.perf" raw_syscalls:sys_enter)
-    cs=$(perf_count "$tag.perf" context-switches)
-    [[ $syscalls =~ ^[0-9]+$ && $cs =~ ^[0-9]+$ ]] || die "$shape $client round $round: perf counted nothing: $(tr '\n' ' ' <"$tag.perf")"
-    [[ $user =~ ^[0-9.]+$ && $sys =~ ^[0-9.]+$ ]] || die "$shape $client round $round: no CPU times from /usr/bin/time"
-
-    # requests, req/s, wirebench's own syscalls/request ("-" for the peers)
-    local parsed
-    parsed=$(python3 - "$client" "$tag.out" 2>"$tag.check" <<'EOF'
+# parse CLIENT OUT: requests, req/s and wirebench's own syscalls/request ("-" for the peers) from
+# one run's output; exits non-zero (the reason on stderr) for a run with errors.
+parse() {
+    python3 - "$1" "$2" <<'EOF'
 import json, re, sys
 client, path = sys.argv[1], sys.argv[2]
 text = open(path).read()
@@ -255,11 +229,56 @@ else:
     own = c.get("syscalls_per_request")
     print(s["ok"], s["requests_per_sec"], "-" if own is None else own)
 EOF
-    ) || die "$shape $client round $round: $(tail -n 1 "$tag.check")"
-    local requests rps own
+}
+
+# pinned TAG ROUND-NAME WRAPPER... -- COMMAND...: one run of COMMAND on CPU 1 under WRAPPER, killed
+# after LIMIT s; output in TAG.out and TAG.err; dies on a failed run.
+pinned() {
+    local tag=$1 what=$2 rc=0
+    shift 2
+    timeout -k 5 "$LIMIT" taskset -c 1 "$@" >"$tag.out" 2>"$tag.err" </dev/null &
+    CLIENT=$!
+    wait "$CLIENT" || rc=$?
+    CLIENT=""
+    kill -0 "$SERVER" 2>/dev/null || die "the server exited during $what: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
+    [[ $rc -ne 124 && $rc -ne 137 ]] || die "$what did not finish within $LIMIT s"
+    [[ $rc -eq 0 ]] || die "$what failed (exit $rc): $(tail -q -n 2 "$tag.err" "$tag.out" 2>/dev/null | tr '\n' ' ')"
+}
+
+# run SHAPE CLIENT ROUND COMMAND...: the client twice, pinned: timed (GNU time alone: CPU, req/s,
+# the server's CPU and the wall time) and counted (perf stat alone: syscalls and context
+# switches, over that run's requests), since the tracepoint perf counts syscalls with adds to
+# every syscall, which would charge a client for its syscall count twice.
+run() {
+    local shape=$1 client=$2 round=$3
+    shift 3
+    local tag="$WORK/$shape-$client-$round"
+    kill -0 "$SERVER" 2>/dev/null || die "the server exited: $(tail -n +2 "$WORK/serve.log" | tail -n 3 | tr '\n' ' ')"
+    echo "peers: round $round/$ROUNDS $shape $client" >&2
+    local s0 t0 s1 t1
+    s0=$(server_ns)
+    t0=$EPOCHREALTIME
+    pinned "$tag" "$shape $client round $round" /usr/bin/time -f '%U %S' -o "$tag.time" -- "$@"
+    t1=$EPOCHREALTIME
+    s1=$(server_ns)
+    local user="" sys=""
+    read -r user sys < <(tail -n 1 "$tag.time" 2>/dev/null) || true
+    [[ $user =~ ^[0-9.]+$ && $sys =~ ^[0-9.]+$ ]] || die "$shape $client round $round: no CPU times from /usr/bin/time"
+    local parsed requests rps own
+    parsed=$(parse "$client" "$tag.out" 2>"$tag.check") || die "$shape $client round $round: $(tail -n 1 "$tag.check")"
     read -r requests rps own <<<"$parsed"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$client" "$round" "$requests" \
-        "$rps" "$user" "$sys" "$syscalls" "$cs" "$own" "$((s1 - s0))" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >>"$RESULTS"
+
+    pinned "$tag.count" "$shape $client round $round (counted)" \
+        perf stat -x, -e raw_syscalls:sys_enter,context-switches -o "$tag.perf" -- "$@"
+    local syscalls cs counted rest
+    syscalls=$(perf_count "$tag.perf" raw_syscalls:sys_enter)
+    cs=$(perf_count "$tag.perf" context-switches)
+    [[ $syscalls =~ ^[0-9]+$ && $cs =~ ^[0-9]+$ ]] || die "$shape $client round $round: perf counted nothing: $(tr '\n' ' ' <"$tag.perf")"
+    parsed=$(parse "$client" "$tag.count.out" 2>"$tag.count.check") || die "$shape $client round $round (counted): $(tail -n 1 "$tag.count.check")"
+    read -r counted rest <<<"$parsed"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$client" "$round" "$requests" \
+        "$rps" "$user" "$sys" "$syscalls" "$cs" "$own" "$((s1 - s0))" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
+        "$counted" >>"$RESULTS"
 }
 
 H2=(--header 'content-type: application/grpc' --header 'te: trailers' -d "$BODY")
@@ -303,7 +322,7 @@ for round in $(seq "$ROUNDS"); do
         fi
     done
 done
-echo "peers: $((ROUNDS * 6)) runs in $((SECONDS - started)) s" >&2
+echo "peers: $((ROUNDS * 12)) runs in $((SECONDS - started)) s" >&2
 
 # ---------------------------------------------------------------------------------------------
 # Table
@@ -322,14 +341,14 @@ peer_cmd http; wb_cmd http; cmd_http="$(quote "${PEER[@]}") vs $(quote "${OURS[@
 peer_cmd grpc-1x10; wb_cmd grpc-1x10; cmd_g1="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
 peer_cmd grpc-10x1; wb_cmd grpc-10x1; cmd_g10="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $("$BIN" --version 2>/dev/null | head -n 1), $(wrk --version 2>&1 | head -n 1 | awk '{print "wrk " $2}'), $(h2load --version 2>/dev/null | head -n 1); median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 (ADDR=$ADDR); each client: taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- /usr/bin/time -f '%U %S' -o FILE -- CLIENT; LUA sets wrk.method POST, wrk.body {\"ping\":\"Hello, world!\"}, Content-Type: application/json; BODY is 00 00 00 00 0f 0a 0d 'Hello, world!'; HTTP/1.1 10x1: $cmd_http; gRPC 1x10: $cmd_g1; gRPC 10x1: $cmd_g10 -->"
+header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $("$BIN" --version 2>/dev/null | head -n 1), $(wrk --version 2>&1 | head -n 1 | awk '{print "wrk " $2}'), $(h2load --version 2>/dev/null | head -n 1); median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 (ADDR=$ADDR); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o FILE -- CLIENT (CPU, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches); LUA sets wrk.method POST, wrk.body {\"ping\":\"Hello, world!\"}, Content-Type: application/json; BODY is 00 00 00 00 0f 0a 0d 'Hello, world!'; HTTP/1.1 10x1: $cmd_http; gRPC 1x10: $cmd_g1; gRPC 10x1: $cmd_g10 -->"
 
 table=$(python3 - "$RESULTS" "$header" <<'EOF'
 import statistics, sys
 path, header = sys.argv[1], sys.argv[2]
 rows = {}
 for line in open(path):
-    shape, client, rnd, req, rps, user, sys_, sc, cs, own, server, wall = line.rstrip("\n").split("\t")
+    shape, client, rnd, req, rps, user, sys_, sc, cs, own, server, wall, counted = line.rstrip("\n").split("\t")
     req, wall = int(req), float(wall)
     r = rows.setdefault((shape, client), {"rps": [], "cpu": [], "sc": [], "own": [], "cs": [], "srv": [],
                                           "cbusy": [], "sbusy": []})
@@ -337,8 +356,8 @@ for line in open(path):
     r["sbusy"].append(int(server) / 1e9 / wall * 100)
     r["rps"].append(float(rps))
     r["cpu"].append((float(user) + float(sys_)) * 1e6 / req)
-    r["sc"].append(int(sc) / req)
-    r["cs"].append(int(cs) / req)
+    r["sc"].append(int(sc) / int(counted))
+    r["cs"].append(int(cs) / int(counted))
     r["srv"].append(int(server) / 1e3 / req)
     if own != "-":
         r["own"].append(float(own))
