@@ -35,6 +35,21 @@ pub enum WorkloadSpec {
         ping: String,
         headers: Vec<(String, String)>,
     },
+    /// `wirebench http URL`: any HTTP server
+    Http(HttpSpec),
+}
+
+/// One request shape for any HTTP server: method, path, headers, and the bodies sent in turn.
+#[derive(Debug, Clone)]
+pub struct HttpSpec {
+    pub method: String,
+    /// the URL's path and query, as given (`/` when it has none)
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    /// sent in turn, request `i` with body `i % len`; one empty body when none is given
+    pub bodies: Vec<Vec<u8>>,
+    /// the status codes that count as OK, both ends included
+    pub ok_status: (u16, u16),
 }
 
 impl WorkloadSpec {
@@ -43,6 +58,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Etcd(_) => "etcd",
             WorkloadSpec::Echo { .. } => "echo-server",
+            WorkloadSpec::Http(_) => "server",
         }
     }
 
@@ -72,6 +88,16 @@ impl WorkloadSpec {
                 }
             ),
             WorkloadSpec::Echo { ping, .. } => format!("echo: ping of {} B", ping.len()),
+            WorkloadSpec::Http(h) => {
+                let sizes = h.bodies.iter().map(Vec::len);
+                let (min, max) = (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0));
+                let body = match (h.bodies.len(), min == max) {
+                    (_, true) if max == 0 => "no body".to_string(),
+                    (1, _) | (_, true) => format!("body {max} B"),
+                    (n, false) => format!("{n} bodies of {min}-{max} B"),
+                };
+                format!("http {} {}: {body}", h.method, h.path)
+            }
         }
     }
 }
@@ -179,6 +205,47 @@ impl Endpoint {
             tls,
         })
     }
+}
+
+/// Splits an `http://` or `https://` URL into its endpoint and its path and query (`/` when it
+/// has none; a fragment is dropped). The port defaults to the scheme's (80, 443), and the
+/// endpoint's authority is the URL's as written (the Host header).
+pub fn parse_url(url: &str) -> Result<(Endpoint, String), String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| format!("URL {url:?}: expected http://host[:port]/path or https://..."))?;
+    let default_port = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => return Err(format!("URL {url:?}: the scheme must be http or https")),
+    };
+    let rest = rest.split('#').next().unwrap_or_default();
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let path = if path.starts_with('?') {
+        format!("/{path}")
+    } else {
+        path.to_string()
+    };
+    if authority.is_empty() || authority.contains('@') {
+        return Err(format!("URL {url:?}: expected a host (and no user info)"));
+    }
+    let has_port = match authority.rfind(']') {
+        Some(i) => authority[i..].contains(':'),
+        None => authority.contains(':'),
+    };
+    let with_port = if has_port {
+        authority.to_string()
+    } else {
+        format!("{authority}:{default_port}")
+    };
+    let mut endpoint = Endpoint::parse(&format!("{scheme}://{with_port}"))
+        .map_err(|e| format!("URL {url:?}: {e}"))?;
+    endpoint.url = url.to_string();
+    endpoint.authority = authority.to_string();
+    Ok((endpoint, path))
 }
 
 /// When a run stops.
@@ -355,6 +422,35 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_split_into_endpoint_and_path() {
+        let (e, path) = parse_url("http://127.0.0.1:8080/a/b?x=1#frag").unwrap();
+        assert_eq!(
+            (e.authority.as_str(), path.as_str()),
+            ("127.0.0.1:8080", "/a/b?x=1")
+        );
+        assert_eq!(e.addr, "127.0.0.1:8080".parse().unwrap());
+        assert!(!e.tls);
+        // the scheme's port, the authority as written (the Host header), `/` by default
+        let (e, path) = parse_url("https://localhost").unwrap();
+        assert_eq!(
+            (e.authority.as_str(), e.host.as_str()),
+            ("localhost", "localhost")
+        );
+        assert_eq!((e.addr.port(), e.tls, path.as_str()), (443, true, "/"));
+        let (e, path) = parse_url("http://[::1]?q").unwrap();
+        assert_eq!((e.addr.port(), path.as_str()), (80, "/?q"));
+        for bad in [
+            "127.0.0.1:80/x",
+            "ftp://h/x",
+            "http:///x",
+            "http://u@h:1/",
+            "http://h:x/",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations() {

@@ -141,9 +141,10 @@ impl Default for LimitArgs {
 /// Flags shared by every load-generating command.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Which stack to measure; `both` runs HTTP/1.1 then gRPC and compares them
-    #[arg(long, value_enum, default_value_t = ProtoArg::Both)]
-    pub proto: ProtoArg,
+    /// Which stack to measure; `both` runs HTTP/1.1 then gRPC and compares them [default:
+    /// both; http for `wirebench http`]
+    #[arg(long, value_enum)]
+    pub proto: Option<ProtoArg>,
     /// Requests in flight (virtual users)
     #[arg(short = 'c', long, default_value_t = 1)]
     pub clients: usize,
@@ -275,6 +276,18 @@ pub enum OnOff {
     Off,
 }
 
+/// `-H NAME:VALUE` flags, trimmed.
+pub(super) fn parse_headers(list: &[String]) -> Result<Vec<(String, String)>, String> {
+    list.iter()
+        .map(|h| match h.split_once(':') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => Err(format!("header {h:?} must be NAME:VALUE")),
+        })
+        .collect()
+}
+
 pub(super) fn nonzero(name: &str, v: usize) -> Result<usize, String> {
     if v == 0 {
         Err(format!("--{name} must be at least 1"))
@@ -301,7 +314,7 @@ impl RunArgs {
     /// The flags' defaults, for commands that build a run from flags of their own.
     pub(super) fn plain(proto: ProtoArg, clients: usize, tls: TlsArgs) -> RunArgs {
         RunArgs {
-            proto,
+            proto: Some(proto),
             clients,
             conns: 1,
             limits: LimitArgs::default(),
@@ -343,11 +356,24 @@ impl RunArgs {
             Some(t) => nonzero("threads", t)?,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
-        let protos = match self.proto {
+        let any_server = matches!(spec, WorkloadSpec::Http(_));
+        let default = if any_server {
+            ProtoArg::Http
+        } else {
+            ProtoArg::Both
+        };
+        let protos = match self.proto.unwrap_or(default) {
             ProtoArg::Http => vec![Proto::Http],
             ProtoArg::Grpc => vec![Proto::Grpc],
             ProtoArg::Both => vec![Proto::Http, Proto::Grpc],
         };
+        if any_server && protos.contains(&Proto::Grpc) {
+            return Err(
+                "wirebench http measures a URL over HTTP/1.1 (--proto http); HTTP/2 and gRPC \
+                 methods of any server are not built yet"
+                    .into(),
+            );
+        }
         if protos.contains(&Proto::Grpc) && conns > clients {
             return Err(format!(
                 "--conns {conns} exceeds --clients {clients}: every gRPC connection needs a client"

@@ -4,7 +4,7 @@
 use clap::Args;
 
 use super::Action;
-use super::common::{RunArgs, nonzero, parse_endpoints};
+use super::common::{RunArgs, nonzero, parse_endpoints, parse_headers};
 use crate::config::{Endpoint, Target, WorkloadSpec};
 use crate::server::ServeConfig;
 
@@ -22,17 +22,6 @@ pub struct EchoArgs {
     /// Threads of the built-in server (when no --target)
     #[arg(long, default_value_t = 1)]
     pub server_threads: usize,
-}
-
-fn parse_headers(list: &[String]) -> Result<Vec<(String, String)>, String> {
-    list.iter()
-        .map(|h| match h.split_once(':') {
-            Some((k, v)) if !k.trim().is_empty() => {
-                Ok((k.trim().to_string(), v.trim().to_string()))
-            }
-            _ => Err(format!("header {h:?} must be NAME:VALUE")),
-        })
-        .collect()
 }
 
 impl EchoArgs {

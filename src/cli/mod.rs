@@ -6,6 +6,7 @@ mod common;
 mod compare;
 mod echo;
 mod etcd;
+mod http;
 mod serve;
 mod sweep;
 mod watch;
@@ -22,6 +23,7 @@ pub use common::{
 pub use compare::CompareCmd;
 pub use echo::EchoArgs;
 pub use etcd::EtcdCmd;
+pub use http::HttpArgs;
 pub use serve::ServeArgs;
 pub use sweep::{SweepArgs, SweepCmd, SweepEtcd, TableArg};
 pub use watch::WatchArgs;
@@ -49,6 +51,13 @@ pub enum Command {
     Echo {
         #[command(flatten)]
         echo: EchoArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Benchmark any HTTP server: one URL over HTTP/1.1 (method, headers, bodies)
+    Http {
+        #[command(flatten)]
+        http: HttpArgs,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -126,6 +135,7 @@ impl Cli {
         match self.command {
             Command::Etcd { op } => op.into_action(),
             Command::Echo { echo, run } => echo.into_run(run),
+            Command::Http { http, run } => http.into_run(run),
             Command::Compare { rounds, what } => what.into_action(rounds),
             Command::Serve(args) => Ok(Action::Serve(args.into_config()?)),
             Command::Sweep { what } => what.into_action(),

@@ -2,6 +2,7 @@
 
 pub mod echo;
 pub mod etcd;
+pub mod http;
 
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
@@ -14,6 +15,7 @@ pub use crate::config::EtcdOp;
 pub use echo::EchoWorkload;
 /// etcd's put and range, and the watch benchmark's puts.
 pub use etcd::{Ack, EtcdWorkload, WatchPuts};
+pub use http::HttpWorkload;
 
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
 pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
@@ -29,6 +31,9 @@ pub enum Workload {
     /// the watch benchmark's put load: stamped values, revisions acknowledged
     WatchPuts(Box<WatchPuts>),
     Echo(EchoWorkload),
+    /// any HTTP server; HTTP/1.1 only (`cli` refuses gRPC for it, so the gRPC methods below
+    /// never see it)
+    Http(HttpWorkload),
 }
 
 impl Workload {
@@ -50,6 +55,7 @@ impl Workload {
             WorkloadSpec::Echo { ping, headers } => {
                 Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
             }
+            WorkloadSpec::Http(h) => Workload::Http(HttpWorkload::new(h, endpoints)?),
         })
     }
 
@@ -61,6 +67,7 @@ impl Workload {
             WorkloadSpec::Echo { ping, headers } => {
                 EchoWorkload::new(ping.clone(), headers, endpoints).map(drop)
             }
+            WorkloadSpec::Http(h) => HttpWorkload::new(h, endpoints).map(drop),
         }
     }
 
@@ -70,6 +77,7 @@ impl Workload {
             Workload::Etcd(w) => w.encode_http(idx, ep, dst),
             Workload::WatchPuts(w) => w.encode_http(idx, dst),
             Workload::Echo(w) => w.encode_http(ep, dst),
+            Workload::Http(w) => w.encode_http(idx, ep, dst),
         }
     }
 
@@ -83,6 +91,7 @@ impl Workload {
             Workload::Etcd(w) => w.check_http(status, body).map(|s| (s, None)),
             Workload::WatchPuts(w) => w.check_http(status, body),
             Workload::Echo(w) => w.check_http(status, body).map(|s| (s, None)),
+            Workload::Http(w) => w.check_http(status).map(|s| (s, None)),
         }
     }
 
@@ -92,6 +101,7 @@ impl Workload {
             Workload::Etcd(w) => w.call(ep),
             Workload::WatchPuts(w) => w.call(),
             Workload::Echo(w) => w.call(ep),
+            Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
         }
     }
 
@@ -100,7 +110,7 @@ impl Workload {
         match self {
             Workload::Etcd(w) => w.next_grpc(idx),
             Workload::WatchPuts(w) => w.next_grpc(idx),
-            Workload::Echo(_) => {}
+            Workload::Echo(_) | Workload::Http(_) => {}
         }
     }
 
@@ -110,6 +120,7 @@ impl Workload {
             Workload::Etcd(w) => w.grpc_request(),
             Workload::WatchPuts(w) => w.grpc_request(),
             Workload::Echo(w) => w.grpc_request(),
+            Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
         }
     }
 
@@ -119,6 +130,7 @@ impl Workload {
             Workload::Etcd(w) => w.check_grpc(message).map(|()| None),
             Workload::WatchPuts(w) => w.check_grpc(message),
             Workload::Echo(w) => w.check_grpc(message).map(|()| None),
+            Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
         }
     }
 
@@ -133,6 +145,7 @@ impl Workload {
             Workload::Etcd(w) => w.sample_grpc(message),
             Workload::WatchPuts(w) => w.sample_grpc(message),
             Workload::Echo(w) => w.sample_grpc(message),
+            Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
         }
     }
 
@@ -142,6 +155,7 @@ impl Workload {
             Workload::Etcd(w) => Workload::Etcd(Box::new(w.for_client(client))),
             Workload::WatchPuts(w) => Workload::WatchPuts(Box::new(w.for_client())),
             Workload::Echo(w) => Workload::Echo(w.for_client()),
+            Workload::Http(w) => Workload::Http(w.for_client()),
         }
     }
 
@@ -149,7 +163,7 @@ impl Workload {
     pub fn set_token(&mut self, token: &str) -> Result<(), String> {
         match self {
             Workload::Etcd(w) => w.set_token(token),
-            Workload::WatchPuts(_) | Workload::Echo(_) => Ok(()),
+            Workload::WatchPuts(_) | Workload::Echo(_) | Workload::Http(_) => Ok(()),
         }
     }
 }

@@ -9,6 +9,10 @@ use super::{Error, MAX_HEAD_BYTES, is_ctl, is_tchar, map_httparse_error, scan_he
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestTemplate {
     head: Bytes,
+    /// where `Content-Length: ` starts in `head`
+    length_at: usize,
+    /// an empty body goes without a Content-Length line
+    omit_empty_length: bool,
 }
 
 impl RequestTemplate {
@@ -61,10 +65,21 @@ impl RequestTemplate {
                 head.extend_from_slice(part.as_bytes());
             }
         }
+        let length_at = head.len();
         head.extend_from_slice(b"Content-Length: ");
         Ok(RequestTemplate {
             head: Bytes::from(head),
+            length_at,
+            omit_empty_length: false,
         })
+    }
+
+    /// The same template, but a request with an empty body is sent without a Content-Length
+    /// line, as RFC 9110 §8.6 asks of a method that anticipates no content (GET, HEAD, DELETE,
+    /// OPTIONS): what such a client sends, byte for byte.
+    pub fn omit_empty_length(mut self) -> Self {
+        self.omit_empty_length = true;
+        self
     }
 
     /// Appends a complete request with `body` to `dst` as one contiguous buffer:
@@ -72,6 +87,13 @@ impl RequestTemplate {
     ///
     /// Returns the number of head bytes written (start line + headers + blank line).
     pub fn encode(&self, body: &[u8], dst: &mut BytesMut) -> usize {
+        if body.is_empty() && self.omit_empty_length {
+            let head = self.length_at + 2;
+            dst.reserve(head);
+            dst.put_slice(&self.head[..self.length_at]);
+            dst.put_slice(b"\r\n");
+            return head;
+        }
         let mut digits = [0u8; 20];
         let length = render_decimal(body.len() as u64, &mut digits);
         let head = self.head.len() + length.len() + 4;
@@ -85,6 +107,9 @@ impl RequestTemplate {
 
     /// Bytes of head that [`RequestTemplate::encode`] writes for this body length.
     pub fn head_len(&self, body_len: usize) -> usize {
+        if body_len == 0 && self.omit_empty_length {
+            return self.length_at + 2;
+        }
         let mut digits = [0u8; 20];
         self.head.len() + render_decimal(body_len as u64, &mut digits).len() + 4
     }
@@ -394,6 +419,33 @@ fn parse_request(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_bodyless_request_may_go_without_content_length() {
+        let t = RequestTemplate::new("GET", "/x", "h:1", &[("Accept", "*/*")])
+            .unwrap()
+            .omit_empty_length();
+        let mut dst = BytesMut::new();
+        assert_eq!(t.encode(b"", &mut dst), dst.len());
+        assert_eq!(
+            &dst[..],
+            &b"GET /x HTTP/1.1\r\nHost: h:1\r\nAccept: */*\r\n\r\n"[..]
+        );
+        assert_eq!(t.head_len(0), dst.len());
+        // a body still gets its length
+        dst.clear();
+        let head = t.encode(b"ab", &mut dst);
+        assert_eq!(
+            &dst[..],
+            &b"GET /x HTTP/1.1\r\nHost: h:1\r\nAccept: */*\r\nContent-Length: 2\r\n\r\nab"[..]
+        );
+        assert_eq!((head, t.head_len(2)), (dst.len() - 2, dst.len() - 2));
+        // without the option an empty body is Content-Length: 0
+        let t = RequestTemplate::new("POST", "/x", "h:1", &[]).unwrap();
+        dst.clear();
+        t.encode(b"", &mut dst);
+        assert!(dst.ends_with(b"Content-Length: 0\r\n\r\n"));
+    }
 
     #[test]
     fn template_renders_expected_bytes() {

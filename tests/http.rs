@@ -1,0 +1,265 @@
+//! `wirebench http URL` against servers: Python's `http.server` (which this project did not
+//! write: HTTP/1.0 answers, a connection per request, a redirect for a directory without its
+//! slash) and the built-in server's `POST /v1/echo`; bad input exits 2 with one line.
+
+mod support;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{run_bounded, run_json, u64_at};
+
+/// Python's http.server on a free loopback port, serving `dir`; killed on drop.
+struct PyServer {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl PyServer {
+    fn start() -> PyServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("index.html"), b"hello\n").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/a.txt"), b"a\n").unwrap();
+        let port = support::unused_port();
+        let mut cmd = Command::new("python3");
+        cmd.args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .arg("--directory")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        support::die_with_parent(&mut cmd);
+        let child = cmd.spawn().expect("python3 -m http.server");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let started = Instant::now();
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "http.server did not listen on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        PyServer {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn statuses(run: &Value) -> Vec<(String, u64)> {
+    run["status_distribution"]
+        .as_array()
+        .expect("status_distribution[]")
+        .iter()
+        .map(|s| {
+            (
+                s["status"].as_str().unwrap().to_string(),
+                s["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_python_http_server_is_loaded_over_http1() {
+    let py = PyServer::start();
+    let report = run_json(&["http", &py.url("/index.html"), "-c", "2", "-n", "200"]);
+    let run = &report["runs"][0];
+    assert_eq!(run["proto"], "http", "{run:#}");
+    assert_eq!(u64_at(run, "/summary/ok"), 200, "{:#}", run["summary"]);
+    assert_eq!(statuses(run), vec![("200".to_string(), 200)]);
+    // HTTP/1.0 answers close the connection: one per request
+    assert_eq!(
+        u64_at(run, "/wire/connections_opened"),
+        200,
+        "{:#}",
+        run["wire"]
+    );
+    // a GET without a body: no Content-Length line, so exactly this request each time
+    let request = format!(
+        "GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        py.port
+    );
+    assert_eq!(
+        u64_at(run, "/wire/bytes_out"),
+        200 * request.len() as u64,
+        "{:#}",
+        run["wire"]
+    );
+}
+
+#[test]
+fn redirects_are_counted_not_followed() {
+    let py = PyServer::start();
+    // a directory without its slash: 301 to /sub/
+    let out = run_bounded(
+        &["http", &py.url("/sub"), "-n", "20", "--format", "json"],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(1), "failed requests exit 1: {}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).expect("a JSON report");
+    let run = &report["runs"][0];
+    assert_eq!(statuses(run), vec![("301".to_string(), 20)]);
+    assert_eq!(u64_at(run, "/summary/failed"), 20);
+    let errors = run["error_distribution"].to_string();
+    assert!(
+        errors.contains("http_status") && errors.contains("HTTP 301 (OK is 200-299)"),
+        "{errors}"
+    );
+    // widened, the same answers count as OK
+    let report = run_json(&[
+        "http",
+        &py.url("/sub"),
+        "-n",
+        "20",
+        "--ok-status",
+        "200-399",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/ok"), 20, "{:#}", run["summary"]);
+    assert_eq!(statuses(run), vec![("301".to_string(), 20)]);
+}
+
+#[test]
+fn bodies_from_a_file_go_in_turn_to_the_builtin_server() {
+    let srv = support::ServeProcess::start(&[]);
+    let url = srv.url("/v1/echo");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1/echo")
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("bodies.txt");
+    let bodies = [r#"{"ping":"a"}"#, r#"{"ping":"bcdef"}"#, r#"{"ping":""}"#];
+    let mut f = std::fs::File::create(&lines).unwrap();
+    for b in bodies {
+        writeln!(f, "{b}").unwrap();
+    }
+    drop(f);
+    let report = run_json(&[
+        "http",
+        &url,
+        "--data-lines",
+        lines.to_str().unwrap(),
+        "-H",
+        "Content-Type: application/json",
+        "-c",
+        "1",
+        "-n",
+        "30",
+        "--warmup",
+        "0s",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/ok"), 30, "{:#}", run["summary"]);
+    assert_eq!(statuses(run), vec![("200".to_string(), 30)]);
+    // POST by default with a body; each body 10 times; the bytes are exactly these requests
+    let sent: u64 = bodies
+        .iter()
+        .map(|b| {
+            let req = format!(
+                "POST /v1/echo HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
+                b.len()
+            );
+            10 * req.len() as u64
+        })
+        .sum();
+    assert_eq!(u64_at(run, "/wire/bytes_out"), sent, "{:#}", run["wire"]);
+    assert_eq!(u64_at(run, "/wire/connections_opened"), 1);
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, b"").unwrap();
+    let empty = empty.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["http", "127.0.0.1:9/x"],
+            "expected http://host[:port]/path",
+        ),
+        (
+            &["http", "ftp://127.0.0.1:9/"],
+            "the scheme must be http or https",
+        ),
+        (&["http", "http://127.0.0.1:9/", "-X", "HEAD"], "HEAD"),
+        (
+            &["http", "http://127.0.0.1:9/", "--proto", "grpc"],
+            "--proto http",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "--ok-status", "2xx"],
+            "--ok-status",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "-H", "Host: x"],
+            "reserved header name",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "-X", "GE T"],
+            "method is not a token",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "--data-lines", empty],
+            "no lines",
+        ),
+        (
+            &[
+                "http",
+                "http://127.0.0.1:9/",
+                "--data-file",
+                "/nonexistent/x",
+            ],
+            "--data-file",
+        ),
+        (
+            &[
+                "http",
+                "http://127.0.0.1:9/",
+                "-d",
+                "x",
+                "--data-file",
+                "/x",
+            ],
+            "cannot be used with",
+        ),
+    ];
+    for (args, words) in cases {
+        let out = run_bounded(args, Duration::from_secs(20));
+        assert_eq!(out.code, Some(2), "{args:?}: {out:#?}");
+        let err = out.stderr.trim();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err}");
+    }
+    // an unreachable server is a run error: exit 1, one line
+    let port = support::unused_port().to_string();
+    let out = run_bounded(
+        &["http", &format!("http://127.0.0.1:{port}/"), "-n", "1"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code, Some(1), "{out:#?}");
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+}
