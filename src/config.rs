@@ -46,7 +46,7 @@ pub struct HttpSpec {
     /// the URL's path and query, as given (`/` when it has none)
     pub path: String,
     pub headers: Vec<(String, String)>,
-    /// sent in turn, request `i` with body `i % len`; one empty body when none is given
+    /// sent in turn, request `i` with body `i % len`; none: requests without a body
     pub bodies: Vec<Vec<u8>>,
     /// the status codes that count as OK, both ends included
     pub ok_status: (u16, u16),
@@ -91,10 +91,11 @@ impl WorkloadSpec {
             WorkloadSpec::Http(h) => {
                 let sizes = h.bodies.iter().map(Vec::len);
                 let (min, max) = (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0));
-                let body = match (h.bodies.len(), min == max) {
-                    (_, true) if max == 0 => "no body".to_string(),
-                    (1, _) | (_, true) => format!("body {max} B"),
-                    (n, false) => format!("{n} bodies of {min}-{max} B"),
+                let body = match h.bodies.len() {
+                    0 => "no body".to_string(),
+                    1 => format!("body {max} B"),
+                    n if min == max => format!("{n} bodies of {max} B"),
+                    n => format!("{n} bodies of {min}-{max} B"),
                 };
                 format!("http {} {}: {body}", h.method, h.path)
             }
@@ -422,6 +423,27 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_http_spec_describes_its_bodies() {
+        let spec = |bodies: &[&[u8]]| {
+            WorkloadSpec::Http(HttpSpec {
+                method: "POST".into(),
+                path: "/x".into(),
+                headers: Vec::new(),
+                bodies: bodies.iter().map(|b| b.to_vec()).collect(),
+                ok_status: (200, 299),
+            })
+            .describe()
+        };
+        assert_eq!(spec(&[]), "http POST /x: no body");
+        assert_eq!(spec(&[b""]), "http POST /x: body 0 B");
+        assert_eq!(spec(&[b"ab", b"cd"]), "http POST /x: 2 bodies of 2 B");
+        assert_eq!(
+            spec(&[b"a", b"bcd", b""]),
+            "http POST /x: 3 bodies of 0-3 B"
+        );
+    }
 
     #[test]
     fn urls_split_into_endpoint_and_path() {
