@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it (.ci/run execs this): install what the tests need when it is
-# absent (etcd, tshark, perf, h2load and nghttp, Python's grpcio, cargo-fuzz), then rustfmt,
-# clippy with warnings denied, the test suite, and every fuzz target for 20 s
+# absent (etcd, tshark, perf, h2load and nghttp, Python's grpcio with its tools and reflection,
+# cargo-fuzz), then rustfmt, clippy with warnings denied, the test suite, and every fuzz target
+# for 20 s
 # (WIREBENCH_FUZZ_SECONDS; nightly, or the stable toolchain with RUSTC_BOOTSTRAP=1).
 #
 # Works unattended as root on a fresh Debian 12 (no stdin, CI=true); as another user it uses
@@ -103,12 +104,13 @@ else
         apt_install nghttp2-client
     fi
     command -v python3 >/dev/null 2>&1 || die "python3 not found: the interop tests need it"
-    if python3 -c 'import grpc, grpc_tools' >/dev/null 2>&1; then
+    # tests/grpc_any.rs: its grpcio server also serves reflection.
+    if python3 -c 'import grpc, grpc_tools, grpc_reflection' >/dev/null 2>&1; then
         echo "grpcio: $(python3 -c 'import grpc; print(grpc.__version__)')"
     else
-        echo "grpcio: installing grpcio grpcio-tools with pip"
+        echo "grpcio: installing grpcio grpcio-tools grpcio-reflection with pip"
         PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
-            grpcio grpcio-tools </dev/null
+            grpcio grpcio-tools grpcio-reflection </dev/null
     fi
 fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd is missing: the etcd tests need it (apt-get install etcd-server)"

@@ -37,6 +37,23 @@ pub enum WorkloadSpec {
     },
     /// `wirebench http URL`: any HTTP server
     Http(HttpSpec),
+    /// `wirebench grpc TARGET Service/Method`: any unary gRPC method
+    Grpc(GrpcSpec),
+}
+
+/// One unary gRPC method of any server, with the request message already encoded.
+#[derive(Debug, Clone)]
+pub struct GrpcSpec {
+    /// `/package.Service/Method`
+    pub path: String,
+    /// the request message, protobuf-encoded (not framed)
+    pub request: Vec<u8>,
+    pub metadata: Vec<(String, String)>,
+    /// `:authority` instead of the target's host:port
+    pub authority: Option<String>,
+    /// the response type, to show a response as JSON (the sample); none with `--data-bin`
+    /// and no schema
+    pub response: Option<prost_reflect::MessageDescriptor>,
 }
 
 /// One request shape for any HTTP server: method, path, headers, and the bodies sent in turn.
@@ -58,7 +75,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Etcd(_) => "etcd",
             WorkloadSpec::Echo { .. } => "echo-server",
-            WorkloadSpec::Http(_) => "server",
+            WorkloadSpec::Http(_) | WorkloadSpec::Grpc(_) => "server",
         }
     }
 
@@ -98,6 +115,9 @@ impl WorkloadSpec {
                     n => format!("{n} bodies of {min}-{max} B"),
                 };
                 format!("http {} {}: {body}", h.method, h.path)
+            }
+            WorkloadSpec::Grpc(g) => {
+                format!("grpc {}: request of {} B", g.path, g.request.len())
             }
         }
     }

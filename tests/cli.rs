@@ -7,26 +7,10 @@ mod support;
 
 use std::time::Duration;
 
-use support::{Run, run_bounded, unused_port};
+use support::{assert_one_error_line, run_bounded, unused_port};
 
 /// Flag errors are found before any connection is made, so they must be quick.
 const LIMIT: Duration = Duration::from_secs(10);
-
-fn assert_one_error_line(run: &Run, what: &str) {
-    let lines = run.stderr_lines();
-    assert_eq!(
-        lines.len(),
-        1,
-        "{what}: stderr must be exactly one line, got {:?}",
-        run.stderr
-    );
-    assert!(lines[0].starts_with("error:"), "{what}: {:?}", lines[0]);
-    assert!(
-        run.stdout.is_empty(),
-        "{what}: nothing on stdout, got {:?}",
-        run.stdout
-    );
-}
 
 #[test]
 fn bad_flags_exit_2_with_one_error_line() {

@@ -141,9 +141,9 @@ impl Default for LimitArgs {
 /// Flags shared by every load-generating command.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Which stack to measure; `both` runs HTTP/1.1 then gRPC and compares them [default:
-    /// both; http for `wirebench http`]
-    #[arg(long, value_enum)]
+    /// Which stack to measure: http, grpc, or both (HTTP/1.1 then gRPC, compared) [default:
+    /// both; http for `wirebench http`, grpc for `wirebench grpc`]
+    #[arg(long, value_parser = parse_proto_arg)]
     pub proto: Option<ProtoArg>,
     /// Requests in flight (virtual users)
     #[arg(short = 'c', long, default_value_t = 1)]
@@ -276,6 +276,38 @@ pub enum OnOff {
     Off,
 }
 
+/// The contents of `path` (given with `flag`), refused above `max` bytes: it is held in memory.
+pub(super) fn read_limited(
+    flag: &str,
+    path: &std::path::Path,
+    max: u64,
+) -> Result<Vec<u8>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+    if meta.len() > max {
+        return Err(format!(
+            "{flag} {}: {} bytes, more than the {} MiB allowed",
+            path.display(),
+            meta.len(),
+            max >> 20
+        ));
+    }
+    std::fs::read(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
+}
+
+/// `--proto`: a stack; a .proto file given here (as ghz and grpcurl users type it) gets a hint.
+fn parse_proto_arg(s: &str) -> Result<ProtoArg, String> {
+    match s {
+        "http" => Ok(ProtoArg::Http),
+        "grpc" => Ok(ProtoArg::Grpc),
+        "both" => Ok(ProtoArg::Both),
+        _ if s.ends_with(".proto") || s.contains('/') => Err(format!(
+            "{s:?} looks like a .proto file: give it with --proto-file (--proto chooses the \
+             stack: http, grpc or both)"
+        )),
+        _ => Err(format!("{s:?}: choose http, grpc or both")),
+    }
+}
+
 /// `-H NAME:VALUE` flags, trimmed.
 pub(super) fn parse_headers(list: &[String]) -> Result<Vec<(String, String)>, String> {
     list.iter()
@@ -357,8 +389,11 @@ impl RunArgs {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         let any_server = matches!(spec, WorkloadSpec::Http(_));
+        let any_method = matches!(spec, WorkloadSpec::Grpc(_));
         let default = if any_server {
             ProtoArg::Http
+        } else if any_method {
+            ProtoArg::Grpc
         } else {
             ProtoArg::Both
         };
@@ -371,6 +406,13 @@ impl RunArgs {
             return Err(
                 "wirebench http measures a URL over HTTP/1.1 (--proto http); HTTP/2 and gRPC \
                  methods of any server are not built yet"
+                    .into(),
+            );
+        }
+        if any_method && protos.contains(&Proto::Http) {
+            return Err(
+                "wirebench grpc calls a gRPC method (--proto grpc); for an HTTP URL use \
+                 wirebench http"
                     .into(),
             );
         }

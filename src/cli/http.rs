@@ -1,11 +1,11 @@
 //! `wirebench http URL`: any HTTP server, over HTTP/1.1.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
 use super::Action;
-use super::common::{RunArgs, parse_headers};
+use super::common::{RunArgs, parse_headers, read_limited};
 use crate::config::{HttpSpec, Target, WorkloadSpec, parse_url};
 use wirebench_wire::http1::RequestTemplate;
 
@@ -52,19 +52,6 @@ fn parse_status_range(s: &str) -> Result<(u16, u16), String> {
     Ok((lo, hi))
 }
 
-fn read_limited(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
-    if meta.len() > MAX_DATA_FILE {
-        return Err(format!(
-            "{flag} {}: {} bytes, more than the {} MiB held in memory",
-            path.display(),
-            meta.len(),
-            MAX_DATA_FILE >> 20
-        ));
-    }
-    std::fs::read(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
-}
-
 /// One body per line (LF or CRLF); a last line without a newline counts, the empty piece after
 /// a final newline does not.
 fn lines(data: &[u8]) -> Vec<Vec<u8>> {
@@ -83,9 +70,9 @@ impl HttpArgs {
         let (endpoint, path) = parse_url(&self.url)?;
         let bodies = match (&self.data, &self.data_file, &self.data_lines) {
             (Some(d), _, _) => vec![d.clone().into_bytes()],
-            (_, Some(f), _) => vec![read_limited("--data-file", f)?],
+            (_, Some(f), _) => vec![read_limited("--data-file", f, MAX_DATA_FILE)?],
             (_, _, Some(f)) => {
-                let bodies = lines(&read_limited("--data-lines", f)?);
+                let bodies = lines(&read_limited("--data-lines", f, MAX_DATA_FILE)?);
                 if bodies.is_empty() {
                     return Err(format!("--data-lines {}: no lines", f.display()));
                 }

@@ -6,6 +6,7 @@ mod common;
 mod compare;
 mod echo;
 mod etcd;
+mod grpc;
 mod http;
 mod serve;
 mod sweep;
@@ -23,6 +24,7 @@ pub use common::{
 pub use compare::CompareCmd;
 pub use echo::EchoArgs;
 pub use etcd::EtcdCmd;
+pub use grpc::GrpcArgs;
 pub use http::HttpArgs;
 pub use serve::ServeArgs;
 pub use sweep::{SweepArgs, SweepCmd, SweepEtcd, TableArg};
@@ -51,6 +53,13 @@ pub enum Command {
     Echo {
         #[command(flatten)]
         echo: EchoArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Benchmark any unary gRPC method: the request as JSON through a .proto file, or as bytes
+    Grpc {
+        #[command(flatten)]
+        grpc: GrpcArgs,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -136,6 +145,7 @@ impl Cli {
             Command::Etcd { op } => op.into_action(),
             Command::Echo { echo, run } => echo.into_run(run),
             Command::Http { http, run } => http.into_run(run),
+            Command::Grpc { grpc, run } => grpc.into_run(run),
             Command::Compare { rounds, what } => what.into_action(rounds),
             Command::Serve(args) => Ok(Action::Serve(args.into_config()?)),
             Command::Sweep { what } => what.into_action(),

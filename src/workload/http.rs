@@ -136,6 +136,24 @@ mod tests {
     }
 
     #[test]
+    fn a_large_body_is_sampled_cut() {
+        let w = crate::workload::Workload::Http(
+            HttpWorkload::new(&spec("GET", &[]), &[endpoint()]).unwrap(),
+        );
+        assert_eq!(w.sample_http(br#"{"a":1}"#), serde_json::json!({"a": 1}));
+        assert_eq!(w.sample_http(b"plain"), serde_json::json!("plain"));
+        let big = vec![b'x'; 100_000];
+        let v = w.sample_http(&big);
+        let text = v.as_str().unwrap();
+        assert!(
+            text.ends_with("... (100000 B in all)"),
+            "{}",
+            &text[text.len() - 40..]
+        );
+        assert!(text.len() < 66_000);
+    }
+
+    #[test]
     fn the_status_range_decides() {
         let mut s = spec("GET", &[]);
         let w = HttpWorkload::new(&s, &[endpoint()]).unwrap();

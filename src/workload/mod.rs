@@ -2,6 +2,7 @@
 
 pub mod echo;
 pub mod etcd;
+pub mod grpc;
 pub mod http;
 
 use bytes::{Bytes, BytesMut};
@@ -15,7 +16,11 @@ pub use crate::config::EtcdOp;
 pub use echo::EchoWorkload;
 /// etcd's put and range, and the watch benchmark's puts.
 pub use etcd::{Ack, EtcdWorkload, WatchPuts};
+pub use grpc::GrpcWorkload;
 pub use http::HttpWorkload;
+
+/// The most of a response body a report's sample keeps.
+const SAMPLE_MAX: usize = 64 << 10;
 
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
 pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
@@ -34,6 +39,8 @@ pub enum Workload {
     /// any HTTP server; HTTP/1.1 only (`cli` refuses gRPC for it, so the gRPC methods below
     /// never see it)
     Http(HttpWorkload),
+    /// any unary gRPC method; gRPC only (`cli` refuses HTTP/1.1 for it)
+    Grpc(GrpcWorkload),
 }
 
 impl Workload {
@@ -56,6 +63,7 @@ impl Workload {
                 Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
             }
             WorkloadSpec::Http(h) => Workload::Http(HttpWorkload::new(h, endpoints)?),
+            WorkloadSpec::Grpc(g) => Workload::Grpc(GrpcWorkload::new(g, endpoints)?),
         })
     }
 
@@ -68,6 +76,7 @@ impl Workload {
                 EchoWorkload::new(ping.clone(), headers, endpoints).map(drop)
             }
             WorkloadSpec::Http(h) => HttpWorkload::new(h, endpoints).map(drop),
+            WorkloadSpec::Grpc(g) => GrpcWorkload::new(g, endpoints).map(drop),
         }
     }
 
@@ -78,6 +87,7 @@ impl Workload {
             Workload::WatchPuts(w) => w.encode_http(idx, dst),
             Workload::Echo(w) => w.encode_http(ep, dst),
             Workload::Http(w) => w.encode_http(idx, ep, dst),
+            Workload::Grpc(_) => unreachable!("a gRPC method runs over gRPC only"),
         }
     }
 
@@ -92,6 +102,7 @@ impl Workload {
             Workload::WatchPuts(w) => w.check_http(status, body),
             Workload::Echo(w) => w.check_http(status, body).map(|s| (s, None)),
             Workload::Http(w) => w.check_http(status).map(|s| (s, None)),
+            Workload::Grpc(_) => unreachable!("a gRPC method runs over gRPC only"),
         }
     }
 
@@ -102,6 +113,7 @@ impl Workload {
             Workload::WatchPuts(w) => w.call(),
             Workload::Echo(w) => w.call(ep),
             Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
+            Workload::Grpc(w) => w.call(ep),
         }
     }
 
@@ -110,7 +122,7 @@ impl Workload {
         match self {
             Workload::Etcd(w) => w.next_grpc(idx),
             Workload::WatchPuts(w) => w.next_grpc(idx),
-            Workload::Echo(_) | Workload::Http(_) => {}
+            Workload::Echo(_) | Workload::Http(_) | Workload::Grpc(_) => {}
         }
     }
 
@@ -121,6 +133,7 @@ impl Workload {
             Workload::WatchPuts(w) => w.grpc_request(),
             Workload::Echo(w) => w.grpc_request(),
             Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
+            Workload::Grpc(w) => w.grpc_request(),
         }
     }
 
@@ -131,13 +144,26 @@ impl Workload {
             Workload::WatchPuts(w) => w.check_grpc(message),
             Workload::Echo(w) => w.check_grpc(message).map(|()| None),
             Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
+            // the framing and the status were judged: one message, grpc-status 0
+            Workload::Grpc(_) => Ok(None),
         }
     }
 
     /// A successful response as gateway-style JSON, for the report's sample.
+    /// The body as JSON when it is JSON of at most `SAMPLE_MAX` bytes, else as text, cut at
+    /// `SAMPLE_MAX` (a report holds one sample; any server may answer megabytes).
     pub fn sample_http(&self, body: &[u8]) -> Value {
-        serde_json::from_slice(body)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+        if body.len() <= SAMPLE_MAX
+            && let Ok(v) = serde_json::from_slice(body)
+        {
+            return v;
+        }
+        let head = String::from_utf8_lossy(&body[..body.len().min(SAMPLE_MAX)]).into_owned();
+        if body.len() > SAMPLE_MAX {
+            Value::String(format!("{head}... ({} B in all)", body.len()))
+        } else {
+            Value::String(head)
+        }
     }
 
     pub fn sample_grpc(&self, message: &Bytes) -> Value {
@@ -146,6 +172,7 @@ impl Workload {
             Workload::WatchPuts(w) => w.sample_grpc(message),
             Workload::Echo(w) => w.sample_grpc(message),
             Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
+            Workload::Grpc(w) => w.sample_grpc(message),
         }
     }
 
@@ -156,6 +183,7 @@ impl Workload {
             Workload::WatchPuts(w) => Workload::WatchPuts(Box::new(w.for_client())),
             Workload::Echo(w) => Workload::Echo(w.for_client()),
             Workload::Http(w) => Workload::Http(w.for_client()),
+            Workload::Grpc(w) => Workload::Grpc(w.for_client()),
         }
     }
 
@@ -163,7 +191,9 @@ impl Workload {
     pub fn set_token(&mut self, token: &str) -> Result<(), String> {
         match self {
             Workload::Etcd(w) => w.set_token(token),
-            Workload::WatchPuts(_) | Workload::Echo(_) | Workload::Http(_) => Ok(()),
+            Workload::WatchPuts(_) | Workload::Echo(_) | Workload::Http(_) | Workload::Grpc(_) => {
+                Ok(())
+            }
         }
     }
 }

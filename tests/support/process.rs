@@ -254,3 +254,28 @@ pub fn f64_at(v: &Value, pointer: &str) -> f64 {
         .and_then(Value::as_f64)
         .unwrap_or_else(|| panic!("{pointer} is not a number in {v:#}"))
 }
+
+/// A refusal's shape: exactly one line on stderr, starting `error:`, and nothing on stdout.
+pub fn assert_one_error_line(run: &Run, what: &str) {
+    let lines = run.stderr_lines();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{what}: stderr must be exactly one line, got {:?}",
+        run.stderr
+    );
+    assert!(lines[0].starts_with("error:"), "{what}: {:?}", lines[0]);
+    assert!(
+        run.stdout.is_empty(),
+        "{what}: nothing on stdout, got {:?}",
+        run.stdout
+    );
+}
+
+/// Runs wirebench with `args`; asserts it exits with `code` and one error line naming `words`.
+pub fn assert_refused(args: &[&str], code: i32, words: &str) {
+    let run = run_bounded(args, Duration::from_secs(20));
+    assert_eq!(run.code, Some(code), "{args:?}: {run:#?}");
+    assert_one_error_line(&run, &format!("{args:?}"));
+    assert!(run.stderr.contains(words), "{args:?}: {}", run.stderr);
+}

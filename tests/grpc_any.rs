@@ -1,0 +1,213 @@
+//! `wirebench grpc TARGET Service/Method` against servers: a Python grpcio server of
+//! tests/interop/rich.proto (which this project did not write; nested messages, repeated
+//! fields, maps, enums, oneofs, bytes and 64-bit integers), and the built-in echo server with
+//! the request as protobuf bytes; bad input exits 2 with one line.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use serde_json::json;
+use support::{assert_refused, run_json, u64_at};
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rich_proto() -> String {
+    manifest_dir()
+        .join("tests/interop/rich.proto")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// tests/interop/rich_server.py on an ephemeral port; it stops when its stdin closes (drop).
+struct RichServer {
+    child: Child,
+    _stdin: ChildStdin,
+    target: String,
+}
+
+impl RichServer {
+    fn start() -> RichServer {
+        let ok = Command::new("python3")
+            .args(["-c", "import grpc, grpc_tools, grpc_reflection"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "python3 with grpcio, grpcio-tools and grpcio-reflection is needed (scripts/test.sh installs them)"
+        );
+        let mut cmd = Command::new("python3");
+        cmd.arg(manifest_dir().join("tests/interop/rich_server.py"))
+            .args(["--seconds", "120"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        support::die_with_parent(&mut cmd);
+        let mut child = cmd.spawn().expect("start rich_server.py");
+        let stdin = child.stdin.take().expect("its stdin");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut line)
+            .expect("the server's first line");
+        let target = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("rich_server.py said {line:?}"))
+            .to_string();
+        RichServer {
+            child,
+            _stdin: stdin,
+            target,
+        }
+    }
+}
+
+impl Drop for RichServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn every_kind_of_field_goes_through_a_grpcio_server_and_back() {
+    let server = RichServer::start();
+    let request = json!({
+        "name": "n",
+        "big": "-9007199254740993",
+        "count": "18446744073709551615",
+        "blob": "AAEC/w==",
+        "color": "GREEN",
+        "parts": [{"name": "p", "sizes": [1, -2]}, {"name": "q"}],
+        "tally": {"a": "5", "b": "-7"},
+        "word": "w"
+    });
+    let data = request.to_string();
+    let report = run_json(&[
+        "grpc",
+        &server.target,
+        "rich.v1.Mirror/Reflect",
+        "--proto-file",
+        &rich_proto(),
+        "-d",
+        &data,
+        "-c",
+        "4",
+        "-n",
+        "200",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(run["proto"], "grpc");
+    assert_eq!(u64_at(run, "/summary/ok"), 200, "{:#}", run["summary"]);
+    // name 3 + big 11 + count 11 + blob 6 + color 2 + parts 18 and 5 + tally 7 and 16 + word 3
+    assert_eq!(
+        report["workload"],
+        "grpc /rich.v1.Mirror/Reflect: request of 82 B"
+    );
+    // the server echoes the request (and counts): decoded through the schema, it is the JSON
+    // that went in, 64-bit integers as strings, bytes as base64, the oneof by its member
+    let mut sample = run["sample_response"].clone();
+    let seen = sample
+        .as_object_mut()
+        .and_then(|o| o.remove("seen"))
+        .expect("the server's count");
+    assert!(
+        seen.as_str().is_some_and(|s| s.parse::<u64>().is_ok()),
+        "{seen}"
+    );
+    assert_eq!(sample, request);
+}
+
+#[test]
+fn a_request_as_bytes_needs_no_schema() {
+    let srv = support::ServeProcess::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("req.bin");
+    // EchoRequest { ping: "hi" }
+    std::fs::write(&bin, b"\x0a\x02hi").unwrap();
+    let target = srv.target();
+    let bin = bin.to_string_lossy().into_owned();
+    let report = run_json(&[
+        "grpc",
+        &target,
+        "grpc_echo.v1.EchoService/Echo",
+        "--data-bin",
+        &bin,
+        "-n",
+        "50",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/ok"), 50, "{:#}", run["summary"]);
+    assert!(
+        run["sample_response"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("B (no schema)")),
+        "{}",
+        run["sample_response"]
+    );
+    // with the schema the same bytes are checked, and the answer shown as JSON
+    let proto = manifest_dir().join("crates/wire/proto/echo.proto");
+    let report = run_json(&[
+        "grpc",
+        &target,
+        "grpc_echo.v1.EchoService/Echo",
+        "--data-bin",
+        &bin,
+        "--proto-file",
+        proto.to_str().unwrap(),
+        "-n",
+        "5",
+    ]);
+    assert_eq!(report["runs"][0]["sample_response"]["body"], "hi");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.proto");
+    std::fs::write(&bad, "syntax = \"proto3\";\nmessage A { int32 x = ; }\n").unwrap();
+    let bad = bad.to_string_lossy().into_owned();
+    let rich = rich_proto();
+    let t = "127.0.0.1:9";
+    let m = "rich.v1.Mirror/Reflect";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["grpc", t, "rich.v1.Nope/Reflect", "--proto-file", &rich],
+            "the schema has: rich.v1.Mirror",
+        ),
+        (
+            vec!["grpc", t, "rich.v1.Mirror/Nope", "--proto-file", &rich],
+            "it has: Reflect, Repeat",
+        ),
+        (
+            vec!["grpc", t, m, "--proto-file", &rich, "-d", r#"{"colour":1}"#],
+            "colour",
+        ),
+        (
+            vec!["grpc", t, m, "--proto-file", &rich, "-d", r#"{"big":true}"#],
+            "rich.v1.Thing",
+        ),
+        (
+            vec!["grpc", t, "rich.v1.Mirror/Repeat", "--proto-file", &rich],
+            "server-streaming",
+        ),
+        (vec!["grpc", t, m, "--proto-file", &bad], "bad.proto"),
+        (vec!["grpc", t, m, "-d", "{}"], "--proto-file"),
+        (vec!["grpc", t, m, "--proto", "rich.proto"], "--proto-file"),
+        (
+            vec!["grpc", t, m, "--proto-file", &rich, "--proto", "http"],
+            "wirebench http",
+        ),
+    ];
+    for (args, words) in &cases {
+        assert_refused(args, 2, words);
+    }
+    // an unreachable server: exit 1, one line
+    let target = format!("127.0.0.1:{}", support::unused_port());
+    let args = ["grpc", &target, m, "--proto-file", &rich, "-n", "1"];
+    assert_refused(&args, 1, "Connection refused");
+}
