@@ -41,19 +41,28 @@ pub enum WorkloadSpec {
     Grpc(GrpcSpec),
 }
 
-/// One unary gRPC method of any server, with the request message already encoded.
+/// One unary gRPC method of any server.
 #[derive(Debug, Clone)]
 pub struct GrpcSpec {
     /// `/package.Service/Method`
     pub path: String,
-    /// the request message, protobuf-encoded (not framed)
-    pub request: Vec<u8>,
+    pub request: GrpcRequest,
     pub metadata: Vec<(String, String)>,
     /// `:authority` instead of the target's host:port
     pub authority: Option<String>,
     /// the response type, to show a response as JSON (the sample); none with `--data-bin`
-    /// and no schema
+    /// and no schema, or before reflection
     pub response: Option<prost_reflect::MessageDescriptor>,
+}
+
+/// A gRPC request message: encoded, or JSON waiting for the server's schema (`--reflect`, asked
+/// during setup).
+#[derive(Debug, Clone)]
+pub enum GrpcRequest {
+    /// protobuf-encoded, not framed
+    Encoded(Vec<u8>),
+    /// JSON for `method` (`package.Service/Method`), encoded once reflection gave the schema
+    ByReflection { method: String, json: String },
 }
 
 /// One request shape for any HTTP server: method, path, headers, and the bodies sent in turn.
@@ -116,9 +125,14 @@ impl WorkloadSpec {
                 };
                 format!("http {} {}: {body}", h.method, h.path)
             }
-            WorkloadSpec::Grpc(g) => {
-                format!("grpc {}: request of {} B", g.path, g.request.len())
-            }
+            WorkloadSpec::Grpc(g) => match &g.request {
+                GrpcRequest::Encoded(b) => format!("grpc {}: request of {} B", g.path, b.len()),
+                GrpcRequest::ByReflection { json, .. } => format!(
+                    "grpc {}: request of {} B of JSON, schema by reflection",
+                    g.path,
+                    json.len()
+                ),
+            },
         }
     }
 }

@@ -123,6 +123,67 @@ fn every_kind_of_field_goes_through_a_grpcio_server_and_back() {
 }
 
 #[test]
+fn the_schema_comes_from_the_servers_reflection_service() {
+    let server = RichServer::start();
+    let data = r#"{"name":"x","big":"-5","tally":{"k":"9"},"number":2.5}"#;
+    let report = run_json(&[
+        "grpc",
+        &server.target,
+        "rich.v1.Mirror/Reflect",
+        "--reflect",
+        "-d",
+        data,
+        "-n",
+        "50",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/ok"), 50, "{:#}", run["summary"]);
+    let mut sample = run["sample_response"].clone();
+    sample.as_object_mut().unwrap().remove("seen");
+    assert_eq!(
+        sample,
+        serde_json::from_str::<serde_json::Value>(data).unwrap()
+    );
+    // reflection is setup: one request per call on the measured connection, nothing more
+    assert_eq!(
+        u64_at(run, "/wire/requests_on_wire"),
+        50,
+        "{:#}",
+        run["wire"]
+    );
+    let t = server.target.as_str();
+    let m = "rich.v1.Mirror/Reflect";
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["grpc", t, "rich.v1.Nope/Reflect", "--reflect"],
+            "the server has: ",
+        ),
+        (
+            &["grpc", t, "rich.v1.Mirror/Nope", "--reflect"],
+            "it has: Reflect, Repeat",
+        ),
+        (
+            &["grpc", t, "rich.v1.Mirror/Repeat", "--reflect"],
+            "server-streaming",
+        ),
+        (&["grpc", t, m, "--reflect", "-d", r#"{"nope":1}"#], "nope"),
+    ];
+    for (args, words) in cases {
+        assert_refused(args, 2, words);
+    }
+    // the built-in server has no reflection: a setup failure, exit 1
+    let srv = support::ServeProcess::start(&[]);
+    let target = srv.target();
+    let args = [
+        "grpc",
+        &target,
+        "grpc_echo.v1.EchoService/Echo",
+        "--reflect",
+    ];
+    assert_refused(&args, 1, "no reflection service");
+}
+
+#[test]
 fn a_request_as_bytes_needs_no_schema() {
     let srv = support::ServeProcess::start(&[]);
     let dir = tempfile::tempdir().unwrap();
@@ -197,6 +258,10 @@ fn bad_input_exits_2_with_one_line() {
         ),
         (vec!["grpc", t, m, "--proto-file", &bad], "bad.proto"),
         (vec!["grpc", t, m, "-d", "{}"], "--proto-file"),
+        (
+            vec!["grpc", t, m, "--reflect", "--proto-file", &rich],
+            "one way",
+        ),
         (vec!["grpc", t, m, "--proto", "rich.proto"], "--proto-file"),
         (
             vec!["grpc", t, m, "--proto-file", &rich, "--proto", "http"],

@@ -59,6 +59,9 @@ pub mod exit {
 pub enum RunError {
     #[error("{0}")]
     Setup(String),
+    /// what was asked for does not exist there (a method the server's schema lacks): exit 2
+    #[error("{0}")]
+    Usage(String),
     #[error("cannot write the report to {path}: {source}")]
     Output {
         path: String,
@@ -89,7 +92,10 @@ pub fn execute(action: Action) -> i32 {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
-            exit::FAILURE
+            match e {
+                RunError::Usage(_) => exit::USAGE,
+                _ => exit::FAILURE,
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::RunError;
-use crate::config::{Config, Endpoint, Proto, Target, WorkloadSpec};
+use crate::config::{Config, Endpoint, GrpcRequest, GrpcSpec, Proto, Target, WorkloadSpec};
 use crate::engine;
 use crate::etcd::discover;
 use crate::net;
@@ -14,6 +14,8 @@ use crate::stats::ProcessClock;
 use crate::stats::ProtoRun;
 use crate::workload::Workload;
 use crate::workload::etcd::client;
+use crate::workload::grpc;
+use crate::workload::reflect::{self, ReflectFailure};
 
 /// A validated `Config`'s run as it will happen: what was learnt at run time, and the workload
 /// rendered for it. The `Config` itself is never changed.
@@ -40,8 +42,16 @@ impl Prepared {
         roles: Vec<String>,
         token: Option<String>,
     ) -> Result<Prepared, RunError> {
-        let workload = Workload::new(&cfg.spec, &endpoints, cfg.seed, token.as_deref())
-            .map_err(RunError::Setup)?;
+        let resolved;
+        let spec = match &cfg.spec {
+            WorkloadSpec::Grpc(g) if matches!(g.request, GrpcRequest::ByReflection { .. }) => {
+                resolved = WorkloadSpec::Grpc(by_reflection(cfg, g, &endpoints)?);
+                &resolved
+            }
+            _ => &cfg.spec,
+        };
+        let workload =
+            Workload::new(spec, &endpoints, cfg.seed, token.as_deref()).map_err(RunError::Setup)?;
         Ok(Prepared {
             endpoints,
             roles,
@@ -200,6 +210,38 @@ fn resolve_target(
     };
     let roles = discover::roles(&given, &chosen, &view);
     Ok((chosen, roles))
+}
+
+/// `g` with its request encoded through the schema the first endpoint's reflection service
+/// gives (setup: outside the figures). A method the schema lacks is a usage error.
+fn by_reflection(cfg: &Config, g: &GrpcSpec, endpoints: &[Endpoint]) -> Result<GrpcSpec, RunError> {
+    let GrpcRequest::ByReflection { method, json } = &g.request else {
+        return Ok(g.clone());
+    };
+    let ep = &endpoints[0];
+    let authority = g.authority.as_deref().unwrap_or(&ep.authority);
+    let service = grpc::service_of(method).map_err(RunError::Usage)?;
+    let pool = reflect::schema(
+        ep,
+        authority,
+        &g.metadata,
+        service,
+        &cfg.net,
+        &cfg.h2,
+        cfg.load.timeout,
+    )
+    .map_err(|f| match f {
+        ReflectFailure::UnknownService(why) => RunError::Usage(why),
+        ReflectFailure::Other(why) => RunError::Setup(why),
+    })?;
+    let m = grpc::find_method(&pool, method).map_err(RunError::Usage)?;
+    grpc::unary_only(&m).map_err(RunError::Usage)?;
+    let request = grpc::encode_json(&m, json).map_err(RunError::Usage)?;
+    Ok(GrpcSpec {
+        request: GrpcRequest::Encoded(request),
+        response: Some(m.output()),
+        ..g.clone()
+    })
 }
 
 /// Starts the built-in server.

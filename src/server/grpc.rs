@@ -68,6 +68,9 @@ pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: 
     }
 }
 
+const ECHO_PATH: &str = "/grpc_echo.v1.EchoService/Echo";
+const HEALTH_PATH: &str = "/grpc.health.v1.Health/Check";
+
 async fn handle(
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
@@ -76,6 +79,13 @@ async fn handle(
 ) {
     let (parts, mut body) = req.into_parts();
     let path = parts.uri.path().to_string();
+    // An unknown method is answered at once, before its body, as gRPC servers do: a client
+    // streaming to it (a reflection client, say) would otherwise wait for an answer that only
+    // comes after it ends its stream.
+    if !matches!(path.as_str(), ECHO_PATH | HEALTH_PATH) {
+        let msg = format!("unknown method {path}");
+        return status_only(&mut respond, Code::Unimplemented, &msg);
+    }
     // Read the whole request body (one unary message), bounded.
     let mut buf = BytesMut::new();
     while let Some(chunk) = body.data().await {
@@ -91,7 +101,7 @@ async fn handle(
         buf.extend_from_slice(&chunk);
     }
     let reply = match path.as_str() {
-        "/grpc_echo.v1.EchoService/Echo" => {
+        ECHO_PATH => {
             let req: EchoRequest = match grpc::decode_message(&mut buf, MAX_REQUEST) {
                 Ok(Some(r)) => r,
                 _ => return status_only(&mut respond, Code::Internal, "malformed EchoRequest"),
@@ -106,7 +116,7 @@ async fn handle(
             grpc::encode(&resp, &mut out);
             out.freeze()
         }
-        "/grpc.health.v1.Health/Check" => {
+        HEALTH_PATH => {
             let mut out = BytesMut::new();
             grpc::encode(
                 &HealthCheckResponse {
@@ -116,10 +126,8 @@ async fn handle(
             );
             out.freeze()
         }
-        other => {
-            let msg = format!("unknown method {other}");
-            return status_only(&mut respond, Code::Unimplemented, &msg);
-        }
+        // every other path was answered above
+        _ => return,
     };
     let mut head = Response::new(());
     head.headers_mut()

@@ -4,11 +4,12 @@ pub mod echo;
 pub mod etcd;
 pub mod grpc;
 pub mod http;
+pub mod reflect;
 
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
-use crate::config::{Endpoint, WorkloadSpec};
+use crate::config::{Endpoint, GrpcRequest, WorkloadSpec};
 use crate::outcome::{Failure, StatusKey};
 
 /// The etcd operations (plain data, defined with the rest of the configuration).
@@ -76,6 +77,10 @@ impl Workload {
                 EchoWorkload::new(ping.clone(), headers, endpoints).map(drop)
             }
             WorkloadSpec::Http(h) => HttpWorkload::new(h, endpoints).map(drop),
+            // the request is encoded during setup, once reflection gave the schema
+            WorkloadSpec::Grpc(g) if matches!(g.request, GrpcRequest::ByReflection { .. }) => {
+                Ok(())
+            }
             WorkloadSpec::Grpc(g) => GrpcWorkload::new(g, endpoints).map(drop),
         }
     }

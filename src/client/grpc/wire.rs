@@ -818,10 +818,12 @@ impl Bidi {
         poll_fn(|cx| {
             let mut st = self.state.borrow_mut();
             let s = &mut st.slots[self.token];
-            if let Some(Err(e)) = &s.outcome {
-                return Poll::Ready(Err(e.failure.clone()));
-            }
+            // a head that came is the answer, even if a reset followed it (a trailers-only
+            // answer to a stream still open on our side ends with RST_STREAM NO_ERROR)
             if !s.head_seen {
+                if let Some(Err(e)) = &s.outcome {
+                    return Poll::Ready(Err(e.failure.clone()));
+                }
                 s.wait(cx);
                 return Poll::Pending;
             }
