@@ -171,6 +171,26 @@ fn the_schema_comes_from_the_servers_reflection_service() {
     for (args, words) in cases {
         assert_refused(args, 2, words);
     }
+    // one call, printed as JSON; the list of what the server has
+    let out = support::run_bounded(
+        &["call", "grpc", t, m, "--reflect", "-d", r#"{"word":"w"}"#],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let printed: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(printed["word"], "w", "{printed}");
+    let out = support::run_bounded(&["call", "grpc", t, "--list"], support::RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(
+        out.stdout,
+        "rich.v1.Mirror/Reflect\nrich.v1.Mirror/Repeat (server-streaming)\n"
+    );
+    assert_refused(
+        &["call", "grpc", t, m, "--list"],
+        2,
+        "--list takes no METHOD",
+    );
+    assert_refused(&["grpc", t], 2, "a method is needed");
     // the built-in server has no reflection: a setup failure, exit 1
     let srv = support::ServeProcess::start(&[]);
     let target = srv.target();
@@ -181,6 +201,11 @@ fn the_schema_comes_from_the_servers_reflection_service() {
         "--reflect",
     ];
     assert_refused(&args, 1, "no reflection service");
+    assert_refused(
+        &["call", "grpc", &target, "--list"],
+        1,
+        "no reflection service",
+    );
 }
 
 #[test]

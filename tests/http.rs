@@ -188,6 +188,19 @@ fn bodies_from_a_file_go_in_turn_to_the_builtin_server() {
         .sum();
     assert_eq!(u64_at(run, "/wire/bytes_out"), sent, "{:#}", run["wire"]);
     assert_eq!(u64_at(run, "/wire/connections_opened"), 1);
+    // `call http`: the one response's body, printed as JSON
+    let out = support::run_bounded(
+        &["call", "http", &url, "-d", r#"{"ping":"one"}"#],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let body: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(body["body"], "one", "{body}");
+    assert_refused(
+        &["call", "http", &srv.url("/nope")],
+        1,
+        "HTTP 404 (OK is 200-299)",
+    );
 }
 
 #[test]

@@ -2,7 +2,8 @@
 
 use super::run::run;
 use super::{Prepared, RunError, exit};
-use crate::config::Config;
+use crate::config::{Config, WorkloadSpec};
+use crate::workload::reflect;
 
 /// Sends the one request and prints its answer.
 pub(super) fn call(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
@@ -12,8 +13,10 @@ pub(super) fn call(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
     };
     match &r.sample {
         Some(v) if r.stats.ok == 1 => {
-            let text = serde_json::to_string_pretty(v).unwrap_or_default();
-            println!("{text}");
+            let mut text = serde_json::to_string_pretty(v).unwrap_or_default();
+            text.push('\n');
+            // a reader that went away (`| head`) is no failure of the call
+            super::emit(None, &text)?;
             Ok(exit::OK)
         }
         _ => {
@@ -28,4 +31,30 @@ pub(super) fn call(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
             Ok(exit::FAILURE)
         }
     }
+}
+
+/// Prints the methods the first endpoint's reflection service names, one per line.
+pub(super) fn list_grpc(cfg: &Config) -> Result<i32, RunError> {
+    let WorkloadSpec::Grpc(g) = &cfg.spec else {
+        return Err(RunError::Setup("--list needs a gRPC target".into()));
+    };
+    let ep = &cfg.endpoints[0];
+    let authority = g.authority.as_deref().unwrap_or(&ep.authority);
+    let lines = reflect::list(
+        ep,
+        authority,
+        &g.metadata,
+        &cfg.net,
+        &cfg.h2,
+        cfg.load.timeout,
+    )
+    .map_err(|f| match f {
+        reflect::ReflectFailure::UnknownService(why) | reflect::ReflectFailure::Other(why) => {
+            RunError::Setup(why)
+        }
+    })?;
+    let mut text = lines.join("\n");
+    text.push('\n');
+    super::emit(None, &text)?;
+    Ok(exit::OK)
 }

@@ -31,6 +31,11 @@ pub enum Action {
         cfg: Config,
         embedded: Option<ServeConfig>,
     },
+    /// The methods a gRPC server's reflection names, one per line (`call grpc --list`): the
+    /// first endpoint of `cfg`, with its metadata, authority, connection settings and timeout.
+    ListGrpc {
+        cfg: Config,
+    },
     Serve(ServeConfig),
     /// An etcd watch run.
     Watch(WatchConfig),
@@ -82,6 +87,7 @@ pub fn execute(action: Action) -> i32 {
         Action::Call { cfg, embedded } => {
             prepare(&cfg, embedded).and_then(|p| call::call(&cfg, &p))
         }
+        Action::ListGrpc { cfg } => call::list_grpc(&cfg),
         Action::Compare {
             cfg,
             embedded,

@@ -10,6 +10,8 @@ use super::common::{
 };
 use super::echo::EchoArgs;
 use super::etcd::etcd_range;
+use super::grpc::GrpcArgs;
+use super::http::HttpArgs;
 use crate::config::{Config, Endpoint, Target, WorkloadSpec, parse_duration};
 
 #[derive(Debug, Subcommand)]
@@ -25,6 +27,23 @@ pub enum CallCmd {
     Etcd {
         #[command(subcommand)]
         op: CallEtcd,
+    },
+    /// One request to any HTTP server; prints the body (JSON when it is)
+    Http {
+        #[command(flatten)]
+        http: HttpArgs,
+        #[command(flatten)]
+        call: CallArgs,
+    },
+    /// One call of any unary gRPC method; prints the response as JSON through the schema
+    Grpc {
+        #[command(flatten)]
+        grpc: GrpcArgs,
+        /// List the services and methods the server's reflection names instead (no METHOD)
+        #[arg(long)]
+        list: bool,
+        #[command(flatten)]
+        call: CallArgs,
     },
 }
 
@@ -45,9 +64,9 @@ pub enum CallEtcd {
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// Which stack carries the call
-    #[arg(long, value_enum, default_value_t = CallProto::Grpc)]
-    pub proto: CallProto,
+    /// Which stack carries the call [default: grpc; http for `call http`]
+    #[arg(long, value_enum)]
+    pub proto: Option<CallProto>,
     /// Timeout for the call
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub timeout: Duration,
@@ -63,6 +82,30 @@ impl CallCmd {
                 Ok(Action::Call {
                     cfg: call.into_config(spec, endpoints)?,
                     embedded,
+                })
+            }
+            CallCmd::Http { http, call } => {
+                let (spec, endpoints) = http.spec()?;
+                Ok(Action::Call {
+                    cfg: call.into_config(spec, endpoints)?,
+                    embedded: None,
+                })
+            }
+            CallCmd::Grpc {
+                grpc,
+                list: true,
+                call,
+            } => {
+                let (spec, endpoints) = grpc.listing()?;
+                Ok(Action::ListGrpc {
+                    cfg: call.into_config(spec, endpoints)?,
+                })
+            }
+            CallCmd::Grpc { grpc, call, .. } => {
+                let (spec, endpoints) = grpc.spec()?;
+                Ok(Action::Call {
+                    cfg: call.into_config(spec, endpoints)?,
+                    embedded: None,
                 })
             }
             CallCmd::Etcd {
@@ -90,7 +133,11 @@ impl CallArgs {
         if self.timeout.is_zero() {
             return Err("--timeout must be positive".into());
         }
-        let proto = match self.proto {
+        let default = match spec {
+            WorkloadSpec::Http(_) => CallProto::Http,
+            _ => CallProto::Grpc,
+        };
+        let proto = match self.proto.unwrap_or(default) {
             CallProto::Http => ProtoArg::Http,
             CallProto::Grpc => ProtoArg::Grpc,
         };

@@ -8,7 +8,7 @@ use prost_reflect::DynamicMessage;
 
 use super::Action;
 use super::common::{RunArgs, parse_endpoints, parse_headers, read_limited};
-use crate::config::{GrpcRequest, GrpcSpec, Target, WorkloadSpec};
+use crate::config::{Endpoint, GrpcRequest, GrpcSpec, Target, WorkloadSpec};
 use crate::workload::grpc::{compile, encode_json, find_method, service_of, unary_only};
 
 /// The largest request file read (`--data-file`, `--data-bin`).
@@ -19,7 +19,7 @@ pub struct GrpcArgs {
     /// The server: host:port (plaintext), http://host:port or https://host:port
     pub target: String,
     /// The method: package.Service/Method (or package.Service.Method)
-    pub method: String,
+    pub method: Option<String>,
     /// The .proto file that defines the method (repeatable); compiled at run time
     #[arg(long = "proto-file")]
     pub proto_files: Vec<PathBuf>,
@@ -59,9 +59,46 @@ impl GrpcArgs {
     }
 
     pub(super) fn into_run(self, run: RunArgs) -> Result<Action, String> {
+        let (spec, endpoints) = self.spec()?;
+        let cfg = run.into_config(spec, endpoints, Target::All)?;
+        Ok(Action::Run {
+            cfg,
+            embedded: None,
+        })
+    }
+
+    /// What `call grpc --list` needs of these flags: the endpoint, metadata and authority (the
+    /// spec's request is never made).
+    pub(super) fn listing(self) -> Result<(WorkloadSpec, Vec<Endpoint>), String> {
+        if self.method.is_some() {
+            return Err("--list takes no METHOD: it lists them".into());
+        }
         let endpoints = parse_endpoints(std::slice::from_ref(&self.target))?;
-        let service = service_of(&self.method)?;
-        let name = self.method.trim_start_matches('/');
+        let spec = WorkloadSpec::Grpc(GrpcSpec {
+            path: String::new(),
+            request: GrpcRequest::ByReflection {
+                method: String::new(),
+                json: String::new(),
+            },
+            metadata: parse_headers(&self.metadata)?,
+            authority: self.authority,
+            response: None,
+        });
+        Ok((spec, endpoints))
+    }
+
+    /// The workload and the endpoint these flags name.
+    pub(super) fn spec(self) -> Result<(WorkloadSpec, Vec<Endpoint>), String> {
+        let endpoints = parse_endpoints(std::slice::from_ref(&self.target))?;
+        let Some(method) = self.method.as_deref() else {
+            return Err(
+                "a method is needed: package.Service/Method (`wirebench call grpc \
+                 TARGET --list` lists what a server with reflection has)"
+                    .into(),
+            );
+        };
+        let service = service_of(method)?;
+        let name = method.trim_start_matches('/');
         let path = format!("/{service}/{}", &name[service.len() + 1..]);
         if self.reflect && !self.proto_files.is_empty() {
             return Err("--reflect and --proto-file: give the schema one way".into());
@@ -85,7 +122,7 @@ impl GrpcArgs {
             (GrpcRequest::Encoded(bytes), None)
         } else {
             let pool = compile(&self.proto_files, &self.import_paths)?;
-            let m = find_method(&pool, &self.method)?;
+            let m = find_method(&pool, method)?;
             unary_only(&m)?;
             let bytes = match &self.data_bin {
                 Some(f) => {
@@ -110,10 +147,6 @@ impl GrpcArgs {
             authority: self.authority,
             response,
         });
-        let cfg = run.into_config(spec, endpoints, Target::All)?;
-        Ok(Action::Run {
-            cfg,
-            embedded: None,
-        })
+        Ok((spec, endpoints))
     }
 }

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::Action;
 use super::common::{RunArgs, parse_headers, read_limited};
-use crate::config::{HttpSpec, Target, WorkloadSpec, parse_url};
+use crate::config::{Endpoint, HttpSpec, Target, WorkloadSpec, parse_url};
 use wirebench_wire::http1::RequestTemplate;
 
 /// The largest body file read (`--data-file`, `--data-lines`): they are held in memory.
@@ -67,6 +67,16 @@ fn lines(data: &[u8]) -> Vec<Vec<u8>> {
 
 impl HttpArgs {
     pub(super) fn into_run(self, run: RunArgs) -> Result<Action, String> {
+        let (spec, endpoints) = self.spec()?;
+        let cfg = run.into_config(spec, endpoints, Target::All)?;
+        Ok(Action::Run {
+            cfg,
+            embedded: None,
+        })
+    }
+
+    /// The workload and the endpoint these flags name.
+    pub(super) fn spec(self) -> Result<(WorkloadSpec, Vec<Endpoint>), String> {
         let (endpoint, path) = parse_url(&self.url)?;
         let bodies = match (&self.data, &self.data_file, &self.data_lines) {
             (Some(d), _, _) => vec![d.clone().into_bytes()],
@@ -108,11 +118,7 @@ impl HttpArgs {
             bodies,
             ok_status: parse_status_range(&self.ok_status)?,
         });
-        let cfg = run.into_config(spec, vec![endpoint], Target::All)?;
-        Ok(Action::Run {
-            cfg,
-            embedded: None,
-        })
+        Ok((spec, vec![endpoint]))
     }
 }
 

@@ -159,7 +159,7 @@ impl Cli {
             Action::Run { cfg, .. } | Action::Call { cfg, .. } | Action::Compare { cfg, .. } => {
                 Ok(cfg)
             }
-            Action::Serve(_) | Action::Watch(_) | Action::Sweep(_) => {
+            Action::Serve(_) | Action::Watch(_) | Action::Sweep(_) | Action::ListGrpc { .. } => {
                 Err("this command has no request-load configuration".into())
             }
         }

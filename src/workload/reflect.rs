@@ -156,6 +156,71 @@ pub fn schema(
     h2: &H2Config,
     timeout: Duration,
 ) -> Result<DescriptorPool, ReflectFailure> {
+    let files = on_reflection(ep, authority, metadata, net, h2, timeout, async |s| {
+        files_of(s, service).await
+    })?;
+    pool_of(files).map_err(ReflectFailure::Other)
+}
+
+/// Every method the server's reflection names, one line each: `package.Service/Method`, with
+/// `(server-streaming)` and the like after a streaming one; the reflection service itself left
+/// out. Sorted.
+pub fn list(
+    ep: &Endpoint,
+    authority: &str,
+    metadata: &[(String, String)],
+    net: &NetConfig,
+    h2: &H2Config,
+    timeout: Duration,
+) -> Result<Vec<String>, ReflectFailure> {
+    let (names, files) = on_reflection(ep, authority, metadata, net, h2, timeout, async |s| {
+        let names = match s.ask(Ask::ListServices(String::new())).await {
+            Ok(Answer::Services(l)) => l.services.into_iter().map(|n| n.name).collect::<Vec<_>>(),
+            Ok(_) => {
+                return Err(Step::Failed(ReflectFailure::Other(
+                    "reflection answered list_services with something else".into(),
+                )));
+            }
+            Err(why) => return Err(Step::NoService(why)),
+        };
+        let mut files = Vec::new();
+        for name in names.iter().filter(|n| !n.starts_with("grpc.reflection.")) {
+            files.extend(files_of(s, name).await?);
+        }
+        Ok((names, files))
+    })?;
+    let pool = pool_of(files).map_err(ReflectFailure::Other)?;
+    let mut lines = Vec::new();
+    for name in names.iter().filter(|n| !n.starts_with("grpc.reflection.")) {
+        let Some(svc) = pool.get_service_by_name(name) else {
+            continue;
+        };
+        for m in svc.methods() {
+            let kind = match (m.is_client_streaming(), m.is_server_streaming()) {
+                (false, false) => "",
+                (true, false) => " (client-streaming)",
+                (false, true) => " (server-streaming)",
+                (true, true) => " (bidirectional streaming)",
+            };
+            lines.push(format!("{name}/{}{kind}", m.name()));
+        }
+    }
+    lines.sort();
+    Ok(lines)
+}
+
+/// Connects to `ep` and runs `work` on a reflection stream, v1 first, then v1alpha when the
+/// server does not serve v1; bounded by `timeout`.
+#[allow(clippy::too_many_arguments)]
+fn on_reflection<T>(
+    ep: &Endpoint,
+    authority: &str,
+    metadata: &[(String, String)],
+    net: &NetConfig,
+    h2: &H2Config,
+    timeout: Duration,
+    work: impl AsyncFn(&mut Session) -> Result<T, Step>,
+) -> Result<T, ReflectFailure> {
     let h2 = H2Config {
         ledger: false,
         ..*h2
@@ -164,7 +229,7 @@ pub fn schema(
         let conn = Conn::connect(ep.addr, &ep.host, 0, net, &h2)
             .await
             .map_err(|e| ReflectFailure::Other(format!("connect to {}: {e}", ep.addr)))?;
-        let result = ask_versions(&conn, ep, authority, metadata, service).await;
+        let result = each_version(&conn, ep, authority, metadata, &work).await;
         conn.close(Duration::from_millis(200)).await;
         result
     };
@@ -180,13 +245,13 @@ pub fn schema(
     block_on(bounded).map_err(ReflectFailure::Other)?
 }
 
-async fn ask_versions(
+async fn each_version<T>(
     conn: &Conn,
     ep: &Endpoint,
     authority: &str,
     metadata: &[(String, String)],
-    service: &str,
-) -> Result<DescriptorPool, ReflectFailure> {
+    work: &impl AsyncFn(&mut Session) -> Result<T, Step>,
+) -> Result<T, ReflectFailure> {
     let mut meta = Vec::with_capacity(metadata.len());
     for (k, v) in metadata {
         let name = HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
@@ -213,12 +278,12 @@ async fn ask_versions(
             buf: BytesMut::new(),
             head_read: false,
         };
-        match files_of(&mut session, service).await {
+        match work(&mut session).await {
             Err(Step::NoService(why)) => {
                 first_error.get_or_insert(why);
             }
             Err(Step::Failed(f)) => return Err(f),
-            Ok(files) => return pool_of(files).map_err(ReflectFailure::Other),
+            Ok(t) => return Ok(t),
         }
     }
     Err(ReflectFailure::Other(format!(
@@ -317,8 +382,10 @@ fn missing_import(files: &[FileDescriptorProto]) -> Option<String> {
 /// A pool of the well-known types and `files`, added in import order.
 fn pool_of(mut files: Vec<FileDescriptorProto>) -> Result<DescriptorPool, String> {
     let mut pool = DescriptorPool::global();
-    files.retain(|f| pool.get_file_by_name(f.name()).is_none());
-    files.dedup_by(|a, b| a.name() == b.name());
+    // once each (several services may share a file), and not the built-in ones
+    let mut seen = std::collections::HashSet::new();
+    files
+        .retain(|f| pool.get_file_by_name(f.name()).is_none() && seen.insert(f.name().to_string()));
     // dependencies first: add whatever has all its imports in the pool, until nothing is left
     while !files.is_empty() {
         let ready = files.iter().position(|f| {
