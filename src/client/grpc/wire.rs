@@ -10,6 +10,8 @@
 //! Nothing here allocates per call in steady state: a call takes a slot (its verdict state and
 //! its caller's response buffer, swapped in for the call) from a free list, the request's
 //! header fields are borrowed from its `Call`, and the connection's buffers keep their capacity.
+//! Nor does a call register a timer: its deadline sits in its slot, and the driver's one timer
+//! (`deadlines`) ends the calls whose deadline passed.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
