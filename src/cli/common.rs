@@ -141,8 +141,9 @@ impl Default for LimitArgs {
 /// Flags shared by every load-generating command.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Which stack to measure: http, grpc, or both (HTTP/1.1 then gRPC, compared) [default:
-    /// both; http for `wirebench http`, grpc for `wirebench grpc`]
+    /// Which stacks to measure, a comma list: http (HTTP/1.1), grpc; `both` is http,grpc
+    /// (HTTP/1.1 then gRPC, compared) [default: both; http for `wirebench http`, grpc for
+    /// `wirebench grpc`]
     #[arg(long, value_parser = parse_proto_arg)]
     pub proto: Option<ProtoArg>,
     /// Requests in flight (virtual users)
@@ -296,16 +297,31 @@ pub(super) fn read_limited(
 
 /// `--proto`: a stack; a .proto file given here (as ghz and grpcurl users type it) gets a hint.
 fn parse_proto_arg(s: &str) -> Result<ProtoArg, String> {
-    match s {
-        "http" => Ok(ProtoArg::Http),
-        "grpc" => Ok(ProtoArg::Grpc),
-        "both" => Ok(ProtoArg::Both),
-        _ if s.ends_with(".proto") || s.contains('/') => Err(format!(
+    if s.ends_with(".proto") || s.contains('/') {
+        return Err(format!(
             "{s:?} looks like a .proto file: give it with --proto-file (--proto chooses the \
-             stack: http, grpc or both)"
-        )),
-        _ => Err(format!("{s:?}: choose http, grpc or both")),
+             stacks: http, grpc, http,grpc or both)"
+        ));
     }
+    let (mut http, mut grpc) = (false, false);
+    for part in s.split(',').map(str::trim) {
+        match part {
+            "http" => http = true,
+            "grpc" => grpc = true,
+            "both" => (http, grpc) = (true, true),
+            "h2" => {
+                return Err(
+                    "h2 (plain HTTP/2 requests) is not built yet: choose http, grpc or both".into(),
+                );
+            }
+            _ => return Err(format!("{part:?}: choose http, grpc, http,grpc or both")),
+        }
+    }
+    Ok(match (http, grpc) {
+        (true, true) => ProtoArg::Both,
+        (true, false) => ProtoArg::Http,
+        _ => ProtoArg::Grpc,
+    })
 }
 
 /// `-H NAME:VALUE` flags, trimmed.

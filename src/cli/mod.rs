@@ -182,6 +182,35 @@ mod tests {
     }
 
     #[test]
+    fn proto_takes_a_comma_list_of_stacks() {
+        let protos = |p: &str| config(&["echo", "--proto", p]).map(|c| c.protos);
+        let both = Ok(vec![Proto::Http, Proto::Grpc]);
+        assert_eq!(protos("http,grpc"), both);
+        assert_eq!(protos("grpc, http"), both);
+        assert_eq!(protos("both"), both);
+        assert_eq!(protos("grpc"), Ok(vec![Proto::Grpc]));
+        assert_eq!(protos("http,http"), Ok(vec![Proto::Http]));
+        for (bad, words) in [
+            ("h2", "not built yet"),
+            ("echo.proto", "--proto-file"),
+            ("http,", "choose"),
+            ("", "choose"),
+        ] {
+            let e = protos(bad).unwrap_err();
+            assert!(e.contains(words), "{bad:?}: {e}");
+        }
+        // the default depends on the command
+        assert_eq!(
+            config(&["echo"]).unwrap().protos,
+            vec![Proto::Http, Proto::Grpc]
+        );
+        assert_eq!(
+            config(&["http", "http://127.0.0.1:9/"]).unwrap().protos,
+            vec![Proto::Http]
+        );
+    }
+
+    #[test]
     fn the_command_line_definition_is_consistent() {
         // clap checks argument ids, conflicts and defaults here instead of at run time.
         use clap::CommandFactory;
