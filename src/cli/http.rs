@@ -96,13 +96,6 @@ impl HttpArgs {
             None if has_body => "POST".to_string(),
             None => "GET".to_string(),
         };
-        if method.eq_ignore_ascii_case("HEAD") {
-            return Err(
-                "-X HEAD: a HEAD response has no body whatever its headers say, which the \
-                 HTTP/1.1 client does not handle yet"
-                    .into(),
-            );
-        }
         let headers = parse_headers(&self.headers)?;
         // the template's own checks (method token, header names and values, reserved names)
         let pairs: Vec<(&str, &str)> = headers

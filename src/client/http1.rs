@@ -64,6 +64,12 @@ impl Conn {
     }
 
     /// Whether another request may be sent on this connection.
+    /// Every request on this connection is HEAD: its responses have no body.
+    pub fn head_requests(mut self) -> Conn {
+        self.reader = self.reader.for_head_requests();
+        self
+    }
+
     pub fn reusable(&self) -> bool {
         self.reusable
     }

@@ -14,7 +14,7 @@ use crate::workload::etcd::client::{Client, is_invalid_token};
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
     let addr = ctx.addrs[endpoint];
-    Conn::connect(
+    let conn = Conn::connect(
         addr,
         &ctx.hosts[endpoint],
         endpoint,
@@ -23,7 +23,12 @@ async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
         ctx.layers,
     )
     .await
-    .map_err(|e| format!("connect to {addr}: {e}"))
+    .map_err(|e| format!("connect to {addr}: {e}"))?;
+    Ok(if ctx.workload.head_requests() {
+        conn.head_requests()
+    } else {
+        conn
+    })
 }
 
 /// Opens every client's connection before the start line.

@@ -14,6 +14,7 @@ use wirebench_wire::http1::RequestTemplate;
 #[derive(Debug)]
 struct Shared {
     templates: Vec<RequestTemplate>,
+    head: bool,
     bodies: Vec<Vec<u8>>,
     ok_status: (u16, u16),
 }
@@ -58,10 +59,16 @@ impl HttpWorkload {
         Ok(HttpWorkload {
             shared: Arc::new(Shared {
                 templates,
+                head: spec.method == "HEAD",
                 bodies,
                 ok_status: spec.ok_status,
             }),
         })
+    }
+
+    /// Whether the method is HEAD: the responses have no body.
+    pub fn head_requests(&self) -> bool {
+        self.shared.head
     }
 
     pub fn for_client(&self) -> HttpWorkload {

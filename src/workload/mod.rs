@@ -192,6 +192,11 @@ impl Workload {
         }
     }
 
+    /// Whether the requests are HEAD (their responses have no body).
+    pub fn head_requests(&self) -> bool {
+        matches!(self, Workload::Http(w) if w.head_requests())
+    }
+
     /// Sends a new etcd auth token from now on (this client only).
     pub fn set_token(&mut self, token: &str) -> Result<(), String> {
         match self {

@@ -14,8 +14,8 @@ use crate::h2::frame::{self, Frame, HEADER_LEN, Head, Reason};
 use crate::h2::hpack::{self, Decoder, Encoder, Field, Strategy};
 use crate::h2sniff::H2Sniffer;
 use crate::http1::{
-    self, ChunkedDecoder, Error, RequestLimits, ResponseReader, decode_request_head,
-    decode_response_head,
+    self, BodyKind, ChunkedDecoder, Error, RequestLimits, ResponseReader, decode_head_response,
+    decode_request_head, decode_response_head,
 };
 use crate::json::{GwError, GwResponse};
 use crate::watch::{WatchLine, next_line, next_line_eof, parse_line, render_response_line};
@@ -44,6 +44,12 @@ pub fn http1_head(data: &[u8]) {
     // Each success consumes at least one byte, so this terminates.
     while let Ok(Some(head)) = decode_response_head(&mut buf, 1 << 20) {
         assert!(head.head_len > 0 && head.head_len <= data.len());
+    }
+    // as responses to HEAD requests: no body, whatever the heads say
+    let mut buf = BytesMut::from(data);
+    while let Ok(Some(head)) = decode_head_response(&mut buf) {
+        assert!(head.head_len > 0 && head.head_len <= data.len());
+        assert_eq!(head.body, BodyKind::Empty);
     }
 }
 

@@ -21,7 +21,7 @@ pub use request::{
     MAX_REQUEST_HEADERS, RequestBody, RequestError, RequestHead, RequestLimits, RequestTemplate,
     decode_request_head,
 };
-pub use response::{BodyKind, ResponseHead, decode_response_head};
+pub use response::{BodyKind, ResponseHead, decode_head_response, decode_response_head};
 
 /// Largest response head accepted (status line + headers + blank line, including any
 /// interim 1xx heads consumed in the same call); also the default request-head limit.

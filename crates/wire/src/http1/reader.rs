@@ -3,7 +3,10 @@
 
 use bytes::{Buf, BytesMut};
 
-use super::{BodyKind, ChunkedDecoder, Error, MAX_HEAD_BYTES, ResponseHead, decode_response_head};
+use super::{
+    BodyKind, ChunkedDecoder, Error, MAX_HEAD_BYTES, ResponseHead, decode_head_response,
+    decode_response_head,
+};
 
 /// Read buffer growth step: the spare capacity a read gets while the buffer is small.
 pub const READ_CHUNK: usize = 16 * 1024;
@@ -99,6 +102,8 @@ enum Phase {
 #[derive(Debug, Clone)]
 pub struct ResponseReader {
     max_body: u64,
+    /// the requests are HEAD: no response has a body
+    to_head: bool,
     phase: Phase,
     chunked: ChunkedDecoder,
 }
@@ -110,9 +115,17 @@ impl ResponseReader {
         let max_body = max_body.min(usize::MAX as u64);
         ResponseReader {
             max_body,
+            to_head: false,
             phase: Phase::Head,
             chunked: ChunkedDecoder::new(max_body),
         }
+    }
+
+    /// The same reader for the responses to HEAD requests: none has a body
+    /// ([`decode_head_response`]).
+    pub fn for_head_requests(mut self) -> Self {
+        self.to_head = true;
+        self
     }
 
     /// Readies the reader for the next response: drops the previous complete response's
@@ -143,6 +156,11 @@ impl ResponseReader {
             let next = match self.phase {
                 Phase::Done(response) => return Ok(Some(response)),
                 Phase::Failed(e) => return Err(e),
+                Phase::Head if self.to_head => match decode_head_response(buf) {
+                    Ok(Some(head)) => self.begin_body(head, dechunked),
+                    Ok(None) => break,
+                    Err(e) => Phase::Failed(e),
+                },
                 Phase::Head => match decode_response_head(buf, self.max_body) {
                     Ok(Some(head)) => self.begin_body(head, dechunked),
                     Ok(None) => break,
@@ -251,6 +269,39 @@ mod tests {
     use proptest::prelude::*;
 
     const BIG: u64 = u64::MAX;
+
+    #[test]
+    fn responses_to_head_requests_have_no_body_whatever_they_say() {
+        // a length larger than the limit, chunked, no length: each ends at its blank line and
+        // keeps the connection; the next response follows at once
+        let heads: [&[u8]; 3] = [
+            b"HTTP/1.1 200 OK\r\nContent-Length: 999999\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"HTTP/1.1 404 Not Found\r\n\r\n",
+        ];
+        let mut reader = ResponseReader::new(16).for_head_requests();
+        let mut buf = BytesMut::from(&heads.concat()[..]);
+        let mut dechunked = BytesMut::new();
+        for (i, head) in heads.iter().enumerate() {
+            let r = reader.poll(&mut buf, &mut dechunked).unwrap().unwrap();
+            assert_eq!(r.framing, BodyKind::Empty, "{i}");
+            assert_eq!(
+                (r.body_len(), r.head_len, r.keep_alive),
+                (0, head.len(), true),
+                "{i}"
+            );
+            reader.next_response(&mut buf);
+        }
+        assert!(buf.is_empty());
+        // `Connection: close` still closes
+        let mut buf = BytesMut::from(&b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"[..]);
+        let r = reader.poll(&mut buf, &mut dechunked).unwrap().unwrap();
+        assert!(!r.keep_alive);
+        // the same bytes for a GET: the limit refuses the first
+        let mut get = ResponseReader::new(16);
+        let mut buf = BytesMut::from(heads[0]);
+        assert_eq!(get.poll(&mut buf, &mut dechunked), Err(Error::BodyTooLarge));
+    }
 
     /// What a driver saw: the outcome, the body, what is left, and the most capacity the
     /// buffer had (not compared: it depends on the read sizes).

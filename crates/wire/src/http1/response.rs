@@ -63,7 +63,7 @@ pub fn decode_response_head(
     buf: &mut BytesMut,
     max_body: u64,
 ) -> Result<Option<ResponseHead>, Error> {
-    let head = match parse_heads(buf, max_body)? {
+    let head = match parse_heads(buf, max_body, false)? {
         Some(head) => head,
         None => return Ok(None),
     };
@@ -71,8 +71,22 @@ pub fn decode_response_head(
     Ok(Some(head))
 }
 
-/// Parses interim and final heads from `buf` without consuming anything.
-fn parse_heads(buf: &[u8], max_body: u64) -> Result<Option<ResponseHead>, Error> {
+/// [`decode_response_head`] of the response to a HEAD request, which has no body whatever its
+/// header fields say (RFC 9112 §6.3): always [`BodyKind::Empty`], its Content-Length and
+/// Transfer-Encoding describing the body a GET would have got, so they neither bound nor end
+/// the connection.
+pub fn decode_head_response(buf: &mut BytesMut) -> Result<Option<ResponseHead>, Error> {
+    let head = match parse_heads(buf, u64::MAX, true)? {
+        Some(head) => head,
+        None => return Ok(None),
+    };
+    buf.advance(head.head_len);
+    Ok(Some(head))
+}
+
+/// Parses interim and final heads from `buf` without consuming anything; `to_head`: the
+/// response to a HEAD request.
+fn parse_heads(buf: &[u8], max_body: u64, to_head: bool) -> Result<Option<ResponseHead>, Error> {
     // httparse never sees more than MAX_HEAD_BYTES, so a huge buffer is not rescanned.
     let window = buf.get(..MAX_HEAD_BYTES).unwrap_or(buf);
     let mut offset = 0usize;
@@ -113,7 +127,7 @@ fn parse_heads(buf: &[u8], max_body: u64) -> Result<Option<ResponseHead>, Error>
             1 => !fields.conn_close,
             _ => fields.conn_keep_alive && !fields.conn_close,
         };
-        let body = if status == 204 || status == 304 {
+        let body = if status == 204 || status == 304 || to_head {
             BodyKind::Empty
         } else if fields.te_present {
             if version != 1 || fields.cl_present {
