@@ -3,7 +3,7 @@
 use super::run::run;
 use super::{Prepared, RunError, exit};
 use crate::config::{Config, WorkloadSpec};
-use crate::workload::reflect;
+use crate::workload::reflect::{ReflectFailure, Reflected};
 
 /// Sends the one request and prints its answer.
 pub(super) fn call(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
@@ -38,21 +38,13 @@ pub(super) fn list_grpc(cfg: &Config) -> Result<i32, RunError> {
     let WorkloadSpec::Grpc(g) = &cfg.spec else {
         return Err(RunError::Setup("--list needs a gRPC target".into()));
     };
-    let ep = &cfg.endpoints[0];
-    let authority = g.authority.as_deref().unwrap_or(&ep.authority);
-    let lines = reflect::list(
-        ep,
-        authority,
-        &g.metadata,
-        &cfg.net,
-        &cfg.h2,
-        cfg.load.timeout,
-    )
-    .map_err(|f| match f {
-        reflect::ReflectFailure::UnknownService(why) | reflect::ReflectFailure::Other(why) => {
-            RunError::Setup(why)
-        }
-    })?;
+    let lines = Reflected::new(cfg, g, &cfg.endpoints[0])
+        .list()
+        .map_err(|f| match f {
+            ReflectFailure::UnknownService(why) | ReflectFailure::Other(why) => {
+                RunError::Setup(why)
+            }
+        })?;
     let mut text = lines.join("\n");
     text.push('\n');
     super::emit(None, &text)?;

@@ -15,7 +15,7 @@ use crate::stats::ProtoRun;
 use crate::workload::Workload;
 use crate::workload::etcd::client;
 use crate::workload::grpc;
-use crate::workload::reflect::{self, ReflectFailure};
+use crate::workload::reflect::{ReflectFailure, Reflected};
 
 /// A validated `Config`'s run as it will happen: what was learnt at run time, and the workload
 /// rendered for it. The `Config` itself is never changed.
@@ -218,22 +218,13 @@ fn by_reflection(cfg: &Config, g: &GrpcSpec, endpoints: &[Endpoint]) -> Result<G
     let GrpcRequest::ByReflection { method, json } = &g.request else {
         return Ok(g.clone());
     };
-    let ep = &endpoints[0];
-    let authority = g.authority.as_deref().unwrap_or(&ep.authority);
     let service = grpc::service_of(method).map_err(RunError::Usage)?;
-    let pool = reflect::schema(
-        ep,
-        authority,
-        &g.metadata,
-        service,
-        &cfg.net,
-        &cfg.h2,
-        cfg.load.timeout,
-    )
-    .map_err(|f| match f {
-        ReflectFailure::UnknownService(why) => RunError::Usage(why),
-        ReflectFailure::Other(why) => RunError::Setup(why),
-    })?;
+    let pool = Reflected::new(cfg, g, &endpoints[0])
+        .schema(service)
+        .map_err(|f| match f {
+            ReflectFailure::UnknownService(why) => RunError::Usage(why),
+            ReflectFailure::Other(why) => RunError::Setup(why),
+        })?;
     let m = grpc::find_method(&pool, method).map_err(RunError::Usage)?;
     grpc::unary_only(&m).map_err(RunError::Usage)?;
     let request = grpc::encode_json(&m, json).map_err(RunError::Usage)?;

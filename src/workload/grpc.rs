@@ -33,14 +33,7 @@ pub struct GrpcWorkload {
 
 impl GrpcWorkload {
     pub fn new(spec: &GrpcSpec, endpoints: &[Endpoint]) -> Result<GrpcWorkload, String> {
-        let mut metadata = Vec::with_capacity(spec.metadata.len());
-        for (k, v) in &spec.metadata {
-            let name = HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
-                .map_err(|_| format!("invalid metadata name {k:?}"))?;
-            let value =
-                HeaderValue::from_str(v).map_err(|_| format!("invalid metadata value for {k}"))?;
-            metadata.push((name, value));
-        }
+        let metadata = metadata_of(&spec.metadata)?;
         let mut calls = Vec::with_capacity(endpoints.len());
         for ep in endpoints {
             let authority = spec.authority.as_deref().unwrap_or(&ep.authority);
@@ -145,18 +138,39 @@ pub fn find_method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor
     })
 }
 
+/// `-H NAME:VALUE` pairs as gRPC metadata (names lower-cased).
+pub fn metadata_of(list: &[(String, String)]) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    list.iter()
+        .map(|(k, v)| {
+            let name = HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
+                .map_err(|_| format!("invalid metadata name {k:?}"))?;
+            let value =
+                HeaderValue::from_str(v).map_err(|_| format!("invalid metadata value for {k}"))?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
+/// How `m` streams: `client-streaming`, `server-streaming`, `bidirectional streaming`, or
+/// `None` for a unary method.
+pub fn streaming(m: &MethodDescriptor) -> Option<&'static str> {
+    match (m.is_client_streaming(), m.is_server_streaming()) {
+        (false, false) => None,
+        (true, false) => Some("client-streaming"),
+        (false, true) => Some("server-streaming"),
+        (true, true) => Some("bidirectional streaming"),
+    }
+}
+
 /// Refuses a streaming method: only unary calls are measured yet.
 pub fn unary_only(m: &MethodDescriptor) -> Result<(), String> {
-    let kind = match (m.is_client_streaming(), m.is_server_streaming()) {
-        (false, false) => return Ok(()),
-        (true, false) => "client-streaming",
-        (false, true) => "server-streaming",
-        (true, true) => "bidirectional streaming",
-    };
-    Err(format!(
-        "{} is a {kind} method: only unary methods are supported yet",
-        m.full_name()
-    ))
+    match streaming(m) {
+        None => Ok(()),
+        Some(kind) => Err(format!(
+            "{} is a {kind} method: only unary methods are supported yet",
+            m.full_name()
+        )),
+    }
 }
 
 /// The service part of `package.Service/Method` (or `package.Service.Method`).

@@ -7,16 +7,16 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::Uri;
-use http::header::{HeaderName, HeaderValue};
 use prost::Message;
 use prost_reflect::DescriptorPool;
 use prost_types::FileDescriptorProto;
 
 use crate::client::block_on;
 use crate::client::grpc::{Bidi, Call, Conn};
-use crate::config::Endpoint;
+use crate::config::{Config, Endpoint, GrpcSpec};
 use crate::net::{H2Config, NetConfig};
 use crate::outcome::FailureKind;
+use crate::workload::grpc::{metadata_of, streaming};
 use wirebench_wire::grpc as framing;
 
 /// The largest reflection answer accepted (a schema with its imports).
@@ -145,104 +145,107 @@ impl Session {
     }
 }
 
-/// The schema of `service` (with every file it imports) from the server at `ep`, asked as
-/// `authority` with `metadata`, within `timeout`.
-pub fn schema(
-    ep: &Endpoint,
-    authority: &str,
-    metadata: &[(String, String)],
-    service: &str,
-    net: &NetConfig,
-    h2: &H2Config,
+/// A server whose reflection service is asked: its endpoint, the `:authority` and metadata to
+/// ask with, the connection settings, and the time it may take.
+pub struct Reflected<'a> {
+    ep: &'a Endpoint,
+    authority: &'a str,
+    metadata: &'a [(String, String)],
+    net: &'a NetConfig,
+    h2: &'a H2Config,
     timeout: Duration,
-) -> Result<DescriptorPool, ReflectFailure> {
-    let files = on_reflection(ep, authority, metadata, net, h2, timeout, async |s| {
-        files_of(s, service).await
-    })?;
-    pool_of(files).map_err(ReflectFailure::Other)
 }
 
-/// Every method the server's reflection names, one line each: `package.Service/Method`, with
-/// `(server-streaming)` and the like after a streaming one; the reflection service itself left
-/// out. Sorted.
-pub fn list(
-    ep: &Endpoint,
-    authority: &str,
-    metadata: &[(String, String)],
-    net: &NetConfig,
-    h2: &H2Config,
-    timeout: Duration,
-) -> Result<Vec<String>, ReflectFailure> {
-    let (names, files) = on_reflection(ep, authority, metadata, net, h2, timeout, async |s| {
-        let names = match s.ask(Ask::ListServices(String::new())).await {
-            Ok(Answer::Services(l)) => l.services.into_iter().map(|n| n.name).collect::<Vec<_>>(),
-            Ok(_) => {
-                return Err(Step::Failed(ReflectFailure::Other(
-                    "reflection answered list_services with something else".into(),
-                )));
-            }
-            Err(why) => return Err(Step::NoService(why)),
-        };
-        let mut files = Vec::new();
-        for name in names.iter().filter(|n| !n.starts_with("grpc.reflection.")) {
-            files.extend(files_of(s, name).await?);
-        }
-        Ok((names, files))
-    })?;
-    let pool = pool_of(files).map_err(ReflectFailure::Other)?;
-    let mut lines = Vec::new();
-    for name in names.iter().filter(|n| !n.starts_with("grpc.reflection.")) {
-        let Some(svc) = pool.get_service_by_name(name) else {
-            continue;
-        };
-        for m in svc.methods() {
-            let kind = match (m.is_client_streaming(), m.is_server_streaming()) {
-                (false, false) => "",
-                (true, false) => " (client-streaming)",
-                (false, true) => " (server-streaming)",
-                (true, true) => " (bidirectional streaming)",
-            };
-            lines.push(format!("{name}/{}{kind}", m.name()));
+impl<'a> Reflected<'a> {
+    /// The server at `ep` as a run of `cfg` calls it for the method of `g` (its authority and
+    /// metadata), within the run's `--timeout`.
+    pub fn new(cfg: &'a Config, g: &'a GrpcSpec, ep: &'a Endpoint) -> Reflected<'a> {
+        Reflected {
+            ep,
+            authority: g.authority.as_deref().unwrap_or(&ep.authority),
+            metadata: &g.metadata,
+            net: &cfg.net,
+            h2: &cfg.h2,
+            timeout: cfg.load.timeout,
         }
     }
-    lines.sort();
-    Ok(lines)
-}
 
-/// Connects to `ep` and runs `work` on a reflection stream, v1 first, then v1alpha when the
-/// server does not serve v1; bounded by `timeout`.
-#[allow(clippy::too_many_arguments)]
-fn on_reflection<T>(
-    ep: &Endpoint,
-    authority: &str,
-    metadata: &[(String, String)],
-    net: &NetConfig,
-    h2: &H2Config,
-    timeout: Duration,
-    work: impl AsyncFn(&mut Session) -> Result<T, Step>,
-) -> Result<T, ReflectFailure> {
-    let h2 = H2Config {
-        ledger: false,
-        ..*h2
-    };
-    let run = async {
-        let conn = Conn::connect(ep.addr, &ep.host, 0, net, &h2)
-            .await
-            .map_err(|e| ReflectFailure::Other(format!("connect to {}: {e}", ep.addr)))?;
-        let result = each_version(&conn, ep, authority, metadata, &work).await;
-        conn.close(Duration::from_millis(200)).await;
-        result
-    };
-    let bounded = async {
-        tokio::time::timeout(timeout, run)
-            .await
-            .unwrap_or_else(|_| {
-                Err(ReflectFailure::Other(format!(
-                    "reflection: no answer within {timeout:?}"
-                )))
-            })
-    };
-    block_on(bounded).map_err(ReflectFailure::Other)?
+    /// The schema of `service`, with every file it imports.
+    pub fn schema(&self, service: &str) -> Result<DescriptorPool, ReflectFailure> {
+        let files = self.on_stream(async |s| files_of(s, service).await)?;
+        pool_of(files).map_err(ReflectFailure::Other)
+    }
+
+    /// Every method the server's reflection names, one line each: `package.Service/Method`,
+    /// with `(server-streaming)` and the like after a streaming one; the reflection service
+    /// itself left out. Sorted.
+    pub fn list(&self) -> Result<Vec<String>, ReflectFailure> {
+        let (names, files) = self.on_stream(async |s| {
+            let names = match s.ask(Ask::ListServices(String::new())).await {
+                Ok(Answer::Services(l)) => {
+                    l.services.into_iter().map(|n| n.name).collect::<Vec<_>>()
+                }
+                Ok(_) => {
+                    return Err(Step::Failed(ReflectFailure::Other(
+                        "reflection answered list_services with something else".into(),
+                    )));
+                }
+                Err(why) => return Err(Step::NoService(why)),
+            };
+            let mut files = Vec::new();
+            for name in names.iter().filter(|n| !n.starts_with("grpc.reflection.")) {
+                files.extend(files_of(s, name).await?);
+            }
+            Ok((names, files))
+        })?;
+        let pool = pool_of(files).map_err(ReflectFailure::Other)?;
+        let mut lines = Vec::new();
+        for name in names.iter().filter(|n| !n.starts_with("grpc.reflection.")) {
+            let Some(svc) = pool.get_service_by_name(name) else {
+                continue;
+            };
+            for m in svc.methods() {
+                match streaming(&m) {
+                    Some(kind) => lines.push(format!("{name}/{} ({kind})", m.name())),
+                    None => lines.push(format!("{name}/{}", m.name())),
+                }
+            }
+        }
+        lines.sort();
+        Ok(lines)
+    }
+
+    /// Connects and runs `work` on a reflection stream, v1 first, then v1alpha when the server
+    /// does not serve v1; bounded by the timeout.
+    fn on_stream<T>(
+        &self,
+        work: impl AsyncFn(&mut Session) -> Result<T, Step>,
+    ) -> Result<T, ReflectFailure> {
+        let h2 = H2Config {
+            ledger: false,
+            ..*self.h2
+        };
+        let ep = self.ep;
+        let run = async {
+            let conn = Conn::connect(ep.addr, &ep.host, 0, self.net, &h2)
+                .await
+                .map_err(|e| ReflectFailure::Other(format!("connect to {}: {e}", ep.addr)))?;
+            let result = each_version(&conn, ep, self.authority, self.metadata, &work).await;
+            conn.close(Duration::from_millis(200)).await;
+            result
+        };
+        let timeout = self.timeout;
+        let bounded = async {
+            tokio::time::timeout(timeout, run)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ReflectFailure::Other(format!(
+                        "reflection: no answer within {timeout:?}"
+                    )))
+                })
+        };
+        block_on(bounded).map_err(ReflectFailure::Other)?
+    }
 }
 
 async fn each_version<T>(
@@ -252,14 +255,7 @@ async fn each_version<T>(
     metadata: &[(String, String)],
     work: &impl AsyncFn(&mut Session) -> Result<T, Step>,
 ) -> Result<T, ReflectFailure> {
-    let mut meta = Vec::with_capacity(metadata.len());
-    for (k, v) in metadata {
-        let name = HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
-            .map_err(|_| ReflectFailure::Other(format!("invalid metadata name {k:?}")))?;
-        let value = HeaderValue::from_str(v)
-            .map_err(|_| ReflectFailure::Other(format!("invalid metadata value for {k}")))?;
-        meta.push((name, value));
-    }
+    let meta = metadata_of(metadata).map_err(ReflectFailure::Other)?;
     let scheme = if ep.tls { "https" } else { "http" };
     let mut first_error = None;
     for version in ["v1", "v1alpha"] {
