@@ -112,6 +112,14 @@ else
         PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
             grpcio grpcio-tools grpcio-reflection </dev/null
     fi
+    # tests/http.rs: Hypercorn serves HTTP/1.1 and h2c on one port.
+    if python3 -c 'import hypercorn' >/dev/null 2>&1; then
+        echo "hypercorn: $(python3 -c 'import importlib.metadata as m; print(m.version("hypercorn"))')"
+    else
+        echo "hypercorn: installing with pip"
+        PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+            hypercorn </dev/null
+    fi
 fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd is missing: the etcd tests need it (apt-get install etcd-server)"
 

@@ -100,8 +100,94 @@ fn echo_runs_both_protocols_against_the_builtin_server() {
 }
 
 #[test]
+fn echo_compares_http1_h2_and_grpc_side_by_side() {
+    let report = run_json(&[
+        "echo",
+        "--proto",
+        "grpc,h2,http",
+        "-n",
+        "3000",
+        "-c",
+        "4",
+        "--warmup",
+        "0s",
+    ]);
+    let protos: Vec<&str> = report["runs"]
+        .as_array()
+        .expect("runs[]")
+        .iter()
+        .map(|r| r["proto"].as_str().unwrap())
+        .collect();
+    // always in this order, whatever the order given
+    assert_eq!(protos, ["http", "h2", "grpc"]);
+    for proto in protos {
+        let run = proto_run(&report, proto);
+        assert_eq!(u64_at(run, "/summary/ok"), 3000, "{proto}");
+        assert_eq!(run["sample_response"]["body"], "Hello, world!", "{proto}");
+    }
+    // HTTP/2 carries the HTTP/1.1 JSON body in DATA, all four clients on one connection
+    let h2 = proto_run(&report, "h2");
+    let json = r#"{"ping":"Hello, world!"}"#.len() as u64;
+    assert_eq!(u64_at(h2, "/wire/requests_on_wire"), 3000);
+    assert_eq!(
+        u64_at(h2, "/wire/layers/h2/out/data_payload_bytes"),
+        3000 * json,
+        "{:#}",
+        h2["wire"]["layers"]
+    );
+    assert_eq!(u64_at(h2, "/wire/layers/h2/out/grpc_messages"), 0);
+    assert_eq!(u64_at(h2, "/wire/connections_opened"), 1);
+    assert_eq!(
+        h2["status_distribution"][0]["status"], "200",
+        "{:#}",
+        h2["status_distribution"]
+    );
+    // the three ratios of each figure: gRPC / HTTP/1.1 = (HTTP/2 / HTTP/1.1) x (gRPC / HTTP/2)
+    let r = |name: &str| f64_at(&report, &format!("/{name}/bytes_out_per_request"));
+    let (grpc, h2, grpc_h2) = (r("ratios"), r("ratios_h2"), r("ratios_grpc_h2"));
+    assert!(
+        (grpc - h2 * grpc_h2).abs() < 1e-9 * grpc,
+        "{grpc} {h2} {grpc_h2}"
+    );
+    // the text report's table has a column per stack and per ratio
+    let out = run_bounded(
+        &["echo", "--proto", "http,h2,grpc", "-n", "300"],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("Comparison (ratio = HTTP/2 / HTTP/1.1, gRPC / HTTP/1.1, gRPC / HTTP/2):"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("bodies (DATA payload)"),
+        "{}",
+        out.stdout
+    );
+    // compare takes the stacks of --proto: two or three
+    let cmp = run_json(&[
+        "compare", "--rounds", "1", "echo", "--proto", "http,h2", "-n", "200",
+    ]);
+    assert!(cmp["median_h2"]["requests_per_sec"].is_f64(), "{cmp:#}");
+    assert!(cmp["median_http"]["requests_per_sec"].is_f64(), "{cmp:#}");
+    assert!(cmp.get("median_grpc").is_none(), "{cmp:#}");
+    let findings = cmp["findings"].to_string();
+    assert!(
+        findings.contains("HTTP/1.1 used 1 connection, HTTP/2 1."),
+        "{findings}"
+    );
+    support::assert_refused(
+        &["compare", "echo", "--proto", "grpc"],
+        2,
+        "compare needs two or three stacks",
+    );
+}
+
+#[test]
 fn call_prints_the_echo_response_with_ordered_timestamps() {
-    for proto in ["grpc", "http"] {
+    for proto in ["grpc", "http", "h2"] {
         let run = run_bounded(
             &[
                 "call", "echo", "--ping", "hi there", "-H", "x-k:v", "--proto", proto,

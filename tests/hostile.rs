@@ -79,7 +79,11 @@ fn all_fail(url: &str, proto: &str, n: u64, extra: &[&str]) -> (Value, Watched) 
         Some(1),
         "every request fails: exit 1 expected: {ctx}"
     );
-    let title = if proto == "grpc" { "gRPC" } else { "HTTP/1.1" };
+    let title = match proto {
+        "grpc" => "gRPC",
+        "h2" => "HTTP/2",
+        _ => "HTTP/1.1",
+    };
     let lines = run.stderr_lines();
     assert!(
         lines.len() == 1 && lines[0].starts_with(&format!("error: no {title} request succeeded")),
@@ -333,6 +337,8 @@ enum H2Behavior {
     /// Answers 200 with a message prefix announcing 0xFFFFFFFF bytes; then either a few bytes
     /// and grpc-status 0 trailers, or (endless) zeros as fast as flow control allows, up to 1 GiB.
     HugePrefix { endless: bool },
+    /// Plain HTTP/2: answers 200 with zeros as fast as flow control allows, up to 1 GiB.
+    EndlessBody,
     /// Resets every stream with this reason.
     Reset(h2::Reason),
     /// Never answers (the stream stays open until the client resets it).
@@ -396,10 +402,19 @@ async fn answer(
             return;
         }
         H2Behavior::HugePrefix { endless } => endless,
+        H2Behavior::EndlessBody => true,
     };
+    let plain = matches!(behavior, H2Behavior::EndlessBody);
     let head = http::Response::builder()
         .status(200)
-        .header("content-type", "application/grpc")
+        .header(
+            "content-type",
+            if plain {
+                "application/octet-stream"
+            } else {
+                "application/grpc"
+            },
+        )
         .body(())
         .unwrap();
     let Ok(mut send) = respond.send_response(head, false) else {
@@ -412,9 +427,10 @@ async fn answer(
         let _ = send.send_trailers(trailers);
         return;
     }
-    if send
-        .send_data(Bytes::from_static(b"\0\xff\xff\xff\xff"), false)
-        .is_err()
+    if !plain
+        && send
+            .send_data(Bytes::from_static(b"\0\xff\xff\xff\xff"), false)
+            .is_err()
     {
         return;
     }
@@ -434,6 +450,26 @@ async fn answer(
             _ => return,
         }
     }
+}
+
+#[test]
+fn h2_endless_body_stops_at_max_body() {
+    let url = h2_server(H2Behavior::EndlessBody);
+    let (run, w) = all_fail(&url, "h2", 10, &["-c", "2", "--max-body", "1048576"]);
+    assert_errors(&run, &["body_too_large"], &["beyond 1048576 bytes"]);
+    // 1 MiB per request at most; the server would have sent 1 GiB each
+    assert!(
+        w.run.elapsed < Duration::from_secs(15),
+        "{:?}",
+        w.run.elapsed
+    );
+}
+
+#[test]
+fn h2_reset_streams_are_counted_by_reason() {
+    let url = h2_server(H2Behavior::Reset(h2::Reason::INTERNAL_ERROR));
+    let (run, _) = all_fail(&url, "h2", 10, &["-c", "2"]);
+    assert_errors(&run, &["rst_stream"], &["INTERNAL_ERROR"]);
 }
 
 #[test]

@@ -1,10 +1,11 @@
 //! `wirebench http URL` against servers: Python's `http.server` (which this project did not
 //! write: HTTP/1.0 answers, a connection per request, a redirect for a directory without its
-//! slash) and the built-in server's `POST /v1/echo`; bad input exits 2 with one line.
+//! slash), Hypercorn (HTTP/1.1 and h2c on one port, also not ours) and the built-in server's
+//! `POST /v1/echo`; bad input exits 2 with one line.
 
 mod support;
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -66,6 +67,208 @@ impl Drop for PyServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// tests/interop/h2c_server.py (a Hypercorn ASGI app: HTTP/1.1 and h2c with prior knowledge
+/// on one port) on a free loopback port; it stops by itself after two minutes, or on drop.
+struct H2cServer {
+    child: Child,
+    port: u16,
+}
+
+impl H2cServer {
+    fn start() -> H2cServer {
+        let ok = Command::new("python3")
+            .args(["-c", "import hypercorn"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "python3 with hypercorn is needed (scripts/test.sh installs it)"
+        );
+        let port = support::unused_port();
+        let mut cmd = Command::new("python3");
+        cmd.arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/interop/h2c_server.py"
+        ))
+        .args([&port.to_string(), "120"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+        support::die_with_parent(&mut cmd);
+        let mut child = cmd.spawn().expect("start h2c_server.py");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut line)
+            .expect("the server's first line");
+        assert_eq!(
+            line.trim(),
+            format!("listening {port}"),
+            "h2c_server.py said {line:?}"
+        );
+        H2cServer { child, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for H2cServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The h2 frame counts of one direction of a run's ledger.
+fn frames(run: &Value, dir: &str, ty: &str) -> u64 {
+    run.pointer(&format!("/wire/layers/h2/{dir}/frames/{ty}/count"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+#[test]
+fn hypercorn_is_loaded_over_http1_and_h2c_side_by_side() {
+    let srv = H2cServer::start();
+    let report = run_json(&[
+        "http",
+        &srv.url("/hello"),
+        "--proto",
+        "http,h2",
+        "-c",
+        "4",
+        "-n",
+        "400",
+        "--warmup",
+        "0s",
+    ]);
+    let runs = report["runs"].as_array().expect("runs[]");
+    assert_eq!(runs.len(), 2, "{report:#}");
+    assert_eq!(runs[0]["proto"], "http");
+    let h2 = &runs[1];
+    assert_eq!(h2["proto"], "h2");
+    assert_eq!(h2["title"], "HTTP/2");
+    for run in runs {
+        assert_eq!(u64_at(run, "/summary/ok"), 400, "{:#}", run["summary"]);
+        assert_eq!(statuses(run), vec![("200".to_string(), 400)]);
+    }
+    // one connection carries the four clients as streams
+    assert_eq!(
+        u64_at(h2, "/wire/connections_opened"),
+        1,
+        "{:#}",
+        h2["wire"]
+    );
+    // a GET without a body: HEADERS with END_STREAM, no DATA out; "hello\n" back in DATA
+    assert_eq!(
+        frames(h2, "out", "HEADERS"),
+        400,
+        "{:#}",
+        h2["wire"]["layers"]
+    );
+    assert_eq!(frames(h2, "out", "DATA"), 0);
+    assert_eq!(u64_at(h2, "/wire/layers/h2/in/data_payload_bytes"), 400 * 6);
+    // plain HTTP/2 has no gRPC layer
+    assert_eq!(u64_at(h2, "/wire/layers/h2/in/grpc_messages"), 0);
+    assert_eq!(u64_at(h2, "/wire/layers/h2/in/data_untracked_bytes"), 0);
+    assert!(
+        report["ratios_h2"]["bytes_out_per_request"].is_f64(),
+        "{report:#}"
+    );
+    assert!(report["ratios"].is_null());
+    assert!(report.get("ratios_grpc_h2").is_none());
+}
+
+#[test]
+fn h2c_bodies_statuses_and_head_against_hypercorn() {
+    let srv = H2cServer::start();
+    // POST: the body goes out in DATA with its length, and comes back
+    let body = r#"{"a":[1,2,3]}"#;
+    let report = run_json(&[
+        "http",
+        &srv.url("/echo"),
+        "--proto",
+        "h2",
+        "-d",
+        body,
+        "-H",
+        "Content-Type: application/json",
+        "-n",
+        "100",
+        "--warmup",
+        "0s",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/ok"), 100, "{:#}", run["summary"]);
+    assert_eq!(frames(run, "out", "DATA"), 100);
+    let n = body.len() as u64;
+    assert_eq!(
+        u64_at(run, "/wire/layers/h2/out/data_payload_bytes"),
+        100 * n
+    );
+    assert_eq!(
+        u64_at(run, "/wire/layers/h2/in/data_payload_bytes"),
+        100 * n
+    );
+    assert_eq!(run["sample_response"], serde_json::json!({"a": [1, 2, 3]}));
+    // `call http --proto h2`: the one response, as JSON
+    let out = run_bounded(
+        &[
+            "call",
+            "http",
+            &srv.url("/echo"),
+            "--proto",
+            "h2",
+            "-d",
+            body,
+        ],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(
+        out.stdout.trim(),
+        r#"{
+  "a": [
+    1,
+    2,
+    3
+  ]
+}"#
+    );
+    // a status outside the OK range is a failure counted under its status
+    let out = run_bounded(
+        &[
+            "http",
+            &srv.url("/status/404"),
+            "--proto",
+            "h2",
+            "-n",
+            "20",
+            "--format",
+            "json",
+        ],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).expect("a JSON report");
+    assert_eq!(statuses(&report["runs"][0]), vec![("404".to_string(), 20)]);
+    // HEAD: Hypercorn says content-length 6 and sends no DATA; the response ends with its HEADERS
+    let report = run_json(&[
+        "http",
+        &srv.url("/hello"),
+        "-X",
+        "HEAD",
+        "--proto",
+        "h2",
+        "-n",
+        "30",
+        "--timeout",
+        "5s",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/ok"), 30, "{:#}", run["summary"]);
+    assert_eq!(u64_at(run, "/wire/layers/h2/in/data_payload_bytes"), 0);
 }
 
 fn statuses(run: &Value) -> Vec<(String, u64)> {
@@ -245,7 +448,18 @@ fn bad_input_exits_2_with_one_line() {
         ),
         (
             &["http", "http://127.0.0.1:9/", "--proto", "grpc"],
-            "--proto http",
+            "--proto http, h2 or http,h2",
+        ),
+        (
+            &[
+                "http",
+                "http://127.0.0.1:9/",
+                "--proto",
+                "h2",
+                "--h2-client",
+                "h2",
+            ],
+            "runs on the wire client",
         ),
         (
             &["http", "http://127.0.0.1:9/", "--ok-status", "2xx"],

@@ -153,7 +153,11 @@ impl TlsEtcd {
 }
 
 fn check_tls_run(report: &serde_json::Value, n: u64) {
-    for proto in ["http", "grpc"] {
+    check_tls_runs(report, n, &["http", "grpc"]);
+}
+
+fn check_tls_runs(report: &serde_json::Value, n: u64, protos: &[&str]) {
+    for &proto in protos {
         let run = proto_run(report, proto);
         assert_eq!(
             u64_at(run, "/summary/ok"),
@@ -166,7 +170,7 @@ fn check_tls_run(report: &serde_json::Value, n: u64) {
         assert!(u64_at(run, "/wire/tls/record_overhead_out") > 0, "{proto}");
         assert!(u64_at(run, "/wire/tls/record_overhead_in") > 0, "{proto}");
         // the layers are counted on plaintext: h2 frames still parse behind TLS
-        if proto == "grpc" {
+        if proto != "http" {
             let frames = &run["wire"]["layers"]["h2"]["out"]["frames"]["HEADERS"]["count"];
             assert!(
                 frames.as_u64().unwrap_or(0) >= n,
@@ -305,10 +309,104 @@ fn the_builtin_server_over_tls() {
             "1000",
             "--cacert",
             &pki.s("ca.pem"),
+            "--proto",
+            "http,h2,grpc",
         ],
         Duration::from_secs(60),
     );
     let _ = server.kill();
     let _ = server.wait();
-    check_tls_run(&report, 1000);
+    // plain HTTP/2 over TLS: ALPN h2, the JSON echo
+    check_tls_runs(&report, 1000, &["http", "h2", "grpc"]);
+}
+
+/// The revision etcd reports, read with `call etcd range` over TLS.
+fn revision(ep: &str, pki: &Pki) -> u64 {
+    let out = run_bounded(
+        &[
+            "call",
+            "etcd",
+            "range",
+            "k",
+            "--endpoints",
+            ep,
+            "--cacert",
+            &pki.s("ca.pem"),
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    v["header"]["revision"]
+        .as_str()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no header.revision in {v:#}"))
+}
+
+#[test]
+fn etcds_gateway_is_reached_over_tls_with_alpn_h2() {
+    let pki = Pki::new();
+    let limit = Duration::from_secs(60);
+    let etcd = start_etcd(&pki, false);
+    let ep = etcd.endpoint();
+    let before = revision(&ep, &pki);
+    let report = run_json_within(
+        &[
+            "etcd",
+            "put",
+            "--endpoints",
+            &ep,
+            "--proto",
+            "h2",
+            "-c",
+            "4",
+            "-n",
+            "400",
+            "--warmup",
+            "0s",
+            "--cacert",
+            &pki.s("ca.pem"),
+        ],
+        limit,
+    );
+    check_tls_runs(&report, 400, &["h2"]);
+    let run = proto_run(&report, "h2");
+    assert_eq!(run["title"], "HTTP/2");
+    // JSON bodies on h2 streams, not gRPC
+    let out = &run["wire"]["layers"]["h2"]["out"];
+    assert_eq!(out["grpc_messages"], 0, "{out:#}");
+    assert_eq!(out["frames"]["DATA"]["count"], 400, "{out:#}");
+    // every acknowledged put is one revision (ground truth: etcd's own counter)
+    assert_eq!(revision(&ep, &pki), before + 400);
+    // range over the same path
+    let report = run_json_within(
+        &[
+            "etcd",
+            "range",
+            "k",
+            "--endpoints",
+            &ep,
+            "--proto",
+            "h2",
+            "-n",
+            "100",
+            "--cacert",
+            &pki.s("ca.pem"),
+        ],
+        limit,
+    );
+    check_tls_runs(&report, 100, &["h2"]);
+    // in plaintext etcd hands HTTP/2 to gRPC: refused before the run, one line
+    support::assert_refused(
+        &[
+            "etcd",
+            "put",
+            "--endpoints",
+            "http://127.0.0.1:9",
+            "--proto",
+            "h2",
+        ],
+        2,
+        "over TLS only",
+    );
 }

@@ -25,7 +25,7 @@ pub(super) fn compare(cfg: &Config, prepared: &Prepared, rounds: usize) -> Resul
         Format::Json => cmp.to_json(),
     };
     emit(cfg.output.as_deref(), &text)?;
-    write_svg(cfg, Some(cmp.median_http), Some(cmp.median_grpc))?;
+    write_svg(cfg, &cmp.stacks())?;
     // As for a run: a side with no successful request in a round is a failed comparison.
     let mut code = exit::OK;
     for (i, rep) in reports.iter().enumerate() {

@@ -29,14 +29,13 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
         Format::Json => report.to_json(),
     };
     emit(cfg.output.as_deref(), &text)?;
-    let fig = |p: &str| {
-        report
-            .runs
-            .iter()
-            .find(|r| r.proto == p)
-            .map(report::compare::Figures::of)
-    };
-    write_svg(cfg, fig("http"), fig("grpc"))?;
+    let figs: Vec<(&str, report::compare::Figures)> = report
+        .runs
+        .iter()
+        .map(|r| (r.title, report::compare::Figures::of(r)))
+        .collect();
+    let stacks: Vec<report::compare::Stack<'_>> = figs.iter().map(|(t, f)| (*t, f)).collect();
+    write_svg(cfg, &stacks)?;
     let mut code = exit::OK;
     for r in report.runs.iter().filter(|r| r.summary.ok == 0) {
         eprintln!(
@@ -52,24 +51,13 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
 /// With `--svg`: the headline figures of each side that ran, as a chart.
 pub(super) fn write_svg(
     cfg: &Config,
-    http: Option<report::compare::Figures>,
-    grpc: Option<report::compare::Figures>,
+    stacks: &[report::compare::Stack<'_>],
 ) -> Result<(), RunError> {
     let Some(path) = &cfg.svg else { return Ok(()) };
-    let blank = report::compare::Figures::default();
-    let mut panels = report::compare::Figures::panels(
-        http.as_ref().unwrap_or(&blank),
-        grpc.as_ref().unwrap_or(&blank),
-    );
-    for p in &mut panels {
-        if http.is_none() {
-            p.http = None;
-        }
-        if grpc.is_none() {
-            p.grpc = None;
-        }
-    }
-    let svg = report::svg::render(&cfg.spec.describe(), &panels);
+    let figures: Vec<&report::compare::Figures> = stacks.iter().map(|(_, f)| *f).collect();
+    let names: Vec<&str> = stacks.iter().map(|(n, _)| *n).collect();
+    let panels = report::compare::Figures::panels(&figures);
+    let svg = report::svg::render(&cfg.spec.describe(), &names, &panels);
     std::fs::write(path, svg).map_err(|source| RunError::Output {
         path: path.display().to_string(),
         source,

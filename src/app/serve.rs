@@ -12,7 +12,7 @@ pub(super) fn serve(cfg: ServeConfig) -> Result<i32, RunError> {
     let srv = Server::start(cfg.clone())
         .map_err(|e| RunError::Setup(format!("cannot listen on {}: {e}", cfg.addr)))?;
     eprintln!(
-        "wirebench serve: listening on {} (gRPC grpc_echo.v1.EchoService/Echo and HTTP/1.1 POST /v1/echo), {} threads; Ctrl-C stops",
+        "wirebench serve: listening on {} (gRPC grpc_echo.v1.EchoService/Echo, and POST /v1/echo over HTTP/1.1 and HTTP/2), {} threads; Ctrl-C stops",
         srv.local_addr(),
         cfg.threads
     );

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 
 use super::Action;
 use super::common::{
-    CallProto, Consistency, FormatArg, LimitArgs, ProtoArg, RunArgs, TlsArgs, parse_endpoints,
+    CallProto, Consistency, FormatArg, LimitArgs, RunArgs, Stacks, TlsArgs, parse_endpoints,
 };
 use super::echo::EchoArgs;
 use super::etcd::etcd_range;
@@ -64,7 +64,8 @@ pub enum CallEtcd {
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// Which stack carries the call [default: grpc; http for `call http`]
+    /// Which stack carries the call: http, h2 (plain HTTP/2; `call http` and `call echo`) or
+    /// grpc [default: grpc; http for `call http`]
     #[arg(long, value_enum)]
     pub proto: Option<CallProto>,
     /// Timeout for the call
@@ -137,10 +138,7 @@ impl CallArgs {
             WorkloadSpec::Http(_) => CallProto::Http,
             _ => CallProto::Grpc,
         };
-        let proto = match self.proto.unwrap_or(default) {
-            CallProto::Http => ProtoArg::Http,
-            CallProto::Grpc => ProtoArg::Grpc,
-        };
+        let proto = Stacks(vec![self.proto.unwrap_or(default).proto()]);
         let run = RunArgs {
             limits: LimitArgs {
                 total: Some(1),

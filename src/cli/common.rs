@@ -22,8 +22,25 @@ const MAX_RATE: f64 = 10_000_000.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CallProto {
     Http,
+    /// plain HTTP/2 (`call http` only)
+    H2,
     Grpc,
 }
+
+impl CallProto {
+    pub fn proto(self) -> Proto {
+        match self {
+            CallProto::Http => Proto::Http,
+            CallProto::H2 => Proto::H2,
+            CallProto::Grpc => Proto::Grpc,
+        }
+    }
+}
+
+/// `--proto` of the load commands: the stacks to measure, in the order they run (HTTP/1.1,
+/// HTTP/2, gRPC), each once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stacks(pub Vec<Proto>);
 
 /// `--target`'s value parser.
 pub(super) fn parse_target(s: &str) -> Result<Target, String> {
@@ -141,11 +158,12 @@ impl Default for LimitArgs {
 /// Flags shared by every load-generating command.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Which stacks to measure, a comma list: http (HTTP/1.1), grpc; `both` is http,grpc
-    /// (HTTP/1.1 then gRPC, compared) [default: both; http for `wirebench http`, grpc for
-    /// `wirebench grpc`]
+    /// Which stacks to measure, a comma list: http (HTTP/1.1), h2 (plain HTTP/2: h2c with prior
+    /// knowledge, or ALPN h2 over TLS), grpc; `both` is http,grpc; several run one after the
+    /// other and are compared [default: both; http for `wirebench http`, grpc for `wirebench
+    /// grpc`]
     #[arg(long, value_parser = parse_proto_arg)]
-    pub proto: Option<ProtoArg>,
+    pub proto: Option<Stacks>,
     /// Requests in flight (virtual users)
     #[arg(short = 'c', long, default_value_t = 1)]
     pub clients: usize,
@@ -295,33 +313,42 @@ pub(super) fn read_limited(
     std::fs::read(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
 }
 
-/// `--proto`: a stack; a .proto file given here (as ghz and grpcurl users type it) gets a hint.
-fn parse_proto_arg(s: &str) -> Result<ProtoArg, String> {
+/// `--proto`: a comma list of stacks; a .proto file given here (as ghz and grpcurl users type
+/// it) gets a hint.
+fn parse_proto_arg(s: &str) -> Result<Stacks, String> {
     if s.ends_with(".proto") || s.contains('/') {
         return Err(format!(
             "{s:?} looks like a .proto file: give it with --proto-file (--proto chooses the \
-             stacks: http, grpc, http,grpc or both)"
+             stacks: a comma list of http, h2 and grpc, or both)"
         ));
     }
-    let (mut http, mut grpc) = (false, false);
+    let mut protos = Vec::new();
     for part in s.split(',').map(str::trim) {
         match part {
-            "http" => http = true,
-            "grpc" => grpc = true,
-            "both" => (http, grpc) = (true, true),
-            "h2" => {
-                return Err(
-                    "h2 (plain HTTP/2 requests) is not built yet: choose http, grpc or both".into(),
-                );
+            "http" => protos.push(Proto::Http),
+            "h2" => protos.push(Proto::H2),
+            "grpc" => protos.push(Proto::Grpc),
+            "both" => protos.extend([Proto::Http, Proto::Grpc]),
+            _ => {
+                return Err(format!(
+                    "{part:?}: choose a comma list of http, h2 and grpc (or both, for http,grpc)"
+                ));
             }
-            _ => return Err(format!("{part:?}: choose http, grpc, http,grpc or both")),
         }
     }
-    Ok(match (http, grpc) {
-        (true, true) => ProtoArg::Both,
-        (true, false) => ProtoArg::Http,
-        _ => ProtoArg::Grpc,
-    })
+    protos.sort_unstable();
+    protos.dedup();
+    Ok(Stacks(protos))
+}
+
+impl From<ProtoArg> for Stacks {
+    fn from(p: ProtoArg) -> Stacks {
+        Stacks(match p {
+            ProtoArg::Http => vec![Proto::Http],
+            ProtoArg::Grpc => vec![Proto::Grpc],
+            ProtoArg::Both => vec![Proto::Http, Proto::Grpc],
+        })
+    }
 }
 
 /// `-H NAME:VALUE` flags, trimmed.
@@ -360,7 +387,7 @@ pub(super) fn parse_endpoints(list: &[String]) -> Result<Vec<Endpoint>, String> 
 
 impl RunArgs {
     /// The flags' defaults, for commands that build a run from flags of their own.
-    pub(super) fn plain(proto: ProtoArg, clients: usize, tls: TlsArgs) -> RunArgs {
+    pub(super) fn plain(proto: Stacks, clients: usize, tls: TlsArgs) -> RunArgs {
         RunArgs {
             proto: Some(proto),
             clients,
@@ -407,29 +434,40 @@ impl RunArgs {
         let any_server = matches!(spec, WorkloadSpec::Http(_));
         let any_method = matches!(spec, WorkloadSpec::Grpc(_));
         let default = if any_server {
-            ProtoArg::Http
+            vec![Proto::Http]
         } else if any_method {
-            ProtoArg::Grpc
+            vec![Proto::Grpc]
         } else {
-            ProtoArg::Both
+            vec![Proto::Http, Proto::Grpc]
         };
-        let protos = match self.proto.unwrap_or(default) {
-            ProtoArg::Http => vec![Proto::Http],
-            ProtoArg::Grpc => vec![Proto::Grpc],
-            ProtoArg::Both => vec![Proto::Http, Proto::Grpc],
-        };
+        let protos = self.proto.map_or(default, |s| s.0);
         if any_server && protos.contains(&Proto::Grpc) {
             return Err(
-                "wirebench http measures a URL over HTTP/1.1 (--proto http); HTTP/2 and gRPC \
-                 methods of any server are not built yet"
+                "wirebench http measures a URL over HTTP/1.1 and HTTP/2 (--proto http, h2 or \
+                 http,h2); for a gRPC method use wirebench grpc"
                     .into(),
             );
         }
-        if any_method && protos.contains(&Proto::Http) {
+        if any_method && protos != [Proto::Grpc] {
             return Err(
                 "wirebench grpc calls a gRPC method (--proto grpc); for an HTTP URL use \
                  wirebench http"
                     .into(),
+            );
+        }
+        if matches!(spec, WorkloadSpec::Etcd(_))
+            && protos.contains(&Proto::H2)
+            && endpoints.iter().any(|e| !e.tls)
+        {
+            return Err(
+                "--proto h2 reaches etcd's JSON gateway over TLS only (https:// endpoints, ALPN \
+                 h2): etcd 3.4 hands every plaintext HTTP/2 connection to its gRPC server"
+                    .into(),
+            );
+        }
+        if protos.contains(&Proto::H2) && self.h2_client != H2ClientArg::Wire {
+            return Err(
+                "plain HTTP/2 (--proto h2) runs on the wire client: drop --h2-client h2".into(),
             );
         }
         if protos.contains(&Proto::Grpc) && conns > clients {
@@ -505,6 +543,8 @@ impl RunArgs {
             )? as usize,
             data_frame_budget: 0,
             ledger: self.ledger == OnOff::On,
+            // set per run by the engine (the h2 run of a comparison)
+            plain: false,
             client: self.h2_client.into(),
             hpack: match self.hpack {
                 HpackArg::Index => Strategy::Index,

@@ -1,4 +1,4 @@
-//! `wirebench compare`: both protocols in alternating rounds, on etcd or an echo server.
+//! `wirebench compare`: two or three stacks in alternating rounds, on etcd or an echo server.
 
 use clap::Subcommand;
 
@@ -6,7 +6,7 @@ use super::Action;
 use super::common::RunArgs;
 use super::echo::EchoArgs;
 use super::etcd::{EtcdCmd, etcd_config};
-use crate::config::{Proto, Target};
+use crate::config::Target;
 
 #[derive(Debug, Subcommand)]
 pub enum CompareCmd {
@@ -29,15 +29,21 @@ impl CompareCmd {
         if rounds == 0 {
             return Err("--rounds must be at least 1".into());
         }
-        let (mut cfg, embedded) = match self {
+        let (cfg, embedded) = match self {
             CompareCmd::Etcd { op } => (etcd_config(op)?, None),
             CompareCmd::Echo { echo, run } => {
                 let (spec, endpoints, embedded) = echo.resolve()?;
                 (run.into_config(spec, endpoints, Target::All)?, embedded)
             }
         };
-        // both protocols, whatever --proto said
-        cfg.protos = vec![Proto::Http, Proto::Grpc];
+        // --proto names the stacks (both by default): at least two, to compare
+        if cfg.protos.len() < 2 {
+            return Err(format!(
+                "compare needs two or three stacks (--proto http,grpc, http,h2 or \
+                 http,h2,grpc), not only {}",
+                cfg.protos[0].name()
+            ));
+        }
         Ok(Action::Compare {
             cfg,
             embedded,

@@ -70,7 +70,7 @@ pub enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
-    /// Serve grpc-echo's EchoService over h2 and POST /v1/echo over HTTP/1.1 on one port
+    /// Serve grpc-echo's EchoService over h2, and POST /v1/echo over HTTP/1.1 and HTTP/2, on one port
     Serve(ServeArgs),
     /// Send one request and print the response as JSON (grpcurl style)
     Call {
@@ -190,8 +190,17 @@ mod tests {
         assert_eq!(protos("both"), both);
         assert_eq!(protos("grpc"), Ok(vec![Proto::Grpc]));
         assert_eq!(protos("http,http"), Ok(vec![Proto::Http]));
+        // three stacks, always run HTTP/1.1, HTTP/2, gRPC
+        assert_eq!(
+            protos("grpc,h2,http"),
+            Ok(vec![Proto::Http, Proto::H2, Proto::Grpc])
+        );
+        assert_eq!(
+            protos("h2,both"),
+            Ok(vec![Proto::Http, Proto::H2, Proto::Grpc])
+        );
         for (bad, words) in [
-            ("h2", "not built yet"),
+            ("h3", "choose a comma list of http, h2 and grpc"),
             ("echo.proto", "--proto-file"),
             ("http,", "choose"),
             ("", "choose"),

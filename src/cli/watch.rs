@@ -154,6 +154,13 @@ impl WatchArgs {
             put_proto: match a.put_proto {
                 CallProto::Http => Proto::Http,
                 CallProto::Grpc => Proto::Grpc,
+                CallProto::H2 => {
+                    return Err(
+                        "--put-proto: choose http or grpc (etcd's API is not reached \
+                                over plain HTTP/2)"
+                            .into(),
+                    );
+                }
             },
             val_size: a.val_size,
             drain: a.timeout,

@@ -61,10 +61,10 @@ impl Conn {
         net_cfg: &NetConfig,
         h2_cfg: &H2Config,
     ) -> io::Result<Conn> {
-        let layers = if h2_cfg.ledger {
-            Layers::H2
-        } else {
-            Layers::Off
+        let layers = match (h2_cfg.ledger, h2_cfg.plain) {
+            (false, _) => Layers::Off,
+            (true, false) => Layers::H2,
+            (true, true) => Layers::H2Plain,
         };
         let opened = net::open(addr, host, net_cfg, Alpn::H2, layers).await?;
         let (io, ledger, local_port, fd) = (opened.io, opened.ledger, opened.local_port, opened.fd);
@@ -260,7 +260,9 @@ async fn drain(fd: &OwnedFd, ledger: &Ledger, bound: std::time::Duration) -> boo
 }
 
 /// A unary call's target, built once: full URI (scheme, authority, path), extra metadata, and
-/// the failure kind a non-OK grpc-status is counted under (e.g. "etcd").
+/// the failure kind a non-OK grpc-status is counted under (e.g. "etcd"). Or, made by
+/// [`Call::plain`], a plain HTTP/2 request: method, URI and headers, with a body of its own
+/// (no gRPC framing), answered by a status and a body.
 ///
 /// Its header fields never change after `new`: the wire client keeps their HPACK block under
 /// `key` (clones share it, as they share the fields).
@@ -272,6 +274,8 @@ pub struct Call {
     /// uncompressed size of the request's header list (`fields`, pseudo-headers included)
     header_list_bytes: u64,
     key: u64,
+    /// a plain HTTP/2 request with this method; `None`: a gRPC call
+    plain: Option<Method>,
 }
 
 /// The next `Call::key`.
@@ -283,12 +287,28 @@ impl Call {
         metadata: Vec<(HeaderName, HeaderValue)>,
         status_kind: FailureKind,
     ) -> Call {
+        Call::build(uri, metadata, status_kind, None)
+    }
+
+    /// A plain HTTP/2 request: `method` on `uri` (scheme, authority, path and query) with
+    /// `headers` (lower-case names; no connection-specific ones, RFC 9113 §8.2.2).
+    pub fn plain(method: Method, uri: Uri, headers: Vec<(HeaderName, HeaderValue)>) -> Call {
+        Call::build(uri, headers, FailureKind::HttpStatus, Some(method))
+    }
+
+    fn build(
+        uri: Uri,
+        metadata: Vec<(HeaderName, HeaderValue)>,
+        status_kind: FailureKind,
+        plain: Option<Method>,
+    ) -> Call {
         let mut call = Call {
             uri,
             metadata,
             status_kind,
             header_list_bytes: 0,
             key: NEXT_CALL_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            plain,
         };
         call.header_list_bytes = call
             .fields()
@@ -297,20 +317,33 @@ impl Call {
         call
     }
 
-    /// The request's header fields: the pseudo-headers, content-type, te, the metadata.
+    /// Whether this is a plain HTTP/2 request rather than a gRPC call.
+    pub fn is_plain(&self) -> bool {
+        self.plain.is_some()
+    }
+
+    /// The request's header fields: the pseudo-headers, then (gRPC) content-type and te and the
+    /// metadata, or (plain) the headers.
     pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        const GRPC: [(&[u8], &[u8]); 2] =
+            [(b"content-type", b"application/grpc"), (b"te", b"trailers")];
         let scheme = self.uri.scheme_str().unwrap_or("http");
         let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
         let authority = self.uri.authority().map_or("", |a| a.as_str());
+        let method = self.plain.as_ref().map_or("POST", Method::as_str);
+        let grpc = if self.plain.is_some() {
+            &[][..]
+        } else {
+            &GRPC[..]
+        };
         [
-            (&b":method"[..], &b"POST"[..]),
+            (&b":method"[..], method.as_bytes()),
             (b":scheme", scheme.as_bytes()),
             (b":path", path.as_bytes()),
             (b":authority", authority.as_bytes()),
-            (b"content-type", b"application/grpc"),
-            (b"te", b"trailers"),
         ]
         .into_iter()
+        .chain(grpc.iter().copied())
         .chain(
             self.metadata
                 .iter()
@@ -393,12 +426,31 @@ pub async fn unary(
     rx: &mut BytesMut,
     max_message: usize,
 ) -> Result<Bytes, CallError> {
-    let sent = Cell::new(false);
-    let r = unary_sent(send, ledger, call, &request, rx, max_message, &sent, None).await;
+    let progress = Progress::default();
+    let r = unary_sent(
+        send,
+        ledger,
+        call,
+        &request,
+        rx,
+        max_message,
+        &progress,
+        None,
+    )
+    .await;
     r.expect("a call without a deadline ends with its outcome")
 }
 
-/// `unary`, and `sent` becomes true once the request is handed to h2 (its HEADERS queued);
+/// What a call tells its caller besides its outcome.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// the request was handed to h2 (its HEADERS queued)
+    pub sent: Cell<bool>,
+    /// the response's :status (0 before a final head); a plain request's verdict needs it
+    pub status: Cell<u16>,
+}
+
+/// `unary`, and `progress` tells when the request is handed to h2 and the response's status;
 /// the request is borrowed (a caller's future holds no second copy).
 ///
 /// `None` when `deadline` passed first: the call is dropped (its stream reset).
@@ -415,15 +467,23 @@ pub fn unary_sent<'a>(
     request: &'a Bytes,
     rx: &'a mut BytesMut,
     max_message: usize,
-    sent: &'a Cell<bool>,
+    progress: &'a Progress,
     deadline: Option<tokio::time::Instant>,
 ) -> UnarySent<impl Future<Output = UnaryEnd> + 'a, impl Future<Output = UnaryEnd> + 'a> {
     match send {
         Sender::Wire(h) => UnarySent::Wire {
-            call: h.unary(ledger, call, request, rx, max_message, sent, deadline),
+            call: h.unary(ledger, call, request, rx, max_message, progress, deadline),
         },
         Sender::H2(send) => {
-            let call = h2_unary(send, ledger, call, request.clone(), rx, max_message, sent);
+            let call = h2_unary(
+                send,
+                ledger,
+                call,
+                request.clone(),
+                rx,
+                max_message,
+                progress,
+            );
             UnarySent::H2 {
                 call: Box::pin(async move {
                     match deadline {
@@ -474,8 +534,15 @@ async fn h2_unary(
     request: Bytes,
     rx: &mut BytesMut,
     max_message: usize,
-    sent: &Cell<bool>,
+    progress: &Progress,
 ) -> Result<Bytes, CallError> {
+    if call.is_plain() {
+        // the CLI refuses `--h2-client h2` for plain HTTP/2
+        return Err(CallError::plain(Failure::with(
+            FailureKind::H2,
+            "plain HTTP/2 requests run on the wire client only",
+        )));
+    }
     let mut req = Request::new(());
     *req.method_mut() = Method::POST;
     *req.uri_mut() = call.uri.clone();
@@ -500,7 +567,7 @@ async fn h2_unary(
         .map_err(never_sent)?;
     let (response, mut body_tx) = send.send_request(req, false).map_err(never_sent)?;
     let _in_flight = InFlight::new(ledger);
-    sent.set(true);
+    progress.sent.set(true);
     ledger.count_request();
     // Uncompressed header list sizes, for the ledger's HPACK ratio: each list counted when its
     // HEADERS frame is sent or received, whatever becomes of the call.
@@ -511,6 +578,7 @@ async fn h2_unary(
 
     let response = response.await.map_err(CallError::h2)?;
     let (parts, mut body) = response.into_parts();
+    progress.status.set(parts.status.as_u16());
     if ledger.h2.is_some() {
         ledger.h2_header_lists(
             0,

@@ -1,4 +1,5 @@
-//! gRPC clients: spread over shared h2 connections, each client one stream in flight.
+//! gRPC clients, and plain HTTP/2 clients (`--proto h2`): spread over shared h2 connections,
+//! each client one stream in flight.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -7,12 +8,13 @@ use std::time::Instant;
 use bytes::BytesMut;
 use tokio::sync::Notify;
 
-use crate::client::grpc::{self as grpc_client, CallError, Conn};
+use crate::client::grpc::{self as grpc_client, CallError, Conn, Progress};
 use crate::engine::plan::{connect_turn, quota};
 use crate::engine::worker::{Reconnect, Worker};
 use crate::engine::{Assignment, Ctx};
 use crate::net::Ledger;
 use crate::outcome::{Failure, FailureKind, StatusKey};
+use crate::stats::Proto;
 use crate::workload::etcd::client::{Client, is_invalid_token};
 use wirebench_wire::grpc::Code;
 
@@ -154,7 +156,13 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let quota = quota(&ctx, id);
     // small: the etcd workloads are boxed inside it
     let mut work = ctx.workload.for_client(id as u64);
-    let max_message = ctx.h2.max_recv_message;
+    // plain HTTP/2: a request with a body of its own, judged by its status as HTTP/1.1's are
+    let plain = ctx.proto == Proto::H2;
+    let max_message = if plain {
+        usize::try_from(ctx.max_body).unwrap_or(usize::MAX)
+    } else {
+        ctx.h2.max_recv_message
+    };
     // allocated by the first response, as large as it, and grown to the largest once: there may
     // be 100,000 clients
     let mut rx = BytesMut::new();
@@ -180,14 +188,17 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         reconnect.ok();
 
         let started = Instant::now();
-        work.next_grpc(idx);
         // borrowed for this request (a re-authentication changes the call): the client's
         // future carries references, not copies
-        let body = work.grpc_request();
-        let call = work.call(endpoint);
+        let (body, call) = if plain {
+            work.next_h2(idx, endpoint)
+        } else {
+            work.next_grpc(idx);
+            (work.grpc_request(), work.call(endpoint))
+        };
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
-        let written = Cell::new(false);
+        let progress = Progress::default();
         // One request, sent again when the server provably did not process it: after GOAWAY on
         // a new connection (the old one is marked dead), after REFUSED_STREAM on the same one
         // unless it broke. At most MAX_RETRIES times, all within the request timeout: each
@@ -207,7 +218,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 body,
                 &mut rx,
                 max_message,
-                &written,
+                &progress,
                 Some(deadline),
             );
             let Some(r) = call.await else {
@@ -234,9 +245,24 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         };
         let was_reauthed = std::mem::take(&mut reauthed);
         // a request sent again after re-authenticating was written (and counted) the first time
-        if written.get() && !was_reauthed {
+        if progress.sent.get() && !was_reauthed {
             w.wrote(warm);
         }
+        // plain HTTP/2: judged as an HTTP/1.1 response is; etcd refusing the token takes the
+        // re-authentication path below, as over gRPC
+        let (result, verdict) = match result {
+            Ok(Ok(body)) if plain && !warm => match work.check_http(progress.status.get(), &body) {
+                Err((status, f)) if !was_reauthed && ctx.auth.is_some() && is_invalid_token(&f) => {
+                    let e = CallError {
+                        status: Some(status),
+                        ..CallError::plain(f)
+                    };
+                    (Ok(Err(e)), None)
+                }
+                v => (Ok(Ok(body)), Some(v)),
+            },
+            r => (r, None),
+        };
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
             Err(_) => w.fail(
@@ -287,6 +313,16 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 }
             }
             Ok(Err(e)) => w.fail(endpoint, warm, e.status, e.failure),
+            Ok(Ok(body)) if plain => match verdict {
+                // a warmup request (its verdict is not taken)
+                None => w.warmup_done(),
+                Some(Ok((status, ack))) => {
+                    w.ok(endpoint, turn, started, status);
+                    w.acked(ack);
+                    w.keep_sample(|| work.sample_http(&body));
+                }
+                Some(Err((status, f))) => w.fail(endpoint, warm, Some(status), f),
+            },
             Ok(Ok(message)) => {
                 if warm {
                     w.warmup_done();

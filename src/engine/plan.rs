@@ -50,7 +50,7 @@ pub(super) fn assign(
                 out[c % threads].clients.push((c, c % endpoints));
             }
         }
-        Proto::Grpc => {
+        Proto::H2 | Proto::Grpc => {
             // connection k lives on thread k % threads; client c uses connection c % conns
             let mut local = vec![0usize; conns];
             for (k, slot) in local.iter_mut().enumerate() {

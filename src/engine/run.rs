@@ -109,7 +109,7 @@ pub fn run_proto(
     let conns = match proto {
         Proto::Http => load.clients,
         // at least one connection per endpoint, so every endpoint gets clients
-        Proto::Grpc => load.conns.max(endpoints.len()).min(load.clients),
+        Proto::H2 | Proto::Grpc => load.conns.max(endpoints.len()).min(load.clients),
     };
     let plan = assign(
         proto,
@@ -126,7 +126,10 @@ pub fn run_proto(
         warmup: load.warmup,
         timeout: load.timeout,
         net: cfg.net.clone(),
-        h2: cfg.h2,
+        h2: crate::net::H2Config {
+            plain: proto == Proto::H2,
+            ..cfg.h2
+        },
         max_body: cfg.max_body,
         rate: load.rate,
         connect_rate: load.connect_rate,

@@ -324,7 +324,7 @@ pub(super) fn worker_thread(
     let setup = local.block_on(&rt, async {
         match proto {
             Proto::Http => http1::setup(&ctx, &a).await.map(Setup::Http),
-            Proto::Grpc => grpc::setup(&ctx, &a).await.map(Setup::Grpc),
+            Proto::H2 | Proto::Grpc => grpc::setup(&ctx, &a).await.map(Setup::Grpc),
         }
     });
     let setup = match setup {

@@ -25,8 +25,12 @@ pub enum Layers {
     Off,
     /// HTTP/1.1: head, body and chunk framing, told by the client that parses them
     Http1,
-    /// h2: every byte written and read goes through a frame sniffer per direction
+    /// gRPC over h2: every byte written and read goes through a frame sniffer per direction,
+    /// which also counts the gRPC message prefixes in DATA
     H2,
+    /// plain HTTP/2: the frame sniffers without a gRPC layer (DATA is request and response
+    /// bodies)
+    H2Plain,
 }
 
 /// Counters for one connection, shared (same thread only) between the IO wrapper and its owner.
@@ -109,12 +113,17 @@ impl Ledger {
     pub fn new(layers: Layers) -> Ledger {
         Ledger {
             http1: (layers == Layers::Http1).then(Cell::default),
-            h2: (layers == Layers::H2).then(|| {
-                RefCell::new(Duplex {
+            h2: match layers {
+                Layers::H2 => Some(RefCell::new(Duplex {
                     out: H2Sniffer::new(true),
                     inbound: H2Sniffer::new(false),
-                })
-            }),
+                })),
+                Layers::H2Plain => Some(RefCell::new(Duplex {
+                    out: H2Sniffer::plain(true),
+                    inbound: H2Sniffer::plain(false),
+                })),
+                Layers::Off | Layers::Http1 => None,
+            },
             ..Ledger::default()
         }
     }

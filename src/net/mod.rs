@@ -74,6 +74,9 @@ pub struct H2Config {
     pub max_recv_message: usize,
     /// break the connection's bytes into h2 layers (frame sniffing)
     pub ledger: bool,
+    /// the connection carries plain HTTP/2 requests, not gRPC: its sniffers count no gRPC
+    /// message layer in DATA
+    pub plain: bool,
     /// h2's allowance for buffered small DATA frames before it closes the connection with
     /// ENHANCE_YOUR_CALM; must cover one response frame per concurrent stream
     pub data_frame_budget: usize,
@@ -105,6 +108,7 @@ impl Default for H2Config {
             max_recv_message: wirebench_wire::grpc::DEFAULT_MAX_MESSAGE,
             data_frame_budget: MIN_DATA_FRAME_BUDGET,
             ledger: true,
+            plain: false,
             client: H2Client::default(),
             hpack: wirebench_wire::h2::hpack::Strategy::default(),
         }

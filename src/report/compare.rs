@@ -1,5 +1,5 @@
-//! `wirebench compare`: both protocols in alternating rounds, medians, ratios, and findings in
-//! plain words computed from the numbers.
+//! `wirebench compare`: two or three stacks (HTTP/1.1, HTTP/2, gRPC) in alternating rounds,
+//! medians, ratios, and findings in plain words computed from the numbers.
 
 use std::fmt::Write;
 
@@ -111,51 +111,27 @@ impl Figures {
         }
     }
 
-    /// The chart panels for this pair of figures.
-    pub fn panels(h: &Figures, g: &Figures) -> Vec<Panel> {
+    /// The chart panels of these stacks' figures (one value per stack in each panel).
+    pub fn panels(stacks: &[&Figures]) -> Vec<Panel> {
+        let panel = |title, unit, f: &dyn Fn(&Figures) -> Option<f64>| Panel {
+            title,
+            unit,
+            values: stacks.iter().map(|x| f(x)).collect(),
+        };
         vec![
-            Panel {
-                title: "Total time",
-                unit: "s",
-                http: Some(h.total_s),
-                grpc: Some(g.total_s),
-            },
-            Panel {
-                title: "Throughput",
-                unit: "req/s",
-                http: Some(h.requests_per_sec),
-                grpc: Some(g.requests_per_sec),
-            },
-            Panel {
-                title: "Latency p99",
-                unit: "ms",
-                http: Some(h.latency_p99_ms),
-                grpc: Some(g.latency_p99_ms),
-            },
-            Panel {
-                title: "Bytes on the wire",
-                unit: "B/req, out+in",
-                http: Some(h.wire_bytes_out_per_request + h.wire_bytes_in_per_request),
-                grpc: Some(g.wire_bytes_out_per_request + g.wire_bytes_in_per_request),
-            },
-            Panel {
-                title: "TCP segments",
-                unit: "per req, out+in",
-                http: Some(h.segments_out_per_request + h.segments_in_per_request),
-                grpc: Some(g.segments_out_per_request + g.segments_in_per_request),
-            },
-            Panel {
-                title: "Client CPU",
-                unit: "µs/req",
-                http: Some(h.client_cpu_us_per_request),
-                grpc: Some(g.client_cpu_us_per_request),
-            },
-            Panel {
-                title: "Server CPU",
-                unit: "µs/req",
-                http: h.server_cpu_us_per_request,
-                grpc: g.server_cpu_us_per_request,
-            },
+            panel("Total time", "s", &|x| Some(x.total_s)),
+            panel("Throughput", "req/s", &|x| Some(x.requests_per_sec)),
+            panel("Latency p99", "ms", &|x| Some(x.latency_p99_ms)),
+            panel("Bytes on the wire", "B/req, out+in", &|x| {
+                Some(x.wire_bytes_out_per_request + x.wire_bytes_in_per_request)
+            }),
+            panel("TCP segments", "per req, out+in", &|x| {
+                Some(x.segments_out_per_request + x.segments_in_per_request)
+            }),
+            panel("Client CPU", "µs/req", &|x| {
+                Some(x.client_cpu_us_per_request)
+            }),
+            panel("Server CPU", "µs/req", &|x| x.server_cpu_us_per_request),
         ]
     }
 }
@@ -164,6 +140,8 @@ impl Figures {
 pub struct RoundFigures {
     pub round: usize,
     pub proto: &'static str,
+    #[serde(skip)]
+    pub title: &'static str,
     pub figures: Figures,
 }
 
@@ -173,8 +151,13 @@ pub struct CompareReport {
     pub workload: String,
     pub rounds: usize,
     pub per_round: Vec<RoundFigures>,
-    pub median_http: Figures,
-    pub median_grpc: Figures,
+    /// the medians of each stack that ran
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_http: Option<Figures>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_h2: Option<Figures>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_grpc: Option<Figures>,
     pub findings: Vec<String>,
 }
 
@@ -183,32 +166,39 @@ fn times(r: f64) -> String {
     format!("{r:.1}×")
 }
 
-/// One sentence comparing a per-request cost where more is worse.
-fn cost_line(what: &str, unit: &str, h: f64, g: f64) -> Option<String> {
-    if h <= 0.0 || g <= 0.0 {
+/// One stack's title and figures.
+pub type Stack<'a> = (&'a str, &'a Figures);
+
+/// One sentence comparing a per-request cost where more is worse: `a`'s value `x` against
+/// `b`'s `y`.
+fn cost_line(what: &str, unit: &str, (a, x): (&str, f64), (b, y): (&str, f64)) -> Option<String> {
+    if x <= 0.0 || y <= 0.0 {
         return None;
     }
-    let (more, less, hi, lo) = if h >= g {
-        ("HTTP/1.1", "gRPC", h, g)
-    } else {
-        ("gRPC", "HTTP/1.1", g, h)
-    };
+    let (more, less, hi, lo) = if x >= y { (a, b, x, y) } else { (b, a, y, x) };
     Some(format!(
         "{more} cost {} the {what} of {less} ({hi:.1} vs {lo:.1} {unit}).",
         times(hi / lo)
     ))
 }
 
-/// Findings in plain words, each computed from the medians.
-pub fn findings(h: &Figures, g: &Figures, server: &str) -> Vec<String> {
+/// Findings in plain words, each computed from the medians of `stacks` (in run order): what
+/// each stack used and lost, then every later stack against every earlier one.
+pub fn findings(stacks: &[Stack<'_>], server: &str) -> Vec<String> {
     let mut f = Vec::new();
-    f.push(format!(
-        "HTTP/1.1 used {} connection{}, gRPC {}.",
-        h.connections,
-        if h.connections == 1.0 { "" } else { "s" },
-        g.connections
-    ));
-    for (name, x) in [("HTTP/1.1", h), ("gRPC", g)] {
+    if let [(first, x), rest @ ..] = stacks {
+        let mut line = format!(
+            "{first} used {} connection{}",
+            x.connections,
+            if x.connections == 1.0 { "" } else { "s" }
+        );
+        for (name, y) in rest {
+            let _ = write!(line, ", {name} {}", y.connections);
+        }
+        line.push('.');
+        f.push(line);
+    }
+    for (name, x) in stacks {
         if x.failed > 0.0 {
             f.push(format!(
                 "{name}: {:.0} of {:.0} requests failed (median round); throughput counts the \
@@ -217,15 +207,30 @@ pub fn findings(h: &Figures, g: &Figures, server: &str) -> Vec<String> {
             ));
         }
     }
+    for &(n, d) in super::ratio_pairs(stacks.len()) {
+        pair_findings(&mut f, stacks[d], stacks[n], server);
+    }
+    if stacks.iter().all(|(_, x)| x.latency_p99_ms > 0.0) {
+        let each: Vec<String> = stacks
+            .iter()
+            .map(|(name, x)| format!("{name} {:.3} ms", x.latency_p99_ms))
+            .collect();
+        f.push(format!("p99 latency: {}.", each.join(", ")));
+    }
+    f
+}
+
+/// The findings of one pair of stacks.
+fn pair_findings(f: &mut Vec<String>, (a, h): Stack<'_>, (b, g): Stack<'_>, server: &str) {
     if h.ok_per_sec > 0.0 && g.ok_per_sec > 0.0 {
-        let (fast, slow, a, b) = if g.ok_per_sec >= h.ok_per_sec {
-            ("gRPC", "HTTP/1.1", g.ok_per_sec, h.ok_per_sec)
+        let (fast, slow, x, y) = if g.ok_per_sec >= h.ok_per_sec {
+            (b, a, g.ok_per_sec, h.ok_per_sec)
         } else {
-            ("HTTP/1.1", "gRPC", h.ok_per_sec, g.ok_per_sec)
+            (a, b, h.ok_per_sec, g.ok_per_sec)
         };
         f.push(format!(
-            "{fast} completed {} the successful requests per second of {slow} ({a:.0} vs {b:.0}).",
-            times(a / b)
+            "{fast} completed {} the successful requests per second of {slow} ({x:.0} vs {y:.0}).",
+            times(x / y)
         ));
     }
     let (hb, gb) = (
@@ -238,9 +243,9 @@ pub fn findings(h: &Figures, g: &Figures, server: &str) -> Vec<String> {
     );
     if hb > 0.0 && gb > 0.0 && hs > 0.0 && gs > 0.0 {
         let (big, small, bb, sb, bs, ss) = if hb >= gb {
-            ("HTTP/1.1", "gRPC", hb, gb, hs, gs)
+            (a, b, hb, gb, hs, gs)
         } else {
-            ("gRPC", "HTTP/1.1", gb, hb, gs, hs)
+            (b, a, gb, hb, gs, hs)
         };
         f.push(format!(
             "{big} put {} the bytes per request on the wire of {small} ({bb:.0} vs {sb:.0} B, IP+TCP headers included) in {} the TCP segments ({bs:.2} vs {ss:.2}).",
@@ -252,77 +257,90 @@ pub fn findings(h: &Figures, g: &Figures, server: &str) -> Vec<String> {
         f.extend(cost_line(
             "syscalls per request (counted by the kernel)",
             "calls",
-            hs,
-            gs,
+            (a, hs),
+            (b, gs),
         ));
     } else {
         f.extend(cost_line(
             "socket reads and writes per request (the kernel's full syscall count was not available)",
             "calls",
-            h.data_calls_per_request,
-            g.data_calls_per_request,
+            (a, h.data_calls_per_request),
+            (b, g.data_calls_per_request),
         ));
     }
     f.extend(cost_line(
         "client CPU per request",
         "µs",
-        h.client_cpu_us_per_request,
-        g.client_cpu_us_per_request,
+        (a, h.client_cpu_us_per_request),
+        (b, g.client_cpu_us_per_request),
     ));
     if let (Some(hs), Some(gs)) = (h.server_cpu_us_per_request, g.server_cpu_us_per_request) {
         f.extend(cost_line(
             &format!("{server} CPU per request"),
             "µs",
-            hs,
-            gs,
+            (a, hs),
+            (b, gs),
         ));
     }
-    if h.latency_p99_ms > 0.0 && g.latency_p99_ms > 0.0 {
-        f.push(format!(
-            "p99 latency: HTTP/1.1 {:.3} ms, gRPC {:.3} ms.",
-            h.latency_p99_ms, g.latency_p99_ms
-        ));
-    }
-    f
 }
 
 impl CompareReport {
     pub fn new(workload: String, rounds: &[Report], server: &str) -> CompareReport {
         let mut per_round = Vec::new();
-        let (mut hs, mut gs) = (Vec::new(), Vec::new());
         for (i, rep) in rounds.iter().enumerate() {
             for run in &rep.runs {
-                let fig = Figures::of(run);
-                if run.proto == "http" {
-                    hs.push(fig)
-                } else {
-                    gs.push(fig)
-                }
                 per_round.push(RoundFigures {
                     round: i + 1,
                     proto: run.proto,
-                    figures: fig,
+                    title: run.title,
+                    figures: Figures::of(run),
                 });
             }
         }
-        let (median_http, median_grpc) = (Figures::median(&hs), Figures::median(&gs));
-        CompareReport {
+        let median = |proto: &str| {
+            let all: Vec<Figures> = per_round
+                .iter()
+                .filter(|r| r.proto == proto)
+                .map(|r| r.figures)
+                .collect();
+            (!all.is_empty()).then(|| Figures::median(&all))
+        };
+        let mut cmp = CompareReport {
             schema: "wirebench.compare.v1",
             workload,
             rounds: rounds.len(),
+            median_http: median("http"),
+            median_h2: median("h2"),
+            median_grpc: median("grpc"),
             per_round,
-            findings: findings(&median_http, &median_grpc, server),
-            median_http,
-            median_grpc,
-        }
+            findings: Vec::new(),
+        };
+        cmp.findings = findings(&cmp.stacks(), server);
+        cmp
+    }
+
+    /// The stacks that ran, in run order, with their medians.
+    pub fn stacks(&self) -> Vec<Stack<'_>> {
+        [
+            ("HTTP/1.1", &self.median_http),
+            ("HTTP/2", &self.median_h2),
+            ("gRPC", &self.median_grpc),
+        ]
+        .into_iter()
+        .filter_map(|(name, m)| m.as_ref().map(|m| (name, m)))
+        .collect()
     }
 
     pub fn to_text(&self) -> String {
         let mut out = String::new();
+        let stacks = self.stacks();
+        let names: Vec<&str> = stacks.iter().map(|(n, _)| *n).collect();
         let _ = writeln!(
             out,
-            "compare — {} — {} rounds (HTTP/1.1, gRPC alternating)",
-            self.workload, self.rounds
+            "compare — {} — {} rounds ({} alternating)",
+            self.workload,
+            self.rounds,
+            names.join(", ")
         );
         let _ = writeln!(out);
         let _ = writeln!(
@@ -362,68 +380,68 @@ impl CompareReport {
                     .map_or("-".into(), |v| format!("{v:.1}"))
             );
         }
-        let (h, g) = (&self.median_http, &self.median_grpc);
+        let pairs = super::ratio_pairs(stacks.len());
+        let ratio_names: Vec<String> = pairs
+            .iter()
+            .map(|&(n, d)| format!("{}/{}", stacks[n].0, stacks[d].0))
+            .collect();
         let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "Medians:                     HTTP/1.1         gRPC    ratio (gRPC/HTTP)"
-        );
-        let mut row = |name: &str, a: f64, b: f64| {
-            let r = if a > 0.0 {
-                format!("{:.2}x", b / a)
-            } else {
-                "-".into()
-            };
-            let _ = writeln!(out, "  {name:<24} {a:>12.2} {b:>12.2} {r:>8}");
+        let mut head = format!("{:<26}", "Medians:");
+        for name in &names {
+            let _ = write!(head, " {name:>12}");
+        }
+        if pairs.len() == 1 {
+            let _ = write!(head, "    ratio ({})", ratio_names[0]);
+        } else {
+            for r in &ratio_names {
+                let _ = write!(head, " {r:>15}");
+            }
+        }
+        let _ = writeln!(out, "{}", head.trim_end());
+        let mut row = |name: &str, f: &dyn Fn(&Figures) -> Option<f64>| {
+            let v: Vec<Option<f64>> = stacks.iter().map(|(_, x)| f(x)).collect();
+            if v.iter().any(Option::is_none) {
+                return;
+            }
+            let v: Vec<f64> = v.into_iter().flatten().collect();
+            let mut line = format!("  {name:<24}");
+            for x in &v {
+                let _ = write!(line, " {x:>12.2}");
+            }
+            for &(n, d) in pairs {
+                let r = if v[d] > 0.0 {
+                    format!("{:.2}x", v[n] / v[d])
+                } else {
+                    "-".into()
+                };
+                let w = if pairs.len() == 1 { 8 } else { 15 };
+                let _ = write!(line, " {r:>w$}");
+            }
+            let _ = writeln!(out, "{line}");
         };
-        row("Total (s)", h.total_s, g.total_s);
-        row("Requests/sec", h.requests_per_sec, g.requests_per_sec);
-        row("OK/sec", h.ok_per_sec, g.ok_per_sec);
-        row("Latency p50 (ms)", h.latency_p50_ms, g.latency_p50_ms);
-        row("Latency p99 (ms)", h.latency_p99_ms, g.latency_p99_ms);
-        row("Connections", h.connections, g.connections);
-        row(
-            "Bytes out / request",
-            h.bytes_out_per_request,
-            g.bytes_out_per_request,
-        );
-        row(
-            "Bytes in / request",
-            h.bytes_in_per_request,
-            g.bytes_in_per_request,
-        );
-        row(
-            "Wire bytes / request",
-            h.wire_bytes_out_per_request + h.wire_bytes_in_per_request,
-            g.wire_bytes_out_per_request + g.wire_bytes_in_per_request,
-        );
-        row(
-            "Segments / request",
-            h.segments_out_per_request + h.segments_in_per_request,
-            g.segments_out_per_request + g.segments_in_per_request,
-        );
-        if let (Some(a), Some(b)) = (h.syscalls_per_request, g.syscalls_per_request) {
-            row("Syscalls / request", a, b);
-        }
-        row(
-            "  socket data calls",
-            h.data_calls_per_request,
-            g.data_calls_per_request,
-        );
-        if let (Some(a), Some(b)) = (
-            h.context_switches_per_request,
-            g.context_switches_per_request,
-        ) {
-            row("Context switches / req", a, b);
-        }
-        row(
-            "Client CPU / req (µs)",
-            h.client_cpu_us_per_request,
-            g.client_cpu_us_per_request,
-        );
-        if let (Some(a), Some(b)) = (h.server_cpu_us_per_request, g.server_cpu_us_per_request) {
-            row("Server CPU / req (µs)", a, b);
-        }
+        row("Total (s)", &|x| Some(x.total_s));
+        row("Requests/sec", &|x| Some(x.requests_per_sec));
+        row("OK/sec", &|x| Some(x.ok_per_sec));
+        row("Latency p50 (ms)", &|x| Some(x.latency_p50_ms));
+        row("Latency p99 (ms)", &|x| Some(x.latency_p99_ms));
+        row("Connections", &|x| Some(x.connections));
+        row("Bytes out / request", &|x| Some(x.bytes_out_per_request));
+        row("Bytes in / request", &|x| Some(x.bytes_in_per_request));
+        row("Wire bytes / request", &|x| {
+            Some(x.wire_bytes_out_per_request + x.wire_bytes_in_per_request)
+        });
+        row("Segments / request", &|x| {
+            Some(x.segments_out_per_request + x.segments_in_per_request)
+        });
+        row("Syscalls / request", &|x| x.syscalls_per_request);
+        row("  socket data calls", &|x| Some(x.data_calls_per_request));
+        row("Context switches / req", &|x| {
+            x.context_switches_per_request
+        });
+        row("Client CPU / req (µs)", &|x| {
+            Some(x.client_cpu_us_per_request)
+        });
+        row("Server CPU / req (µs)", &|x| x.server_cpu_us_per_request);
         let _ = writeln!(out);
         let _ = writeln!(out, "Findings:");
         for f in &self.findings {
@@ -584,7 +602,7 @@ mod tests {
     fn findings_follow_the_numbers() {
         let h = fig(10_000.0, 620.0, 2.0, 30.0, Some(42.0), 10.0);
         let g = fig(20_000.0, 200.0, 0.8, 10.0, Some(20.0), 1.0);
-        let f = findings(&h, &g, "etcd");
+        let f = findings(&[("HTTP/1.1", &h), ("gRPC", &g)], "etcd");
         assert_eq!(f[0], "HTTP/1.1 used 10 connections, gRPC 1.");
         assert!(
             f[1].starts_with("gRPC completed 2.0× the successful requests per second of HTTP/1.1"),
@@ -608,7 +626,23 @@ mod tests {
             "{f:?}"
         );
         // and the other way round
-        let f = findings(&g, &h, "etcd");
+        let f = findings(&[("HTTP/1.1", &g), ("gRPC", &h)], "etcd");
         assert!(f[1].starts_with("HTTP/1.1 completed 2.0×"), "{}", f[1]);
+        // three stacks: every later one against every earlier one
+        let h2 = fig(15_000.0, 400.0, 1.0, 20.0, Some(30.0), 1.0);
+        let f = findings(&[("HTTP/1.1", &h), ("HTTP/2", &h2), ("gRPC", &g)], "etcd");
+        assert_eq!(f[0], "HTTP/1.1 used 10 connections, HTTP/2 1, gRPC 1.");
+        for want in [
+            "HTTP/2 completed 1.5× the successful requests per second of HTTP/1.1",
+            "gRPC completed 2.0× the successful requests per second of HTTP/1.1",
+            "gRPC completed 1.3× the successful requests per second of HTTP/2",
+            "HTTP/2 cost 2.0× the client CPU per request of gRPC",
+        ] {
+            assert!(f.iter().any(|l| l.starts_with(want)), "{want}: {f:?}");
+        }
+        assert_eq!(
+            f.last().unwrap(),
+            "p99 latency: HTTP/1.1 2.000 ms, HTTP/2 2.000 ms, gRPC 2.000 ms."
+        );
     }
 }

@@ -32,8 +32,16 @@ pub struct Report {
     pub endpoints: Vec<String>,
     pub settings: Settings,
     pub runs: Vec<RunReport>,
-    /// present when both protocols ran: gRPC figure divided by HTTP/1.1 figure
+    /// present when HTTP/1.1 and gRPC ran: gRPC figure divided by HTTP/1.1 figure
     pub ratios: Option<Ratios>,
+    /// present when HTTP/1.1 and plain HTTP/2 ran: HTTP/2 figure divided by HTTP/1.1 figure
+    /// (what h2 framing and multiplexing change, the JSON bodies the same)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratios_h2: Option<Ratios>,
+    /// present when plain HTTP/2 and gRPC ran: gRPC figure divided by HTTP/2 figure (protobuf
+    /// and gRPC framing against JSON, on the same h2 client)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratios_grpc_h2: Option<Ratios>,
     /// text only: print the per-connection table
     #[serde(skip)]
     pub per_conn_table: bool,
@@ -359,7 +367,17 @@ pub struct LayerTotals {
     pub bytes_in_per_request_after_setup: f64,
 }
 
-/// gRPC / HTTP/1.1 for the headline figures.
+/// The ratios a side-by-side table shows for `n` stacks in run order (HTTP/1.1, HTTP/2,
+/// gRPC): (numerator, denominator) indices, each later stack over each earlier one.
+pub fn ratio_pairs(n: usize) -> &'static [(usize, usize)] {
+    match n {
+        0 | 1 => &[],
+        2 => &[(1, 0)],
+        _ => &[(1, 0), (2, 0), (2, 1)],
+    }
+}
+
+/// One stack's headline figures divided by another's (gRPC / HTTP/1.1 in `ratios`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Ratios {
     pub requests_per_sec: Option<f64>,
@@ -379,6 +397,61 @@ pub struct Ratios {
     pub wire_bytes_in_per_request: Option<f64>,
 }
 
+impl Ratios {
+    /// `num`'s figures over `den`'s.
+    fn of(num: &RunReport, den: &RunReport) -> Ratios {
+        Ratios {
+            requests_per_sec: ratio(num.summary.requests_per_sec, den.summary.requests_per_sec),
+            latency_p50: ratio(num.percentile_ms(50.0), den.percentile_ms(50.0)),
+            latency_p99: ratio(num.percentile_ms(99.0), den.percentile_ms(99.0)),
+            connections: ratio(
+                num.wire.connections_opened as f64,
+                den.wire.connections_opened as f64,
+            ),
+            bytes_out_per_request: ratio(
+                num.wire.bytes_out_per_request,
+                den.wire.bytes_out_per_request,
+            ),
+            bytes_in_per_request: ratio(
+                num.wire.bytes_in_per_request,
+                den.wire.bytes_in_per_request,
+            ),
+            segments_out_per_request: ratio(
+                num.wire.segments_out_per_request,
+                den.wire.segments_out_per_request,
+            ),
+            segments_in_per_request: ratio(
+                num.wire.segments_in_per_request,
+                den.wire.segments_in_per_request,
+            ),
+            syscalls_per_request: ratio_opt(
+                num.cost.syscalls_per_request,
+                den.cost.syscalls_per_request,
+            ),
+            context_switches_per_request: ratio_opt(
+                num.cost.context_switches_per_request,
+                den.cost.context_switches_per_request,
+            ),
+            client_cpu_us_per_request: ratio(
+                num.cost.client_cpu_us_per_request,
+                den.cost.client_cpu_us_per_request,
+            ),
+            server_cpu_us_per_request: ratio_opt(
+                num.cost.server_cpu_us_per_request,
+                den.cost.server_cpu_us_per_request,
+            ),
+            wire_bytes_out_per_request: ratio(
+                num.wire.wire_bytes_out_per_request,
+                den.wire.wire_bytes_out_per_request,
+            ),
+            wire_bytes_in_per_request: ratio(
+                num.wire.wire_bytes_in_per_request,
+                den.wire.wire_bytes_in_per_request,
+            ),
+        }
+    }
+}
+
 impl Report {
     /// `endpoints` and their `roles`: those the runs used (after `--target`, or the built-in
     /// server's); `includes_server`: the built-in server runs in this process.
@@ -393,60 +466,14 @@ impl Report {
             .iter()
             .map(|r| RunReport::from_run(r, endpoints, roles, includes_server))
             .collect();
-        let http = runs.iter().find(|r| r.proto == "http");
-        let grpc = runs.iter().find(|r| r.proto == "grpc");
-        let ratios = match (http, grpc) {
-            (Some(h), Some(g)) => Some(Ratios {
-                requests_per_sec: ratio(g.summary.requests_per_sec, h.summary.requests_per_sec),
-                latency_p50: ratio(g.percentile_ms(50.0), h.percentile_ms(50.0)),
-                latency_p99: ratio(g.percentile_ms(99.0), h.percentile_ms(99.0)),
-                connections: ratio(
-                    g.wire.connections_opened as f64,
-                    h.wire.connections_opened as f64,
-                ),
-                bytes_out_per_request: ratio(
-                    g.wire.bytes_out_per_request,
-                    h.wire.bytes_out_per_request,
-                ),
-                bytes_in_per_request: ratio(
-                    g.wire.bytes_in_per_request,
-                    h.wire.bytes_in_per_request,
-                ),
-                segments_out_per_request: ratio(
-                    g.wire.segments_out_per_request,
-                    h.wire.segments_out_per_request,
-                ),
-                segments_in_per_request: ratio(
-                    g.wire.segments_in_per_request,
-                    h.wire.segments_in_per_request,
-                ),
-                syscalls_per_request: ratio_opt(
-                    g.cost.syscalls_per_request,
-                    h.cost.syscalls_per_request,
-                ),
-                context_switches_per_request: ratio_opt(
-                    g.cost.context_switches_per_request,
-                    h.cost.context_switches_per_request,
-                ),
-                client_cpu_us_per_request: ratio(
-                    g.cost.client_cpu_us_per_request,
-                    h.cost.client_cpu_us_per_request,
-                ),
-                server_cpu_us_per_request: ratio_opt(
-                    g.cost.server_cpu_us_per_request,
-                    h.cost.server_cpu_us_per_request,
-                ),
-                wire_bytes_out_per_request: ratio(
-                    g.wire.wire_bytes_out_per_request,
-                    h.wire.wire_bytes_out_per_request,
-                ),
-                wire_bytes_in_per_request: ratio(
-                    g.wire.wire_bytes_in_per_request,
-                    h.wire.wire_bytes_in_per_request,
-                ),
-            }),
-            _ => None,
+        let find = |p: &str| runs.iter().find(|r| r.proto == p);
+        let (http, h2, grpc) = (find("http"), find("h2"), find("grpc"));
+        let pair = |num: Option<&RunReport>, den: Option<&RunReport>| {
+            num.zip(den).map(|(num, den)| Ratios::of(num, den))
         };
+        let ratios = pair(grpc, http);
+        let ratios_h2 = pair(h2, http);
+        let ratios_grpc_h2 = pair(grpc, h2);
         let (total_requests, duration_s) = match cfg.load.stop {
             Stop::Total(n) => (Some(n), None),
             Stop::Duration(d) => (None, Some(d.as_secs_f64())),
@@ -469,6 +496,8 @@ impl Report {
             },
             runs,
             ratios,
+            ratios_h2,
+            ratios_grpc_h2,
             per_conn_table: cfg.per_conn,
         }
     }

@@ -1,22 +1,28 @@
-//! `--svg FILE`: HTTP/1.1 and gRPC side by side, one small panel per figure (each has its own
-//! scale, so a 20,000 req/s bar never flattens a 0.3 ms one).
+//! `--svg FILE`: the stacks that ran (HTTP/1.1, HTTP/2, gRPC) side by side, one small panel per
+//! figure (each has its own scale, so a 20,000 req/s bar never flattens a 0.3 ms one).
 
 use std::fmt::Write;
 
-/// One panel: a figure's name, its unit, and the value per protocol (None: not measured).
+/// One panel: a figure's name, its unit, and the value per stack, in the order of the chart's
+/// stacks (None: not measured).
 pub struct Panel {
     pub title: &'static str,
     pub unit: &'static str,
-    pub http: Option<f64>,
-    pub grpc: Option<f64>,
+    pub values: Vec<Option<f64>>,
 }
 
 const W: f64 = 960.0;
 /// Height of one row of panels.
 const ROW_H: f64 = 240.0;
 const COLS: usize = 3;
-const HTTP_COLOR: &str = "#d9822b";
-const GRPC_COLOR: &str = "#2b6cb0";
+/// A stack's bar colour, by its title.
+fn color(stack: &str) -> &'static str {
+    match stack {
+        "HTTP/1.1" => "#d9822b",
+        "HTTP/2" => "#38a169",
+        _ => "#2b6cb0",
+    }
+}
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -36,8 +42,8 @@ fn label(v: f64) -> String {
     }
 }
 
-/// Renders the panels as a standalone SVG document.
-pub fn render(title: &str, panels: &[Panel]) -> String {
+/// Renders the panels of `stacks` (their titles) as a standalone SVG document.
+pub fn render(title: &str, stacks: &[&str], panels: &[Panel]) -> String {
     let rows = panels.len().div_ceil(COLS).max(1);
     let top = 70.0;
     let pw = W / COLS as f64;
@@ -56,10 +62,8 @@ pub fn render(title: &str, panels: &[Panel]) -> String {
         esc(title)
     );
     // legend
-    for (i, (name, color)) in [("HTTP/1.1", HTTP_COLOR), ("gRPC", GRPC_COLOR)]
-        .iter()
-        .enumerate()
-    {
+    for (i, name) in stacks.iter().enumerate() {
+        let color = color(name);
         let x = 20.0 + i as f64 * 120.0;
         let _ = writeln!(
             s,
@@ -85,20 +89,16 @@ pub fn render(title: &str, panels: &[Panel]) -> String {
         );
         let base = y0 + ph - 30.0;
         let chart_h = ph - 80.0;
-        let max = p.http.unwrap_or(0.0).max(p.grpc.unwrap_or(0.0));
-        let bar_w = (pw - 80.0) / 2.0 - 10.0;
+        let max = p.values.iter().flatten().fold(0.0, |m: f64, &v| m.max(v));
+        let bars = stacks.len().max(1) as f64;
+        let bar_w = (pw - 80.0) / bars - 10.0;
         let _ = writeln!(
             s,
             r##"<line x1="{x0}" y1="{base}" x2="{}" y2="{base}" stroke="#888" stroke-width="1"/>"##,
             x0 + pw - 60.0
         );
-        for (j, (v, color, name)) in [
-            (p.http, HTTP_COLOR, "HTTP/1.1"),
-            (p.grpc, GRPC_COLOR, "gRPC"),
-        ]
-        .iter()
-        .enumerate()
-        {
+        for (j, (name, v)) in stacks.iter().zip(&p.values).enumerate() {
+            let color = color(name);
             let bx = x0 + 20.0 + j as f64 * (bar_w + 20.0);
             let _ = writeln!(
                 s,
@@ -147,22 +147,25 @@ mod tests {
             Panel {
                 title: "Requests/sec",
                 unit: "1/s",
-                http: Some(9000.0),
-                grpc: Some(20000.0),
+                values: vec![Some(9000.0), Some(12000.0), Some(20000.0)],
             },
             Panel {
                 title: "p99 <latency>",
                 unit: "ms",
-                http: Some(4.1),
-                grpc: None,
+                values: vec![Some(4.1), Some(3.0), None],
             },
         ];
-        let svg = render("a & b", &panels);
+        let svg = render("a & b", &["HTTP/1.1", "HTTP/2", "gRPC"], &panels);
         assert!(svg.starts_with("<svg"));
         assert!(svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("a &amp; b"));
         assert!(svg.contains("p99 &lt;latency&gt;"));
         assert!(svg.contains(">20000<") && svg.contains(">9000<"));
         assert!(svg.contains(">n/a<"));
+        // a legend entry and a bar colour per stack
+        assert!(
+            svg.contains(">HTTP/2</text>") && svg.contains("#38a169"),
+            "{svg}"
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::report::{Cost, LayerTotals, Report, RunReport, Wire};
+use crate::report::{LayerTotals, Report, RunReport, Wire};
 use wirebench_wire::h2sniff::{FrameType, H2Counts};
 
 /// Milliseconds with enough digits for sub-millisecond loopback latencies.
@@ -14,11 +14,6 @@ fn fmt_ms(v: f64) -> String {
     }
 }
 
-/// Both values, each only where it is positive (so a ratio of them means something).
-fn ratio_of(a: f64, b: f64) -> (Option<f64>, Option<f64>) {
-    ((a > 0.0).then_some(a), (b > 0.0).then_some(b))
-}
-
 fn fmt_ratio(r: Option<f64>) -> String {
     r.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
 }
@@ -28,125 +23,108 @@ pub fn render(report: &Report) -> String {
     for run in &report.runs {
         render_run(&mut out, report, run);
     }
-    if let (Some(r), [a, b]) = (&report.ratios, &report.runs[..]) {
-        let (h, g) = if a.proto == "http" { (a, b) } else { (b, a) };
-        let _ = writeln!(out, "Comparison (ratio = gRPC / HTTP/1.1):");
-        let _ = writeln!(
-            out,
-            "  {:<26} {:>12} {:>12} {:>8}",
-            "", "HTTP/1.1", "gRPC", "ratio"
-        );
-        let mut row = |name: &str, hv: String, gv: String, ratio: Option<f64>| {
-            let _ = writeln!(
-                out,
-                "  {name:<26} {hv:>12} {gv:>12} {:>8}",
-                fmt_ratio(ratio)
-            );
-        };
-        row(
-            "Requests/sec",
-            format!("{:.1}", h.summary.requests_per_sec),
-            format!("{:.1}", g.summary.requests_per_sec),
-            r.requests_per_sec,
-        );
-        row(
-            "Latency p50 (ms)",
-            format!("{:.3}", h.percentile_ms(50.0)),
-            format!("{:.3}", g.percentile_ms(50.0)),
-            r.latency_p50,
-        );
-        row(
-            "Latency p99 (ms)",
-            format!("{:.3}", h.percentile_ms(99.0)),
-            format!("{:.3}", g.percentile_ms(99.0)),
-            r.latency_p99,
-        );
-        row(
-            "Connections",
-            h.wire.connections_opened.to_string(),
-            g.wire.connections_opened.to_string(),
-            r.connections,
-        );
-        row(
-            "Bytes out / request",
-            format!("{:.1}", h.wire.bytes_out_per_request),
-            format!("{:.1}", g.wire.bytes_out_per_request),
-            r.bytes_out_per_request,
-        );
-        row(
-            "Bytes in / request",
-            format!("{:.1}", h.wire.bytes_in_per_request),
-            format!("{:.1}", g.wire.bytes_in_per_request),
-            r.bytes_in_per_request,
-        );
-        row(
-            "TCP segments out / request",
-            format!("{:.2}", h.wire.segments_out_per_request),
-            format!("{:.2}", g.wire.segments_out_per_request),
-            r.segments_out_per_request,
-        );
-        row(
-            "TCP segments in / request",
-            format!("{:.2}", h.wire.segments_in_per_request),
-            format!("{:.2}", g.wire.segments_in_per_request),
-            r.segments_in_per_request,
-        );
-        let opt = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.2}"));
-        row(
-            "Syscalls / request",
-            opt(h.cost.syscalls_per_request),
-            opt(g.cost.syscalls_per_request),
-            r.syscalls_per_request,
-        );
-        let data = |c: &Cost| c.reads_per_request + c.writes_per_request;
-        let eagain = |c: &Cost| c.read_would_block_per_request + c.write_would_block_per_request;
-        let dr = |c: &Cost| ratio_of(data(c), eagain(c));
-        row(
-            "  reads + writes",
-            format!("{:.2}", data(&h.cost)),
-            format!("{:.2}", data(&g.cost)),
-            dr(&g.cost).0.and_then(|g| dr(&h.cost).0.map(|h| g / h)),
-        );
-        row(
-            "  would-block",
-            format!("{:.2}", eagain(&h.cost)),
-            format!("{:.2}", eagain(&g.cost)),
-            dr(&g.cost).1.and_then(|g| dr(&h.cost).1.map(|h| g / h)),
-        );
-        row(
-            "  other",
-            opt(h.cost.other_syscalls_per_request),
-            opt(g.cost.other_syscalls_per_request),
-            h.cost
-                .other_syscalls_per_request
-                .zip(g.cost.other_syscalls_per_request)
-                .and_then(|(h, g)| (h > 0.0).then(|| g / h)),
-        );
-        row(
-            "Context switches / request",
-            opt(h.cost.context_switches_per_request),
-            opt(g.cost.context_switches_per_request),
-            r.context_switches_per_request,
-        );
-        row(
-            "Client CPU / request (µs)",
-            format!("{:.1}", h.cost.client_cpu_us_per_request),
-            format!("{:.1}", g.cost.client_cpu_us_per_request),
-            r.client_cpu_us_per_request,
-        );
-        if let (Some(hs), Some(gs)) = (
-            h.cost.server_cpu_us_per_request,
-            g.cost.server_cpu_us_per_request,
-        ) {
-            row(
-                "Server CPU / request (µs)",
-                format!("{hs:.1}"),
-                format!("{gs:.1}"),
-                r.server_cpu_us_per_request,
-            );
-        }
-    }
+    render_comparison(&mut out, &report.runs);
     out
+}
+
+/// The stacks that ran side by side (two or three of HTTP/1.1, HTTP/2, gRPC, in that order):
+/// each figure per stack, then each later stack's figure divided by each earlier one's, so
+/// with all three the table parts h2 framing and multiplexing (HTTP/2 / HTTP/1.1) from
+/// protobuf against JSON (gRPC / HTTP/2).
+fn render_comparison(out: &mut String, runs: &[RunReport]) {
+    let cols: Vec<&RunReport> = ["http", "h2", "grpc"]
+        .iter()
+        .filter_map(|p| runs.iter().find(|r| r.proto == *p))
+        .collect();
+    if cols.len() < 2 {
+        return;
+    }
+    let short = |r: &RunReport| r.title;
+    let pairs = super::ratio_pairs(cols.len());
+    let names: Vec<String> = pairs
+        .iter()
+        .map(|&(n, d)| format!("{} / {}", short(cols[n]), short(cols[d])))
+        .collect();
+    let _ = writeln!(out, "Comparison (ratio = {}):", names.join(", "));
+    let mut head = format!("  {:<26}", "");
+    for c in &cols {
+        let _ = write!(head, " {:>12}", short(c));
+    }
+    for (&(n, d), name) in pairs.iter().zip(&names) {
+        let label = if pairs.len() == 1 {
+            "ratio".to_string()
+        } else {
+            format!("{}/{}", cols[n].proto, cols[d].proto)
+        };
+        let _ = write!(head, " {:>w$}", label, w = 8.max(name.len().min(9)));
+    }
+    let _ = writeln!(out, "{}", head.trim_end());
+    // one row: the figure per stack (shown, and as a number for the ratio; `None`: n/a)
+    let mut row = |name: &str, fig: &dyn Fn(&RunReport) -> (String, Option<f64>)| {
+        let figs: Vec<(String, Option<f64>)> = cols.iter().map(|c| fig(c)).collect();
+        let mut line = format!("  {name:<26}");
+        for (shown, _) in &figs {
+            let _ = write!(line, " {shown:>12}");
+        }
+        for (&(n, d), pname) in pairs.iter().zip(&names) {
+            let r = match (figs[n].1, figs[d].1) {
+                (Some(a), Some(b)) => super::derive::ratio(a, b),
+                _ => None,
+            };
+            let w = 8.max(pname.len().min(9));
+            let _ = write!(line, " {:>w$}", fmt_ratio(r));
+        }
+        let _ = writeln!(out, "{line}");
+    };
+    let num = |v: f64, digits: usize| (format!("{v:.digits$}"), Some(v));
+    let opt = |v: Option<f64>| match v {
+        Some(v) => (format!("{v:.2}"), Some(v)),
+        None => ("n/a".to_string(), None),
+    };
+    // a ratio only between positive values
+    let pos = |v: f64| (format!("{v:.2}"), (v > 0.0).then_some(v));
+    row("Requests/sec", &|r| num(r.summary.requests_per_sec, 1));
+    row("Latency p50 (ms)", &|r| num(r.percentile_ms(50.0), 3));
+    row("Latency p99 (ms)", &|r| num(r.percentile_ms(99.0), 3));
+    row("Connections", &|r| {
+        let n = r.wire.connections_opened;
+        (n.to_string(), Some(n as f64))
+    });
+    row("Bytes out / request", &|r| {
+        num(r.wire.bytes_out_per_request, 1)
+    });
+    row("Bytes in / request", &|r| {
+        num(r.wire.bytes_in_per_request, 1)
+    });
+    row("TCP segments out / request", &|r| {
+        num(r.wire.segments_out_per_request, 2)
+    });
+    row("TCP segments in / request", &|r| {
+        num(r.wire.segments_in_per_request, 2)
+    });
+    row("Syscalls / request", &|r| opt(r.cost.syscalls_per_request));
+    row("  reads + writes", &|r| {
+        pos(r.cost.reads_per_request + r.cost.writes_per_request)
+    });
+    row("  would-block", &|r| {
+        pos(r.cost.read_would_block_per_request + r.cost.write_would_block_per_request)
+    });
+    row("  other", &|r| opt(r.cost.other_syscalls_per_request));
+    row("Context switches / request", &|r| {
+        opt(r.cost.context_switches_per_request)
+    });
+    row("Client CPU / request (µs)", &|r| {
+        num(r.cost.client_cpu_us_per_request, 1)
+    });
+    if cols
+        .iter()
+        .all(|c| c.cost.server_cpu_us_per_request.is_some())
+    {
+        row("Server CPU / request (µs)", &|r| {
+            let v = r.cost.server_cpu_us_per_request.unwrap_or(0.0);
+            num(v, 1)
+        });
+    }
 }
 
 fn render_run(out: &mut String, report: &Report, run: &RunReport) {
@@ -418,7 +396,7 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         );
     }
     if let Some(l) = &w.layers {
-        render_layers(out, l, w.requests_on_wire);
+        render_layers(out, l, w.requests_on_wire, run.proto == "h2");
     }
     if report.per_conn_table {
         render_per_conn(out, run);
@@ -555,7 +533,8 @@ fn render_per_conn(out: &mut String, run: &RunReport) {
     }
 }
 
-fn render_layers(out: &mut String, l: &LayerTotals, requests: u64) {
+/// `plain`: plain HTTP/2, whose DATA is bodies (no gRPC rows).
+fn render_layers(out: &mut String, l: &LayerTotals, requests: u64, plain: bool) {
     let per = |v: u64| {
         if requests == 0 {
             0.0
@@ -594,16 +573,24 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64) {
             per(i.hpack_bytes),
         );
         row("DATA frame headers", per(dh(o)), per(dh(i)));
-        row(
-            "gRPC 5-byte prefixes",
-            per(o.grpc_prefix_bytes),
-            per(i.grpc_prefix_bytes),
-        );
-        row(
-            "protobuf messages",
-            per(o.grpc_message_bytes),
-            per(i.grpc_message_bytes),
-        );
+        if plain {
+            row(
+                "bodies (DATA payload)",
+                per(o.data_payload_bytes),
+                per(i.data_payload_bytes),
+            );
+        } else {
+            row(
+                "gRPC 5-byte prefixes",
+                per(o.grpc_prefix_bytes),
+                per(i.grpc_prefix_bytes),
+            );
+            row(
+                "protobuf messages",
+                per(o.grpc_message_bytes),
+                per(i.grpc_message_bytes),
+            );
+        }
         // control frames after setup (setup frames are reported once, below)
         let ctl = |d: &H2Counts| {
             d.control_frame_bytes()

@@ -1,4 +1,6 @@
-//! The h2 side of the echo server: EchoService/Echo, Health/Check, UNIMPLEMENTED otherwise.
+//! The h2 side of the echo server: EchoService/Echo, Health/Check, UNIMPLEMENTED otherwise;
+//! a request that is not gRPC (no `application/grpc` content-type) is plain HTTP/2, answered as
+//! the HTTP/1.1 side answers it (`POST /v1/echo` JSON).
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -9,10 +11,11 @@ use std::time::{Duration, SystemTime};
 use bytes::{Bytes, BytesMut};
 use h2::RecvStream;
 use h2::server::SendResponse;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Request, Response};
 use prost::Message;
 
-use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response};
+use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_json, echo_response, error_json};
 use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::proto::echo::EchoRequest;
 use wirebench_wire::proto::health::HealthCheckResponse;
@@ -78,6 +81,13 @@ async fn handle(
     received_at: SystemTime,
 ) {
     let (parts, mut body) = req.into_parts();
+    let grpc = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if !grpc {
+        return plain(parts, body, respond, peer, received_at).await;
+    }
     let path = parts.uri.path().to_string();
     // An unknown method is answered at once, before its body, as gRPC servers do: a client
     // streaming to it (a reflection client, say) would otherwise wait for an answer that only
@@ -141,6 +151,66 @@ async fn handle(
     let mut trailers = HeaderMap::new();
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
     let _ = stream.send_trailers(trailers);
+}
+
+/// A plain HTTP/2 request: the JSON echo of the HTTP/1.1 side, its body bounded as there.
+async fn plain(
+    parts: http::request::Parts,
+    mut body: RecvStream,
+    mut respond: SendResponse<Bytes>,
+    peer: SocketAddr,
+    received_at: SystemTime,
+) {
+    let mut buf = BytesMut::new();
+    let mut too_large = false;
+    while let Some(chunk) = body.data().await {
+        let Ok(chunk) = chunk else { return };
+        let _ = body.flow_control().release_capacity(chunk.len());
+        if buf.len() + chunk.len() > MAX_REQUEST {
+            too_large = true;
+            break;
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    let (status, json) = if too_large {
+        (413, error_json("request body too large"))
+    } else {
+        echo_json(
+            parts.method.as_str(),
+            parts.uri.path(),
+            &buf,
+            peer,
+            received_at,
+            || {
+                // as the HTTP/1.1 side reports them: lower-case names, repeated ones joined,
+                // and the authority as grpc-echo's gRPC side reports it
+                let mut headers = HashMap::new();
+                if let Some(a) = parts.uri.authority() {
+                    headers.insert(":authority".into(), a.to_string());
+                }
+                for name in parts.headers.keys() {
+                    let joined = parts
+                        .headers
+                        .get_all(name)
+                        .iter()
+                        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    headers.insert(name.as_str().to_string(), joined);
+                }
+                headers
+            },
+        )
+    };
+    let mut head = Response::new(());
+    *head.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    let h = head.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(CONTENT_LENGTH, HeaderValue::from(json.len()));
+    let Ok(mut stream) = respond.send_response(head, false) else {
+        return;
+    };
+    let _ = stream.send_data(Bytes::from(json), true);
 }
 
 /// Request metadata as grpc-go hands it to handlers: regular headers (values of a repeated name

@@ -1,17 +1,15 @@
 //! The HTTP/1.1 side of the echo server: `POST /v1/echo` with `{"ping": "..."}`, keepalive;
 //! the IO and the echo handler around `wirebench_wire::http1::decode_request_head`.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::BytesMut;
-use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response, echo_response_json};
+use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_json, error_json};
 use wirebench_wire::http1::{
     MAX_HEAD_BYTES, MAX_REQUEST_HEADERS, RequestError, RequestHead, RequestLimits,
     decode_request_head,
@@ -23,12 +21,6 @@ const LIMITS: RequestLimits = RequestLimits {
     max_headers: MAX_REQUEST_HEADERS,
     max_body: MAX_REQUEST as u64,
 };
-
-#[derive(Deserialize)]
-struct EchoBody<'a> {
-    #[serde(borrow, default)]
-    ping: Cow<'a, str>,
-}
 
 /// The request's headers as grpc-echo reports them: lowercase names, repeated fields joined
 /// with commas.
@@ -114,40 +106,16 @@ pub(super) async fn serve(
             }
         };
         let close = !head.keep_alive || age.is_some_and(|a| born.elapsed() >= a);
-        if head.path() != "/v1/echo" {
-            respond(&mut out, 404, &error_json("not found"), close);
-        } else if head.method() != "POST" {
-            respond(
-                &mut out,
-                405,
-                &error_json("method not allowed: use POST"),
-                close,
-            );
-        } else {
-            match serde_json::from_slice::<EchoBody>(&body) {
-                Ok(req) => {
-                    let headers = echo_headers(&head);
-                    let resp = echo_response(headers, req.ping.into_owned(), peer, received_at);
-                    let json = echo_response_json(&resp).to_string();
-                    respond(&mut out, 200, &json, close);
-                }
-                Err(e) => respond(
-                    &mut out,
-                    400,
-                    &error_json(&format!("malformed JSON: {e}")),
-                    close,
-                ),
-            }
-        }
+        let (status, json) =
+            echo_json(head.method(), head.path(), &body, peer, received_at, || {
+                echo_headers(&head)
+            });
+        respond(&mut out, status, &json, close);
         if io.write_all(&out).await.is_err() || close {
             let _ = io.shutdown().await;
             return;
         }
     }
-}
-
-fn error_json(message: &str) -> String {
-    serde_json::json!({ "error": message }).to_string()
 }
 
 fn reason(status: u16) -> &'static str {

@@ -297,6 +297,43 @@ fn timestamp(t: SystemTime) -> prost_types::Timestamp {
     }
 }
 
+#[derive(serde::Deserialize)]
+struct EchoBody<'a> {
+    #[serde(borrow, default)]
+    ping: std::borrow::Cow<'a, str>,
+}
+
+pub(crate) fn error_json(message: &str) -> String {
+    serde_json::json!({ "error": message }).to_string()
+}
+
+/// The answer to a JSON echo request, over HTTP/1.1 or HTTP/2: `POST /v1/echo` with
+/// `{"ping": ...}` gets 200 and the EchoResponse as JSON; another path 404, another method
+/// 405, a body that is not the JSON 400 (each with `{"error": ...}`). `headers` are called for
+/// only when the request is answered.
+pub(crate) fn echo_json(
+    method: &str,
+    path: &str,
+    body: &[u8],
+    peer: SocketAddr,
+    received_at: SystemTime,
+    headers: impl FnOnce() -> std::collections::HashMap<String, String>,
+) -> (u16, String) {
+    if path != "/v1/echo" {
+        return (404, error_json("not found"));
+    }
+    if method != "POST" {
+        return (405, error_json("method not allowed: use POST"));
+    }
+    match serde_json::from_slice::<EchoBody>(body) {
+        Ok(req) => {
+            let resp = echo_response(headers(), req.ping.into_owned(), peer, received_at);
+            (200, echo_response_json(&resp).to_string())
+        }
+        Err(e) => (400, error_json(&format!("malformed JSON: {e}"))),
+    }
+}
+
 /// The EchoResponse grpc-echo sends: the request's metadata and ping, the peer, and the four
 /// timestamps (request received, handler reached, handler done, response about to be sent).
 pub(crate) fn echo_response(

@@ -13,7 +13,10 @@ use crate::stats::{CpuTimes, IoCalls, Stats};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
+    /// HTTP/1.1
     Http,
+    /// plain HTTP/2 (requests with bodies, no gRPC framing), on the wire client
+    H2,
     Grpc,
 }
 
@@ -21,6 +24,7 @@ impl Proto {
     pub fn name(self) -> &'static str {
         match self {
             Proto::Http => "http",
+            Proto::H2 => "h2",
             Proto::Grpc => "grpc",
         }
     }
@@ -28,6 +32,7 @@ impl Proto {
     pub fn title(self) -> &'static str {
         match self {
             Proto::Http => "HTTP/1.1",
+            Proto::H2 => "HTTP/2",
             Proto::Grpc => "gRPC",
         }
     }

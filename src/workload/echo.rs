@@ -4,8 +4,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use http::Uri;
-use http::header::{HeaderName, HeaderValue};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{Method, Uri};
 use prost::Message;
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,6 +27,8 @@ struct Shared {
     ping: String,
     templates: Vec<RequestTemplate>,
     calls: Vec<Call>,
+    /// `POST /v1/echo` over plain HTTP/2, per endpoint
+    h2_calls: Vec<Call>,
     json_body: Bytes,
     frame: Bytes,
 }
@@ -67,8 +69,16 @@ impl EchoWorkload {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
+        let json_body = Bytes::from(serde_json::json!({ "ping": ping }).to_string());
         let mut templates = Vec::with_capacity(endpoints.len());
         let mut calls = Vec::with_capacity(endpoints.len());
+        let mut h2_calls = Vec::with_capacity(endpoints.len());
+        // the HTTP/1.1 request's headers, as HTTP/2 fields
+        let mut h2_headers = vec![
+            (CONTENT_TYPE, HeaderValue::from_static("application/json")),
+            (CONTENT_LENGTH, HeaderValue::from(json_body.len())),
+        ];
+        h2_headers.extend(metadata.iter().cloned());
         for ep in endpoints {
             let mut h = vec![("Content-Type", "application/json")];
             h.extend_from_slice(&extra);
@@ -80,8 +90,12 @@ impl EchoWorkload {
                 .parse()
                 .map_err(|e| format!("target {}: {e}", ep.url))?;
             calls.push(Call::new(uri, metadata.clone(), FailureKind::GrpcStatus));
+            let scheme = if ep.tls { "https" } else { "http" };
+            let uri: Uri = format!("{scheme}://{}{HTTP_PATH}", ep.authority)
+                .parse()
+                .map_err(|e| format!("target {}: {e}", ep.url))?;
+            h2_calls.push(Call::plain(Method::POST, uri, h2_headers.clone()));
         }
-        let json_body = Bytes::from(serde_json::json!({ "ping": ping }).to_string());
         let mut frame = BytesMut::new();
         grpc::encode(&EchoRequest { ping: ping.clone() }, &mut frame);
         let frame = frame.freeze();
@@ -90,6 +104,7 @@ impl EchoWorkload {
                 ping,
                 templates,
                 calls,
+                h2_calls,
                 json_body,
                 frame,
             }),
@@ -133,6 +148,15 @@ impl EchoWorkload {
 
     pub fn call(&self, ep: usize) -> &Call {
         &self.shared.calls[ep]
+    }
+
+    pub fn h2_call(&self, ep: usize) -> &Call {
+        &self.shared.h2_calls[ep]
+    }
+
+    /// The JSON request body, the same for every request (HTTP/1.1 and HTTP/2).
+    pub fn json_body(&self) -> &Bytes {
+        &self.shared.json_body
     }
 
     /// The framed request, the same for every call; borrowed, so the wire client touches no

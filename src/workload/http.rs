@@ -1,11 +1,16 @@
 //! Any HTTP server (`wirebench http URL`): one method and path, the given headers, the bodies
 //! sent in turn; a response is OK when its status is in the accepted range. Redirects are never
-//! followed: their status is counted like any other.
+//! followed: their status is counted like any other. Over HTTP/1.1 (a request template per
+//! endpoint) or plain HTTP/2 (a `Call` per endpoint: the same method, path and headers as
+//! fields).
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
+use http::header::{CONTENT_LENGTH, HeaderName, HeaderValue};
+use http::{Method, Uri};
 
+use crate::client::grpc::Call;
 use crate::config::{Endpoint, HttpSpec};
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
@@ -14,8 +19,9 @@ use wirebench_wire::http1::RequestTemplate;
 #[derive(Debug)]
 struct Shared {
     templates: Vec<RequestTemplate>,
+    h2_calls: Vec<Call>,
     head: bool,
-    bodies: Vec<Vec<u8>>,
+    bodies: Vec<Bytes>,
     ok_status: (u16, u16),
 }
 
@@ -51,14 +57,16 @@ impl HttpWorkload {
                 t
             });
         }
-        let bodies = if spec.bodies.is_empty() {
-            vec![Vec::new()]
+        let bodies: Vec<Bytes> = if spec.bodies.is_empty() {
+            vec![Bytes::new()]
         } else {
-            spec.bodies.clone()
+            spec.bodies.iter().map(|b| Bytes::from(b.clone())).collect()
         };
+        let h2_calls = h2_calls(spec, endpoints, &bodies)?;
         Ok(HttpWorkload {
             shared: Arc::new(Shared {
                 templates,
+                h2_calls,
                 head: spec.method == "HEAD",
                 bodies,
                 ok_status: spec.ok_status,
@@ -78,9 +86,18 @@ impl HttpWorkload {
     /// Appends request `idx` for endpoint `ep` (body `idx % bodies`) to `dst`; returns its head
     /// length.
     pub fn encode_http(&self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {
+        self.shared.templates[ep].encode(self.body(idx), dst)
+    }
+
+    /// The plain HTTP/2 request for endpoint `ep`.
+    pub fn h2_call(&self, ep: usize) -> &Call {
+        &self.shared.h2_calls[ep]
+    }
+
+    /// The body of request `idx` (the bodies go in turn).
+    pub fn body(&self, idx: u64) -> &Bytes {
         let s = &*self.shared;
-        let body = &s.bodies[(idx % s.bodies.len() as u64) as usize];
-        s.templates[ep].encode(body, dst)
+        &s.bodies[(idx % s.bodies.len() as u64) as usize]
     }
 
     pub fn check_http(&self, status: u16) -> HttpVerdict {
@@ -98,6 +115,54 @@ impl HttpWorkload {
             ))
         }
     }
+}
+
+/// Headers HTTP/2 forbids (RFC 9113 §8.2.2): they describe an HTTP/1.1 connection.
+fn connection_specific(name: &str) -> bool {
+    matches!(
+        name,
+        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
+    )
+}
+
+/// The HTTP/2 form of the request, per endpoint: header names lower-cased, connection-specific
+/// headers left out (a `te` other than "trailers" too; Host, Content-Length and
+/// Transfer-Encoding the HTTP/1.1 template already refused), and a content-length of our own when every body has the same length (as the HTTP/1.1 request
+/// says it; with bodies of different lengths, END_STREAM alone ends each, and the constant
+/// header block stays constant).
+fn h2_calls(
+    spec: &HttpSpec,
+    endpoints: &[Endpoint],
+    bodies: &[Bytes],
+) -> Result<Vec<Call>, String> {
+    let method = Method::from_bytes(spec.method.as_bytes())
+        .map_err(|_| format!("invalid method {:?}", spec.method))?;
+    let mut fields = Vec::with_capacity(spec.headers.len() + 1);
+    for (k, v) in &spec.headers {
+        let name = k.to_ascii_lowercase();
+        if connection_specific(&name) || (name == "te" && !v.eq_ignore_ascii_case("trailers")) {
+            continue;
+        }
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("invalid header name {k:?}"))?;
+        let value =
+            HeaderValue::from_str(v).map_err(|_| format!("invalid header value for {k}"))?;
+        fields.push((name, value));
+    }
+    let len = bodies[0].len();
+    if bodies.iter().all(|b| b.len() == len) && !(len == 0 && anticipates_no_content(&spec.method))
+    {
+        fields.push((CONTENT_LENGTH, HeaderValue::from(len)));
+    }
+    let mut calls = Vec::with_capacity(endpoints.len());
+    for ep in endpoints {
+        let scheme = if ep.tls { "https" } else { "http" };
+        let uri: Uri = format!("{scheme}://{}{}", ep.authority, spec.path)
+            .parse()
+            .map_err(|e| format!("{}: {e}", ep.url))?;
+        calls.push(Call::plain(method.clone(), uri, fields.clone()));
+    }
+    Ok(calls)
 }
 
 #[cfg(test)]
@@ -140,6 +205,52 @@ mod tests {
         out.clear();
         w.encode_http(0, 0, &mut out);
         assert!(out.ends_with(b"Content-Length: 0\r\n\r\n"));
+    }
+
+    fn h2_fields(w: &HttpWorkload) -> Vec<(String, String)> {
+        w.h2_call(0)
+            .fields()
+            .map(|(k, v)| {
+                (
+                    String::from_utf8(k.to_vec()).unwrap(),
+                    String::from_utf8(v.to_vec()).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_http2_request_has_the_same_method_path_and_headers() {
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let mut s = spec("POST", &[b"abc"]);
+        s.headers = vec![
+            ("X-Trace".into(), "1".into()),
+            ("Connection".into(), "close".into()),
+            ("TE".into(), "gzip".into()),
+        ];
+        let w = HttpWorkload::new(&s, &[endpoint()]).unwrap();
+        assert!(w.h2_call(0).is_plain());
+        assert_eq!(
+            h2_fields(&w),
+            vec![
+                pair(":method", "POST"),
+                pair(":scheme", "http"),
+                pair(":path", "/p?q=1"),
+                pair(":authority", "127.0.0.1:9"),
+                pair("x-trace", "1"),
+                pair("content-length", "3"),
+            ]
+        );
+        assert_eq!(&w.body(0)[..], b"abc");
+        // bodies of different lengths: END_STREAM alone delimits them
+        let w = HttpWorkload::new(&spec("PUT", &[b"a", b"bc"]), &[endpoint()]).unwrap();
+        assert!(h2_fields(&w).iter().all(|(k, _)| k != "content-length"));
+        assert_eq!(&w.body(1)[..], b"bc");
+        // a GET without a body says no length, as over HTTP/1.1
+        let w = HttpWorkload::new(&spec("GET", &[]), &[endpoint()]).unwrap();
+        let f = h2_fields(&w);
+        assert_eq!(f[0], pair(":method", "GET"));
+        assert!(f.iter().all(|(k, _)| k != "content-length"), "{f:?}");
     }
 
     #[test]

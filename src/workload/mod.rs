@@ -37,8 +37,8 @@ pub enum Workload {
     /// the watch benchmark's put load: stamped values, revisions acknowledged
     WatchPuts(Box<WatchPuts>),
     Echo(EchoWorkload),
-    /// any HTTP server; HTTP/1.1 only (`cli` refuses gRPC for it, so the gRPC methods below
-    /// never see it)
+    /// any HTTP server, over HTTP/1.1 or plain HTTP/2 (`cli` refuses gRPC for it, so the gRPC
+    /// methods below never see it)
     Http(HttpWorkload),
     /// any unary gRPC method; gRPC only (`cli` refuses HTTP/1.1 for it)
     Grpc(GrpcWorkload),
@@ -108,6 +108,19 @@ impl Workload {
             Workload::Echo(w) => w.check_http(status, body).map(|s| (s, None)),
             Workload::Http(w) => w.check_http(status).map(|s| (s, None)),
             Workload::Grpc(_) => unreachable!("a gRPC method runs over gRPC only"),
+        }
+    }
+
+    /// Plain HTTP/2 request number `idx` for endpoint `ep`: its body and its request
+    /// (method, path, headers), lent together.
+    pub fn next_h2(&mut self, idx: u64, ep: usize) -> (&Bytes, &crate::client::grpc::Call) {
+        match self {
+            Workload::Etcd(w) => w.next_h2(idx, ep),
+            Workload::Echo(w) => (w.json_body(), w.h2_call(ep)),
+            Workload::Http(w) => (w.body(idx), w.h2_call(ep)),
+            Workload::WatchPuts(_) | Workload::Grpc(_) => {
+                unreachable!("`cli` runs no watch puts and no gRPC method over plain HTTP/2")
+            }
         }
     }
 

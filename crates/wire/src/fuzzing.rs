@@ -234,6 +234,20 @@ pub fn h2_sniff(data: &[u8]) {
         whole.fed(),
         c.preface_bytes + frame_bytes + c.unparsed_bytes + whole.pending()
     );
+
+    // plain HTTP/2 counts the same frames, without a gRPC layer
+    let mut plain = H2Sniffer::plain(expect_preface);
+    plain.feed(head);
+    plain.feed(tail);
+    let p = plain.counts();
+    assert_eq!(p.frames, c.frames);
+    assert_eq!(p.data_payload_bytes, c.data_payload_bytes);
+    assert_eq!(p.hpack_bytes, c.hpack_bytes);
+    assert_eq!(p.unparsed_bytes, c.unparsed_bytes);
+    assert_eq!(
+        p.grpc_prefix_bytes + p.grpc_message_bytes + p.data_untracked_bytes,
+        0
+    );
 }
 
 /// The h2 frame codec: frames decoded back to back (after the client preface, if the input

@@ -139,7 +139,8 @@ pub struct H2Counts {
     /// Completed gRPC prefixes (counted when the 5th prefix byte arrives).
     pub grpc_messages: u64,
     /// DATA bytes of streams not tracked (no state: map full, evicted, or no HEADERS seen in this
-    /// direction) or after a malformed gRPC prefix.
+    /// direction) or after a malformed gRPC prefix; always 0 for a plain-HTTP/2 sniffer, whose
+    /// DATA is bodies, not gRPC messages.
     pub data_untracked_bytes: u64,
     /// Bytes before the first byte of the first HEADERS frame header: the preface plus the
     /// SETTINGS/WINDOW_UPDATE/PING exchange before the first request or response.
@@ -308,13 +309,25 @@ pub struct H2Sniffer {
     frame_start: u64,
     /// Offset of the first HEADERS frame header, once its type byte arrived.
     first_headers_at: Option<u64>,
-    /// (stream id, state), never longer than `MAX_TRACKED_STREAMS`.
+    /// (stream id, state), never longer than `MAX_TRACKED_STREAMS`; empty without `grpc`.
     streams: StreamMap,
+    /// DATA carries gRPC messages (their prefixes are counted); else it is plain bodies.
+    grpc: bool,
 }
 
 impl H2Sniffer {
     /// `expect_preface`: true for the client->server direction (the stream starts with PREFACE), false for server->client.
     pub fn new(expect_preface: bool) -> Self {
+        Self::with_grpc(expect_preface, true)
+    }
+
+    /// A sniffer for plain HTTP/2 (requests and responses with bodies, no gRPC framing): DATA
+    /// payload is counted, no stream is tracked.
+    pub fn plain(expect_preface: bool) -> Self {
+        Self::with_grpc(expect_preface, false)
+    }
+
+    fn with_grpc(expect_preface: bool, grpc: bool) -> Self {
         H2Sniffer {
             counts: H2Counts::default(),
             fed: 0,
@@ -328,6 +341,7 @@ impl H2Sniffer {
             frame_start: 0,
             first_headers_at: None,
             streams: StreamMap::default(),
+            grpc,
         }
     }
 
@@ -441,7 +455,8 @@ impl H2Sniffer {
                 c.data_payload_bytes += n;
                 match self.streams.get_mut(&stream) {
                     Some(state) => grpc_consume(state, payload, c),
-                    None => c.data_untracked_bytes += n,
+                    None if self.grpc => c.data_untracked_bytes += n,
+                    None => {}
                 }
                 if flags & END_STREAM != 0 {
                     self.forget(stream);
@@ -592,7 +607,8 @@ impl H2Sniffer {
                     };
                     match state {
                         Some(state) => grpc_consume(state, part, c),
-                        None => c.data_untracked_bytes += n,
+                        None if self.grpc => c.data_untracked_bytes += n,
+                        None => {}
                     }
                 }
                 FrameType::Headers | FrameType::PushPromise | FrameType::Continuation => {
@@ -637,6 +653,9 @@ impl H2Sniffer {
     /// Starts gRPC tracking for a stream that opened (HEADERS without END_STREAM) in this direction.
     /// When the map is full the lowest stream id (the oldest, likely abandoned stream) is evicted.
     fn track(&mut self, stream: u32) {
+        if !self.grpc {
+            return;
+        }
         if self.streams.len() < MAX_TRACKED_STREAMS {
             self.streams.entry(stream).or_insert(Grpc::START);
             return;
@@ -1430,10 +1449,13 @@ mod tests {
     }
 
     fn feed_split(expect: bool, input: &[u8], splits: &[usize]) -> H2Sniffer {
+        feed_split_into(H2Sniffer::new(expect), input, splits)
+    }
+
+    fn feed_split_into(mut s: H2Sniffer, input: &[u8], splits: &[usize]) -> H2Sniffer {
         let mut cuts: Vec<usize> = splits.iter().map(|s| s % (input.len() + 1)).collect();
         cuts.push(input.len());
         cuts.sort_unstable();
-        let mut s = H2Sniffer::new(expect);
         let mut at = 0;
         for c in cuts {
             s.feed(&input[at..c]);
@@ -1475,6 +1497,19 @@ mod tests {
                 prop_assert!(bytewise.counts().setup_bytes <= bytewise.fed());
             }
             prop_assert_eq!(bytewise.counts(), c);
+
+            // plain HTTP/2: the same frames, DATA all body, no gRPC layer
+            let mut plain = H2Sniffer::plain(preface);
+            plain.feed(input);
+            let mut want_plain = *want;
+            want_plain.grpc_prefix_bytes = 0;
+            want_plain.grpc_message_bytes = 0;
+            want_plain.grpc_messages = 0;
+            want_plain.data_untracked_bytes = 0;
+            prop_assert_eq!(plain.counts(), &want_plain);
+            prop_assert!(plain.streams.is_empty());
+            let split = feed_split_into(H2Sniffer::plain(preface), input, &splits);
+            prop_assert_eq!(split.counts(), &want_plain);
         }
 
         #[test]

@@ -25,7 +25,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use super::{Call, CallError, judged_message};
+use super::{Call, CallError, Progress, judged_message};
 use crate::net::{H2Config, Io, Ledger};
 use crate::outcome::{Failure, FailureKind};
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
@@ -87,6 +87,9 @@ struct Slot {
     waker: Option<Waker>,
     /// a bidi stream (`Bidi`): DATA is kept in `rx` for its reader, not judged as one message
     streaming: bool,
+    /// a plain HTTP/2 request: the response is a status and a body of at most `max_message`
+    /// bytes, complete at END_STREAM (no gRPC framing, no grpc-status)
+    plain: bool,
     /// the stream's response head arrived
     head_seen: bool,
     /// the server ended the stream
@@ -112,6 +115,7 @@ impl Slot {
             outcome: None,
             waker: None,
             streaming: false,
+            plain: false,
             head_seen: false,
             ended: false,
             deadline: None,
@@ -133,6 +137,7 @@ impl Slot {
         self.outcome = None;
         self.waker = None;
         self.streaming = false;
+        self.plain = call.is_plain();
         self.head_seen = false;
         self.ended = false;
         self.deadline = None;
@@ -300,6 +305,20 @@ impl Events for Sink<'_> {
             s.wake();
             return;
         }
+        if s.plain {
+            if trailers || end_stream {
+                // trailers end a plain response too; an informational head never ends one
+                if trailers || !(100..200).contains(&s.status) {
+                    let body = s.rx.split().freeze();
+                    s.done(Ok(body));
+                }
+            } else if (100..200).contains(&s.status) {
+                s.status = 0;
+            } else {
+                s.rx.clear();
+            }
+            return;
+        }
         let verdict = UnaryResponse::new(s.max_message);
         if trailers {
             let r = verdict.finish(&mut s.rx, true, s.trailer_grpc);
@@ -350,6 +369,25 @@ impl Events for Sink<'_> {
             s.rx.extend_from_slice(data);
             s.ended |= end_stream;
             s.wake();
+            return;
+        }
+        if s.plain {
+            if s.rx.len() + data.len() > s.max_message {
+                let failure = Failure::with(
+                    FailureKind::BodyTooLarge,
+                    format_args!("response body beyond {} bytes (--max-body)", s.max_message),
+                );
+                s.done(Err(CallError::plain(failure)));
+                if !end_stream {
+                    self.to_reset.push(s.stream);
+                }
+                return;
+            }
+            s.rx.extend_from_slice(data);
+            if end_stream {
+                let body = s.rx.split().freeze();
+                s.done(Ok(body));
+            }
             return;
         }
         let verdict = UnaryResponse::new(s.max_message);
@@ -614,8 +652,9 @@ impl Handle {
         st.wake_driver();
     }
 
-    /// One unary call; `sent` becomes true once its HEADERS are queued. `None` when `deadline`
-    /// passed first (its stream, if open, is reset).
+    /// One unary call (or plain request); `progress` tells when its HEADERS are queued and
+    /// the response's status. `None` when `deadline` passed first (its stream, if open, is
+    /// reset).
     #[allow(clippy::too_many_arguments)]
     pub async fn unary(
         &self,
@@ -624,7 +663,7 @@ impl Handle {
         request: &Bytes,
         rx: &mut BytesMut,
         max_message: usize,
-        sent: &Cell<bool>,
+        progress: &Progress,
         deadline: Option<Instant>,
     ) -> Option<Result<Bytes, CallError>> {
         let token = {
@@ -648,7 +687,7 @@ impl Handle {
             Err(e) => return Some(Err(e)),
         };
         guard.stream = Some(id);
-        sent.set(true);
+        progress.sent.set(true);
         ledger.count_request();
         if ledger.h2.is_some() {
             ledger.h2_header_lists(call.header_list_bytes, 0);
@@ -668,9 +707,13 @@ impl Handle {
             }
         })
         .await?;
-        if ledger.h2.is_some() {
-            let bytes = self.state.borrow().slots[token].header_bytes_in;
-            ledger.h2_header_lists(0, bytes);
+        {
+            let st = self.state.borrow();
+            let s = &st.slots[token];
+            progress.status.set(s.status);
+            if ledger.h2.is_some() {
+                ledger.h2_header_lists(0, s.header_bytes_in);
+            }
         }
         guard.stream = None;
         Some(outcome)
@@ -698,11 +741,15 @@ impl CallGuard<'_> {
         if st.slots[self.token].expired {
             return Poll::Ready(None);
         }
-        let id = match ready!(open_stream(&mut st, self.token, call, cx)) {
+        // a plain request without a body ends with its HEADERS, as GET requests do
+        let headers_only = call.is_plain() && request.is_empty();
+        let id = match ready!(open_stream(&mut st, self.token, call, headers_only, cx)) {
             Ok(id) => id,
             Err(e) => return Poll::Ready(Some(Err(e))),
         };
-        st.conn.send_data(id, request, true);
+        if !headers_only {
+            st.conn.send_data(id, request, true);
+        }
         Poll::Ready(Some(Ok(id)))
     }
 }
@@ -713,12 +760,16 @@ fn open_stream(
     st: &mut State,
     token: usize,
     call: &Call,
+    end_stream: bool,
     cx: &mut Context<'_>,
 ) -> Poll<Result<u32, CallError>> {
     if let Some(d) = &st.dead {
         return Poll::Ready(Err(never_sent(d.failure())));
     }
-    match st.conn.open_keyed(token, call.key, call.fields(), false) {
+    match st
+        .conn
+        .open_keyed(token, call.key, call.fields(), end_stream)
+    {
         Ok(id) => {
             st.slots[token].stream = id;
             st.wake_driver();
@@ -798,7 +849,7 @@ impl Handle {
             stream: 0,
         };
         bidi.stream =
-            poll_fn(|cx| open_stream(&mut bidi.state.borrow_mut(), token, call, cx)).await?;
+            poll_fn(|cx| open_stream(&mut bidi.state.borrow_mut(), token, call, false, cx)).await?;
         ledger.count_request();
         if ledger.h2.is_some() {
             ledger.h2_header_lists(call.header_list_bytes, 0);

@@ -70,6 +70,7 @@ fn watch_thread(
         let opened = match proto {
             Proto::Grpc => grpc::open(&cfg, &st).await,
             Proto::Http => http::open(&cfg, &st).await,
+            Proto::H2 => Err("etcd watch runs over HTTP/1.1 or gRPC".to_string()),
         };
         let tasks = match opened {
             Ok(t) => t,

@@ -390,6 +390,11 @@ impl Connection {
                 let send = conn.handle();
                 Connection::Grpc(conn, send)
             }
+            Proto::H2 => {
+                return Err(io::Error::other(
+                    "etcd's API is reached over HTTP/1.1 or gRPC, not plain HTTP/2",
+                ));
+            }
             Proto::Http => Connection::Http(
                 http1::Conn::connect(
                     ep.addr,

@@ -5,8 +5,8 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use http::Uri;
-use http::header::{HeaderName, HeaderValue};
+use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{Method, Uri};
 use prost::Message;
 use serde_json::Value;
 
@@ -80,21 +80,49 @@ fn next_key(op: &EtcdOp, rng: &mut Rng, key: &mut [u8], idx: u64) {
     }
 }
 
-/// The HTTP/1.1 request heads and gRPC calls of `op`, one per endpoint.
+/// What `op` sends to each endpoint: the HTTP/1.1 request heads, the gRPC calls, and the
+/// gateway requests over plain HTTP/2.
+struct Targets {
+    templates: Vec<RequestTemplate>,
+    calls: Vec<Call>,
+    h2_calls: Vec<Call>,
+}
+
+/// The length of `op`'s JSON body (the same for every request: the keys have one size).
+fn json_body_len(op: &EtcdOp, json_tail: &[u8]) -> usize {
+    match op {
+        EtcdOp::Put { key_size, .. } => {
+            let mut b = BytesMut::new();
+            json::put_base64(&vec![0; *key_size], &mut b);
+            br#"{"key":""#.len() + b.len() + json_tail.len()
+        }
+        EtcdOp::Range { .. } => json_tail.len(),
+    }
+}
+
+/// The requests of `op`, one of each kind per endpoint; `body_len`: the JSON body's length.
 fn targets(
     op: &EtcdOp,
     endpoints: &[Endpoint],
     token: Option<&str>,
-) -> Result<(Vec<RequestTemplate>, Vec<Call>), String> {
+    body_len: usize,
+) -> Result<Targets, String> {
     let mut templates = Vec::with_capacity(endpoints.len());
     let mut calls = Vec::with_capacity(endpoints.len());
+    let mut h2_calls = Vec::with_capacity(endpoints.len());
     let mut headers = vec![("Content-Type", "application/json")];
     let mut metadata = Vec::new();
+    // the HTTP/1.1 request's headers as HTTP/2 fields
+    let mut fields = vec![
+        (CONTENT_TYPE, HeaderValue::from_static("application/json")),
+        (CONTENT_LENGTH, HeaderValue::from(body_len)),
+    ];
     if let Some(t) = token {
         headers.push(("Authorization", t));
         let v = HeaderValue::from_str(t)
             .map_err(|_| "the auth token is not a valid header value".to_string())?;
-        metadata.push((HeaderName::from_static("token"), v));
+        metadata.push((HeaderName::from_static("token"), v.clone()));
+        fields.push((AUTHORIZATION, v));
     }
     for ep in endpoints {
         let t = RequestTemplate::new("POST", gateway_path(op), &ep.authority, &headers)
@@ -104,8 +132,19 @@ fn targets(
             .parse()
             .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
         calls.push(Call::new(uri, metadata.clone(), FailureKind::Etcd));
+        let scheme = if ep.tls { "https" } else { "http" };
+        let uri: Uri = format!("{scheme}://{}{}", ep.authority, gateway_path(op))
+            .parse()
+            .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
+        let mut call = Call::plain(Method::POST, uri, fields.clone());
+        call.status_kind = FailureKind::Etcd;
+        h2_calls.push(call);
     }
-    Ok((templates, calls))
+    Ok(Targets {
+        templates,
+        calls,
+        h2_calls,
+    })
 }
 
 /// Everything that is the same for all clients, built once.
@@ -117,6 +156,8 @@ struct Shared {
     templates: Vec<RequestTemplate>,
     /// per endpoint: the gRPC call
     calls: Vec<Call>,
+    /// per endpoint: the gateway request over plain HTTP/2
+    h2_calls: Vec<Call>,
     /// put: `","value":"<base64 value>"}` (the constant tail of the JSON body);
     /// range: the whole JSON body
     json_tail: Bytes,
@@ -136,13 +177,15 @@ pub struct EtcdWorkload {
     /// constant request, so the h2 crate's client cloning it touches no reference count shared
     /// with other threads
     request: Bytes,
+    /// the JSON body of the plain HTTP/2 request at hand
+    h2_body: Bytes,
 }
 
 impl EtcdWorkload {
     /// Whether `op` renders for `endpoints` (request heads, URIs), without generating its
     /// value: the errors `new` would give without a token.
     pub fn check(op: &EtcdOp, endpoints: &[Endpoint]) -> Result<(), String> {
-        targets(op, endpoints, None).map(drop)
+        targets(op, endpoints, None, 0).map(drop)
     }
 
     /// `token`: an etcd auth token, sent as gRPC metadata `token` and as the HTTP
@@ -154,7 +197,6 @@ impl EtcdWorkload {
         token: Option<&str>,
     ) -> Result<Self, String> {
         let mut rng = Rng::new(seed);
-        let (templates, calls) = targets(&op, endpoints, token)?;
         let (json_tail, proto_tail) = match &op {
             EtcdOp::Put { val_size, .. } => {
                 // etcd's benchmark: one random value of val-size bytes for the whole run.
@@ -190,12 +232,14 @@ impl EtcdWorkload {
             EtcdOp::Put { key_size, .. } => *key_size,
             EtcdOp::Range { .. } => 0,
         };
+        let t = targets(&op, endpoints, token, json_body_len(&op, &json_tail))?;
         Ok(EtcdWorkload {
             shared: Arc::new(Shared {
                 op,
                 endpoints: endpoints.to_vec(),
-                templates,
-                calls,
+                templates: t.templates,
+                calls: t.calls,
+                h2_calls: t.h2_calls,
                 json_tail,
                 proto_tail,
             }),
@@ -204,6 +248,7 @@ impl EtcdWorkload {
             body: BytesMut::new(),
             frame: BytesMut::new(),
             request: Bytes::new(),
+            h2_body: Bytes::new(),
         })
     }
 
@@ -219,12 +264,14 @@ impl EtcdWorkload {
     /// This client's copy with a new auth token (after re-authenticating); allocates.
     pub fn set_token(&mut self, token: &str) -> Result<(), String> {
         let s = &*self.shared;
-        let (templates, calls) = targets(&s.op, &s.endpoints, Some(token))?;
+        let body_len = json_body_len(&s.op, &s.json_tail);
+        let t = targets(&s.op, &s.endpoints, Some(token), body_len)?;
         self.shared = Arc::new(Shared {
             op: s.op.clone(),
             endpoints: s.endpoints.clone(),
-            templates,
-            calls,
+            templates: t.templates,
+            calls: t.calls,
+            h2_calls: t.h2_calls,
             json_tail: s.json_tail.clone(),
             proto_tail: s.proto_tail.clone(),
         });
@@ -232,19 +279,44 @@ impl EtcdWorkload {
     }
 
     pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {
+        self.next_json(idx);
         let shared = &*self.shared;
         let template = &shared.templates[ep];
         match shared.op {
-            EtcdOp::Put { .. } => {
-                next_key(&shared.op, &mut self.rng, &mut self.key, idx);
-                self.body.clear();
-                self.body.put_slice(br#"{"key":""#);
-                json::put_base64(&self.key, &mut self.body);
-                self.body.put_slice(&shared.json_tail);
-                template.encode(&self.body, dst)
-            }
+            EtcdOp::Put { .. } => template.encode(&self.body, dst),
             EtcdOp::Range { .. } => template.encode(&shared.json_tail, dst),
         }
+    }
+
+    /// Put: the JSON body of request `idx` into `body` (range's is constant).
+    fn next_json(&mut self, idx: u64) {
+        let shared = &*self.shared;
+        if let EtcdOp::Put { .. } = shared.op {
+            next_key(&shared.op, &mut self.rng, &mut self.key, idx);
+            self.body.clear();
+            self.body.put_slice(br#"{"key":""#);
+            json::put_base64(&self.key, &mut self.body);
+            self.body.put_slice(&shared.json_tail);
+        }
+    }
+
+    /// Plain HTTP/2 request `idx` to endpoint `ep`: its JSON body and the gateway request.
+    pub fn next_h2(&mut self, idx: u64, ep: usize) -> (&Bytes, &Call) {
+        match self.shared.op {
+            EtcdOp::Put { .. } => {
+                // the last request's bytes first, so the buffer is reused
+                self.h2_body = Bytes::new();
+                self.next_json(idx);
+                self.h2_body = self.body.split().freeze();
+            }
+            // this client's own copy of the constant body (no reference count shared between
+            // threads)
+            EtcdOp::Range { .. } if self.h2_body.is_empty() => {
+                self.h2_body = Bytes::copy_from_slice(&self.shared.json_tail);
+            }
+            EtcdOp::Range { .. } => {}
+        }
+        (&self.h2_body, &self.shared.h2_calls[ep])
     }
 
     pub fn check_http(&self, status: u16, body: &[u8]) -> Result<StatusKey, (StatusKey, Failure)> {
