@@ -53,6 +53,9 @@ pub struct GrpcSpec {
     /// the response type, to show a response as JSON (the sample); none with `--data-bin`
     /// and no schema, or before reflection
     pub response: Option<prost_reflect::MessageDescriptor>,
+    /// the method streams its response (known from the schema; a method without one is
+    /// called as unary)
+    pub server_streaming: bool,
 }
 
 /// A gRPC request message: encoded, or JSON waiting for the server's schema (`--reflect`, asked
@@ -126,7 +129,16 @@ impl WorkloadSpec {
                 format!("http {} {}: {body}", h.method, h.path)
             }
             WorkloadSpec::Grpc(g) => match &g.request {
-                GrpcRequest::Encoded(b) => format!("grpc {}: request of {} B", g.path, b.len()),
+                GrpcRequest::Encoded(b) => format!(
+                    "grpc {}: {}request of {} B",
+                    g.path,
+                    if g.server_streaming {
+                        "server-streaming, "
+                    } else {
+                        ""
+                    },
+                    b.len()
+                ),
                 GrpcRequest::ByReflection { json, .. } => format!(
                     "grpc {}: request of {} B of JSON, schema by reflection",
                     g.path,

@@ -160,11 +160,11 @@ fn the_schema_comes_from_the_servers_reflection_service() {
         ),
         (
             &["grpc", t, "rich.v1.Mirror/Nope", "--reflect"],
-            "it has: Reflect, Repeat",
+            "it has: Reflect, Repeat, Gather",
         ),
         (
-            &["grpc", t, "rich.v1.Mirror/Repeat", "--reflect"],
-            "server-streaming",
+            &["grpc", t, "rich.v1.Mirror/Gather", "--reflect"],
+            "client-streaming method: only unary and server-streaming",
         ),
         (&["grpc", t, m, "--reflect", "-d", r#"{"nope":1}"#], "nope"),
     ];
@@ -183,7 +183,7 @@ fn the_schema_comes_from_the_servers_reflection_service() {
     assert_eq!(out.code, Some(0), "{out:#?}");
     assert_eq!(
         out.stdout,
-        "rich.v1.Mirror/Reflect\nrich.v1.Mirror/Repeat (server-streaming)\n"
+        "rich.v1.Mirror/Gather (client-streaming)\nrich.v1.Mirror/Reflect\nrich.v1.Mirror/Repeat (server-streaming)\n"
     );
     assert_refused(
         &["call", "grpc", t, m, "--list"],
@@ -206,6 +206,134 @@ fn the_schema_comes_from_the_servers_reflection_service() {
         1,
         "no reflection service",
     );
+}
+
+#[test]
+fn server_streaming_calls_count_their_messages() {
+    let server = RichServer::start();
+    let t = server.target.as_str();
+    let rich = rich_proto();
+    let m = "rich.v1.Mirror/Repeat";
+    for (schema, client) in [
+        (["--reflect", ""], "wire"),
+        (["--proto-file", rich.as_str()], "wire"),
+        (["--proto-file", rich.as_str()], "h2"),
+    ] {
+        let mut args = vec!["grpc", t, m, schema[0]];
+        if !schema[1].is_empty() {
+            args.push(schema[1]);
+        }
+        args.extend([
+            "-d",
+            r#"{"name":"n","count":"7"}"#,
+            "-c",
+            "4",
+            "-n",
+            "60",
+            "--warmup",
+            "0s",
+            "--h2-client",
+            client,
+        ]);
+        let report = run_json(&args);
+        let run = &report["runs"][0];
+        let ctx = format!("{args:?}");
+        assert_eq!(
+            u64_at(run, "/summary/ok"),
+            60,
+            "{ctx}: {:#}",
+            run["summary"]
+        );
+        let s = &run["streaming"];
+        assert_eq!(u64_at(s, "/messages"), 60 * 7, "{ctx}: {s:#}");
+        assert_eq!(s["messages_per_call"], 7.0, "{ctx}");
+        // the latency to the first message is below the latency to the last (the call's)
+        let p = |d: &serde_json::Value| {
+            d.as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["percentile"] == 50.0)
+                .unwrap()["latency_ms"]
+                .as_f64()
+                .unwrap()
+        };
+        let (first, last) = (
+            p(&s["first_message_distribution"]),
+            p(&run["latency_distribution"]),
+        );
+        assert!(
+            first > 0.0 && first <= last,
+            "{ctx}: first {first} ms, last {last} ms"
+        );
+        // ground truth from the other side of the ledger: the frame sniffer found as many gRPC
+        // messages in what the server sent
+        assert_eq!(
+            u64_at(run, "/wire/layers/h2/in/grpc_messages"),
+            60 * 7,
+            "{ctx}: {:#}",
+            run["wire"]["layers"]
+        );
+        // the sample: the first call's messages, through the schema
+        assert_eq!(
+            run["sample_response"].as_array().map(Vec::len),
+            Some(7),
+            "{ctx}"
+        );
+        assert_eq!(run["sample_response"][0]["name"], "n", "{ctx}");
+    }
+    // a stream of no messages is a good call; one that ends ABORTED after a message is not
+    let report = run_json(&[
+        "grpc",
+        t,
+        m,
+        "--proto-file",
+        &rich,
+        "-d",
+        r#"{"name":"n"}"#,
+        "-n",
+        "20",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/ok"), 20, "{:#}", run["summary"]);
+    assert_eq!(u64_at(run, "/streaming/messages"), 0);
+    let out = support::run_bounded(
+        &[
+            "grpc",
+            t,
+            m,
+            "--proto-file",
+            &rich,
+            "-d",
+            r#"{"name":"abort"}"#,
+            "-n",
+            "10",
+            "--format",
+            "json",
+        ],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(1), "{out:#?}");
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).expect("a JSON report");
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/failed"), 10);
+    let errors = run["error_distribution"].to_string();
+    assert!(errors.contains("ABORTED: asked to abort"), "{errors}");
+    // `call grpc` prints every message of the stream
+    let out = support::run_bounded(
+        &[
+            "call",
+            "grpc",
+            t,
+            m,
+            "--reflect",
+            "-d",
+            r#"{"name":"c","count":"3"}"#,
+        ],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let printed: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(printed.as_array().map(Vec::len), Some(3), "{printed}");
 }
 
 #[test]
@@ -267,7 +395,7 @@ fn bad_input_exits_2_with_one_line() {
         ),
         (
             vec!["grpc", t, "rich.v1.Mirror/Nope", "--proto-file", &rich],
-            "it has: Reflect, Repeat",
+            "it has: Reflect, Repeat, Gather",
         ),
         (
             vec!["grpc", t, m, "--proto-file", &rich, "-d", r#"{"colour":1}"#],
@@ -278,8 +406,8 @@ fn bad_input_exits_2_with_one_line() {
             "rich.v1.Thing",
         ),
         (
-            vec!["grpc", t, "rich.v1.Mirror/Repeat", "--proto-file", &rich],
-            "server-streaming",
+            vec!["grpc", t, "rich.v1.Mirror/Gather", "--proto-file", &rich],
+            "client-streaming",
         ),
         (vec!["grpc", t, m, "--proto-file", &bad], "bad.proto"),
         (vec!["grpc", t, m, "-d", "{}"], "--proto-file"),

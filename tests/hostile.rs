@@ -53,14 +53,20 @@ fn run_watched(args: &[&str], limit: Duration) -> Watched {
 /// `MAX_RSS_KIB`, exits 1 because nothing succeeded (one "error:" line on stderr) and prints a
 /// JSON report in which all `n` requests failed. Returns the proto's run and the finished run.
 fn all_fail(url: &str, proto: &str, n: u64, extra: &[&str]) -> (Value, Watched) {
+    let mut args = vec!["echo", "--target", url, "--proto", proto];
+    args.extend_from_slice(extra);
+    all_fail_with(&args, proto, n)
+}
+
+/// `all_fail` for any command line (`wirebench <args> -n <n> --format json`, with the
+/// default `--timeout` unless given).
+fn all_fail_with(args: &[&str], proto: &str, n: u64) -> (Value, Watched) {
     let n_arg = n.to_string();
-    let mut args = vec![
-        "echo", "--target", url, "--proto", proto, "-n", &n_arg, "--format", "json",
-    ];
-    if !extra.contains(&"--timeout") {
+    let mut args = args.to_vec();
+    args.extend(["-n", &n_arg, "--format", "json"]);
+    if !args.contains(&"--timeout") {
         args.extend(["--timeout", TIMEOUT]);
     }
-    args.extend_from_slice(extra);
     let cmdline = args.join(" ");
     let w = run_watched(&args, LIMIT);
     let run = &w.run;
@@ -339,6 +345,9 @@ enum H2Behavior {
     HugePrefix { endless: bool },
     /// Plain HTTP/2: answers 200 with zeros as fast as flow control allows, up to 1 GiB.
     EndlessBody,
+    /// gRPC: answers 200 with valid 1 KiB messages as fast as flow control allows, up to 1 GiB,
+    /// and never ends the stream.
+    EndlessMessages,
     /// Resets every stream with this reason.
     Reset(h2::Reason),
     /// Never answers (the stream stays open until the client resets it).
@@ -402,9 +411,10 @@ async fn answer(
             return;
         }
         H2Behavior::HugePrefix { endless } => endless,
-        H2Behavior::EndlessBody => true,
+        H2Behavior::EndlessBody | H2Behavior::EndlessMessages => true,
     };
     let plain = matches!(behavior, H2Behavior::EndlessBody);
+    let messages = matches!(behavior, H2Behavior::EndlessMessages);
     let head = http::Response::builder()
         .status(200)
         .header(
@@ -428,21 +438,30 @@ async fn answer(
         return;
     }
     if !plain
+        && !messages
         && send
             .send_data(Bytes::from_static(b"\0\xff\xff\xff\xff"), false)
             .is_err()
     {
         return;
     }
-    let zeros = Bytes::from(vec![0u8; 16 * 1024]);
+    // zeros, or back-to-back gRPC messages of 1,019 zero bytes (5 + 1,019 = 1 KiB each)
+    let zeros = if messages {
+        let one: Vec<u8> = [&[0u8, 0, 0, 3, 0xfb][..], &[0u8; 1019][..]].concat();
+        Bytes::from(one.repeat(16))
+    } else {
+        Bytes::from(vec![0u8; 16 * 1024])
+    };
     let mut sent = 0;
     while sent < 1 << 30 {
         send.reserve_capacity(zeros.len());
         match poll_fn(|cx| send.poll_capacity(cx)).await {
             Some(Ok(0)) => {}
             Some(Ok(n)) => {
-                let n = n.min(zeros.len());
-                if send.send_data(zeros.slice(..n), false).is_err() {
+                // from where the last piece ended: the buffer repeats whole messages
+                let at = sent % zeros.len();
+                let n = n.min(zeros.len() - at);
+                if send.send_data(zeros.slice(at..at + n), false).is_err() {
                     return;
                 }
                 sent += n;
@@ -470,6 +489,54 @@ fn h2_reset_streams_are_counted_by_reason() {
     let url = h2_server(H2Behavior::Reset(h2::Reason::INTERNAL_ERROR));
     let (run, _) = all_fail(&url, "h2", 10, &["-c", "2"]);
     assert_errors(&run, &["rst_stream"], &["INTERNAL_ERROR"]);
+}
+
+/// `wirebench grpc URL rich.v1.Mirror/Repeat` (server-streaming by its schema) with `extra`.
+fn streaming_call(url: &str, extra: &[&str]) -> Vec<String> {
+    let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/rich.proto");
+    let target = url.trim_start_matches("http://");
+    let mut args: Vec<String> = [
+        "grpc",
+        target,
+        "rich.v1.Mirror/Repeat",
+        "--proto-file",
+        proto,
+        "-d",
+        "{}",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+#[test]
+fn grpc_endless_stream_ends_at_its_timeout_in_bounded_memory() {
+    let url = h2_server(H2Behavior::EndlessMessages);
+    let args = streaming_call(&url, &["-c", "2"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (run, w) = all_fail_with(&args, "grpc", 4);
+    assert_errors(&run, &["timeout"], &["the stream did not end within"]);
+    // two rounds of two 2 s calls; each message is taken out as it completes
+    assert!(
+        w.run.elapsed < Duration::from_secs(10),
+        "{:?}",
+        w.run.elapsed
+    );
+}
+
+#[test]
+fn grpc_stream_message_beyond_the_limit_is_rejected_from_its_prefix() {
+    let url = h2_server(H2Behavior::HugePrefix { endless: true });
+    let args = streaming_call(&url, &["-c", "2"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (run, _) = all_fail_with(&args, "grpc", 10);
+    assert_errors(
+        &run,
+        &["grpc_framing"],
+        &["gRPC message of 4294967295 bytes exceeds the limit of 4194304 bytes"],
+    );
 }
 
 #[test]

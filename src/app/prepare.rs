@@ -226,11 +226,12 @@ fn by_reflection(cfg: &Config, g: &GrpcSpec, endpoints: &[Endpoint]) -> Result<G
             ReflectFailure::Other(why) => RunError::Setup(why),
         })?;
     let m = grpc::find_method(&pool, method).map_err(RunError::Usage)?;
-    grpc::unary_only(&m).map_err(RunError::Usage)?;
+    let server_streaming = grpc::callable(&m).map_err(RunError::Usage)?;
     let request = grpc::encode_json(&m, json).map_err(RunError::Usage)?;
     Ok(GrpcSpec {
         request: GrpcRequest::Encoded(request),
         response: Some(m.output()),
+        server_streaming,
         ..g.clone()
     })
 }

@@ -9,7 +9,7 @@ use prost_reflect::DynamicMessage;
 use super::Action;
 use super::common::{RunArgs, parse_endpoints, parse_headers, read_limited};
 use crate::config::{Endpoint, GrpcRequest, GrpcSpec, Target, WorkloadSpec};
-use crate::workload::grpc::{compile, encode_json, find_method, service_of, unary_only};
+use crate::workload::grpc::{callable, compile, encode_json, find_method, service_of};
 
 /// The largest request file read (`--data-file`, `--data-bin`).
 const MAX_DATA_FILE: u64 = 64 << 20;
@@ -83,6 +83,7 @@ impl GrpcArgs {
             metadata: parse_headers(&self.metadata)?,
             authority: self.authority,
             response: None,
+            server_streaming: false,
         });
         Ok((spec, endpoints))
     }
@@ -103,6 +104,7 @@ impl GrpcArgs {
         if self.reflect && !self.proto_files.is_empty() {
             return Err("--reflect and --proto-file: give the schema one way".into());
         }
+        let mut server_streaming = false;
         let (request, response) = if self.reflect {
             if self.data_bin.is_some() {
                 return Err("--data-bin needs no schema: leave out --reflect".into());
@@ -123,7 +125,7 @@ impl GrpcArgs {
         } else {
             let pool = compile(&self.proto_files, &self.import_paths)?;
             let m = find_method(&pool, method)?;
-            unary_only(&m)?;
+            server_streaming = callable(&m)?;
             let bytes = match &self.data_bin {
                 Some(f) => {
                     let bytes = read_limited("--data-bin", f, MAX_DATA_FILE)?;
@@ -146,6 +148,7 @@ impl GrpcArgs {
             metadata: parse_headers(&self.metadata)?,
             authority: self.authority,
             response,
+            server_streaming,
         });
         Ok((spec, endpoints))
     }

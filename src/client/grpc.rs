@@ -22,6 +22,7 @@ use http::{HeaderMap, Method, Request, Uri, Version};
 use crate::net::{self, Alpn, Layers, Ledger, NetConfig};
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::stats::ConnRecord;
+use wirebench_wire::grpc::streaming::StreamingResponse;
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
 use wirebench_wire::grpc::{self, Code};
 
@@ -622,6 +623,87 @@ async fn h2_unary(
 
 pub use wire::StreamHead;
 
+/// How a server-streaming call ended well: its messages, when the first was complete, and
+/// the first few themselves (as many as asked for).
+#[derive(Debug, Default)]
+pub struct StreamEnd {
+    pub messages: u64,
+    pub first_at: Option<Instant>,
+    pub kept: Vec<Bytes>,
+}
+
+/// One server-streaming call on either client: the request (our side ends with it), then
+/// every message until the trailers, each taken out of `rx` as soon as it is complete and
+/// judged by the wire crate's `StreamingResponse`. `keep`: how many of the first messages to
+/// return (for the report's sample). No retry and no deadline of its own: the caller bounds it.
+#[allow(clippy::too_many_arguments)]
+pub async fn server_stream(
+    send: &mut Sender,
+    ledger: &Ledger,
+    call: &Call,
+    request: &Bytes,
+    rx: &mut BytesMut,
+    max_message: usize,
+    progress: &Progress,
+    keep: usize,
+) -> Result<StreamEnd, CallError> {
+    let kind = call.status_kind;
+    let mut stream = Bidi::open(send, ledger, call, max_message)
+        .await
+        .map_err(CallError::plain)?;
+    progress.sent.set(true);
+    stream
+        .send_last(request.clone())
+        .map_err(CallError::plain)?;
+    let head = stream.head().await.map_err(CallError::plain)?;
+    progress.status.set(head.status);
+    // the response's uncompressed header lists, for the ledger's HPACK ratio
+    let count_lists = |s: &Bidi| {
+        if ledger.h2.is_some() {
+            ledger.h2_header_lists(0, s.header_bytes_in());
+        }
+    };
+    let mut verdict = StreamingResponse::new(max_message);
+    let text = head.message.as_deref().map(str::as_bytes);
+    match verdict.headers(head.status, head.grpc_status) {
+        Err(v) => {
+            count_lists(&stream);
+            return Err(judged_message(v, text, kind));
+        }
+        // a trailers-only OK: no messages
+        Ok(false) => {
+            count_lists(&stream);
+            return Ok(StreamEnd::default());
+        }
+        Ok(true) => {}
+    }
+    let mut end = StreamEnd::default();
+    rx.clear();
+    loop {
+        let more = stream.recv(rx).await.map_err(CallError::plain)?;
+        verdict
+            .data(rx, |m| {
+                if end.first_at.is_none() {
+                    end.first_at = Some(Instant::now());
+                }
+                if end.kept.len() < keep {
+                    end.kept.push(m);
+                }
+            })
+            .map_err(|v| judged_message(v, None, kind))?;
+        if !more {
+            break;
+        }
+    }
+    let (trailers, status, message) = stream.trailers().await.map_err(CallError::plain)?;
+    count_lists(&stream);
+    let text = (!message.is_empty()).then_some(&message[..]);
+    end.messages = verdict
+        .finish(rx, trailers, status)
+        .map_err(|v| judged_message(v, text, kind))?;
+    Ok(end)
+}
+
 /// A bidirectional streaming call (etcd's Watch) on either client: gRPC messages out as DATA
 /// frames without END_STREAM, the response read as it arrives. Dropping it resets the stream.
 pub enum Bidi {
@@ -630,6 +712,8 @@ pub enum Bidi {
         tx: h2::SendStream<Bytes>,
         response: Option<h2::client::ResponseFuture>,
         body: Option<h2::RecvStream>,
+        /// the response's header lists so far, uncompressed
+        header_bytes_in: u64,
     },
 }
 
@@ -665,10 +749,14 @@ impl Bidi {
                     .map_err(h2_failure)?;
                 let (response, tx) = send.send_request(req, false).map_err(h2_failure)?;
                 ledger.count_request();
+                if ledger.h2.is_some() {
+                    ledger.h2_header_lists(call.header_list_bytes, 0);
+                }
                 Ok(Bidi::H2 {
                     tx,
                     response: Some(response),
                     body: None,
+                    header_bytes_in: 0,
                 })
             }
         }
@@ -676,14 +764,68 @@ impl Bidi {
 
     /// Queues one gRPC-framed message.
     pub fn send(&mut self, message: Bytes) -> Result<(), Failure> {
+        self.send_with(message, false)
+    }
+
+    /// Queues the last gRPC-framed message: our side of the stream ends with it.
+    pub fn send_last(&mut self, message: Bytes) -> Result<(), Failure> {
+        self.send_with(message, true)
+    }
+
+    fn send_with(&mut self, message: Bytes, last: bool) -> Result<(), Failure> {
         match self {
             Bidi::Wire(b) => {
-                b.send(&message);
+                b.send(&message, last);
                 Ok(())
             }
             Bidi::H2 { tx, .. } => tx
-                .send_data(message, false)
+                .send_data(message, last)
                 .map_err(|e| Failure::with(FailureKind::H2, e)),
+        }
+    }
+
+    /// The uncompressed size of the response's header lists read so far (head, trailers).
+    pub fn header_bytes_in(&self) -> u64 {
+        match self {
+            Bidi::Wire(b) => b.header_bytes_in(),
+            Bidi::H2 {
+                header_bytes_in, ..
+            } => *header_bytes_in,
+        }
+    }
+
+    /// Once `recv` saw the end: whether trailers came, their grpc-status and grpc-message.
+    pub async fn trailers(
+        &mut self,
+    ) -> Result<(bool, Option<Result<Code, grpc::Error>>, Vec<u8>), Failure> {
+        match self {
+            Bidi::Wire(b) => Ok(b.trailers()),
+            Bidi::H2 {
+                body,
+                header_bytes_in,
+                ..
+            } => {
+                let Some(body) = body.as_mut() else {
+                    return Err(Failure::with(FailureKind::H2, "no head read yet"));
+                };
+                let t = body
+                    .trailers()
+                    .await
+                    .map_err(|e| Failure::with(FailureKind::H2, e))?;
+                if let Some(t) = &t {
+                    *header_bytes_in += header_list_bytes(t);
+                }
+                Ok(match t {
+                    None => (false, None, Vec::new()),
+                    Some(t) => (
+                        true,
+                        t.get("grpc-status")
+                            .map(|v| grpc::parse_status(v.as_bytes())),
+                        t.get("grpc-message")
+                            .map_or_else(Vec::new, |m| m.as_bytes().to_vec()),
+                    ),
+                })
+            }
         }
     }
 
@@ -691,7 +833,12 @@ impl Bidi {
     pub async fn head(&mut self) -> Result<StreamHead, Failure> {
         match self {
             Bidi::Wire(b) => b.head().await,
-            Bidi::H2 { response, body, .. } => {
+            Bidi::H2 {
+                response,
+                body,
+                header_bytes_in,
+                ..
+            } => {
                 let Some(response) = response.take() else {
                     return Err(Failure::with(FailureKind::H2, "the head was already read"));
                 };
@@ -700,6 +847,7 @@ impl Bidi {
                     .map_err(|e| Failure::with(FailureKind::H2, e))?
                     .into_parts();
                 *body = Some(recv);
+                *header_bytes_in += header_list_bytes(&parts.headers) + ":status".len() as u64 + 3;
                 let message = parts.headers.get("grpc-message").map(|m| {
                     let mut text = String::new();
                     grpc::decode_message_text(m.as_bytes(), 1024, &mut text);
@@ -708,6 +856,10 @@ impl Bidi {
                 Ok(StreamHead {
                     status: parts.status.as_u16(),
                     trailers_only: parts.headers.contains_key("grpc-status"),
+                    grpc_status: parts
+                        .headers
+                        .get("grpc-status")
+                        .map(|v| grpc::parse_status(v.as_bytes())),
                     message,
                 })
             }

@@ -6,6 +6,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::BytesMut;
+use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::client::grpc::{self as grpc_client, CallError, Conn, Progress};
@@ -158,6 +159,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let mut work = ctx.workload.for_client(id as u64);
     // plain HTTP/2: a request with a body of its own, judged by its status as HTTP/1.1's are
     let plain = ctx.proto == Proto::H2;
+    let streaming = work.server_streaming();
     let max_message = if plain {
         usize::try_from(ctx.max_body).unwrap_or(usize::MAX)
     } else {
@@ -199,6 +201,21 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
         let progress = Progress::default();
+        if streaming {
+            // boxed, as the rare paths below: a stream's future is large, and only this kind
+            // of run has it
+            Box::pin(stream_call(
+                &w,
+                &slot,
+                &mut handle,
+                &mut work,
+                turn,
+                started,
+                &mut rx,
+            ))
+            .await;
+            continue;
+        }
         // One request, sent again when the server provably did not process it: after GOAWAY on
         // a new connection (the old one is marked dead), after REFUSED_STREAM on the same one
         // unless it broke. At most MAX_RETRIES times, all within the request timeout: each
@@ -337,6 +354,85 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                         Err(f) => w.fail(endpoint, warm, Some(ok), f),
                     }
                 }
+            }
+        }
+    }
+}
+
+/// One server-streaming call of client `work` and its outcome: OK when the stream ends with
+/// grpc-status 0, its messages counted and its latency to the first message recorded (the
+/// call's latency is to the last). Never retried; bounded by the request timeout.
+async fn stream_call(
+    w: &Worker,
+    slot: &Slot,
+    handle: &mut Option<Handle>,
+    work: &mut crate::workload::Workload,
+    turn: crate::engine::worker::Turn,
+    started: Instant,
+    rx: &mut BytesMut,
+) {
+    let ctx = &w.ctx;
+    let (endpoint, warm) = (slot.endpoint, turn.warm);
+    let Some(h) = handle.as_mut() else {
+        w.fail(endpoint, warm, None, Failure::new(FailureKind::Connect));
+        return;
+    };
+    let generation = h.generation;
+    let progress = Progress::default();
+    // the sample: the messages of the first successful call, at most this many
+    const SAMPLE_MESSAGES: usize = 100;
+    let keep = if !warm && w.sample.borrow().is_none() {
+        SAMPLE_MESSAGES
+    } else {
+        0
+    };
+    let call = grpc_client::server_stream(
+        &mut h.send,
+        &h.ledger,
+        work.call(endpoint),
+        work.grpc_request(),
+        rx,
+        ctx.h2.max_recv_message,
+        &progress,
+        keep,
+    );
+    let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
+    let result = tokio::time::timeout_at(deadline, call).await;
+    if progress.sent.get() {
+        w.wrote(warm);
+    }
+    match result {
+        Err(_) => w.fail(
+            endpoint,
+            warm,
+            None,
+            Failure::with(
+                FailureKind::Timeout,
+                format_args!("the stream did not end within {:?}", ctx.timeout),
+            ),
+        ),
+        Ok(Err(e)) => {
+            if e.conn_broken {
+                slot.mark_dead(generation);
+            }
+            w.fail(endpoint, warm, e.status, e.failure);
+        }
+        Ok(Ok(_)) if warm => w.warmup_done(),
+        Ok(Ok(end)) => {
+            w.ok(endpoint, turn, started, StatusKey::Grpc(Code::Ok.as_u32()));
+            w.streamed(end.messages, end.first_at.map(|t| t - started));
+            if keep > 0 {
+                w.keep_sample(|| {
+                    let mut all: Vec<Value> =
+                        end.kept.iter().map(|m| work.sample_grpc(m)).collect();
+                    if end.messages > end.kept.len() as u64 {
+                        all.push(Value::String(format!(
+                            "... ({} messages in all)",
+                            end.messages
+                        )));
+                    }
+                    Value::Array(all)
+                });
             }
         }
     }

@@ -126,6 +126,12 @@ impl Worker {
         self.bump_progress(false);
     }
 
+    /// A successful server-streaming call, after `ok`: its messages and its latency to the
+    /// first.
+    pub(super) fn streamed(&self, messages: u64, first: Option<Duration>) {
+        self.stats.borrow_mut().record_stream(messages, first);
+    }
+
     /// What a successful request acknowledged (the watch puts' revisions); nothing for the
     /// other workloads.
     pub(super) fn acked(&self, ack: Ack) {

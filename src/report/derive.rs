@@ -91,6 +91,23 @@ pub(super) fn distribution(lat: &Latencies) -> Vec<Percentile> {
         .collect()
 }
 
+pub(super) fn streaming(run: &ProtoRun) -> Option<Streaming> {
+    let st = &run.stats;
+    let first = st.first_message.as_ref()?;
+    let secs = run.elapsed.as_secs_f64();
+    Some(Streaming {
+        messages: st.messages,
+        messages_per_call: per(st.messages, st.ok),
+        messages_per_sec: if secs > 0.0 {
+            st.messages as f64 / secs
+        } else {
+            0.0
+        },
+        first_message_average_ms: ms(first.mean_ns()),
+        first_message_distribution: distribution(first),
+    })
+}
+
 pub(super) fn open_loop(run: &ProtoRun) -> Option<OpenLoop> {
     let target_rate = run.rate?;
     let st = &run.stats;
@@ -328,6 +345,7 @@ impl RunReport {
             cost: cost(run),
             wire: wire(run, &ipv6),
             open_loop: open_loop(run),
+            streaming: streaming(run),
             per_endpoint: per_endpoint(run, &urls, roles),
             timeline: timeline(run),
             connect_times: connect_times(&st.conns),

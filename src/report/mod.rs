@@ -83,6 +83,9 @@ pub struct RunReport {
     pub wire: Wire,
     /// open loop (`--rate`) only
     pub open_loop: Option<OpenLoop>,
+    /// server-streaming calls only (`wirebench grpc` on such a method)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<Streaming>,
     /// outcomes by endpoint, in `--endpoints` order (after `--target` selection)
     pub per_endpoint: Vec<EndpointReport>,
     /// outcomes by completion time from the start of the measured window
@@ -92,6 +95,21 @@ pub struct RunReport {
     pub memory: Option<MemoryReport>,
     pub per_connection: Vec<ConnRecord>,
     pub sample_response: Option<Value>,
+}
+
+/// Server-streaming figures, over the successful calls (the latency distribution is to each
+/// call's last message, its end).
+#[derive(Debug, Clone, Serialize)]
+pub struct Streaming {
+    /// messages the successful calls received
+    pub messages: u64,
+    /// messages / successful calls
+    pub messages_per_call: f64,
+    /// messages / the measured window
+    pub messages_per_sec: f64,
+    /// from each call's start to its first message (the calls that had one)
+    pub first_message_average_ms: f64,
+    pub first_message_distribution: Vec<Percentile>,
 }
 
 /// Open-loop figures: the schedule against what happened.

@@ -229,6 +229,30 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     if let Some(o) = &run.open_loop {
         render_open_loop(out, o);
     }
+    if let Some(s) = &run.streaming {
+        let _ = writeln!(
+            out,
+            "Streaming: {} messages, {:.2} per call, {:.1} messages/s",
+            s.messages, s.messages_per_call, s.messages_per_sec
+        );
+        let first: Vec<String> = s
+            .first_message_distribution
+            .iter()
+            .filter(|p| [50.0, 90.0, 99.0].contains(&p.percentile))
+            .map(|p| format!("p{} {}", p.percentile, fmt_ms(p.latency_ms)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  latency to the first message: average {}, {} (to the last: the distribution above)",
+            fmt_ms(s.first_message_average_ms),
+            if first.is_empty() {
+                "no call had a message".to_string()
+            } else {
+                first.join(", ")
+            }
+        );
+        let _ = writeln!(out);
+    }
     if run.per_endpoint.len() > 1 || run.per_endpoint.iter().any(|e| e.role.is_some()) {
         let _ = writeln!(out, "Endpoints:");
         let _ = writeln!(

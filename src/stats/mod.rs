@@ -42,6 +42,10 @@ pub struct Stats {
     pub latency: Latencies,
     /// open loop only: latency from the actual send time (what a closed-loop tool would report)
     pub uncorrected: Option<Latencies>,
+    /// server-streaming calls only: the messages of the successful calls, and each call's
+    /// latency to its first message (`latency` is to the last, the call's end)
+    pub messages: u64,
+    pub first_message: Option<Latencies>,
     pub ok: u64,
     pub failed: u64,
     /// requests sent during warmup (excluded from everything but the wire counters)
@@ -111,6 +115,16 @@ impl Stats {
         self.revisions[key].push(revision);
     }
 
+    /// A successful server-streaming call: its messages, and its latency to the first one
+    /// (`None`: a stream of no messages).
+    pub fn record_stream(&mut self, messages: u64, first: Option<Duration>) {
+        self.messages += messages;
+        let hist = self.first_message.get_or_insert_with(Latencies::default);
+        if let Some(d) = first {
+            hist.record(d);
+        }
+    }
+
     /// Open loop: the same request's latency from its actual send time.
     pub fn record_uncorrected(&mut self, latency: Duration) {
         self.uncorrected
@@ -149,6 +163,12 @@ impl Stats {
                 .get_or_insert_with(Latencies::default)
                 .merge(u);
         }
+        if let Some(f) = &other.first_message {
+            self.first_message
+                .get_or_insert_with(Latencies::default)
+                .merge(f);
+        }
+        self.messages += other.messages;
         self.ok += other.ok;
         self.failed += other.failed;
         self.warmup += other.warmup;

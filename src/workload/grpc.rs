@@ -1,7 +1,8 @@
-//! Any unary gRPC method (`wirebench grpc TARGET Service/Method`): the same encoded request on
-//! every call; a call is OK when it ends with grpc-status 0 and exactly one message, as ghz
-//! counts it (the message's content is not judged; the sample shows it as JSON when the schema
-//! is known).
+//! Any unary or server-streaming gRPC method (`wirebench grpc TARGET Service/Method`): the same
+//! encoded request on every call; a unary call is OK when it ends with grpc-status 0 and
+//! exactly one message, as ghz counts it, a server-streaming one when its stream ends with
+//! grpc-status 0 (its messages are counted); the messages' content is not judged (the sample
+//! shows the first as JSON when the schema is known).
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ struct Shared {
     calls: Vec<Call>,
     frame: Bytes,
     response: Option<MessageDescriptor>,
+    server_streaming: bool,
 }
 
 /// One client's view: everything is shared and read-only.
@@ -57,6 +59,7 @@ impl GrpcWorkload {
                 calls,
                 frame: frame.freeze(),
                 response: spec.response.clone(),
+                server_streaming: spec.server_streaming,
             }),
         })
     }
@@ -67,6 +70,12 @@ impl GrpcWorkload {
 
     pub fn call(&self, ep: usize) -> &Call {
         &self.shared.calls[ep]
+    }
+
+    /// The method streams its response: a call is OK when its stream ends with grpc-status 0,
+    /// whatever the number of messages.
+    pub fn server_streaming(&self) -> bool {
+        self.shared.server_streaming
     }
 
     /// The framed request, the same for every call.
@@ -162,13 +171,15 @@ pub fn streaming(m: &MethodDescriptor) -> Option<&'static str> {
     }
 }
 
-/// Refuses a streaming method: only unary calls are measured yet.
-pub fn unary_only(m: &MethodDescriptor) -> Result<(), String> {
-    match streaming(m) {
-        None => Ok(()),
-        Some(kind) => Err(format!(
-            "{} is a {kind} method: only unary methods are supported yet",
-            m.full_name()
+/// Whether `m` can be measured: unary (`false`) and server-streaming (`true`) methods can,
+/// client-streaming and bidirectional ones are refused (not supported yet).
+pub fn callable(m: &MethodDescriptor) -> Result<bool, String> {
+    match (m.is_client_streaming(), m.is_server_streaming()) {
+        (false, server) => Ok(server),
+        _ => Err(format!(
+            "{} is a {} method: only unary and server-streaming methods are supported yet",
+            m.full_name(),
+            streaming(m).unwrap_or("streaming")
         )),
     }
 }

@@ -205,6 +205,11 @@ impl Workload {
         }
     }
 
+    /// Whether the calls are server-streaming (a gRPC method whose schema says so).
+    pub fn server_streaming(&self) -> bool {
+        matches!(self, Workload::Grpc(w) if w.server_streaming())
+    }
+
     /// Whether the requests are HEAD (their responses have no body).
     pub fn head_requests(&self) -> bool {
         matches!(self, Workload::Http(w) if w.head_requests())

@@ -63,8 +63,17 @@ def main() -> int:
                 return request
 
             def Repeat(self, request, context):  # noqa: N802
+                if request.name == "abort":
+                    yield request
+                    context.abort(grpc.StatusCode.ABORTED, "asked to abort")
                 for _ in range(request.count):
                     yield request
+
+            def Gather(self, request_iterator, context):  # noqa: N802
+                last = rich_pb2.Thing()
+                for request in request_iterator:
+                    last = request
+                return last
 
         server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=4))
         rich_pb2_grpc.add_MirrorServicer_to_server(Mirror(), server)

@@ -191,9 +191,25 @@ fn drive_reader(input: &[u8], read: usize, max_body: u64, eof: bool) -> Option<R
 pub fn grpc_deframe(data: &[u8]) {
     const MAX: usize = 1024 * 1024;
     let mut src = BytesMut::from(data);
+    let mut whole = Vec::new();
     while let Ok(Some(payload)) = decode(&mut src, MAX) {
         assert!(payload.len() <= MAX);
+        whole.push(payload);
     }
+
+    // a server stream fed the same bytes in two pieces takes the same messages
+    let mut stream = crate::grpc::streaming::StreamingResponse::new(MAX);
+    let at = data.first().map_or(0, |&b| usize::from(b)).min(data.len());
+    let mut rx = BytesMut::new();
+    let mut taken = Vec::new();
+    for part in [&data[..at], &data[at..]] {
+        rx.extend_from_slice(part);
+        if stream.data(&mut rx, |m| taken.push(m)).is_err() {
+            break;
+        }
+    }
+    assert_eq!(taken, whole);
+    assert_eq!(stream.messages(), whole.len() as u64);
 
     let _ = parse_status(data);
 

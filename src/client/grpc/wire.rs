@@ -94,6 +94,8 @@ struct Slot {
     head_seen: bool,
     /// the server ended the stream
     ended: bool,
+    /// a bidi stream's trailers arrived (their grpc-status is `trailer_grpc`)
+    trailers_seen: bool,
     /// when a unary call gives up (the driver's timer checks it); `None` for none
     deadline: Option<Instant>,
     /// the deadline passed before the call's outcome came
@@ -118,6 +120,7 @@ impl Slot {
             plain: false,
             head_seen: false,
             ended: false,
+            trailers_seen: false,
             deadline: None,
             expired: false,
         }
@@ -140,6 +143,7 @@ impl Slot {
         self.plain = call.is_plain();
         self.head_seen = false;
         self.ended = false;
+        self.trailers_seen = false;
         self.deadline = None;
         self.expired = false;
     }
@@ -301,6 +305,7 @@ impl Events for Sink<'_> {
                 return;
             }
             s.head_seen = true;
+            s.trailers_seen |= trailers;
             s.ended |= trailers || end_stream;
             s.wake();
             return;
@@ -820,6 +825,8 @@ pub struct StreamHead {
     pub status: u16,
     /// the head carried a grpc-status: a trailers-only answer, the stream is over
     pub trailers_only: bool,
+    /// that grpc-status, parsed
+    pub grpc_status: Option<Result<Code, grpc::Error>>,
     /// its grpc-message, percent-decoded
     pub message: Option<String>,
 }
@@ -859,11 +866,27 @@ impl Handle {
 }
 
 impl Bidi {
-    /// Queues `message` (already gRPC-framed) on the stream.
-    pub fn send(&self, message: &[u8]) {
+    /// Queues `message` (already gRPC-framed) on the stream; `last` ends our side with it.
+    pub fn send(&self, message: &[u8], last: bool) {
         let mut st = self.state.borrow_mut();
-        st.conn.send_data(self.stream, message, false);
+        st.conn.send_data(self.stream, message, last);
         st.wake_driver();
+    }
+
+    /// The uncompressed size of the response's header lists so far (head and trailers).
+    pub fn header_bytes_in(&self) -> u64 {
+        self.state.borrow().slots[self.token].header_bytes_in
+    }
+
+    /// Once the stream ended: whether trailers came, their grpc-status (or a trailers-only
+    /// head's) and grpc-message.
+    pub fn trailers(&self) -> (bool, Option<Result<Code, grpc::Error>>, Vec<u8>) {
+        let st = self.state.borrow();
+        let s = &st.slots[self.token];
+        match s.head_grpc {
+            Some(head) => (true, Some(head), s.message.clone()),
+            None => (s.trailers_seen, s.trailer_grpc, s.message.clone()),
+        }
     }
 
     /// Waits for the response head.
@@ -888,6 +911,7 @@ impl Bidi {
             Poll::Ready(Ok(StreamHead {
                 status: s.status,
                 trailers_only: s.head_grpc.is_some(),
+                grpc_status: s.head_grpc,
                 message,
             }))
         })
