@@ -13,14 +13,16 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::{assert_refused, run_bounded, run_json, u64_at};
 
-/// Python's http.server on a free loopback port, serving `dir`; killed on drop.
+/// A Python HTTP server on a free loopback port, killed on drop: `http.server` serving a
+/// directory of its own, or tests/interop/h2c_server.py (Hypercorn).
 struct PyServer {
     child: Child,
     port: u16,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl PyServer {
+    /// Python's http.server, serving index.html ("hello\n") and sub/a.txt.
     fn start() -> PyServer {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(dir.path().join("index.html"), b"hello\n").unwrap();
@@ -53,31 +55,13 @@ impl PyServer {
         PyServer {
             child,
             port,
-            _dir: dir,
+            _dir: Some(dir),
         }
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-impl Drop for PyServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// tests/interop/h2c_server.py (a Hypercorn ASGI app: HTTP/1.1 and h2c with prior knowledge
-/// on one port) on a free loopback port; it stops by itself after two minutes, or on drop.
-struct H2cServer {
-    child: Child,
-    port: u16,
-}
-
-impl H2cServer {
-    fn start() -> H2cServer {
+    /// tests/interop/h2c_server.py: a Hypercorn ASGI app speaking HTTP/1.1 and h2c with prior
+    /// knowledge on one port; it stops by itself after two minutes.
+    fn hypercorn() -> PyServer {
         let ok = Command::new("python3")
             .args(["-c", "import hypercorn"])
             .status()
@@ -106,7 +90,11 @@ impl H2cServer {
             format!("listening {port}"),
             "h2c_server.py said {line:?}"
         );
-        H2cServer { child, port }
+        PyServer {
+            child,
+            port,
+            _dir: None,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -114,7 +102,7 @@ impl H2cServer {
     }
 }
 
-impl Drop for H2cServer {
+impl Drop for PyServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -130,7 +118,7 @@ fn frames(run: &Value, dir: &str, ty: &str) -> u64 {
 
 #[test]
 fn hypercorn_is_loaded_over_http1_and_h2c_side_by_side() {
-    let srv = H2cServer::start();
+    let srv = PyServer::hypercorn();
     let report = run_json(&[
         "http",
         &srv.url("/hello"),
@@ -182,7 +170,7 @@ fn hypercorn_is_loaded_over_http1_and_h2c_side_by_side() {
 
 #[test]
 fn h2c_bodies_statuses_and_head_against_hypercorn() {
-    let srv = H2cServer::start();
+    let srv = PyServer::hypercorn();
     // POST: the body goes out in DATA with its length, and comes back
     let body = r#"{"a":[1,2,3]}"#;
     let report = run_json(&[

@@ -282,15 +282,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         };
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
-            Err(_) => w.fail(
-                endpoint,
-                warm,
-                None,
-                Failure::with(
-                    FailureKind::Timeout,
-                    format_args!("no response within {:?}", ctx.timeout),
-                ),
-            ),
+            Err(_) => w.fail(endpoint, warm, None, timed_out("no response", &ctx)),
             // etcd no longer accepts the token: authenticate again, then send again (once).
             Ok(Err(e)) if !was_reauthed && ctx.auth.is_some() && is_invalid_token(&e.failure) => {
                 let Some(((user, password), h)) = ctx.auth.as_ref().zip(handle.as_mut()) else {
@@ -406,10 +398,7 @@ async fn stream_call(
             endpoint,
             warm,
             None,
-            Failure::with(
-                FailureKind::Timeout,
-                format_args!("the stream did not end within {:?}", ctx.timeout),
-            ),
+            timed_out("the stream did not end", ctx),
         ),
         Ok(Err(e)) => {
             if e.conn_broken {
@@ -436,4 +425,12 @@ async fn stream_call(
             }
         }
     }
+}
+
+/// A call that did not end within the request timeout: "`what` within 2s".
+fn timed_out(what: &str, ctx: &Ctx) -> Failure {
+    Failure::with(
+        FailureKind::Timeout,
+        format_args!("{what} within {:?}", ctx.timeout),
+    )
 }

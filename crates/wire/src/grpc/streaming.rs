@@ -9,7 +9,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::unary::{Verdict, http_to_grpc};
+use super::unary::{Verdict, judge_head};
 use super::{Code, Error, decode};
 
 /// One server-streaming response being received.
@@ -41,19 +41,7 @@ impl StreamingResponse {
         status: u16,
         grpc_status: Option<Result<Code, Error>>,
     ) -> Result<bool, Verdict> {
-        if status != 200 {
-            return Err(Verdict::HttpStatus {
-                http: status,
-                code: http_to_grpc(status),
-            });
-        }
-        match grpc_status {
-            None => Ok(true),
-            Some(v) => match v.map_err(Verdict::Framing)? {
-                Code::Ok => Ok(false),
-                code => Err(Verdict::Status(code)),
-            },
-        }
+        judge_head(status, grpc_status)
     }
 
     /// Takes every complete message out of `rx` (the bytes received so far, the caller

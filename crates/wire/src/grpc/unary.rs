@@ -61,6 +61,27 @@ pub fn http_to_grpc(status: u16) -> Code {
     }
 }
 
+/// The response head of any call: `:status` 200, and a grpc-status only in a trailers-only
+/// answer. `Ok(true)`: the body follows; `Ok(false)`: a trailers-only answer with status 0.
+pub(super) fn judge_head(
+    status: u16,
+    grpc_status: Option<Result<Code, Error>>,
+) -> Result<bool, Verdict> {
+    if status != 200 {
+        return Err(Verdict::HttpStatus {
+            http: status,
+            code: http_to_grpc(status),
+        });
+    }
+    match grpc_status {
+        None => Ok(true),
+        Some(v) => match v.map_err(Verdict::Framing)? {
+            Code::Ok => Ok(false),
+            code => Err(Verdict::Status(code)),
+        },
+    }
+}
+
 /// One unary response being received. The message bytes go into the caller's buffer.
 #[derive(Debug)]
 pub struct UnaryResponse {
@@ -82,18 +103,9 @@ impl UnaryResponse {
         status: u16,
         grpc_status: Option<Result<Code, Error>>,
     ) -> Result<bool, Verdict> {
-        if status != 200 {
-            return Err(Verdict::HttpStatus {
-                http: status,
-                code: http_to_grpc(status),
-            });
-        }
-        match grpc_status {
-            None => Ok(true),
-            Some(v) => match v.map_err(Verdict::Framing)? {
-                Code::Ok => Err(Verdict::NoMessage),
-                code => Err(Verdict::Status(code)),
-            },
+        match judge_head(status, grpc_status)? {
+            true => Ok(true),
+            false => Err(Verdict::NoMessage),
         }
     }
 
