@@ -166,6 +166,25 @@ fn hypercorn_is_loaded_over_http1_and_h2c_side_by_side() {
     );
     assert!(report["ratios"].is_null());
     assert!(report.get("ratios_grpc_h2").is_none());
+    // compare takes a URL too: HTTP/1.1 and HTTP/2 by default
+    let cmp = run_json(&[
+        "compare",
+        "--rounds",
+        "2",
+        "http",
+        &srv.url("/hello"),
+        "-n",
+        "100",
+    ]);
+    assert_eq!(
+        cmp["per_round"].as_array().map(Vec::len),
+        Some(4),
+        "{cmp:#}"
+    );
+    for m in ["median_http", "median_h2"] {
+        assert_eq!(cmp[m]["count"], 100.0, "{m}: {cmp:#}");
+    }
+    assert!(cmp.get("median_grpc").is_none());
 }
 
 #[test]

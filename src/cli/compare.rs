@@ -3,10 +3,11 @@
 use clap::Subcommand;
 
 use super::Action;
-use super::common::RunArgs;
+use super::common::{RunArgs, Stacks};
 use super::echo::EchoArgs;
 use super::etcd::{EtcdCmd, etcd_config};
-use crate::config::Target;
+use super::http::HttpArgs;
+use crate::config::{Proto, Target};
 
 #[derive(Debug, Subcommand)]
 pub enum CompareCmd {
@@ -22,6 +23,13 @@ pub enum CompareCmd {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// any HTTP server, by URL: HTTP/1.1 and HTTP/2 unless --proto says otherwise
+    Http {
+        #[command(flatten)]
+        http: HttpArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
 }
 
 impl CompareCmd {
@@ -34,6 +42,12 @@ impl CompareCmd {
             CompareCmd::Echo { echo, run } => {
                 let (spec, endpoints, embedded) = echo.resolve()?;
                 (run.into_config(spec, endpoints, Target::All)?, embedded)
+            }
+            CompareCmd::Http { http, mut run } => {
+                let (spec, endpoints) = http.spec()?;
+                run.proto
+                    .get_or_insert(Stacks(vec![Proto::Http, Proto::H2]));
+                (run.into_config(spec, endpoints, Target::All)?, None)
             }
         };
         // --proto names the stacks (both by default): at least two, to compare
