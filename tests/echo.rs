@@ -389,3 +389,50 @@ fn the_window_starts_where_the_warmup_ends() {
         assert_eq!(u64_at(r, "/cost/requests"), count, "{proto}");
     }
 }
+
+#[test]
+fn pipelined_requests_of_one_read_are_answered_with_one_write() {
+    use std::io::{Read, Write};
+    let srv = support::ServeProcess::start(&["--threads", "1"]);
+    let addr = srv.target();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_nodelay(true).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = r#"{"ping":"p"}"#;
+    let one = format!(
+        "POST /v1/echo HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // 16 requests in one write: one segment on loopback, one read on the server
+    s.write_all(one.repeat(16).as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut answers = 0;
+    let mut buf = [0u8; 65536];
+    while answers < 16 {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed after {answers} answers");
+        got.extend_from_slice(&buf[..n]);
+        // complete answers so far: each head says its body's length
+        answers = 0;
+        let mut at = 0;
+        while let Some(end) = got[at..].windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = std::str::from_utf8(&got[at..at + end]).unwrap();
+            assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .expect("Content-Length")
+                .parse()
+                .unwrap();
+            if got.len() < at + end + 4 + len {
+                break;
+            }
+            at += end + 4 + len;
+            answers += 1;
+        }
+    }
+    assert_eq!(answers, 16);
+    // the sixteen answers came in one segment: the server wrote them with one call
+    let tcp = wirebench::net::tcp_info(&s).expect("TCP_INFO");
+    assert_eq!(tcp.data_segs_in, 1, "{tcp:?}");
+}

@@ -719,6 +719,41 @@ fn serve_raw_h2(
 const GRPC_RESPONSE_HEAD: &[u8] = b"\x88\x0f\x10\x10application/grpc";
 
 #[test]
+fn h2_informational_heads_are_skipped_and_trailers_end_a_plain_response() {
+    // 103 Early Hints, then 200, a body of two DATA frames, and trailers with END_STREAM
+    fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
+        // ":status: 103": literal without indexing, name from static index 8
+        write_frame(s, HEADERS, END_HEADERS, stream, b"\x08\x03103")?;
+        write_frame(s, HEADERS, END_HEADERS, stream, b"\x88")?;
+        write_frame(s, DATA, 0, stream, b"a")?;
+        write_frame(s, DATA, 0, stream, b"b")?;
+        // "x-t: 1", a literal with a new name
+        write_frame(
+            s,
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            stream,
+            b"\x00\x03x-t\x011",
+        )
+    }
+    let url = raw_h2_server(respond, Duration::ZERO);
+    let report = support::run_json(&[
+        "http",
+        &format!("{url}/x"),
+        "--proto",
+        "h2",
+        "-n",
+        "5",
+        "--timeout",
+        "5s",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/ok"), 5, "{run:#}");
+    assert_eq!(run["status_distribution"][0]["status"], "200", "{run:#}");
+    assert_eq!(run["sample_response"], "ab");
+}
+
+#[test]
 fn grpc_truncated_frame_fails_each_request() {
     // A proper response head, then a DATA frame announcing 16 KiB that ends after 10 bytes: FIN.
     fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {

@@ -73,6 +73,10 @@ pub(super) async fn serve(
                     return;
                 }
                 Ok(None) => {
+                    // every complete request of the last read is answered: one write for all
+                    if !flush(&mut io, &mut out).await {
+                        return;
+                    }
                     let read = match cfg.max_conn_idle {
                         Some(d) if buf.is_empty() => {
                             match tokio::time::timeout(d, io.read_buf(&mut buf)).await {
@@ -99,10 +103,15 @@ pub(super) async fn serve(
                     let _ = io.write_all(&out).await;
                     return;
                 }
-                Ok(None) => match io.read_buf(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                },
+                Ok(None) => {
+                    if !flush(&mut io, &mut out).await {
+                        return;
+                    }
+                    match io.read_buf(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                }
             }
         };
         let close = !head.keep_alive || age.is_some_and(|a| born.elapsed() >= a);
@@ -111,11 +120,22 @@ pub(super) async fn serve(
                 echo_headers(&head)
             });
         respond(&mut out, status, &json, close);
-        if io.write_all(&out).await.is_err() || close {
+        if close {
+            let _ = io.write_all(&out).await;
             let _ = io.shutdown().await;
             return;
         }
     }
+}
+
+/// Writes the answers gathered so far, if any; `false` when the connection is gone.
+async fn flush(io: &mut Rewind, out: &mut Vec<u8>) -> bool {
+    if out.is_empty() {
+        return true;
+    }
+    let ok = io.write_all(out).await.is_ok();
+    out.clear();
+    ok
 }
 
 fn reason(status: u16) -> &'static str {
@@ -131,8 +151,8 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
+/// Appends one answer to `out` (the answers of one read go out together).
 fn respond(out: &mut Vec<u8>, status: u16, body: &str, close: bool) {
-    out.clear();
     let _ = write!(
         out,
         "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
