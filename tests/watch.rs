@@ -68,6 +68,15 @@ fn ten_watchers_see_every_put_over_both_protocols() {
         "{grpc:#}"
     );
     assert!(f64_at(grpc, "/wire/bytes_in_per_event") > 0.0, "{grpc:#}");
+    // the uncompressed header lists both ways, for the HPACK ratio: the ten requests' and the
+    // ten response heads'
+    let conn = &grpc["per_connection"][0]["h2"];
+    for dir in ["out", "in"] {
+        assert!(
+            u64_at(conn, &format!("/{dir}/header_list_bytes")) > 10 * ":status200".len() as u64,
+            "{dir}: {conn:#}"
+        );
+    }
     // HTTP/1.1: one connection per stream; gRPC: the streams share one connection
     assert_eq!(u64_at(proto_run(&report, "http"), "/connections"), 10);
     assert_eq!(u64_at(proto_run(&report, "grpc"), "/connections"), 1);

@@ -123,6 +123,11 @@ async fn stream(
             return;
         }
     };
+    // the response head's uncompressed header list, for the ledger's HPACK ratio (a watch
+    // stream has no trailers: it is reset when the run ends)
+    if ledger.h2.is_some() {
+        ledger.h2_header_lists(0, bidi.header_bytes_in());
+    }
     if head.status != 200 || head.trailers_only {
         let status = head
             .message
