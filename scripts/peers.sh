@@ -3,14 +3,23 @@
 # same work and the same server, one `wirebench serve --threads 1` pinned to CPU 0, every client
 # pinned to CPU 1, peer and wirebench alternating within each round (the order flips every round):
 #
-#   1. HTTP/1.1, 10 connections x 1 request in flight   wrk -t1 -c10        vs wirebench --proto http -c 10
-#   2. gRPC, 1 connection x 10 streams                  h2load -c1 -m10     vs wirebench --proto grpc -c 10 --conns 1
-#   3. gRPC, 10 connections x 1 stream                  h2load -c10 -m1     vs wirebench --proto grpc -c 10 --conns 10
+#   1. HTTP/1.1, 10 connections x 1 request in flight   wrk -t1 -c10          vs wirebench --proto http -c 10
+#   2. HTTP/1.1, 100 connections x 1                     wrk -t1 -c100         vs wirebench --proto http -c 100
+#   3. HTTP/1.1, 16 pipelined on 1 connection            wrk -t1 -c1 (PIPE16)  vs wirebench --proto http -c 16 --pipeline 16
+#   4. gRPC, 1 connection x 10 streams                  h2load -c1 -m10       vs wirebench --proto grpc -c 10 --conns 1
+#   5. gRPC, 10 connections x 1 stream                  h2load -c10 -m1       vs wirebench --proto grpc -c 10 --conns 10
+#
+# The HTTP/1.1 shapes use fixed commands: wrk -t1 -cC -d3s -s LUA (PIPE16: the script that
+# returns 16 copies of LUA's request, built with wrk.format() in init(), from each request()
+# call), wirebench echo --target URL --proto http -c C -n 200000 --threads 1, every other setting
+# at its default (--format json only changes how the report is printed). The gRPC shapes run
+# --duration each.
 #
 #   scripts/peers.sh [--duration 10s] [--rounds 3] [--quick] [-o FILE] [--raw DIR]
 #
 # --quick is 2 s per run and 1 round (for checking the script). --raw keeps every tool's output.
-# Takes 12 x rounds x duration plus well under 1 s per run: about 6 min by default, 26 s with --quick.
+# Takes 8 x rounds x duration + 12 x rounds x (about 3 s) plus well under 1 s per run: about 6 min by
+# default, 1 min with --quick.
 #
 # Each client runs twice per round, back to back: timed, `taskset -c 1 /usr/bin/time -f '%U %S'
 # -- CLIENT`, for the CPU figures, req/s, the server's CPU and the wall time; then counted,
@@ -41,7 +50,7 @@ OUTFILE=""
 RAW=""
 
 usage() {
-    sed -n '2,32s/^# \{0,1\}//p' "$0"
+    sed -n '2,40s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -135,6 +144,22 @@ cat >"$LUA" <<'EOF'
 wrk.method = "POST"
 wrk.body = '{"ping":"Hello, world!"}'
 wrk.headers["Content-Type"] = "application/json"
+EOF
+PIPE16="$WORK/pipeline16.lua"
+cat >"$PIPE16" <<'EOF'
+wrk.method = "POST"
+wrk.body = '{"ping":"Hello, world!"}'
+wrk.headers["Content-Type"] = "application/json"
+init = function(args)
+    local r = {}
+    for i = 1, 16 do
+        r[i] = wrk.format()
+    end
+    pipelined = table.concat(r)
+end
+request = function()
+    return pipelined
+end
 EOF
 # EchoRequest {ping: "Hello, world!"} with the gRPC prefix: flag 0, length 15; field 1, 13 bytes.
 BODY="$WORK/echo-request.bin"
@@ -284,29 +309,35 @@ run() {
 H2=(--header 'content-type: application/grpc' --header 'te: trailers' -d "$BODY")
 URL_GRPC="http://$ADDR/grpc_echo.v1.EchoService/Echo"
 WB=("$BIN" echo --target "http://$ADDR" -c 10 --threads 1 -z "${SECS}s" --format json)
+WB1=("$BIN" echo --target "http://$ADDR" --proto http)
+WRK=(wrk -t1 -d3s)
 
 peer_cmd() {
     case "$1" in
-        http) PEER=(wrk -t1 -c10 -d"${SECS}s" -s "$LUA" "http://$ADDR/v1/echo") ;;
+        http) PEER=("${WRK[@]}" -c10 -s "$LUA" "http://$ADDR/v1/echo") ;;
+        http-100) PEER=("${WRK[@]}" -c100 -s "$LUA" "http://$ADDR/v1/echo") ;;
+        http-pipe16) PEER=("${WRK[@]}" -c1 -s "$PIPE16" "http://$ADDR/v1/echo") ;;
         grpc-1x10) PEER=(h2load -c1 -m10 -D "$SECS" "${H2[@]}" "$URL_GRPC") ;;
         grpc-10x1) PEER=(h2load -c10 -m1 -D "$SECS" "${H2[@]}" "$URL_GRPC") ;;
     esac
 }
 wb_cmd() {
     case "$1" in
-        http) OURS=("${WB[@]}" --proto http) ;;
+        http) OURS=("${WB1[@]}" -c 10 -n 200000 --threads 1 --format json) ;;
+        http-100) OURS=("${WB1[@]}" -c 100 -n 200000 --threads 1 --format json) ;;
+        http-pipe16) OURS=("${WB1[@]}" -c 16 --pipeline 16 -n 200000 --threads 1 --format json) ;;
         grpc-1x10) OURS=("${WB[@]}" --proto grpc --conns 1) ;;
         grpc-10x1) OURS=("${WB[@]}" --proto grpc --conns 10) ;;
     esac
 }
 peer_name() {
     case "$1" in
-        http) echo wrk ;;
+        http*) echo wrk ;;
         *) echo h2load ;;
     esac
 }
 
-SHAPES=(http grpc-1x10 grpc-10x1)
+SHAPES=(http http-100 http-pipe16 grpc-1x10 grpc-10x1)
 started=$SECONDS
 for round in $(seq "$ROUNDS"); do
     for shape in "${SHAPES[@]}"; do
@@ -322,7 +353,7 @@ for round in $(seq "$ROUNDS"); do
         fi
     done
 done
-echo "peers: $((ROUNDS * 12)) runs in $((SECONDS - started)) s" >&2
+echo "peers: $((ROUNDS * 20)) runs in $((SECONDS - started)) s" >&2
 
 # ---------------------------------------------------------------------------------------------
 # Table
@@ -331,6 +362,7 @@ quote() {
     local out="" a
     for a in "$@"; do
         a=${a//"$WORK"\/echo.lua/LUA}
+        a=${a//"$WORK"\/pipeline16.lua/PIPE16}
         a=${a//"$WORK"\/echo-request.bin/BODY}
         if [[ $a =~ [^A-Za-z0-9_./:=,@+-] ]]; then a="'$a'"; fi
         out+="${out:+ }$a"
@@ -338,10 +370,12 @@ quote() {
     printf '%s' "$out"
 }
 peer_cmd http; wb_cmd http; cmd_http="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
+peer_cmd http-100; wb_cmd http-100; cmd_h100="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
+peer_cmd http-pipe16; wb_cmd http-pipe16; cmd_hp="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
 peer_cmd grpc-1x10; wb_cmd grpc-1x10; cmd_g1="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
 peer_cmd grpc-10x1; wb_cmd grpc-10x1; cmd_g10="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $("$BIN" --version 2>/dev/null | head -n 1), $(wrk --version 2>&1 | head -n 1 | awk '{print "wrk " $2}'), $(h2load --version 2>/dev/null | head -n 1); median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 (ADDR=$ADDR); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o FILE -- CLIENT (CPU, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches); LUA sets wrk.method POST, wrk.body {\"ping\":\"Hello, world!\"}, Content-Type: application/json; BODY is 00 00 00 00 0f 0a 0d 'Hello, world!'; HTTP/1.1 10x1: $cmd_http; gRPC 1x10: $cmd_g1; gRPC 10x1: $cmd_g10 -->"
+header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $("$BIN" --version 2>/dev/null | head -n 1), $(wrk --version 2>&1 | head -n 1 | awk '{print "wrk " $2}'), $(h2load --version 2>/dev/null | head -n 1); median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 (ADDR=$ADDR); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o FILE -- CLIENT (CPU, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches); LUA sets wrk.method POST, wrk.body {\"ping\":\"Hello, world!\"}, Content-Type: application/json; PIPE16 is LUA plus an init() that concatenates 16 wrk.format() copies and a request() that returns them; BODY is 00 00 00 00 0f 0a 0d 'Hello, world!'; HTTP/1.1 10x1: $cmd_http; HTTP/1.1 100x1: $cmd_h100; HTTP/1.1 pipelined 16: $cmd_hp; gRPC 1x10: $cmd_g1; gRPC 10x1: $cmd_g10 -->"
 
 table=$(python3 - "$RESULTS" "$header" <<'EOF'
 import statistics, sys
@@ -362,14 +396,15 @@ for line in open(path):
     if own != "-":
         r["own"].append(float(own))
 med = lambda xs: statistics.median(xs) if xs else None
-names = {"http": "HTTP/1.1, 10 conns x 1", "grpc-1x10": "gRPC, 1 conn x 10 streams",
+names = {"http": "HTTP/1.1, 10 conns x 1", "http-100": "HTTP/1.1, 100 conns x 1",
+         "http-pipe16": "HTTP/1.1, 16 pipelined on 1 conn", "grpc-1x10": "gRPC, 1 conn x 10 streams",
          "grpc-10x1": "gRPC, 10 conns x 1 stream"}
 print(header)
 print("| shape | client | req/s | client CPU µs/req | syscalls/req (perf) | syscalls/req (own) "
       "| ctx switches/req | server CPU µs/req | CPU busy client / server "
       "| CPU/req wirebench÷peer | syscalls/req wirebench÷peer |")
 print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-for shape in ("http", "grpc-1x10", "grpc-10x1"):
+for shape in ("http", "http-100", "http-pipe16", "grpc-1x10", "grpc-10x1"):
     clients = [c for (s, c) in rows if s == shape]
     peer = next(c for c in clients if c != "wirebench")
     p = {k: med(v) for k, v in rows[(shape, peer)].items()}

@@ -309,8 +309,10 @@ pub enum Stop {
 pub struct Load {
     /// requests in flight (virtual users)
     pub clients: usize,
-    /// TCP connections for gRPC; HTTP/1.1 always uses one per client
+    /// TCP connections for gRPC and plain HTTP/2
     pub conns: usize,
+    /// HTTP/1.1 requests in flight per connection (`--pipeline`); 1: one connection per client
+    pub pipeline: usize,
     pub threads: usize,
     pub stop: Stop,
     pub warmup: Duration,

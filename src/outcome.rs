@@ -47,6 +47,9 @@ pub enum FailureKind {
     Timeout,
     /// the server closed the connection before the response was complete
     Closed,
+    /// pipelined behind a request its connection ended on (closed, failed, timed out): never
+    /// answered, never retried
+    Unanswered,
     Io,
     /// a malformed HTTP/1.1 response (head, chunk framing)
     Http1,
@@ -81,10 +84,11 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in the order docs/METHODOLOGY.md lists them.
-    pub const ALL: [FailureKind; 20] = [
+    pub const ALL: [FailureKind; 21] = [
         FailureKind::Connect,
         FailureKind::Timeout,
         FailureKind::Closed,
+        FailureKind::Unanswered,
         FailureKind::Io,
         FailureKind::Http1,
         FailureKind::BodyTooLarge,
@@ -109,6 +113,7 @@ impl FailureKind {
             FailureKind::Connect => "connect",
             FailureKind::Timeout => "timeout",
             FailureKind::Closed => "closed",
+            FailureKind::Unanswered => "unanswered",
             FailureKind::Io => "io",
             FailureKind::Http1 => "http1",
             FailureKind::BodyTooLarge => "body_too_large",

@@ -572,6 +572,94 @@ fn etcd_put_over_http1_matches_the_capture() {
 }
 
 #[test]
+fn etcd_put_pipelined_over_http1_matches_the_capture() {
+    // 8 clients, 4 requests in flight on each of 2 connections: the gateway answers them in
+    // order, and the capture's requests and responses are the ledger's
+    let etcd = Etcd::start();
+    let port = etcd.client_addr().port();
+    let before = etcd.revision();
+    let cap = Capture::start(port);
+    let report = run_json(&[
+        "etcd",
+        "put",
+        "--endpoints",
+        &etcd.endpoint(),
+        "--proto",
+        "http",
+        "-c",
+        "8",
+        "--pipeline",
+        "4",
+        "-n",
+        "800",
+    ]);
+    let mut packets = cap.stop();
+    packets.decode_http1();
+    let case = "etcd put, HTTP/1.1 pipelined 4 deep";
+    let run = proto_run(&report, "http");
+    assert_eq!(u64_at(run, "/summary/ok"), 800, "{run:#}");
+    assert_eq!(u64_at(run, "/pipeline"), 4, "{run:#}");
+    // every acknowledged put applied once: nothing lost or doubled by pipelining
+    assert_eq!(etcd.revision() - before, 800, "etcd revision delta");
+    let mut ck = Checks::default();
+    let conns = check_tcp(&mut ck, case, run, &packets, false);
+    assert_eq!(conns.len(), 2, "ceil(8 / 4) connections");
+    check_http1(&mut ck, case, run, &conns, false);
+    ck.finish(case);
+}
+
+#[test]
+fn echo_pipelined_over_http1_matches_the_capture() {
+    // 16 requests in flight on one connection to the built-in server, which answers every
+    // complete request of a read with one write: requests and answers travel in batches
+    let srv = Server::start(ServeConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        max_conn_age: None,
+        max_conn_idle: None,
+        max_concurrent_streams: None,
+        tls: None,
+    })
+    .expect("start the echo server");
+    let port = srv.local_addr().port();
+    let url = format!("http://{}", srv.local_addr());
+    let cap = Capture::start(port);
+    let report = run_json(&[
+        "echo",
+        "--target",
+        &url,
+        "--proto",
+        "http",
+        "-c",
+        "16",
+        "--pipeline",
+        "16",
+        "-n",
+        "4000",
+    ]);
+    let mut packets = cap.stop();
+    drop(srv);
+    packets.decode_http1();
+    let case = "echo, HTTP/1.1 pipelined 16 deep, built-in server";
+    let run = proto_run(&report, "http");
+    assert_eq!(u64_at(run, "/summary/ok"), 4000, "{run:#}");
+    let mut ck = Checks::default();
+    let conns = check_tcp(&mut ck, case, run, &packets, false);
+    assert_eq!(conns.len(), 1, "-c 16 --pipeline 16 is one connection");
+    check_http1(&mut ck, case, run, &conns, false);
+    ck.finish(case);
+    // batched both ways: far fewer data segments than requests (16 per segment at best)
+    let requests = u64_at(run, "/wire/requests_on_wire");
+    for dir in ["out", "in"] {
+        let segs = u64_at(run, &format!("/wire/data_segments_{dir}"));
+        assert!(
+            segs * 4 <= requests,
+            "{segs} data segments {dir} for {requests} pipelined requests: {run:#}"
+        );
+    }
+}
+
+#[test]
 fn etcd_put_over_grpc_matches_the_capture() {
     let etcd = Etcd::start();
     let port = etcd.client_addr().port();

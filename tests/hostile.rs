@@ -951,3 +951,136 @@ fn grpc_frames_on_a_closed_stream_end_the_connection_within_a_budget() {
     );
     assert!(u64_at(&run, "/wire/reconnects") >= 1, "{:#}", run["wire"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pipelined HTTP/1.1 against servers that break the pipeline
+
+/// An echo answer with `Connection: keep-alive` semantics (HTTP/1.1 default).
+const ECHO_ANSWER: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 24\r\n\r\n{\"body\":\"Hello, world!\"}";
+
+/// `wirebench echo ... --format json` that may partly succeed: the report's run and the exit
+/// code, after the checks every hostile run gets (ends on its own, no panic, bounded RSS).
+fn run_partly(url: &str, extra: &[&str]) -> (Value, Option<i32>) {
+    let mut args = vec![
+        "echo",
+        "--target",
+        url,
+        "--proto",
+        "http",
+        "--format",
+        "json",
+        "--timeout",
+        TIMEOUT,
+    ];
+    args.extend_from_slice(extra);
+    let w = run_watched(&args, LIMIT);
+    let ctx = format!(
+        "wirebench {}\nexit {:?}\nstderr:\n{}\nstdout:\n{}",
+        args.join(" "),
+        w.run.code,
+        w.run.stderr,
+        w.run.stdout
+    );
+    assert!(!w.run.stderr.contains("panicked"), "panic: {ctx}");
+    assert!(
+        w.max_rss_kib < MAX_RSS_KIB,
+        "peak RSS {} KiB: {ctx}",
+        w.max_rss_kib
+    );
+    let report: Value = serde_json::from_str(&w.run.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e}): {ctx}"));
+    (proto_run(&report, "http").clone(), w.run.code)
+}
+
+/// Count of the failures of `kind` in `run`'s error distribution.
+fn failures_of(run: &Value, kind: &str) -> u64 {
+    errors(run)
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .map(|e| u64_at(e, "/count"))
+        .sum()
+}
+
+#[test]
+fn http1_server_closing_mid_pipeline_fails_the_rest_as_unanswered() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // Each connection: read up to two requests (the second within 500 ms), answer the first
+    // only, then FIN; whatever else was pipelined behind it is never answered.
+    let received = Arc::new(AtomicU64::new(0));
+    let seen = received.clone();
+    let addr = support::http_server::spawn(move |mut s| {
+        let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
+        let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
+        if !matches!(read_request(&mut s), Ok(Some(_))) {
+            return;
+        }
+        seen.fetch_add(1, Ordering::SeqCst);
+        let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+        if matches!(read_request(&mut s), Ok(Some(_))) {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        let _ = s.write_all(ECHO_ANSWER);
+        let _ = s.shutdown(Shutdown::Write);
+        let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
+        drain(&mut s);
+    });
+    let url = format!("http://{addr}");
+    let (run, code) = run_partly(&url, &["-c", "4", "--pipeline", "4", "-n", "16"]);
+    let ctx = format!("{run:#}");
+    // every request is counted exactly once: answered, or failed by kind
+    assert_eq!(u64_at(&run, "/summary/count"), 16, "{ctx}");
+    let (ok, failed) = (u64_at(&run, "/summary/ok"), u64_at(&run, "/summary/failed"));
+    assert_eq!(ok + failed, 16, "{ctx}");
+    assert!(ok >= 1, "each connection answers one request: {ctx}");
+    assert_eq!(code, Some(0), "some requests succeeded: exit 0");
+    assert_errors(&run, &["closed", "unanswered", "timeout"], &[]);
+    assert!(
+        failures_of(&run, "unanswered") >= 1,
+        "requests behind the closed one: {ctx}"
+    );
+    assert!(failures_of(&run, "closed") >= 1, "{ctx}");
+    // never retried: no request went out twice, and the server saw no more than were written
+    assert_eq!(u64_at(&run, "/summary/retried"), 0, "{ctx}");
+    let written = u64_at(&run, "/wire/requests_on_wire");
+    assert!(written <= 16, "{written} requests written for 16: {ctx}");
+    assert!(received.load(Ordering::SeqCst) <= written, "{ctx}");
+    // one answer per connection: the answered requests are the connections
+    assert_eq!(ok, u64_at(&run, "/wire/connections_opened"), "{ctx}");
+}
+
+#[test]
+fn http1_answers_ahead_of_their_requests_are_matched_in_order() {
+    // Answers four requests as soon as the first arrives, then reads the other three (and
+    // answers nothing for them): the answers are in the client's buffer before their requests
+    // are written. Responses are matched by position, so each of the four counts once.
+    let addr = support::http_server::spawn(move |mut s| {
+        let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
+        let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
+        loop {
+            if !matches!(read_request(&mut s), Ok(Some(_))) {
+                return;
+            }
+            let four: Vec<u8> = ECHO_ANSWER.repeat(4);
+            if s.write_all(&four).is_err() {
+                return;
+            }
+            for _ in 0..3 {
+                if !matches!(read_request(&mut s), Ok(Some(_))) {
+                    return;
+                }
+            }
+        }
+    });
+    let url = format!("http://{addr}");
+    let (run, code) = run_partly(&url, &["-c", "2", "--pipeline", "2", "-n", "40"]);
+    let ctx = format!("{run:#}");
+    assert_eq!(code, Some(0), "{ctx}");
+    assert_eq!(u64_at(&run, "/summary/ok"), 40, "{ctx}");
+    assert_eq!(u64_at(&run, "/wire/connections_opened"), 1, "{ctx}");
+    let conn = &run["per_connection"][0];
+    let http1 = &conn["http1"];
+    assert_eq!(u64_at(conn, "/requests"), 40, "{ctx}");
+    assert_eq!(u64_at(http1, "/responses"), 40, "{ctx}");
+}

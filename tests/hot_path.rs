@@ -100,8 +100,11 @@ fn fake_server(response: &'static [u8]) -> String {
     format!("http://{addr}")
 }
 
-fn allocations_for(endpoint: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) {
-    let cli = Cli::try_parse_from([
+/// Allocations of one in-process `etcd put` run of `n` requests with `shape` (clients and
+/// pipelining flags) against `endpoint`.
+fn allocations_for(endpoint: &str, n: u64, shape: &[&str]) -> (u64, wirebench::stats::ProtoRun) {
+    let n = n.to_string();
+    let mut args = vec![
         "wirebench",
         "etcd",
         "put",
@@ -109,8 +112,6 @@ fn allocations_for(endpoint: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) 
         endpoint,
         "--proto",
         "http",
-        "-c",
-        "2",
         "--threads",
         "1",
         "--seed",
@@ -118,9 +119,10 @@ fn allocations_for(endpoint: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) 
         "--key-space-size",
         "1000",
         "-n",
-        &n.to_string(),
-    ])
-    .unwrap();
+        &n,
+    ];
+    args.extend_from_slice(shape);
+    let cli = Cli::try_parse_from(args).unwrap();
     let cfg = cli.into_config().unwrap();
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
@@ -134,8 +136,8 @@ fn allocations_for(endpoint: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) 
 fn http1_steady_state_allocates_nothing_and_writes_once() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let endpoint = fake_server(RESPONSE);
-    let (small, run_small) = allocations_for(&endpoint, 200);
-    let (large, run_large) = allocations_for(&endpoint, 10_200);
+    let (small, run_small) = allocations_for(&endpoint, 200, &["-c", "2"]);
+    let (large, run_large) = allocations_for(&endpoint, 10_200, &["-c", "2"]);
     assert_eq!(run_small.stats.ok, 200);
     assert_eq!(run_large.stats.ok, 10_200);
     // 10,000 more requests must cost (almost) no more allocations: setup and teardown are the
@@ -153,13 +155,41 @@ fn http1_steady_state_allocates_nothing_and_writes_once() {
 }
 
 #[test]
+fn pipelined_http1_allocates_nothing_per_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let endpoint = fake_server(RESPONSE);
+    // 8 clients on 2 connections, 4 requests in flight on each
+    let shape = ["-c", "8", "--pipeline", "4"];
+    let (small, run_small) = allocations_for(&endpoint, 200, &shape);
+    let (large, run_large) = allocations_for(&endpoint, 10_200, &shape);
+    assert_eq!(run_small.stats.ok, 200);
+    assert_eq!(run_large.stats.ok, 10_200);
+    assert_eq!(run_large.stats.conns.len(), 2, "ceil(8 / 4) connections");
+    let extra = large.saturating_sub(small);
+    println!("pipelined allocations: {small} for 200 requests, {large} for 10,200 requests");
+    assert!(
+        extra < 50,
+        "10000 extra pipelined requests made {extra} extra allocations ({small} vs {large})"
+    );
+    let requests: u64 = run_large.stats.conns.iter().map(|c| c.requests).sum();
+    let writes: u64 = run_large.stats.conns.iter().map(|c| c.write_calls).sum();
+    assert_eq!(requests, 10_200);
+    // the server answers each request with a write of its own, so batches are often smaller
+    // than 4; they are still written together: fewer write calls than requests
+    assert!(
+        writes < requests,
+        "{writes} write calls for {requests} pipelined requests"
+    );
+}
+
+#[test]
 fn http1_failures_allocate_nothing_per_failure() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // Every request fails the same way: the failure's message is interned, so after the first
     // one a failure costs no allocation either.
     let endpoint = fake_server(ERROR);
-    let (small, run_small) = allocations_for(&endpoint, 200);
-    let (large, run_large) = allocations_for(&endpoint, 10_200);
+    let (small, run_small) = allocations_for(&endpoint, 200, &["-c", "2"]);
+    let (large, run_large) = allocations_for(&endpoint, 10_200, &["-c", "2"]);
     assert_eq!(run_small.stats.failed, 200);
     assert_eq!(run_large.stats.failed, 10_200);
     assert_eq!(

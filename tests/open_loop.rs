@@ -80,7 +80,7 @@ fn a_fixed_rate_is_kept_within_one_percent() {
 /// up to 500 ms, which is 1 in 8 requests, so the corrected p99 lands inside the stall. Measured
 /// from when they actually went out, only the ~10 requests in flight at the stop waited: 0.25%,
 /// below the p99.
-fn stall_shows_only_in_corrected_latency(proto: &str) {
+fn stall_shows_only_in_corrected_latency(proto: &str, extra: &[&str]) {
     let _one = serial();
     let server = ServeProcess::start(&["--threads", "1"]);
     let target = format!("http://{}", server.target());
@@ -88,6 +88,7 @@ fn stall_shows_only_in_corrected_latency(proto: &str) {
         "echo", "--target", &target, "--proto", proto, "--rate", "1000", "-z", "4s", "-c", "10",
     ]
     .iter()
+    .chain(extra)
     .map(|s| s.to_string())
     .collect();
     let runner = std::thread::spawn(move || {
@@ -127,12 +128,48 @@ fn stall_shows_only_in_corrected_latency(proto: &str) {
 
 #[test]
 fn a_stalled_server_shows_in_corrected_p99_only_grpc() {
-    stall_shows_only_in_corrected_latency("grpc");
+    stall_shows_only_in_corrected_latency("grpc", &[]);
 }
 
 #[test]
 fn a_stalled_server_shows_in_corrected_p99_only_http() {
-    stall_shows_only_in_corrected_latency("http");
+    stall_shows_only_in_corrected_latency("http", &[]);
+}
+
+#[test]
+fn a_stalled_server_shows_in_corrected_p99_only_pipelined_http() {
+    // 10 clients on 2 connections, up to 5 requests in flight on each
+    stall_shows_only_in_corrected_latency("http", &["--pipeline", "5"]);
+}
+
+#[test]
+fn a_fixed_rate_is_kept_with_pipelining() {
+    let _one = serial();
+    let report = run_json_within(
+        &[
+            "echo",
+            "--rate",
+            "2000",
+            "-z",
+            "2s",
+            "-c",
+            "16",
+            "--pipeline",
+            "8",
+            "--proto",
+            "http",
+        ],
+        Duration::from_secs(60),
+    );
+    let run = proto_run(&report, "http");
+    assert_eq!(u64_at(run, "/summary/count"), 4000, "{run}");
+    assert_eq!(u64_at(run, "/summary/failed"), 0, "{run}");
+    assert_eq!(u64_at(run, "/connections"), 2, "ceil(16 / 8)");
+    let achieved = f64_at(run, "/open_loop/achieved_rate");
+    assert!(
+        (achieved - 2000.0).abs() <= 20.0,
+        "achieved {achieved}/s for a 2000/s target"
+    );
 }
 
 #[test]

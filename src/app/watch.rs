@@ -104,6 +104,7 @@ fn put_config(cfg: &WatchConfig) -> Config {
         load: Load {
             clients: cfg.put_clients,
             conns: 1,
+            pipeline: 1,
             threads: 1,
             stop: Stop::Total(cfg.put_total),
             warmup: Duration::ZERO,

@@ -167,10 +167,14 @@ pub struct RunArgs {
     /// Requests in flight (virtual users)
     #[arg(short = 'c', long, default_value_t = 1)]
     pub clients: usize,
-    /// gRPC TCP connections (clients are spread over them as h2 streams); HTTP/1.1 always
-    /// opens one connection per client
+    /// gRPC and plain HTTP/2 TCP connections (clients are spread over them as h2 streams)
     #[arg(long, default_value_t = 1)]
     pub conns: usize,
+    /// HTTP/1.1: up to N requests in flight per connection, written together and answered in
+    /// order (-c stays the requests in flight: connections = ceil(c / N)); 1 opens one
+    /// connection per client
+    #[arg(long, default_value_t = 1)]
+    pub pipeline: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// Open loop: send this many requests per second over all clients on a fixed schedule;
@@ -392,6 +396,7 @@ impl RunArgs {
             proto: Some(proto),
             clients,
             conns: 1,
+            pipeline: 1,
             limits: LimitArgs::default(),
             rate: None,
             connect_rate: None,
@@ -427,6 +432,7 @@ impl RunArgs {
     ) -> Result<Config, String> {
         let clients = nonzero("clients", self.clients)?;
         let conns = nonzero("conns", self.conns)?;
+        let pipeline = nonzero("pipeline", self.pipeline)?;
         let threads = match self.limits.threads {
             Some(t) => nonzero("threads", t)?,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -468,6 +474,12 @@ impl RunArgs {
         if protos.contains(&Proto::H2) && self.h2_client != H2ClientArg::Wire {
             return Err(
                 "plain HTTP/2 (--proto h2) runs on the wire client: drop --h2-client h2".into(),
+            );
+        }
+        if pipeline > 1 && !protos.contains(&Proto::Http) {
+            return Err(
+                "--pipeline is for HTTP/1.1 (--proto http): h2 multiplexes its streams instead"
+                    .into(),
             );
         }
         if protos.contains(&Proto::Grpc) && conns > clients {
@@ -572,6 +584,7 @@ impl RunArgs {
             load: Load {
                 clients,
                 conns,
+                pipeline,
                 threads,
                 stop,
                 warmup: self.limits.warmup,

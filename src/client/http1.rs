@@ -15,6 +15,8 @@ use crate::outcome::{Failure, FailureKind};
 use crate::stats::ConnRecord;
 use wirebench_wire::http1::{self, ResponseReader};
 
+pub mod pipeline;
+
 /// One keepalive HTTP/1.1 connection.
 pub struct Conn {
     io: Io,

@@ -1,4 +1,5 @@
-//! HTTP/1.1 clients: each owns one keepalive connection and keeps one request in flight.
+//! HTTP/1.1 clients: each owns one keepalive connection and keeps one request in flight, or,
+//! with `--pipeline N`, up to N clients share one connection (`client::http1::pipeline`).
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -6,10 +7,12 @@ use std::time::Instant;
 use bytes::BytesMut;
 
 use crate::client::http1::Conn;
+use crate::client::http1::pipeline::Pipe;
 use crate::engine::plan::{connect_turn, quota};
 use crate::engine::worker::{Reconnect, Worker};
 use crate::engine::{Assignment, Ctx};
 use crate::outcome::{Failure, FailureKind};
+use crate::workload::Workload;
 use crate::workload::etcd::client::{Client, is_invalid_token};
 
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
@@ -156,36 +159,22 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
             w.wrote(warm);
         }
         reauthed = false;
-        if needs_auth && let Some((user, password)) = &ctx.auth {
+        if needs_auth {
             needs_auth = false;
-            let authority = &ctx.authorities[endpoint];
-            let auth = Client::http(c, authority).authenticate(user, password);
-            let auth = tokio::time::timeout(ctx.timeout, auth)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(Failure::with(
-                        FailureKind::Timeout,
-                        format_args!("re-authentication: no answer within {:?}", ctx.timeout),
-                    ))
-                });
-            match auth {
-                Ok(token) => match work.set_token(&token) {
-                    Ok(()) => {
-                        w.stats.borrow_mut().reauthenticated += 1;
-                        reauthed = true;
-                        // The same request goes again; it was not counted.
-                        sent -= u64::from(!warm);
-                        again = Some(turn);
-                        continue;
-                    }
-                    Err(e) => w.fail(endpoint, warm, None, Failure::with(FailureKind::Auth, e)),
-                },
-                Err(f) if f.kind == FailureKind::Timeout => {
-                    w.fail(endpoint, warm, None, f);
-                    // the authentication's answer may still come: the framing is unknown now
-                    keep = false;
+            match reauthenticate(&ctx, endpoint, c, &mut work).await {
+                Ok(()) => {
+                    w.stats.borrow_mut().reauthenticated += 1;
+                    reauthed = true;
+                    // The same request goes again; it was not counted.
+                    sent -= u64::from(!warm);
+                    again = Some(turn);
+                    continue;
                 }
-                Err(f) => w.fail(endpoint, warm, None, Failure::with(FailureKind::Auth, f)),
+                Err(f) => {
+                    // the authentication's answer may still come: the framing is unknown now
+                    keep &= f.kind != FailureKind::Timeout;
+                    w.fail(endpoint, warm, None, f);
+                }
             }
         }
         if (!keep || !c.reusable())
@@ -195,4 +184,176 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         }
     }
     conn
+}
+
+/// Authenticates again on `c` (etcd no longer accepted the token) and gives `work` the new
+/// token. A failure is `timeout` (the answer may still come: `c`'s framing is unknown) or
+/// `auth`.
+async fn reauthenticate(
+    ctx: &Ctx,
+    endpoint: usize,
+    c: &mut Conn,
+    work: &mut Workload,
+) -> Result<(), Failure> {
+    let Some((user, password)) = &ctx.auth else {
+        return Err(Failure::with(FailureKind::Auth, "no credentials"));
+    };
+    let auth = Client::http(c, &ctx.authorities[endpoint]).authenticate(user, password);
+    let token = tokio::time::timeout(ctx.timeout, auth)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Failure::with(
+                FailureKind::Timeout,
+                format_args!("re-authentication: no answer within {:?}", ctx.timeout),
+            ))
+        })
+        .map_err(|f| match f.kind {
+            FailureKind::Timeout => f,
+            _ => Failure::with(FailureKind::Auth, f),
+        })?;
+    work.set_token(&token)
+        .map_err(|e| Failure::with(FailureKind::Auth, e))
+}
+
+/// Pipelined: opens this thread's connections before the start line, one pipe each.
+pub(super) async fn setup_pipes(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Pipe>>, String> {
+    let mut sharing = vec![0usize; a.conns.len()];
+    for &(_, k) in &a.clients {
+        sharing[k] += 1;
+    }
+    let mut pipes = Vec::with_capacity(a.conns.len());
+    let t0 = Instant::now();
+    for (j, &endpoint) in a.conns.iter().enumerate() {
+        connect_turn(ctx, a, j, t0).await;
+        let conn = connect(ctx, endpoint).await?;
+        pipes.push(Rc::new(Pipe::new(endpoint, sharing[j], conn, ctx.timeout)));
+    }
+    Ok(pipes)
+}
+
+/// Pipelined: runs every pipe's driver and every client; the drivers live on until
+/// `close_pipes`.
+pub(super) async fn run_pipes(w: Rc<Worker>, a: &Assignment, pipes: &[Rc<Pipe>]) {
+    for pipe in pipes {
+        let (pipe, w) = (pipe.clone(), w.clone());
+        tokio::task::spawn_local(async move {
+            while let Some(dead) = pipe.drive().await {
+                retire(&w, dead);
+            }
+        });
+    }
+    let mut next = vec![0usize; pipes.len()];
+    let mut tasks = Vec::with_capacity(a.clients.len());
+    for &(id, k) in &a.clients {
+        let local = next[k];
+        next[k] += 1;
+        tasks.push(tokio::task::spawn_local(pipe_client(
+            w.clone(),
+            id,
+            pipes[k].clone(),
+            local,
+        )));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// Stops every pipe's driver and starts closing its connection (the records are collected
+/// with the others).
+pub(super) fn close_pipes(w: &Worker, pipes: Vec<Rc<Pipe>>) {
+    for pipe in pipes {
+        if let Some(c) = pipe.close() {
+            retire(w, c);
+        }
+    }
+}
+
+/// One client of a pipelined connection, `local` among the clients of `pipe`: its closed (or
+/// paced) loop, as `client`'s.
+async fn pipe_client(w: Rc<Worker>, id: usize, pipe: Rc<Pipe>, local: usize) {
+    let ctx = w.ctx.clone();
+    let quota = quota(&ctx, id);
+    let mut work = ctx.workload.for_client(id as u64);
+    let endpoint = pipe.endpoint;
+    let mut idx = id as u64;
+    let mut sent = 0u64;
+    let mut reconnect = Reconnect::new();
+    let mut reauthed = false;
+    let mut again = None;
+
+    while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
+        let warm = turn.warm;
+        match pipe.acquire(|| connect(&ctx, endpoint)).await {
+            Ok(new) => {
+                reconnect.ok();
+                if new {
+                    w.stats.borrow_mut().reconnects += 1;
+                }
+            }
+            Err(f) => {
+                // boxed: the backoff's sleep would otherwise be in every client's future
+                if Box::pin(reconnect.connect_failed(&w, endpoint, warm, &mut sent, quota, f)).await
+                {
+                    continue;
+                }
+                break;
+            }
+        }
+        let started = Instant::now();
+        pipe.submit(local, started + ctx.timeout, |buf| {
+            work.encode_http(idx, endpoint, buf)
+        });
+        idx += ctx.clients as u64;
+        sent += u64::from(!warm);
+        let out = pipe.outcome(local).await;
+        let was_reauthed = std::mem::take(&mut reauthed);
+        // a request sent again after re-authenticating was written (and counted) the first time
+        if out.written && !was_reauthed {
+            w.wrote(warm);
+        }
+        let status = match out.result {
+            Ok(status) => status,
+            Err(f) => {
+                w.fail(endpoint, warm, None, f);
+                continue;
+            }
+        };
+        match pipe.with_body(local, |body| work.check_http(status, body)) {
+            // etcd no longer accepts the token: authenticate on a connection of its own (this
+            // one carries other clients' requests), then send again
+            Err((_, f)) if !was_reauthed && ctx.auth.is_some() && is_invalid_token(&f) => {
+                match Box::pin(reauthenticate_apart(&w, endpoint, &mut work)).await {
+                    Ok(()) => {
+                        w.stats.borrow_mut().reauthenticated += 1;
+                        reauthed = true;
+                        sent -= u64::from(!warm);
+                        again = Some(turn);
+                    }
+                    Err(f) => w.fail(endpoint, warm, None, f),
+                }
+            }
+            _ if warm => w.warmup_done(),
+            Ok((status, ack)) => {
+                w.ok(endpoint, turn, started, status);
+                w.acked(ack);
+                w.keep_sample(|| pipe.with_body(local, |body| work.sample_http(body)));
+            }
+            Err((status, f)) => w.fail(endpoint, warm, Some(status), f),
+        }
+    }
+}
+
+/// Re-authentication for a pipelined client, on a connection opened for it and closed after.
+async fn reauthenticate_apart(
+    w: &Worker,
+    endpoint: usize,
+    work: &mut Workload,
+) -> Result<(), Failure> {
+    let mut c = connect(&w.ctx, endpoint)
+        .await
+        .map_err(|e| Failure::with(FailureKind::Connect, e))?;
+    let result = reauthenticate(&w.ctx, endpoint, &mut c, work).await;
+    retire(w, c);
+    result
 }

@@ -32,6 +32,8 @@ struct Ctx {
     net: NetConfig,
     pub(super) h2: H2Config,
     max_body: u64,
+    /// HTTP/1.1 requests in flight per connection (1: one connection per client)
+    pipeline: usize,
     /// open loop: requests/s over all threads
     rate: Option<f64>,
     /// connections opened per second at setup (all threads together)
@@ -55,8 +57,9 @@ struct Ctx {
 struct Assignment {
     /// this thread's index among the threads that have clients
     thread: usize,
-    /// (client id, connection index into `conns` for gRPC, endpoint for HTTP/1.1)
+    /// (client id, connection index into `conns` for shared connections, endpoint for
+    /// unpipelined HTTP/1.1)
     clients: Vec<(usize, usize)>,
-    /// gRPC connections: endpoint of each
+    /// shared connections (h2, pipelined HTTP/1.1): endpoint of each
     conns: Vec<usize>,
 }

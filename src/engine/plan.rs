@@ -35,9 +35,11 @@ pub(super) fn quota_of(stop: Stop, id: usize, clients: usize) -> u64 {
     }
 }
 
-/// Splits clients (and gRPC connections) over threads; returns only non-empty assignments.
+/// Splits clients (and shared connections: h2, or HTTP/1.1 with `pipeline` > 1) over threads;
+/// returns only non-empty assignments.
 pub(super) fn assign(
     proto: Proto,
+    pipeline: usize,
     clients: usize,
     conns: usize,
     threads: usize,
@@ -45,12 +47,12 @@ pub(super) fn assign(
 ) -> Vec<Assignment> {
     let mut out: Vec<Assignment> = (0..threads).map(|_| Assignment::default()).collect();
     match proto {
-        Proto::Http => {
+        Proto::Http if pipeline <= 1 => {
             for c in 0..clients {
                 out[c % threads].clients.push((c, c % endpoints));
             }
         }
-        Proto::H2 | Proto::Grpc => {
+        _ => {
             // connection k lives on thread k % threads; client c uses connection c % conns
             let mut local = vec![0usize; conns];
             for (k, slot) in local.iter_mut().enumerate() {
@@ -85,7 +87,7 @@ mod tests {
 
     #[test]
     fn assignment_spreads_clients_and_conns() {
-        let a = assign(Proto::Grpc, 10, 3, 2, 1);
+        let a = assign(Proto::Grpc, 1, 10, 3, 2, 1);
         let conns: usize = a.iter().map(|t| t.conns.len()).sum();
         let clients: usize = a.iter().map(|t| t.clients.len()).sum();
         assert_eq!((conns, clients), (3, 10));
@@ -95,10 +97,16 @@ mod tests {
             }
         }
         // one connection: everything on one thread, the other thread unused
-        let a = assign(Proto::Grpc, 8, 1, 2, 1);
+        let a = assign(Proto::Grpc, 1, 8, 1, 2, 1);
         assert_eq!(a.len(), 1);
-        let a = assign(Proto::Http, 5, 5, 2, 2);
+        let a = assign(Proto::Http, 1, 5, 5, 2, 2);
         assert_eq!(a.iter().map(|t| t.clients.len()).sum::<usize>(), 5);
         assert_eq!(a[0].clients[1], (2, 0));
+        // pipelined: 20 clients on ceil(20 / 16) = 2 connections, 10 each, one per thread
+        let a = assign(Proto::Http, 16, 20, 2, 2, 1);
+        assert_eq!(a.len(), 2);
+        for t in &a {
+            assert_eq!((t.conns.len(), t.clients.len()), (1, 10));
+        }
     }
 }

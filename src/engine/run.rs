@@ -107,12 +107,19 @@ pub fn run_proto(
 ) -> Result<ProtoRun, String> {
     let load = &cfg.load;
     let conns = match proto {
-        Proto::Http => load.clients,
+        Proto::Http if load.pipeline <= 1 => load.clients,
+        // pipelined: -c stays the requests in flight, up to --pipeline of them per connection
+        Proto::Http => load
+            .clients
+            .div_ceil(load.pipeline)
+            .max(endpoints.len())
+            .min(load.clients),
         // at least one connection per endpoint, so every endpoint gets clients
         Proto::H2 | Proto::Grpc => load.conns.max(endpoints.len()).min(load.clients),
     };
     let plan = assign(
         proto,
+        load.pipeline,
         load.clients,
         conns,
         load.threads.max(1),
@@ -131,6 +138,7 @@ pub fn run_proto(
             ..cfg.h2
         },
         max_body: cfg.max_body,
+        pipeline: load.pipeline,
         rate: load.rate,
         connect_rate: load.connect_rate,
         threads,
@@ -237,6 +245,7 @@ pub fn run_proto(
         proto,
         clients: load.clients,
         conns,
+        pipeline: load.pipeline,
         threads,
         stats,
         window_start,

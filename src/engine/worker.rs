@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::client::http1::pipeline::Pipe;
 use crate::client::{BACKOFF_MAX, BACKOFF_MIN};
 use crate::config::{Proto, Stop};
 use crate::outcome::{Failure, FailureKind, GAVE_UP, StatusKey};
@@ -329,6 +330,7 @@ pub(super) fn worker_thread(
     let proto = ctx.proto;
     let setup = local.block_on(&rt, async {
         match proto {
+            Proto::Http if ctx.pipeline > 1 => http1::setup_pipes(&ctx, &a).await.map(Setup::Pipes),
             Proto::Http => http1::setup(&ctx, &a).await.map(Setup::Http),
             Proto::H2 | Proto::Grpc => grpc::setup(&ctx, &a).await.map(Setup::Grpc),
         }
@@ -433,12 +435,15 @@ pub(super) fn fail_setup(sync: &Meeting, e: String) {
 /// Connections made before the start barrier.
 pub(super) enum Setup {
     Http(Vec<Option<crate::client::http1::Conn>>),
+    /// pipelined HTTP/1.1
+    Pipes(Vec<Rc<Pipe>>),
     Grpc(Vec<Rc<grpc::Slot>>),
 }
 
 /// What is left to close after the measured window.
 pub(super) enum Closing {
     Http(Vec<crate::client::http1::Conn>),
+    Pipes(Vec<Rc<Pipe>>),
     Grpc(Vec<Rc<grpc::Slot>>),
 }
 
@@ -449,6 +454,10 @@ impl Setup {
     pub(super) async fn run(self, w: Rc<Worker>, a: &Assignment) -> Closing {
         match self {
             Setup::Http(conns) => Closing::Http(http1::run(w, a, conns).await),
+            Setup::Pipes(pipes) => {
+                http1::run_pipes(w, a, &pipes).await;
+                Closing::Pipes(pipes)
+            }
             Setup::Grpc(slots) => {
                 grpc::run(w, a, &slots).await;
                 Closing::Grpc(slots)
@@ -468,6 +477,7 @@ impl Closing {
                     c.push(tokio::task::spawn_local(conn.close(CLOSE_BOUND)));
                 }
             }
+            Closing::Pipes(pipes) => http1::close_pipes(w, pipes),
             Closing::Grpc(slots) => grpc::close(w, slots),
         }
         let closing: Vec<_> = w.closing.borrow_mut().drain(..).collect();

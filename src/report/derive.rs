@@ -335,6 +335,7 @@ impl RunReport {
             title: run.proto.title(),
             clients: run.clients,
             connections: run.conns,
+            pipeline: (run.proto == crate::stats::Proto::Http).then_some(run.pipeline),
             threads: run.threads,
             interrupted: run.interrupted,
             summary,

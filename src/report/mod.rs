@@ -51,6 +51,8 @@ pub struct Report {
 pub struct Settings {
     pub clients: usize,
     pub conns: usize,
+    /// HTTP/1.1 requests in flight per connection (`--pipeline`)
+    pub pipeline: usize,
     pub threads: usize,
     /// -n; absent in duration mode
     pub total_requests: Option<u64>,
@@ -71,6 +73,9 @@ pub struct RunReport {
     pub clients: usize,
     /// connections opened at start
     pub connections: usize,
+    /// HTTP/1.1: the most requests in flight per connection (`--pipeline`; 1 unpipelined);
+    /// null on h2, which multiplexes
+    pub pipeline: Option<usize>,
     pub threads: usize,
     pub interrupted: bool,
     pub summary: Summary,
@@ -504,6 +509,7 @@ impl Report {
             settings: Settings {
                 clients: cfg.load.clients,
                 conns: cfg.load.conns,
+                pipeline: cfg.load.pipeline,
                 threads: cfg.load.threads,
                 total_requests,
                 duration_s,

@@ -131,7 +131,13 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     let s = &run.summary;
     let _ = writeln!(out, "{} — {}", run.title, report.workload);
     let conns = if run.proto == "http" {
-        format!("{} connections (HTTP/1.1: one per client)", run.connections)
+        match run.pipeline {
+            Some(n) if n > 1 => format!(
+                "{} connections (HTTP/1.1, pipelined: up to {n} requests in flight on each)",
+                run.connections
+            ),
+            _ => format!("{} connections (HTTP/1.1: one per client)", run.connections),
+        }
     } else {
         let hpack = match report.settings.h2_client {
             "wire" => format!(", HPACK {}", report.settings.hpack),

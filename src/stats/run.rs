@@ -49,8 +49,11 @@ impl fmt::Display for Proto {
 pub struct ProtoRun {
     pub proto: Proto,
     pub clients: usize,
-    /// connections opened at start (gRPC: --conns; HTTP/1.1: one per client)
+    /// connections opened at start (h2: --conns; HTTP/1.1: one per client, or ceil(clients /
+    /// --pipeline))
     pub conns: usize,
+    /// HTTP/1.1 requests in flight per connection at most (`--pipeline`)
+    pub pipeline: usize,
     pub threads: usize,
     pub stats: Stats,
     /// when the measured window began (the start line + warmup)

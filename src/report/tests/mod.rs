@@ -21,6 +21,7 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         proto,
         clients: 1,
         conns: 1,
+        pipeline: 1,
         threads: 1,
         stats: Stats::default(),
         window_start: std::time::Instant::now(),

@@ -240,6 +240,7 @@ fn etcd_put_config() -> Config {
         load: Load {
             clients: 1,
             conns: 1,
+            pipeline: 1,
             threads: 2,
             stop: Stop::Total(3000),
             warmup: Duration::ZERO,
