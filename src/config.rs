@@ -313,6 +313,9 @@ pub struct Load {
     pub conns: usize,
     /// HTTP/1.1 requests in flight per connection (`--pipeline`); 1: one connection per client
     pub pipeline: usize,
+    /// `--requests-per-conn`: each connection closes after this many requests, and none is
+    /// opened before the start
+    pub requests_per_conn: Option<u64>,
     pub threads: usize,
     pub stop: Stop,
     pub warmup: Duration,

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-use support::{proto_run, run_bounded, run_json_within, u64_at};
+use support::{f64_at, proto_run, run_bounded, run_json_within, u64_at};
 
 /// A CA and, signed by it, a server certificate for 127.0.0.1/localhost and a client certificate.
 struct Pki {
@@ -409,4 +409,139 @@ fn etcds_gateway_is_reached_over_tls_with_alpn_h2() {
         2,
         "over TLS only",
     );
+}
+
+/// `--requests-per-conn` figures of one run over TLS: every connection carried `per_conn`
+/// requests (the last at most that), each made a handshake, and the report says how many of
+/// them resumed a session.
+fn check_churn(run: &serde_json::Value, proto: &str, n: u64, per_conn: u64) -> (u64, u64) {
+    let ctx = format!("{proto}: {:#}", run["connection_setup"]);
+    assert_eq!(u64_at(run, "/summary/ok"), n, "{ctx}");
+    let setup = &run["connection_setup"];
+    assert_eq!(u64_at(setup, "/requests_per_conn"), per_conn, "{ctx}");
+    let opened = u64_at(run, "/wire/connections_opened");
+    let written = u64_at(run, "/wire/requests_on_wire");
+    // no connection before the start: every one was opened for requests, and each carried
+    // `per_conn` of them but the last of each client (HTTP/1.1) or of the shared one (h2)
+    let least = written.div_ceil(per_conn);
+    assert!(
+        opened >= least && opened <= least + 4,
+        "{opened} connections: {ctx}"
+    );
+    let ratio = setup["connections_per_request"].as_f64().unwrap();
+    assert!(
+        (ratio - opened as f64 / written as f64).abs() < 1e-9,
+        "{ctx}"
+    );
+    let tls = &setup["tls"];
+    let handshakes = u64_at(tls, "/handshakes");
+    assert_eq!(handshakes, opened, "{ctx}");
+    let (full, resumed) = (u64_at(tls, "/full"), u64_at(tls, "/resumed"));
+    assert_eq!(full + resumed, handshakes, "{ctx}");
+    assert!(tls["client_cpu_us"].as_f64().unwrap() > 0.0, "{ctx}");
+    assert!(tls["bytes_in"].as_f64().unwrap() > 0.0, "{ctx}");
+    // the latency includes the setup, the other figure does not
+    let with = f64_at(run, "/summary/average_ms");
+    let without = setup["without_setup_average_ms"].as_f64().unwrap();
+    assert!(without > 0.0 && without < with, "{ctx}");
+    (full, resumed)
+}
+
+#[test]
+fn a_connection_per_request_over_tls_shows_the_handshake_cost() {
+    let pki = Pki::new();
+    let limit = Duration::from_secs(60);
+    let etcd = start_etcd(&pki, false);
+    let ep = etcd.endpoint();
+    let before = revision(&ep, &pki);
+    let ca = pki.s("ca.pem");
+    let put = |extra: &[&str]| {
+        let mut args = vec![
+            "etcd",
+            "put",
+            "--endpoints",
+            &ep,
+            "--proto",
+            "http,grpc",
+            "-c",
+            "4",
+            "-n",
+            "200",
+            "--cacert",
+            &ca,
+            "--requests-per-conn",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        run_json_within(&args, limit)
+    };
+    // sessions resumed (rustls' default): after the first handshakes, most resume
+    let report = put(&[]);
+    for proto in ["http", "grpc"] {
+        let (full, resumed) = check_churn(proto_run(&report, proto), proto, 200, 1);
+        assert!(resumed >= 100, "{proto}: {full} full, {resumed} resumed");
+    }
+    // --tls-resume off: every handshake is full, and costs more bytes than a resumed one
+    let off = put(&["--tls-resume", "off"]);
+    for proto in ["http", "grpc"] {
+        let (full, resumed) = check_churn(proto_run(&off, proto), proto, 200, 1);
+        assert_eq!((full, resumed), (200, 0), "{proto}");
+        let bytes =
+            |r: &serde_json::Value| r["connection_setup"]["tls"]["bytes_in"].as_f64().unwrap();
+        assert!(
+            bytes(proto_run(&off, proto)) > bytes(proto_run(&report, proto)),
+            "{proto}: a full handshake brings the certificate"
+        );
+    }
+    // four runs of 200 acknowledged puts
+    assert_eq!(revision(&ep, &pki) - before, 800, "etcd revision delta");
+    drop(etcd);
+}
+
+#[test]
+fn the_builtin_server_churns_connections_over_tls() {
+    let pki = Pki::new();
+    let port = support::unused_port();
+    let mut cmd = support::wirebench();
+    cmd.args([
+        "serve",
+        "--addr",
+        &format!("127.0.0.1:{port}"),
+        "--threads",
+        "1",
+        "--tls-cert",
+    ])
+    .arg(pki.path("server.pem"))
+    .arg("--tls-key")
+    .arg(pki.path("server.key"))
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    support::die_with_parent(&mut cmd);
+    let mut server = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let target = format!("https://localhost:{port}");
+    let report = run_json_within(
+        &[
+            "echo",
+            "--target",
+            &target,
+            "-c",
+            "4",
+            "-n",
+            "300",
+            "--cacert",
+            &pki.s("ca.pem"),
+            "--proto",
+            "http,h2,grpc",
+            "--requests-per-conn",
+            "10",
+        ],
+        Duration::from_secs(60),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    for proto in ["http", "h2", "grpc"] {
+        check_churn(proto_run(&report, proto), proto, 300, 10);
+    }
 }

@@ -105,6 +105,7 @@ fn put_config(cfg: &WatchConfig) -> Config {
             clients: cfg.put_clients,
             conns: 1,
             pipeline: 1,
+            requests_per_conn: None,
             threads: 1,
             stop: Stop::Total(cfg.put_total),
             warmup: Duration::ZERO,

@@ -84,6 +84,10 @@ pub struct TlsArgs {
     /// Server name to present and verify instead of the endpoint's host
     #[arg(long)]
     pub sni: Option<String>,
+    /// Resume TLS sessions on new connections (rustls' session cache): with off, every
+    /// connection makes a full handshake
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub tls_resume: OnOff,
 }
 
 impl TlsArgs {
@@ -99,6 +103,7 @@ impl TlsArgs {
                 || self.key.is_some()
                 || self.sni.is_some()
                 || self.insecure_skip_verify
+                || self.tls_resume == OnOff::Off
             {
                 return Err("TLS flags need https:// endpoints".into());
             }
@@ -113,6 +118,7 @@ impl TlsArgs {
             key: self.key.clone(),
             insecure_skip_verify: self.insecure_skip_verify,
             sni: self.sni.clone(),
+            resume: self.tls_resume == OnOff::On,
         })?;
         Ok(Some(std::sync::Arc::new(client)))
     }
@@ -175,6 +181,11 @@ pub struct RunArgs {
     /// connection per client
     #[arg(long, default_value_t = 1)]
     pub pipeline: usize,
+    /// Close each connection after N requests and open a new one (1: no keepalive); the
+    /// connect and TLS handshake are then part of the requests' cost and latency, and no
+    /// connection is opened before the start
+    #[arg(long)]
+    pub requests_per_conn: Option<u64>,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// Open loop: send this many requests per second over all clients on a fixed schedule;
@@ -293,8 +304,9 @@ pub enum HpackArg {
     Never,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum OnOff {
+    #[default]
     On,
     Off,
 }
@@ -397,6 +409,7 @@ impl RunArgs {
             clients,
             conns: 1,
             pipeline: 1,
+            requests_per_conn: None,
             limits: LimitArgs::default(),
             rate: None,
             connect_rate: None,
@@ -479,6 +492,15 @@ impl RunArgs {
         if pipeline > 1 && !protos.contains(&Proto::Http) {
             return Err(
                 "--pipeline is for HTTP/1.1 (--proto http): h2 multiplexes its streams instead"
+                    .into(),
+            );
+        }
+        if self.requests_per_conn == Some(0) {
+            return Err("--requests-per-conn must be at least 1".into());
+        }
+        if self.requests_per_conn.is_some() && pipeline > 1 {
+            return Err(
+                "--requests-per-conn with --pipeline: a pipelined connection is shared, choose one"
                     .into(),
             );
         }
@@ -585,6 +607,7 @@ impl RunArgs {
                 clients,
                 conns,
                 pipeline,
+                requests_per_conn: self.requests_per_conn,
                 threads,
                 stop,
                 warmup: self.limits.warmup,

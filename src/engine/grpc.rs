@@ -30,6 +30,8 @@ pub(super) struct Slot {
     generation: Cell<u64>,
     connecting: Cell<bool>,
     connected: Notify,
+    /// `--requests-per-conn`: calls the current connection may still take
+    budget: Cell<u64>,
 }
 
 /// A client's cached handle to its slot's current connection.
@@ -50,14 +52,21 @@ pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Slot>>, St
     let mut slots = Vec::with_capacity(a.conns.len());
     let t0 = Instant::now();
     for (j, &endpoint) in a.conns.iter().enumerate() {
-        connect_turn(ctx, a, j, t0).await;
-        let conn = connect(ctx, endpoint).await?;
+        // --requests-per-conn: no connection before the start; the first call opens it
+        let conn = match ctx.requests_per_conn {
+            Some(_) => None,
+            None => {
+                connect_turn(ctx, a, j, t0).await;
+                Some(connect(ctx, endpoint).await?)
+            }
+        };
         slots.push(Rc::new(Slot {
             endpoint,
-            conn: RefCell::new(Some(conn)),
+            conn: RefCell::new(conn),
             generation: Cell::new(1),
             connecting: Cell::new(false),
             connected: Notify::new(),
+            budget: Cell::new(ctx.requests_per_conn.unwrap_or(0)),
         }));
     }
     Ok(slots)
@@ -75,19 +84,28 @@ impl Slot {
             }
         };
         if let Some(conn) = dead {
-            let linger = w.ctx.timeout;
-            w.closing
-                .borrow_mut()
-                .push(tokio::task::spawn_local(conn.close(linger)));
+            w.closer.spawn(conn.close(w.ctx.timeout));
         }
     }
 
-    /// Ensures `handle` points at a live connection, reconnecting if needed.
+    /// Ensures `handle` points at a live connection, reconnecting if needed. With
+    /// `--requests-per-conn N` each connection is handed out for N calls, then replaced (it
+    /// closes once its streams are done).
     async fn acquire(&self, w: &Worker, handle: &mut Option<Handle>) -> Result<(), Failure> {
+        let churn = w.ctx.requests_per_conn;
         loop {
+            if churn.is_some()
+                && self.budget.get() == 0
+                && let Some(conn) = self.conn.borrow().as_ref()
+            {
+                conn.mark_dead();
+            }
             if let Some(conn) = self.conn.borrow().as_ref()
                 && !conn.is_dead()
             {
+                if churn.is_some() {
+                    self.budget.set(self.budget.get() - 1);
+                }
                 let generation = self.generation.get();
                 if handle.as_ref().is_none_or(|h| h.generation != generation) {
                     *handle = Some(Handle {
@@ -111,6 +129,7 @@ impl Slot {
             self.connected.notify_waiters();
             let conn = result.map_err(|e| Failure::with(FailureKind::Connect, e))?;
             *self.conn.borrow_mut() = Some(conn);
+            self.budget.set(churn.unwrap_or(0));
             self.generation.set(self.generation.get() + 1);
             w.stats.borrow_mut().reconnects += 1;
         }
@@ -145,9 +164,7 @@ pub(super) fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
     for slot in slots {
         let conn = slot.conn.borrow_mut().take();
         if let Some(conn) = conn {
-            w.closing
-                .borrow_mut()
-                .push(tokio::task::spawn_local(conn.close(linger)));
+            w.closer.spawn(conn.close(linger));
         }
     }
 }
@@ -179,6 +196,8 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
 
     while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
         let warm = turn.warm;
+        // --requests-per-conn: the connect is part of the call it precedes
+        let setup_from = ctx.requests_per_conn.map(|_| Instant::now());
         if let Err(f) = slot.acquire(&w, &mut handle).await {
             // boxed, as the rare paths below: the backoff's sleep would otherwise be in every
             // client's future
@@ -210,7 +229,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 &mut handle,
                 &mut work,
                 turn,
-                started,
+                (setup_from.unwrap_or(started), started),
                 &mut rx,
             ))
             .await;
@@ -326,7 +345,8 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 // a warmup request (its verdict is not taken)
                 None => w.warmup_done(),
                 Some(Ok((status, ack))) => {
-                    w.ok(endpoint, turn, started, status);
+                    w.ok(endpoint, turn, setup_from.unwrap_or(started), status);
+                    w.without_setup(started);
                     w.acked(ack);
                     w.keep_sample(|| work.sample_http(&body));
                 }
@@ -339,7 +359,8 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                     let ok = StatusKey::Grpc(Code::Ok.as_u32());
                     match work.check_grpc(&message) {
                         Ok(ack) => {
-                            w.ok(endpoint, turn, started, ok);
+                            w.ok(endpoint, turn, setup_from.unwrap_or(started), ok);
+                            w.without_setup(started);
                             w.acked(ack);
                             w.keep_sample(|| work.sample_grpc(&message));
                         }
@@ -353,14 +374,16 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
 
 /// One server-streaming call of client `work` and its outcome: OK when the stream ends with
 /// grpc-status 0, its messages counted and its latency to the first message recorded (the
-/// call's latency is to the last). Never retried; bounded by the request timeout.
+/// call's latency is to the last). Never retried; bounded by the request timeout. `started`:
+/// (from, ready): when its latency counts from (before a `--requests-per-conn` connect) and when
+/// its connection was ready.
 async fn stream_call(
     w: &Worker,
     slot: &Slot,
     handle: &mut Option<Handle>,
     work: &mut crate::workload::Workload,
     turn: crate::engine::worker::Turn,
-    started: Instant,
+    (started, ready): (Instant, Instant),
     rx: &mut BytesMut,
 ) {
     let ctx = &w.ctx;
@@ -409,6 +432,7 @@ async fn stream_call(
         Ok(Ok(_)) if warm => w.warmup_done(),
         Ok(Ok(end)) => {
             w.ok(endpoint, turn, started, StatusKey::Grpc(Code::Ok.as_u32()));
+            w.without_setup(ready);
             w.streamed(end.messages, end.first_at.map(|t| t - started));
             if keep > 0 {
                 w.keep_sample(|| {

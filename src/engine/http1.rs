@@ -34,9 +34,14 @@ async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
     })
 }
 
-/// Opens every client's connection before the start line.
+/// Opens every client's connection before the start line (none with `--requests-per-conn`: the
+/// connect is part of each client's first request).
 pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Option<Conn>>, String> {
     let mut conns = Vec::with_capacity(a.clients.len());
+    if ctx.requests_per_conn.is_some() {
+        conns.resize_with(a.clients.len(), || None);
+        return Ok(conns);
+    }
     let t0 = Instant::now();
     for (j, &(_, endpoint)) in a.clients.iter().enumerate() {
         connect_turn(ctx, a, j, t0).await;
@@ -69,9 +74,7 @@ pub(super) async fn run(w: Rc<Worker>, a: &Assignment, conns: Vec<Option<Conn>>)
 /// Closes a connection replaced mid-run in the background; its record joins the stats at the
 /// end.
 fn retire(w: &Worker, c: Conn) {
-    w.closing.borrow_mut().push(tokio::task::spawn_local(
-        c.close(super::worker::CLOSE_BOUND),
-    ));
+    w.closer.spawn(c.close(super::worker::CLOSE_BOUND));
 }
 
 /// One client's closed (or paced) loop; returns its connection, still open.
@@ -90,6 +93,8 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
 
     while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
         let warm = turn.warm;
+        // --requests-per-conn: the connect is part of the request it precedes
+        let setup_from = ctx.requests_per_conn.map(|_| Instant::now());
         let c = match &mut conn {
             Some(c) => c,
             None => match connect(&ctx, endpoint).await {
@@ -145,7 +150,8 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     }
                     _ if warm => w.warmup_done(),
                     Ok((status, ack)) => {
-                        w.ok(endpoint, turn, started, status);
+                        w.ok(endpoint, turn, setup_from.unwrap_or(started), status);
+                        w.without_setup(started);
                         w.acked(ack);
                         w.keep_sample(|| work.sample_http(resp.body));
                     }
@@ -177,7 +183,11 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                 }
             }
         }
-        if (!keep || !c.reusable())
+        // --requests-per-conn: this connection has carried its share
+        let spent = ctx
+            .requests_per_conn
+            .is_some_and(|n| c.requests_written() >= n);
+        if (!keep || spent || !c.reusable())
             && let Some(c) = conn.take()
         {
             retire(&w, c);

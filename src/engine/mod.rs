@@ -34,6 +34,9 @@ struct Ctx {
     max_body: u64,
     /// HTTP/1.1 requests in flight per connection (1: one connection per client)
     pipeline: usize,
+    /// `--requests-per-conn`: connections close after this many requests; none is opened at
+    /// setup, and a request's latency includes the connect that precedes it
+    requests_per_conn: Option<u64>,
     /// open loop: requests/s over all threads
     rate: Option<f64>,
     /// connections opened per second at setup (all threads together)

@@ -14,7 +14,7 @@ use crate::client::{BACKOFF_MAX, BACKOFF_MIN};
 use crate::config::{Proto, Stop};
 use crate::outcome::{Failure, FailureKind, GAVE_UP, StatusKey};
 use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
-use crate::stats::{At, CpuTimes, IoCalls, Stats, WindowCost};
+use crate::stats::{At, ConnRecord, ConnSet, CpuTimes, IoCalls, Stats, WindowCost};
 use crate::workload::Ack;
 
 use super::run::Meeting;
@@ -24,8 +24,9 @@ use super::{Assignment, Ctx, INTERRUPTED, grpc, http1, pace, progress};
 pub(super) struct Worker {
     pub(super) ctx: Arc<Ctx>,
     pub(super) stats: RefCell<Stats>,
-    /// gRPC connections being closed in the background (replaced mid-run)
-    pub(super) closing: RefCell<Vec<tokio::task::JoinHandle<crate::stats::ConnRecord>>>,
+    /// connections closing in the background (replaced mid-run, or at the end) and the records
+    /// of those closed
+    pub(super) closer: Rc<Closer>,
     pub(super) sample: RefCell<Option<Value>>,
     /// Measurement starts here; requests started before it are warmup.
     pub(super) warmup_end: Instant,
@@ -125,6 +126,16 @@ impl Worker {
         }
         drop(st);
         self.bump_progress(false);
+    }
+
+    /// `--requests-per-conn`, after `ok`: the same request's latency from `ready`, when its
+    /// connection was ready (after the connect it may have waited for).
+    pub(super) fn without_setup(&self, ready: Instant) {
+        if self.ctx.requests_per_conn.is_some() {
+            self.stats
+                .borrow_mut()
+                .record_without_setup(ready.elapsed());
+        }
     }
 
     /// A successful server-streaming call, after `ok`: its messages and its latency to the
@@ -348,7 +359,7 @@ pub(super) fn worker_thread(
     let worker = Rc::new(Worker {
         ctx: ctx.clone(),
         stats: RefCell::new(Stats::default()),
-        closing: RefCell::new(Vec::new()),
+        closer: Rc::default(),
         sample: RefCell::new(None),
         warmup_end,
         deadline: match ctx.stop {
@@ -472,19 +483,53 @@ impl Closing {
     pub(super) async fn close(self, w: &Rc<Worker>) {
         match self {
             Closing::Http(conns) => {
-                let mut c = w.closing.borrow_mut();
                 for conn in conns {
-                    c.push(tokio::task::spawn_local(conn.close(CLOSE_BOUND)));
+                    w.closer.spawn(conn.close(CLOSE_BOUND));
                 }
             }
             Closing::Pipes(pipes) => http1::close_pipes(w, pipes),
             Closing::Grpc(slots) => grpc::close(w, slots),
         }
-        let closing: Vec<_> = w.closing.borrow_mut().drain(..).collect();
-        for handle in closing {
-            if let Ok(rec) = handle.await {
-                w.stats.borrow_mut().conns.push(rec);
+        w.closer.all_closed().await;
+        let (records, folded_connect) = w.closer.records.take().into_records();
+        let mut st = w.stats.borrow_mut();
+        st.conns = records;
+        st.folded_connect = folded_connect;
+    }
+}
+
+/// Closes connections in the background, each as its own task, and keeps their records (a
+/// bounded set, `ConnSet`): a run that opens a connection per request holds no task or record
+/// per connection.
+#[derive(Default)]
+pub(super) struct Closer {
+    pending: Cell<usize>,
+    done: tokio::sync::Notify,
+    records: RefCell<ConnSet>,
+}
+
+impl Closer {
+    pub(super) fn spawn(self: &Rc<Self>, close: impl Future<Output = ConnRecord> + 'static) {
+        self.pending.set(self.pending.get() + 1);
+        let me = self.clone();
+        tokio::task::spawn_local(async move {
+            let rec = close.await;
+            me.records.borrow_mut().add(rec);
+            me.pending.set(me.pending.get() - 1);
+            if me.pending.get() == 0 {
+                me.done.notify_waiters();
             }
+        });
+    }
+
+    /// Waits until every connection handed to `spawn` is closed.
+    pub(super) async fn all_closed(&self) {
+        loop {
+            let done = self.done.notified();
+            if self.pending.get() == 0 {
+                return;
+            }
+            done.await;
         }
     }
 }

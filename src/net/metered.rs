@@ -57,12 +57,25 @@ pub struct Ledger {
     /// bytes the protocol wrote / read above TLS (equal to the socket bytes without TLS)
     pub plain_out: Cell<u64>,
     pub plain_in: Cell<u64>,
-    /// TLS handshake duration, when the connection is TLS
-    pub tls_handshake_us: Cell<Option<u64>>,
+    /// the TLS handshake, when the connection is TLS
+    pub tls: Cell<Option<Handshake>>,
     /// TCP connect duration
     pub connect_us: Cell<u64>,
     /// the connection's source address
     pub local_ip: Cell<Option<std::net::IpAddr>>,
+}
+
+/// One connection's TLS handshake.
+#[derive(Debug, Clone, Copy)]
+pub struct Handshake {
+    pub us: u64,
+    /// this thread's CPU inside the handshake's polls
+    pub cpu_us: u64,
+    /// a session was resumed (no certificate exchange)
+    pub resumed: bool,
+    /// socket bytes until the handshake ended
+    pub bytes_out: u64,
+    pub bytes_in: u64,
 }
 
 fn bump(c: &Cell<u64>, n: u64) {
@@ -168,13 +181,26 @@ impl Ledger {
     /// are protocol bytes only without TLS (with TLS they are records nobody decrypts).
     pub fn drained(&self, bytes: &[u8]) {
         counted_read(self, bytes.len());
-        if self.tls_handshake_us.get().is_none() {
+        if self.tls.get().is_none() {
             self.plaintext_in(bytes);
         }
     }
 
-    pub fn tls_handshake(&self, took: std::time::Duration) {
-        self.tls_handshake_us.set(Some(took.as_micros() as u64));
+    /// The TLS handshake just ended: `took` long, `cpu` of this thread's time inside its polls,
+    /// `resumed` a session; the socket bytes so far are the handshake's.
+    pub fn tls_handshake(
+        &self,
+        took: std::time::Duration,
+        cpu: std::time::Duration,
+        resumed: bool,
+    ) {
+        self.tls.set(Some(Handshake {
+            us: took.as_micros() as u64,
+            cpu_us: cpu.as_micros() as u64,
+            resumed,
+            bytes_out: self.bytes_out.get(),
+            bytes_in: self.bytes_in.get(),
+        }));
     }
 
     /// Protocol bytes written (after TLS decryption / before encryption).
@@ -350,15 +376,20 @@ impl Ledger {
             connect_us: l.connect_us.get(),
             tcp,
             http1: l.http1.as_ref().map(Cell::get),
-            tls: l.tls_handshake_us.get().map(|h| TlsCounts {
+            tls: l.tls.get().map(|h| TlsCounts {
                 handshakes: 1,
-                handshake_us: h,
+                resumed: u64::from(h.resumed),
+                handshake_us: h.us,
+                handshake_cpu_us: h.cpu_us,
+                handshake_bytes_out: h.bytes_out,
+                handshake_bytes_in: h.bytes_in,
                 plaintext_out: l.plain_out.get(),
                 plaintext_in: l.plain_in.get(),
                 record_overhead_out: l.bytes_out.get().saturating_sub(l.plain_out.get()),
                 record_overhead_in: l.bytes_in.get().saturating_sub(l.plain_in.get()),
             }),
             close: None,
+            folded: 0,
             h2: l.h2.as_ref().map(|t| {
                 let t = t.borrow();
                 Duplex {

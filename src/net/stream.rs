@@ -70,8 +70,12 @@ pub async fn open(
             let name = tls.server_name(host).map_err(io::Error::other)?;
             let started = Instant::now();
             let connector = tokio_rustls::TlsConnector::from(config);
-            let handshake = connector.connect(name, metered);
-            let stream = match tokio::time::timeout(cfg.connect_timeout, handshake).await {
+            let handshake = cpu_timed(connector.connect(name, metered));
+            let (stream, cpu) = match tokio::time::timeout(cfg.connect_timeout, handshake).await {
+                Ok((r, cpu)) => (Ok(r), cpu),
+                Err(e) => (Err(e), std::time::Duration::ZERO),
+            };
+            let stream = match stream {
                 Ok(r) => r.map_err(|e| io::Error::new(e.kind(), format!("TLS handshake: {e}")))?,
                 Err(_) => {
                     return Err(io::Error::new(
@@ -87,7 +91,9 @@ pub async fn open(
             if !alpn_ok {
                 return Err(io::Error::other("TLS: the server did not agree to ALPN h2"));
             }
-            ledger.tls_handshake(started.elapsed());
+            let resumed =
+                stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+            ledger.tls_handshake(started.elapsed(), cpu, resumed);
             Kind::Tls(Box::new(stream))
         }
     };
@@ -100,6 +106,22 @@ pub async fn open(
         local_port,
         fd,
     })
+}
+
+/// Runs `fut` and sums this thread's CPU time inside its polls: the work of `fut` itself, not
+/// of the tasks that ran while it waited. Two CLOCK_THREAD_CPUTIME_ID reads per poll (a TLS
+/// handshake has a few polls); they are syscalls, and the syscall figures count them.
+async fn cpu_timed<F: std::future::Future>(fut: F) -> (F::Output, std::time::Duration) {
+    let mut fut = std::pin::pin!(fut);
+    let mut cpu = std::time::Duration::ZERO;
+    let out = std::future::poll_fn(|cx| {
+        let t0 = crate::stats::thread_cpu();
+        let r = fut.as_mut().poll(cx);
+        cpu += crate::stats::thread_cpu().saturating_sub(t0);
+        r
+    })
+    .await;
+    (out, cpu)
 }
 
 impl Io {

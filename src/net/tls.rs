@@ -18,6 +18,8 @@ pub struct TlsOptions {
     pub key: Option<PathBuf>,
     pub insecure_skip_verify: bool,
     pub sni: Option<String>,
+    /// resume TLS sessions on new connections (rustls' in-memory session cache; `--tls-resume`)
+    pub resume: bool,
 }
 
 /// Ready-made client configurations, one per ALPN protocol.
@@ -76,6 +78,9 @@ impl TlsClient {
                 _ => return Err("--cert and --key go together".into()),
             };
             cfg.alpn_protocols = vec![alpn.to_vec()];
+            if !o.resume {
+                cfg.resumption = rustls::client::Resumption::disabled();
+            }
             Ok(Arc::new(cfg))
         };
         Ok(TlsClient {

@@ -108,6 +108,36 @@ pub(super) fn streaming(run: &ProtoRun) -> Option<Streaming> {
     })
 }
 
+pub(super) fn connection_setup(run: &ProtoRun) -> Option<ConnectionSetup> {
+    let requests_per_conn = run.requests_per_conn?;
+    let st = &run.stats;
+    let conns = &st.conns;
+    let written: u64 = conns.iter().map(|c| c.requests).sum();
+    let connect_us: u64 = conns.iter().map(|c| c.connect_us).sum();
+    let opened: u64 = conns.iter().map(ConnRecord::weight).sum();
+    let mut tls: Option<TlsCounts> = None;
+    for t in conns.iter().filter_map(|c| c.tls.as_ref()) {
+        *tls.get_or_insert_with(TlsCounts::default) += *t;
+    }
+    let without = st.without_setup.clone().unwrap_or_default();
+    Some(ConnectionSetup {
+        requests_per_conn,
+        connections_per_request: per(opened, written),
+        tcp_connect_average_ms: per(connect_us, opened) / 1000.0,
+        tls: tls.map(|t| HandshakeCost {
+            handshakes: t.handshakes,
+            full: t.handshakes - t.resumed,
+            resumed: t.resumed,
+            average_ms: per(t.handshake_us, t.handshakes) / 1000.0,
+            client_cpu_us: per(t.handshake_cpu_us, t.handshakes),
+            bytes_out: per(t.handshake_bytes_out, t.handshakes),
+            bytes_in: per(t.handshake_bytes_in, t.handshakes),
+        }),
+        without_setup_average_ms: ms(without.mean_ns()),
+        without_setup_distribution: distribution(&without),
+    })
+}
+
 pub(super) fn open_loop(run: &ProtoRun) -> Option<OpenLoop> {
     let target_rate = run.rate?;
     let st = &run.stats;
@@ -202,12 +232,14 @@ pub(super) fn timeline(run: &ProtoRun) -> Vec<TimelinePoint> {
         .collect()
 }
 
-pub(super) fn connect_times(conns: &[ConnRecord]) -> Option<ConnectTimes> {
+/// The connect times of every connection: the records of single connections and the
+/// histogram of the folded ones (`folded`).
+pub(super) fn connect_times(conns: &[ConnRecord], folded: &Latencies) -> Option<ConnectTimes> {
     if conns.is_empty() {
         return None;
     }
-    let mut lat = Latencies::default();
-    for c in conns {
+    let mut lat = folded.clone();
+    for c in conns.iter().filter(|c| c.folded == 0) {
         lat.record(std::time::Duration::from_micros(c.connect_us));
     }
     Some(ConnectTimes {
@@ -346,12 +378,13 @@ impl RunReport {
             cost: cost(run),
             wire: wire(run, &ipv6),
             open_loop: open_loop(run),
+            connection_setup: connection_setup(run),
             streaming: streaming(run),
             per_endpoint: per_endpoint(run, &urls, roles),
             timeline: timeline(run),
-            connect_times: connect_times(&st.conns),
+            connect_times: connect_times(&st.conns, &st.folded_connect),
             memory: memory(run, includes_server),
-            per_connection: st.conns.clone(),
+            per_connection: st.conns.iter().filter(|c| c.folded == 0).cloned().collect(),
             sample_response: run.sample.clone(),
         }
     }
@@ -415,13 +448,14 @@ pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
     let (hdr_out, hdr_in) = (headers(true), headers(false));
     let tcp_bytes_out: u64 = with_tcp().map(|(c, _)| c.bytes_out).sum();
     let tcp_bytes_in: u64 = with_tcp().map(|(c, _)| c.bytes_in).sum();
+    let opened: u64 = conns.iter().map(ConnRecord::weight).sum();
     Wire {
-        connections_opened: conns.len() as u64,
+        connections_opened: opened,
         reconnects: run.stats.reconnects,
         connect_failures: run.stats.connect_failures,
         connect_error: run.stats.connect_error.as_ref().map(ToString::to_string),
         requests_on_wire: requests,
-        requests_per_connection: per(requests, conns.len() as u64),
+        requests_per_connection: per(requests, opened),
         bytes_out: sum(|c| c.bytes_out),
         bytes_in: sum(|c| c.bytes_in),
         bytes_out_per_request: per(sum(|c| c.bytes_out), requests),
@@ -442,7 +476,11 @@ pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
         data_segments_out_per_request: per(tcp_sum(|t| t.data_segs_out), tcp_requests),
         data_segments_in_per_request: per(tcp_sum(|t| t.data_segs_in), tcp_requests),
         retransmits: tcp_sum(|t| t.retransmits),
-        connections_without_tcp_info: conns.iter().filter(|c| c.tcp.is_none()).count() as u64,
+        connections_without_tcp_info: conns
+            .iter()
+            .filter(|c| c.tcp.is_none())
+            .map(ConnRecord::weight)
+            .sum(),
         ip_tcp_header_bytes_out: hdr_out,
         ip_tcp_header_bytes_in: hdr_in,
         wire_bytes_out_per_request: per(tcp_bytes_out + hdr_out, tcp_requests),

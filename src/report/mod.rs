@@ -91,6 +91,9 @@ pub struct RunReport {
     /// server-streaming calls only (`wirebench grpc` on such a method)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub streaming: Option<Streaming>,
+    /// `--requests-per-conn` only: what opening connections cost the requests
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection_setup: Option<ConnectionSetup>,
     /// outcomes by endpoint, in `--endpoints` order (after `--target` selection)
     pub per_endpoint: Vec<EndpointReport>,
     /// outcomes by completion time from the start of the measured window
@@ -100,6 +103,36 @@ pub struct RunReport {
     pub memory: Option<MemoryReport>,
     pub per_connection: Vec<ConnRecord>,
     pub sample_response: Option<Value>,
+}
+
+/// `--requests-per-conn`: the connections the requests opened and what that cost. The latency
+/// figures of the run include each request's connect and TLS handshake; these exclude them.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectionSetup {
+    pub requests_per_conn: u64,
+    /// connections opened / requests written
+    pub connections_per_request: f64,
+    /// TCP connect, average over the connections
+    pub tcp_connect_average_ms: f64,
+    /// TLS connections only
+    pub tls: Option<HandshakeCost>,
+    /// latency from the moment each request's connection was ready
+    pub without_setup_average_ms: f64,
+    pub without_setup_distribution: Vec<Percentile>,
+}
+
+/// What the TLS handshakes of a run cost, per handshake.
+#[derive(Debug, Clone, Serialize)]
+pub struct HandshakeCost {
+    pub handshakes: u64,
+    pub full: u64,
+    pub resumed: u64,
+    pub average_ms: f64,
+    /// the client's CPU inside the handshake (its thread's time in the handshake's polls)
+    pub client_cpu_us: f64,
+    /// socket bytes until the handshake ended
+    pub bytes_out: f64,
+    pub bytes_in: f64,
 }
 
 /// Server-streaming figures, over the successful calls (the latency distribution is to each
@@ -356,7 +389,10 @@ pub struct CloseTotals {
 impl CloseTotals {
     fn of(conns: &[ConnRecord]) -> CloseTotals {
         let mut t = CloseTotals::default();
-        for c in conns.iter().filter_map(|c| c.close.as_ref()) {
+        for (c, weight) in conns
+            .iter()
+            .filter_map(|c| c.close.as_ref().map(|x| (x, c.weight())))
+        {
             let CloseRecord {
                 bytes_out,
                 bytes_in,
@@ -365,8 +401,8 @@ impl CloseTotals {
                 drained,
                 ..
             } = *c;
-            t.connections += 1;
-            t.drained += u64::from(drained);
+            t.connections += weight;
+            t.drained += if drained { weight } else { 0 };
             t.bytes_out += bytes_out;
             t.bytes_in += bytes_in;
             t.segments_out += segs_out.unwrap_or(0);

@@ -235,6 +235,9 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     if let Some(o) = &run.open_loop {
         render_open_loop(out, o);
     }
+    if let Some(c) = &run.connection_setup {
+        render_connection_setup(out, c);
+    }
     if let Some(s) = &run.streaming {
         let _ = writeln!(
             out,
@@ -657,6 +660,44 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64, plain: bool) 
             let _ = writeln!(out, "  frames {dir}: {}", list.join(", "));
         }
     }
+}
+
+fn render_connection_setup(out: &mut String, c: &crate::report::ConnectionSetup) {
+    let _ = writeln!(
+        out,
+        "Connection setup (--requests-per-conn {}: the latency above includes each request's connect):",
+        c.requests_per_conn
+    );
+    let _ = writeln!(
+        out,
+        "  Connections / request:    {:.3}; TCP connect {} average",
+        c.connections_per_request,
+        fmt_ms(c.tcp_connect_average_ms)
+    );
+    if let Some(t) = &c.tls {
+        let _ = writeln!(
+            out,
+            "  TLS handshakes:           {} ({} full, {} resumed), {} average, client CPU {:.1} µs, {:.0} B out + {:.0} B in each",
+            t.handshakes,
+            t.full,
+            t.resumed,
+            fmt_ms(t.average_ms),
+            t.client_cpu_us,
+            t.bytes_out,
+            t.bytes_in
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  Without the setup:        average {}",
+        fmt_ms(c.without_setup_average_ms)
+    );
+    for p in &c.without_setup_distribution {
+        if [50.0, 90.0, 99.0].contains(&p.percentile) {
+            let _ = writeln!(out, "    {} % in {}", p.percentile, fmt_ms(p.latency_ms));
+        }
+    }
+    let _ = writeln!(out);
 }
 
 fn render_open_loop(out: &mut String, o: &crate::report::OpenLoop) {

@@ -9,8 +9,10 @@ mod run;
 mod watch;
 
 pub use latency::{Latencies, TimeSlot, Timeline};
-pub use process::{CpuTimes, ProcessClock, Rss, RssSampler, memory};
-pub use records::{CloseRecord, ConnRecord, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts};
+pub use process::{CpuTimes, ProcessClock, Rss, RssSampler, memory, thread_cpu};
+pub use records::{
+    CloseRecord, ConnRecord, ConnSet, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts,
+};
 pub use run::{Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, WindowCost};
 pub use watch::{Loss, WatchOutcome};
 
@@ -42,6 +44,9 @@ pub struct Stats {
     pub latency: Latencies,
     /// open loop only: latency from the actual send time (what a closed-loop tool would report)
     pub uncorrected: Option<Latencies>,
+    /// `--requests-per-conn` only: latency from the moment the request's connection was ready
+    /// (`latency` includes the connect and TLS handshake of a request that opened one)
+    pub without_setup: Option<Latencies>,
     /// server-streaming calls only: the messages of the successful calls, and each call's
     /// latency to its first message (`latency` is to the last, the call's end)
     pub messages: u64,
@@ -77,7 +82,10 @@ pub struct Stats {
     pub send_lag_sum: Duration,
     pub per_endpoint: Vec<EndpointStats>,
     pub timeline: Timeline,
+    /// one record per connection (past `ConnSet::KEPT` per thread, folds of several)
     pub conns: Vec<ConnRecord>,
+    /// the connect times of the connections in folded records
+    pub folded_connect: Latencies,
     /// per key index, the revisions etcd assigned to the acknowledged puts of a workload that
     /// reports them (the watch benchmark's put load); empty, never allocated, for the others
     pub revisions: Vec<Vec<i64>>,
@@ -126,6 +134,12 @@ impl Stats {
     }
 
     /// Open loop: the same request's latency from its actual send time.
+    pub fn record_without_setup(&mut self, latency: Duration) {
+        self.without_setup
+            .get_or_insert_with(Latencies::default)
+            .record(latency);
+    }
+
     pub fn record_uncorrected(&mut self, latency: Duration) {
         self.uncorrected
             .get_or_insert_with(Latencies::default)
@@ -160,6 +174,11 @@ impl Stats {
         self.latency.merge(&other.latency);
         if let Some(u) = &other.uncorrected {
             self.uncorrected
+                .get_or_insert_with(Latencies::default)
+                .merge(u);
+        }
+        if let Some(u) = &other.without_setup {
+            self.without_setup
                 .get_or_insert_with(Latencies::default)
                 .merge(u);
         }
@@ -199,6 +218,7 @@ impl Stats {
         }
         self.timeline.merge(other.timeline);
         self.conns.extend(other.conns);
+        self.folded_connect.merge(&other.folded_connect);
     }
 
     pub fn count(&self) -> u64 {

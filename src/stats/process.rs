@@ -142,6 +142,17 @@ pub fn memory() -> Option<Rss> {
     })
 }
 
+/// This thread's CPU time (CLOCK_THREAD_CPUTIME_ID, ns resolution).
+pub fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid pointer to a timespec we own; the clock exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,15 +173,6 @@ mod tests {
 
     /// Spins until this thread has used `d` of CPU (its own clock, whatever else runs).
     fn burn(d: Duration) {
-        let thread_cpu = || {
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: a valid pointer to a timespec we own.
-            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-            Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-        };
         let start = thread_cpu();
         let mut x = 0u64;
         while thread_cpu() - start < d {

@@ -34,6 +34,130 @@ pub struct ConnRecord {
     pub tls: Option<TlsCounts>,
     /// the close exchange, after the snapshot every other figure of the record is taken at
     pub close: Option<CloseRecord>,
+    /// 0: the record of one connection; n: the sums of n connections folded together (past
+    /// `ConnSet::KEPT` connections), listed in no per-connection table
+    #[serde(skip)]
+    pub folded: u64,
+}
+
+impl ConnRecord {
+    /// The connections this record stands for.
+    pub fn weight(&self) -> u64 {
+        self.folded.max(1)
+    }
+
+    /// What a fold keeps apart: records are summed only within one kind, so the figures that
+    /// depend on it (IPv6 headers by endpoint, TCP timestamps, TCP_INFO coverage, drained
+    /// closes) stay exact.
+    fn kind(&self) -> (usize, bool, bool, Option<bool>) {
+        (
+            self.endpoint,
+            self.tcp.is_some(),
+            self.tcp.is_some_and(|t| t.timestamps),
+            self.close.map(|c| c.drained),
+        )
+    }
+
+    /// Adds `o` to this fold.
+    fn absorb(&mut self, o: &ConnRecord) {
+        self.folded += o.weight();
+        self.bytes_out += o.bytes_out;
+        self.bytes_in += o.bytes_in;
+        self.write_calls += o.write_calls;
+        self.read_calls += o.read_calls;
+        self.write_would_block += o.write_would_block;
+        self.read_would_block += o.read_would_block;
+        self.requests += o.requests;
+        self.lifetime_us += o.lifetime_us;
+        self.connect_us += o.connect_us;
+        if let (Some(t), Some(u)) = (&mut self.tcp, &o.tcp) {
+            t.segs_out += u.segs_out;
+            t.segs_in += u.segs_in;
+            t.data_segs_out += u.data_segs_out;
+            t.data_segs_in += u.data_segs_in;
+            t.retransmits += u.retransmits;
+        }
+        fn add<T: std::ops::AddAssign + Copy + Default>(a: &mut Option<T>, b: Option<T>) {
+            if let Some(b) = b {
+                *a.get_or_insert_with(T::default) += b;
+            }
+        }
+        add(&mut self.http1, o.http1);
+        add(&mut self.h2, o.h2);
+        add(&mut self.tls, o.tls);
+        if let (Some(c), Some(d)) = (&mut self.close, &o.close) {
+            let sum = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a + b);
+            c.bytes_out += d.bytes_out;
+            c.bytes_in += d.bytes_in;
+            c.segs_out = sum(c.segs_out, d.segs_out);
+            c.segs_in = sum(c.segs_in, d.segs_in);
+            c.data_segs_out = sum(c.data_segs_out, d.data_segs_out);
+            c.data_segs_in = sum(c.data_segs_in, d.data_segs_in);
+            c.duration_us += d.duration_us;
+        }
+    }
+}
+
+/// The connection records of a thread or a run: one per connection for the first `KEPT`, then
+/// folded by kind, so that a run opening millions of connections (`--requests-per-conn`) holds
+/// a bounded number of records while every sum stays exact. The connect times of folded
+/// connections go into a histogram of their own.
+#[derive(Debug, Default)]
+pub struct ConnSet {
+    pub kept: Vec<ConnRecord>,
+    pub folded: Vec<ConnRecord>,
+    /// the TCP connect times of the folded connections
+    pub folded_connect: crate::stats::Latencies,
+}
+
+impl ConnSet {
+    /// Records kept one per connection (per thread; a run merges its threads' sets).
+    pub const KEPT: usize = 16_384;
+
+    pub fn add(&mut self, rec: ConnRecord) {
+        if self.kept.len() < Self::KEPT && rec.folded == 0 {
+            self.kept.push(rec);
+            return;
+        }
+        if rec.folded == 0 {
+            self.folded_connect
+                .record(std::time::Duration::from_micros(rec.connect_us));
+        }
+        let kind = rec.kind();
+        match self.folded.iter_mut().find(|f| f.kind() == kind) {
+            Some(f) => f.absorb(&rec),
+            None => {
+                let mut f = ConnRecord {
+                    endpoint: rec.endpoint,
+                    tcp: rec.tcp.map(|_| TcpInfo::default()),
+                    close: rec.close.map(|c| CloseRecord {
+                        drained: c.drained,
+                        ..CloseRecord::default()
+                    }),
+                    ..ConnRecord::default()
+                };
+                if let Some(t) = &mut f.tcp {
+                    t.timestamps = kind.2;
+                }
+                f.absorb(&rec);
+                self.folded.push(f);
+            }
+        }
+    }
+
+    pub fn merge(&mut self, other: ConnSet) {
+        for rec in other.kept.into_iter().chain(other.folded) {
+            self.add(rec);
+        }
+        self.folded_connect.merge(&other.folded_connect);
+    }
+
+    /// Every record, the kept ones first.
+    pub fn into_records(self) -> (Vec<ConnRecord>, crate::stats::Latencies) {
+        let mut all = self.kept;
+        all.extend(self.folded);
+        (all, self.folded_connect)
+    }
 }
 
 /// What crossed a connection after its snapshot (taken when its last response had been read,
@@ -57,7 +181,14 @@ pub struct CloseRecord {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TlsCounts {
     pub handshakes: u64,
+    /// handshakes that resumed a session (the rest were full)
+    pub resumed: u64,
     pub handshake_us: u64,
+    /// the client's CPU inside the handshakes (its thread's time in their polls)
+    pub handshake_cpu_us: u64,
+    /// socket bytes until each handshake ended
+    pub handshake_bytes_out: u64,
+    pub handshake_bytes_in: u64,
     pub plaintext_out: u64,
     pub plaintext_in: u64,
     /// bytes on the socket beyond the plaintext: handshake, record headers, AEAD tags, alerts
@@ -68,7 +199,11 @@ pub struct TlsCounts {
 impl std::ops::AddAssign for TlsCounts {
     fn add_assign(&mut self, o: TlsCounts) {
         self.handshakes += o.handshakes;
+        self.resumed += o.resumed;
         self.handshake_us += o.handshake_us;
+        self.handshake_cpu_us += o.handshake_cpu_us;
+        self.handshake_bytes_out += o.handshake_bytes_out;
+        self.handshake_bytes_in += o.handshake_bytes_in;
         self.plaintext_out += o.plaintext_out;
         self.plaintext_in += o.plaintext_in;
         self.record_overhead_out += o.record_overhead_out;
@@ -182,5 +317,92 @@ impl IoCalls {
 
     pub fn total(self) -> u64 {
         self.reads + self.writes + self.read_would_block + self.write_would_block
+    }
+}
+
+#[cfg(test)]
+mod fold_tests {
+    use super::*;
+
+    fn rec(i: u64) -> ConnRecord {
+        ConnRecord {
+            endpoint: (i % 2) as usize,
+            local_port: i as u16,
+            bytes_out: 100 + i,
+            bytes_in: 200 + 2 * i,
+            write_calls: 3,
+            read_calls: 4,
+            requests: 1 + i % 3,
+            connect_us: 50 + i % 7,
+            tcp: (!i.is_multiple_of(5)).then_some(TcpInfo {
+                segs_out: 5,
+                segs_in: 6,
+                data_segs_out: 2,
+                data_segs_in: 3,
+                retransmits: i % 2,
+                rtt_us: 40,
+                mss: 65483,
+                timestamps: i.is_multiple_of(3),
+            }),
+            tls: Some(TlsCounts {
+                handshakes: 1,
+                resumed: i % 2,
+                handshake_us: 300,
+                ..TlsCounts::default()
+            }),
+            close: Some(CloseRecord {
+                bytes_out: 1,
+                bytes_in: 2,
+                drained: !i.is_multiple_of(4),
+                ..CloseRecord::default()
+            }),
+            ..ConnRecord::default()
+        }
+    }
+
+    #[test]
+    fn records_past_the_limit_fold_into_exact_sums_by_kind() {
+        let n = ConnSet::KEPT as u64 + 5_000;
+        let mut a = ConnSet::default();
+        let mut b = ConnSet::default();
+        for i in 0..n {
+            // two threads' sets, merged as a run merges them
+            if i % 2 == 0 { &mut a } else { &mut b }.add(rec(i));
+        }
+        a.merge(b);
+        let (all, folded_connect) = a.into_records();
+        let kept = all.iter().filter(|r| r.folded == 0).count();
+        assert!(all.len() < ConnSet::KEPT + 64, "{} records held", all.len());
+        assert_eq!(kept, ConnSet::KEPT);
+        let weight: u64 = all.iter().map(ConnRecord::weight).sum();
+        assert_eq!(weight, n, "every connection counted once");
+        assert_eq!(folded_connect.count, n - ConnSet::KEPT as u64);
+        let sum = |f: fn(&ConnRecord) -> u64| all.iter().map(f).sum::<u64>();
+        let want = |f: fn(&ConnRecord) -> u64| (0..n).map(|i| f(&rec(i))).sum::<u64>();
+        for f in [
+            (|r: &ConnRecord| r.bytes_out) as fn(&ConnRecord) -> u64,
+            |r| r.bytes_in,
+            |r| r.requests,
+            |r| r.connect_us,
+            |r| r.tcp.map_or(0, |t| t.segs_out + t.retransmits),
+            |r| r.tls.map_or(0, |t| t.resumed + t.handshakes),
+            |r| r.close.map_or(0, |c| c.bytes_in),
+        ] {
+            assert_eq!(sum(f), want(f));
+        }
+        // what the fold keeps apart stays countable
+        let with = |pred: fn(&ConnRecord) -> bool| -> u64 {
+            all.iter().filter(|r| pred(r)).map(ConnRecord::weight).sum()
+        };
+        let truth =
+            |pred: fn(&ConnRecord) -> bool| (0..n).filter(|&i| pred(&rec(i))).count() as u64;
+        for pred in [
+            (|r: &ConnRecord| r.tcp.is_none()) as fn(&ConnRecord) -> bool,
+            |r| r.tcp.is_some_and(|t| t.timestamps),
+            |r| r.close.is_some_and(|c| c.drained),
+            |r| r.endpoint == 1,
+        ] {
+            assert_eq!(with(pred), truth(pred));
+        }
     }
 }

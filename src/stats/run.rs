@@ -54,6 +54,8 @@ pub struct ProtoRun {
     pub conns: usize,
     /// HTTP/1.1 requests in flight per connection at most (`--pipeline`)
     pub pipeline: usize,
+    /// `--requests-per-conn`
+    pub requests_per_conn: Option<u64>,
     pub threads: usize,
     pub stats: Stats,
     /// when the measured window began (the start line + warmup)

@@ -22,6 +22,7 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         clients: 1,
         conns: 1,
         pipeline: 1,
+        requests_per_conn: None,
         threads: 1,
         stats: Stats::default(),
         window_start: std::time::Instant::now(),

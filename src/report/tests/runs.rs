@@ -241,6 +241,7 @@ fn etcd_put_config() -> Config {
             clients: 1,
             conns: 1,
             pipeline: 1,
+            requests_per_conn: None,
             threads: 2,
             stop: Stop::Total(3000),
             warmup: Duration::ZERO,

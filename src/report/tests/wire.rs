@@ -197,6 +197,7 @@ fn three_conns() -> Vec<ConnRecord> {
             plaintext_in: 3800,
             record_overhead_out: 200,
             record_overhead_in: 200,
+            ..TlsCounts::default()
         }),
         ..conn(0, 20, 2000, 4000, None)
     };
@@ -217,6 +218,7 @@ fn three_conns() -> Vec<ConnRecord> {
             plaintext_in: 1900,
             record_overhead_out: 100,
             record_overhead_in: 100,
+            ..TlsCounts::default()
         }),
         ..conn(1, 10, 1000, 2000, None)
     };
@@ -265,6 +267,7 @@ fn wire_bytes_and_calls_cover_every_connection() {
             plaintext_in: 5700,
             record_overhead_out: 300,
             record_overhead_in: 300,
+            ..TlsCounts::default()
         })
     );
 }
