@@ -243,7 +243,7 @@ async fn drain(fd: &OwnedFd, ledger: &Ledger, bound: std::time::Duration) -> boo
     let Ok(stream) = tokio::net::TcpStream::from_std(std_stream) else {
         return false;
     };
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; 512];
     let read = async {
         loop {
             if stream.readable().await.is_err() {

@@ -55,7 +55,7 @@ impl Conn {
         Ok(Conn {
             io,
             ledger,
-            rbuf: BytesMut::with_capacity(http1::READ_CHUNK),
+            rbuf: BytesMut::with_capacity(http1::READ_START),
             body: BytesMut::new(),
             reader: ResponseReader::new(max_body),
             endpoint,
@@ -158,7 +158,9 @@ impl Conn {
         let io = &mut self.io;
         let drained = tokio::time::timeout(bound, async {
             let _ = io.shutdown().await;
-            let mut buf = [0u8; 4096];
+            // small: 10,000 connections may be closing at once, and a server's last words
+            // before its FIN are short
+            let mut buf = [0u8; 512];
             loop {
                 match io.read(&mut buf).await {
                     Ok(0) => return true,

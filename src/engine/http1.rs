@@ -82,7 +82,8 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
     let ctx = w.ctx.clone();
     let quota = quota(&ctx, id);
     let mut work = ctx.workload.for_client(id as u64);
-    let mut wbuf = BytesMut::with_capacity(4096);
+    // sized by the first request (and grown to the largest): there may be 100,000 clients
+    let mut wbuf = BytesMut::new();
     let mut idx = id as u64;
     let mut sent = 0u64;
     let mut reconnect = Reconnect::new();

@@ -77,6 +77,9 @@ pub(super) async fn serve(
                     if !flush(&mut io, &mut out).await {
                         return;
                     }
+                    // room for whatever the client sent together (a pipelined batch), so that
+                    // one read takes it whole and one write answers it
+                    room(&mut buf);
                     let read = match cfg.max_conn_idle {
                         Some(d) if buf.is_empty() => {
                             match tokio::time::timeout(d, io.read_buf(&mut buf)).await {
@@ -107,6 +110,7 @@ pub(super) async fn serve(
                     if !flush(&mut io, &mut out).await {
                         return;
                     }
+                    room(&mut buf);
                     match io.read_buf(&mut buf).await {
                         Ok(0) | Err(_) => return,
                         Ok(_) => {}
@@ -125,6 +129,18 @@ pub(super) async fn serve(
             let _ = io.shutdown().await;
             return;
         }
+    }
+}
+
+/// The spare room a read gets at least.
+const READ_ROOM: usize = 8192;
+
+/// Gives `buf` at least `READ_ROOM` bytes of spare capacity (reclaiming the consumed front
+/// when it can): a read into a nearly full buffer would take a pipelined batch in pieces, and
+/// each piece would be answered with a write of its own.
+fn room(buf: &mut BytesMut) {
+    if buf.capacity() - buf.len() < READ_ROOM {
+        buf.reserve(READ_ROOM);
     }
 }
 

@@ -160,7 +160,7 @@ fn drive_reader(input: &[u8], read: usize, max_body: u64, eof: bool) -> Option<R
             Ok(None) => {}
         }
         let spare = buf.capacity() - buf.len();
-        assert!(spare >= http1::READ_CHUNK / 4);
+        assert!(spare >= http1::MIN_ROOM);
         assert!(buf.capacity() <= bound.max(2 * http1::READ_CHUNK));
         if fed == input.len() {
             if !eof {

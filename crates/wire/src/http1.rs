@@ -16,7 +16,10 @@ pub mod request;
 pub mod response;
 
 pub use chunked::{ChunkedDecoder, encode_chunk, encode_last_chunk};
-pub use reader::{BodyAt, EXACT_GROWTH_FROM, READ_CHUNK, Response, ResponseReader};
+pub use reader::{
+    BodyAt, EXACT_GROWTH_FROM, MIN_ROOM, READ_CHUNK, READ_START, Response, ResponseReader,
+    SHRINK_FROM,
+};
 pub use request::{
     MAX_REQUEST_HEADERS, RequestBody, RequestError, RequestHead, RequestLimits, RequestTemplate,
     decode_request_head,

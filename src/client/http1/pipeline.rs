@@ -101,7 +101,7 @@ impl Pipe {
                 conn: Some(conn),
                 connecting: false,
                 closed: false,
-                out: BytesMut::with_capacity(http1::READ_CHUNK),
+                out: BytesMut::new(),
                 out_at: 0,
                 out_counted: 0,
                 queue: VecDeque::with_capacity(clients),

@@ -61,6 +61,22 @@ pub struct ChunkedDecoder {
     chunks: u64,
 }
 
+/// Makes room for `n` more bytes in `dst`, whose total can never pass `max_body` (the size
+/// lines are checked first): doubling, as `BytesMut` grows, until a doubling would pass the
+/// limit; then exactly to the limit (BytesMut would double to twice it).
+fn grow_within(dst: &mut BytesMut, n: usize, max_body: u64) {
+    let need = dst.len() + n;
+    if need <= dst.capacity() {
+        return;
+    }
+    let limit = usize::try_from(max_body).unwrap_or(usize::MAX).max(need);
+    if dst.capacity().saturating_mul(2).max(need) > limit {
+        let mut exact = BytesMut::with_capacity(limit);
+        exact.extend_from_slice(dst);
+        *dst = exact;
+    }
+}
+
 impl ChunkedDecoder {
     /// A decoder that rejects bodies with more than `max_body` payload bytes.
     pub fn new(max_body: u64) -> Self {
@@ -94,8 +110,9 @@ impl ChunkedDecoder {
                         return Ok(false);
                     }
                     let n = usize::try_from(self.size).map_or(src.len(), |s| s.min(src.len()));
-                    let chunk = src.split_to(n);
-                    dst.extend_from_slice(&chunk);
+                    grow_within(dst, n, self.max_body);
+                    dst.extend_from_slice(&src[..n]);
+                    src.advance(n);
                     let n = n as u64;
                     self.data += n;
                     self.size -= n;
@@ -323,6 +340,22 @@ fn render_hex(mut v: u64, buf: &mut [u8; 16]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dechunked_buffer_never_grows_past_the_body_limit() {
+        // 100 chunks of 1000 bytes under a 100,000-byte limit: doubling would reach 131,072
+        let limit = 100_000;
+        let mut src = BytesMut::new();
+        for _ in 0..100 {
+            encode_chunk(&[b'z'; 1000], &mut src);
+        }
+        encode_last_chunk(&mut src);
+        let mut d = ChunkedDecoder::new(limit);
+        let mut dst = BytesMut::new();
+        assert_eq!(d.decode(&mut src, &mut dst), Ok(true));
+        assert_eq!(dst.len(), 100_000);
+        assert!(dst.capacity() <= 100_000, "{}", dst.capacity());
+    }
     use proptest::prelude::*;
 
     const BIG: u64 = u64::MAX;

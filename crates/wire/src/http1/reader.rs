@@ -8,8 +8,16 @@ use super::{
     decode_response_head,
 };
 
-/// Read buffer growth step: the spare capacity a read gets while the buffer is small.
+/// The read buffer a driver starts a connection with: most responses of a benchmark fit it.
+pub const READ_START: usize = 1024;
+/// The least spare capacity a read gets.
+pub const MIN_ROOM: usize = 512;
+/// Past this many buffered bytes a read's room stops growing with the buffer (doubling
+/// continues by `BytesMut::reserve` up to `EXACT_GROWTH_FROM`).
 pub const READ_CHUNK: usize = 16 * 1024;
+/// After a response larger than this, a response 8 times smaller that leaves the buffer empty
+/// replaces it by a `READ_START` one: one large body does not pin its memory to the connection.
+pub const SHRINK_FROM: usize = 64 * 1024;
 /// From this buffered size on, the read buffer grows by explicit, limit-capped doubling.
 pub const EXACT_GROWTH_FROM: usize = 1 << 20;
 
@@ -91,10 +99,15 @@ enum Phase {
 /// * the body limit (`max_body`): a Content-Length above it fails from the head alone, a
 ///   chunked body as soon as a chunk-size line would cross it, an until-close body once more
 ///   than `max_body` bytes are buffered;
-/// * growth: while the buffer holds less than [`EXACT_GROWTH_FROM`], `BytesMut::reserve`
-///   ([`READ_CHUNK`] steps, reclaiming consumed space); above, doubling capped at
-///   `max_body + MAX_HEAD_BYTES + READ_CHUNK` (never at twice the limit, as `reserve` would).
-///   A read always gets at least `READ_CHUNK / 4` bytes of room.
+/// * growth: a read gets at least [`MIN_ROOM`] bytes of room, and as much room as the buffer
+///   holds (up to [`READ_CHUNK`]), so a response that does not fit doubles the buffer: sized to
+///   the exchange, a few reads for a large body. While the buffer holds less than
+///   [`EXACT_GROWTH_FROM`], `BytesMut::reserve` (reclaiming consumed space); above, doubling
+///   capped at `max_body + MAX_HEAD_BYTES + READ_CHUNK` (never at twice the limit, as `reserve`
+///   would);
+/// * shrinking: after a response of more than [`SHRINK_FROM`] bytes, the first response less
+///   than an eighth of the largest since the last shrink that leaves the buffer empty makes
+///   [`next_response`](Self::next_response) replace it by a [`READ_START`] one.
 ///
 /// Chunked bodies are de-chunked into the caller's `dechunked` buffer (cleared first);
 /// all other bodies are left in place at the front of the read buffer: no copy.
@@ -106,6 +119,8 @@ pub struct ResponseReader {
     to_head: bool,
     phase: Phase,
     chunked: ChunkedDecoder,
+    /// the largest response since the buffer was last shrunk (what its size answers to)
+    largest: usize,
 }
 
 impl ResponseReader {
@@ -118,6 +133,7 @@ impl ResponseReader {
             to_head: false,
             phase: Phase::Head,
             chunked: ChunkedDecoder::new(max_body),
+            largest: 0,
         }
     }
 
@@ -132,12 +148,18 @@ impl ResponseReader {
     /// body from the front of `buf` (bytes after it stay: they begin the next response).
     /// Mid-response (the driver gave up on one), nothing is dropped.
     pub fn next_response(&mut self, buf: &mut BytesMut) {
-        if let Phase::Done(Response {
-            body: BodyAt::Buffer(n),
-            ..
-        }) = self.phase
-        {
-            buf.advance(n.min(buf.len()));
+        if let Phase::Done(r) = self.phase {
+            if let BodyAt::Buffer(n) = r.body {
+                buf.advance(n.min(buf.len()));
+            }
+            // the buffer grew only as large responses needed: shrink back after a small one
+            let size = r.head_len + r.body_len() + r.chunk_framing as usize;
+            if buf.is_empty() && self.largest > SHRINK_FROM && size < self.largest / 8 {
+                *buf = BytesMut::with_capacity(READ_START);
+                self.largest = size;
+            } else {
+                self.largest = self.largest.max(size);
+            }
         }
         self.phase = Phase::Head;
     }
@@ -185,7 +207,13 @@ impl ResponseReader {
             };
             self.phase = next;
         }
-        make_room(buf, self.max_body);
+        // how much of this response is in so far, and (Content-Length) how much is still to come
+        let (progress, left) = match self.phase {
+            Phase::Length { len, .. } => (buf.len(), Some(len.saturating_sub(buf.len()))),
+            Phase::Chunked { .. } => (buf.len() + dechunked.len(), None),
+            _ => (buf.len(), None),
+        };
+        make_room(buf, self.max_body, progress, left);
         Ok(None)
     }
 
@@ -238,13 +266,23 @@ fn complete(head: ResponseHead, body: BodyAt, chunk_framing: u64) -> Response {
 }
 
 /// Gives `buf` room for the next read (the growth policy of [`ResponseReader`]).
-fn make_room(buf: &mut BytesMut, max_body: u64) {
-    if buf.capacity() - buf.len() >= READ_CHUNK / 4 {
+///
+/// A read gets as much room as the response has brought so far (`progress`: doubling, so a
+/// large body takes few reads), never less than `MIN_ROOM`, never more than `READ_CHUNK` past
+/// what the buffer holds, and no more than the rest of a Content-Length body (`left`) needs.
+fn make_room(buf: &mut BytesMut, max_body: u64, progress: usize, left: Option<usize>) {
+    let mut want = progress.min(buf.len().max(READ_CHUNK));
+    if let Some(left) = left {
+        want = want.min(left);
+    }
+    let want = want.max(MIN_ROOM);
+    if buf.capacity() - buf.len() >= want {
         return;
     }
     if buf.len() < EXACT_GROWTH_FROM {
-        // BytesMut's own growth; it also reclaims the space of consumed responses.
-        buf.reserve(READ_CHUNK);
+        // BytesMut's own growth (a reallocation at least doubles); it also reclaims the space
+        // of consumed responses.
+        buf.reserve(want);
         return;
     }
     // A large body: double, but never past what the body limit can use (BytesMut would
@@ -343,7 +381,7 @@ mod tests {
                 Ok(None) => {}
             }
             let spare = buf.capacity() - buf.len();
-            assert!(spare >= READ_CHUNK / 4, "a read got {spare} bytes of room");
+            assert!(spare >= MIN_ROOM, "a read got {spare} bytes of room");
             max_capacity = max_capacity.max(buf.capacity());
             if fed == input.len() {
                 if !eof {
@@ -603,17 +641,59 @@ mod tests {
         // BytesMut's own doubling would have reached 8 MiB.
         assert!(r.max_capacity > limit);
 
-        // Small responses never grow the buffer past its first step.
+        // Small responses never grow the buffer past its first size, and never reallocate it.
         let mut reader = ResponseReader::new(BIG);
-        let mut buf = BytesMut::with_capacity(READ_CHUNK);
+        let mut buf = BytesMut::with_capacity(READ_START);
         let mut dechunked = BytesMut::new();
         let one = b"HTTP/1.1 200 OK\r\nContent-Length: 27\r\n\r\n{\"header\":{\"revision\":\"5\"}}";
         for _ in 0..1000 {
             reader.next_response(&mut buf);
             let r = drive_with(&mut reader, &mut buf, &mut dechunked, one, &[], false).unwrap();
             assert_eq!(r.body.len(), 27);
-            assert!(buf.capacity() <= 2 * READ_CHUNK, "{}", buf.capacity());
+            assert!(buf.capacity() <= READ_START, "{}", buf.capacity());
         }
+    }
+
+    #[test]
+    fn a_large_body_grows_the_buffer_in_few_reads_and_the_next_small_one_shrinks_it() {
+        let mut reader = ResponseReader::new(BIG);
+        let mut buf = BytesMut::with_capacity(READ_START);
+        let mut dechunked = BytesMut::new();
+        let mut large = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n".to_vec();
+        large.resize(large.len() + 1_000_000, b'L');
+        // reads as large as the room offered: doubling, about log2(1 MB / 1 KiB) of them
+        let (mut reads, mut fed) = (0, 0);
+        loop {
+            match reader.poll(&mut buf, &mut dechunked).unwrap() {
+                Some(r) => {
+                    assert_eq!(r.body_len(), 1_000_000);
+                    break;
+                }
+                None => {
+                    let n = (buf.capacity() - buf.len()).min(large.len() - fed);
+                    buf.extend_from_slice(&large[fed..fed + n]);
+                    fed += n;
+                    reads += 1;
+                }
+            }
+        }
+        assert!(reads <= 80, "{reads} reads for a 1 MB body");
+        let grown = buf.capacity();
+        assert!((1_000_000..=4 << 20).contains(&grown), "{grown}");
+        // a steady large workload keeps its buffer: the same response again fits it whole
+        reader.next_response(&mut buf);
+        buf.reserve(large.len());
+        assert!(buf.capacity() <= 4 << 20, "{}", buf.capacity());
+        buf.extend_from_slice(&large);
+        assert!(reader.poll(&mut buf, &mut dechunked).unwrap().is_some());
+        reader.next_response(&mut buf);
+        assert!(buf.capacity() > READ_START, "kept after a large response");
+        // a small one after it: the buffer goes back to its first size
+        let small = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        buf.extend_from_slice(small);
+        assert!(reader.poll(&mut buf, &mut dechunked).unwrap().is_some());
+        reader.next_response(&mut buf);
+        assert_eq!(buf.capacity(), READ_START);
     }
 
     #[test]
