@@ -3,10 +3,14 @@
 # the client's memory figures are the client's alone), loopback only, bounded in time:
 #
 #   1. 10,000 HTTP/1.1 keepalive connections (one request in flight each), opened at 5,000/s
-#   2. 100 gRPC connections x 1,000 concurrent streams = 100,000 requests in flight
+#   2. 1,000 HTTP/1.1 connections x 16 pipelined requests = 16,000 requests in flight
+#   3. a connection per request (--requests-per-conn 1), 100 clients: connection churn, past the
+#      16,384 connection records a thread keeps one by one (the rest are folded into sums)
+#   4. 100 gRPC connections x 1,000 concurrent streams = 100,000 requests in flight
 #
-#   scripts/stress.sh [--duration 10s] [--http-conns 10000] [--grpc-conns 100]
-#                     [--streams 1000] [--bind 127.0.0.1-127.0.0.4]
+#   scripts/stress.sh [--duration 10s] [--http-conns 10000] [--pipelined-conns 1000]
+#                     [--churn-clients 100] [--grpc-conns 100] [--streams 1000]
+#                     [--bind 127.0.0.1-127.0.0.4]
 #
 # Prints one summary line per scenario (requests, failures, req/s, p50/p99, connect times, peak
 # RSS and RSS per connection) and keeps the JSON reports in $OUT (default /tmp/wirebench-stress).
@@ -15,6 +19,8 @@ set -euo pipefail
 
 DURATION=10s
 HTTP_CONNS=10000
+PIPELINED_CONNS=1000
+CHURN_CLIENTS=100
 GRPC_CONNS=100
 STREAMS=1000
 BIND=""
@@ -22,7 +28,7 @@ OUT="${OUT:-/tmp/wirebench-stress}"
 LIMIT="${LIMIT:-300}"
 
 usage() {
-    sed -n '2,14s/^# \{0,1\}//p' "$0"
+    sed -n '2,19s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -32,6 +38,8 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --duration) DURATION="${2:?}"; shift ;;
         --http-conns) HTTP_CONNS="${2:?}"; shift ;;
+        --pipelined-conns) PIPELINED_CONNS="${2:?}"; shift ;;
+        --churn-clients) CHURN_CLIENTS="${2:?}"; shift ;;
         --grpc-conns) GRPC_CONNS="${2:?}"; shift ;;
         --streams) STREAMS="${2:?}"; shift ;;
         --bind) BIND="${2:?}"; shift ;;
@@ -91,6 +99,19 @@ timeout "$LIMIT" "$BIN" echo --target "http://$addr" --proto http -c "$HTTP_CONN
     -z "$DURATION" --connect-rate 5000 --timeout 30s --server-pid "$SERVER" "${bind[@]}" \
     --format json -o "$OUT/http.json"
 summary "HTTP/1.1 x$HTTP_CONNS" "$OUT/http.json" || status=1
+
+pipelined=$((PIPELINED_CONNS * 16))
+echo "stress: $PIPELINED_CONNS HTTP/1.1 connections x 16 pipelined for $DURATION against $addr"
+timeout "$LIMIT" "$BIN" echo --target "http://$addr" --proto http -c "$pipelined" --pipeline 16 \
+    -z "$DURATION" --connect-rate 5000 --timeout 30s --server-pid "$SERVER" "${bind[@]}" \
+    --format json -o "$OUT/pipelined.json"
+summary "HTTP/1.1 ${PIPELINED_CONNS}x16 pipelined" "$OUT/pipelined.json" || status=1
+
+echo "stress: a connection per request, $CHURN_CLIENTS clients, for $DURATION against $addr"
+timeout "$LIMIT" "$BIN" echo --target "http://$addr" --proto http -c "$CHURN_CLIENTS" \
+    --requests-per-conn 1 -z "$DURATION" --timeout 30s --server-pid "$SERVER" "${bind[@]}" \
+    --format json -o "$OUT/churn.json"
+summary "HTTP/1.1 connection per request x$CHURN_CLIENTS" "$OUT/churn.json" || status=1
 
 clients=$((GRPC_CONNS * STREAMS))
 echo "stress: $GRPC_CONNS gRPC connections x $STREAMS streams for $DURATION against $addr"

@@ -91,6 +91,8 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
     let (mut needs_auth, mut reauthed) = (false, false);
     // a turn to use again: the request goes again after re-authenticating
     let mut again = None;
+    // the request deadline's timer, one for the client's life (see `within`)
+    let mut timer = std::pin::pin!(tokio::time::sleep(ctx.timeout));
 
     while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
         let warm = turn.warm;
@@ -123,7 +125,8 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
         let before = c.requests_written();
-        let result = tokio::time::timeout(ctx.timeout, c.round_trip(&wbuf, head_len)).await;
+        let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
+        let result = within(timer.as_mut(), deadline, c.round_trip(&wbuf, head_len)).await;
         let mut keep = match result {
             Err(_) => {
                 w.fail(
@@ -195,6 +198,31 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         }
     }
     conn
+}
+
+/// Runs `fut` until `deadline`; `Err(())` when the deadline passed first. `timer` is armed at
+/// or before `deadline` (a client's deadlines only grow): when requests are faster than the
+/// timeout it fires at most once per timeout and is then re-armed at the current deadline, so
+/// a request registers no timer of its own.
+async fn within<F: std::future::Future>(
+    mut timer: std::pin::Pin<&mut tokio::time::Sleep>,
+    deadline: tokio::time::Instant,
+    fut: F,
+) -> Result<F::Output, ()> {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Ok(v));
+        }
+        while timer.as_mut().poll(cx).is_ready() {
+            if timer.deadline() >= deadline {
+                return std::task::Poll::Ready(Err(()));
+            }
+            timer.as_mut().reset(deadline);
+        }
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// Authenticates again on `c` (etcd no longer accepted the token) and gives `work` the new

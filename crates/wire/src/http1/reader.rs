@@ -121,6 +121,8 @@ pub struct ResponseReader {
     chunked: ChunkedDecoder,
     /// the largest response since the buffer was last shrunk (what its size answers to)
     largest: usize,
+    /// the least room a read gets (`MIN_ROOM`, or more for a pipelining driver)
+    min_room: usize,
 }
 
 impl ResponseReader {
@@ -134,7 +136,16 @@ impl ResponseReader {
             phase: Phase::Head,
             chunked: ChunkedDecoder::new(max_body),
             largest: 0,
+            min_room: MIN_ROOM,
         }
+    }
+
+    /// The same reader, giving every read at least `room` bytes (at least `MIN_ROOM`), however
+    /// little the current response still needs: a pipelining driver's next responses are
+    /// already on their way, and one read should take them together.
+    pub fn with_min_room(mut self, room: usize) -> Self {
+        self.min_room = room.max(MIN_ROOM);
+        self
     }
 
     /// The same reader for the responses to HEAD requests: none has a body
@@ -213,7 +224,7 @@ impl ResponseReader {
             Phase::Chunked { .. } => (buf.len() + dechunked.len(), None),
             _ => (buf.len(), None),
         };
-        make_room(buf, self.max_body, progress, left);
+        make_room(buf, self.max_body, progress, left, self.min_room);
         Ok(None)
     }
 
@@ -268,14 +279,20 @@ fn complete(head: ResponseHead, body: BodyAt, chunk_framing: u64) -> Response {
 /// Gives `buf` room for the next read (the growth policy of [`ResponseReader`]).
 ///
 /// A read gets as much room as the response has brought so far (`progress`: doubling, so a
-/// large body takes few reads), never less than `MIN_ROOM`, never more than `READ_CHUNK` past
-/// what the buffer holds, and no more than the rest of a Content-Length body (`left`) needs.
-fn make_room(buf: &mut BytesMut, max_body: u64, progress: usize, left: Option<usize>) {
+/// large body takes few reads), never more than `READ_CHUNK` past what the buffer holds, no
+/// more than the rest of a Content-Length body (`left`) needs, and never less than `min_room`.
+fn make_room(
+    buf: &mut BytesMut,
+    max_body: u64,
+    progress: usize,
+    left: Option<usize>,
+    min_room: usize,
+) {
     let mut want = progress.min(buf.len().max(READ_CHUNK));
     if let Some(left) = left {
         want = want.min(left);
     }
-    let want = want.max(MIN_ROOM);
+    let want = want.max(min_room);
     if buf.capacity() - buf.len() >= want {
         return;
     }
