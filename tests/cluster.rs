@@ -368,4 +368,45 @@ fn sweep_prints_one_row_per_cell_in_etcds_order() {
         "{}",
         table[3]
     );
+
+    // --fail-if judges every row: a QPS no row reaches breaks on both, and the table is
+    // printed all the same
+    let judged = support::run_bounded(
+        &[
+            "sweep",
+            "etcd",
+            "put",
+            "--endpoints",
+            &eps,
+            "--clients",
+            "2",
+            "--key-size",
+            "64",
+            "--target",
+            "leader",
+            "-n",
+            "50",
+            "--fail-if",
+            "rps>100000000",
+            "--fail-if",
+            "errors<1%",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(judged.code, Some(3), "{}", judged.stderr);
+    let broken: Vec<&str> = judged
+        .stderr
+        .lines()
+        .filter(|l| {
+            l.starts_with(
+                "error: threshold rps>100000000 broken by the row of key 64 B, 2 clients, leader, ",
+            )
+        })
+        .collect();
+    assert_eq!(broken.len(), 2, "{}", judged.stderr);
+    assert!(
+        judged.stdout.contains("| 64 | 2 | leader | gRPC |"),
+        "{}",
+        judged.stdout
+    );
 }

@@ -39,5 +39,33 @@ pub(super) fn compare(cfg: &Config, prepared: &Prepared, rounds: usize) -> Resul
             code = exit::FAILURE;
         }
     }
+    if code == exit::OK {
+        code = super::run::judge(&cfg.thresholds, judge_medians(cfg, &reports).into_iter());
+    }
     Ok(code)
+}
+
+/// The thresholds judged on each stack's median over the rounds (of each figure apart).
+fn judge_medians(cfg: &Config, reports: &[report::Report]) -> Vec<report::threshold::Broken> {
+    let mut broken = Vec::new();
+    let Some(first) = reports.first() else {
+        return broken;
+    };
+    for (i, run) in first.runs.iter().enumerate() {
+        let rounds: Vec<&report::RunReport> =
+            reports.iter().filter_map(|r| r.runs.get(i)).collect();
+        for t in &cfg.thresholds {
+            let mut values: Vec<f64> = rounds.iter().filter_map(|r| t.figure.value(r)).collect();
+            values.sort_by(f64::total_cmp);
+            let median = match values.len() {
+                0 => None,
+                n if n % 2 == 1 => Some(values[n / 2]),
+                n => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+            };
+            if let Some(b) = t.judge_value(run, median, "the median of ") {
+                broken.push(b);
+            }
+        }
+    }
+    broken
 }

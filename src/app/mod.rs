@@ -57,6 +57,8 @@ pub mod exit {
     pub const FAILURE: i32 = 1;
     /// Invalid flags.
     pub const USAGE: i32 = 2;
+    /// The run completed but broke a `--fail-if` threshold.
+    pub const THRESHOLD: i32 = 3;
 }
 
 /// Why a run produced no usable report.

@@ -45,7 +45,32 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
         );
         code = exit::FAILURE;
     }
+    if code == exit::OK {
+        code = judge(
+            &cfg.thresholds,
+            report
+                .runs
+                .iter()
+                .flat_map(|r| cfg.thresholds.iter().filter_map(|t| t.judge(r))),
+        );
+    }
     Ok(code)
+}
+
+/// Prints one line per broken threshold; `exit::THRESHOLD` when there was one.
+pub(super) fn judge(
+    thresholds: &[report::threshold::Threshold],
+    broken: impl Iterator<Item = report::threshold::Broken>,
+) -> i32 {
+    if thresholds.is_empty() {
+        return exit::OK;
+    }
+    let mut code = exit::OK;
+    for b in broken {
+        eprintln!("error: {b}");
+        code = exit::THRESHOLD;
+    }
+    code
 }
 
 /// With `--svg`: the headline figures of each side that ran, as a chart.

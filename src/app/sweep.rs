@@ -130,7 +130,8 @@ fn write_range_key(
 /// no successful request.
 pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
     let token = prepare::authenticate(&s.base, &s.base.endpoints)?;
-    let rows = run(s, token.as_deref(), |i, n, r| {
+    let mut broken = Vec::new();
+    let rows = run(s, token.as_deref(), &mut broken, |i, n, r| {
         eprintln!(
             "wirebench sweep: {i}/{n} key {} B, {} clients, {}, {}: {:.0} req/s, p90 {:.2} ms{}",
             r.key_size,
@@ -160,13 +161,15 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
         );
         return Ok(exit::FAILURE);
     }
-    Ok(exit::OK)
+    Ok(super::run::judge(&s.base.thresholds, broken.into_iter()))
 }
 
 /// Runs every cell in turn, with the etcd auth `token`; `progress` hears about each finished row.
+/// Every row's broken `--fail-if` thresholds go into `broken`.
 pub fn run(
     s: &SweepConfig,
     token: Option<&str>,
+    broken: &mut Vec<crate::report::threshold::Broken>,
     mut progress: impl FnMut(usize, usize, &Row),
 ) -> Result<Vec<Row>, RunError> {
     let cells = cells(s);
@@ -187,6 +190,16 @@ pub fn run(
         let prepared = prepare::prepare_row(&c, token, clock)?;
         let run = prepared.run_proto(&c, proto).map_err(RunError::Setup)?;
         let r = RunReport::from_run(&run, &prepared.endpoints, &prepared.roles, false);
+        let row_name = format!(
+            "the row of key {key_size} B, {clients} clients, {}, ",
+            target.name()
+        );
+        broken.extend(
+            s.base
+                .thresholds
+                .iter()
+                .filter_map(|t| t.judge_value(&r, t.figure.value(&r), &row_name)),
+        );
         let (w, cost) = (&r.wire, &r.cost);
         let row = Row {
             key_size,

@@ -129,6 +129,7 @@ fn put_config(cfg: &WatchConfig) -> Config {
         server_pid: None,
         per_conn: false,
         svg: None,
+        thresholds: Vec::new(),
         auth: None,
         target: Target::First,
     }

@@ -254,6 +254,13 @@ pub struct RunArgs {
     /// Write a chart of the headline figures, HTTP/1.1 next to gRPC, as SVG
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// A condition the finished run must meet, e.g. 'p99<5ms', 'errors<0.1%', 'rps>1000',
+    /// 'grpc.cpu<20' (repeatable): p50, p90, p99, p999, rps, errors, cpu (µs/request), bytes
+    /// (on the wire per request), syscalls (per request), or the dotted path of a numeric field
+    /// of a run in the JSON report; prefixed with http., h2. or grpc. it judges that stack only.
+    /// A broken threshold exits 3
+    #[arg(long = "fail-if", value_name = "THRESHOLD")]
+    pub fail_if: Vec<String>,
     /// etcd user, NAME[:PASSWORD]; without a password it is read from $WIREBENCH_ETCD_PASSWORD
     #[arg(long)]
     pub user: Option<String>,
@@ -431,6 +438,7 @@ impl RunArgs {
             server_pid: None,
             per_conn: false,
             svg: None,
+            fail_if: Vec::new(),
             user: None,
             tls,
         }
@@ -600,6 +608,21 @@ impl RunArgs {
         }
         Workload::check(&spec, &endpoints)?;
         let auth = self.user.as_deref().map(parse_user).transpose()?;
+        let thresholds = self
+            .fail_if
+            .iter()
+            .map(|t| crate::report::threshold::Threshold::parse(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        for t in &thresholds {
+            if let Some(s) = t.stack
+                && !protos.iter().any(|p| p.name() == s)
+            {
+                return Err(format!(
+                    "--fail-if {:?}: the {s} stack does not run (--proto)",
+                    t.text
+                ));
+            }
+        }
         Ok(Config {
             endpoints,
             protos,
@@ -628,6 +651,7 @@ impl RunArgs {
             server_pid: self.server_pid,
             per_conn: self.per_conn,
             svg: self.svg,
+            thresholds,
             auth,
             target,
         })

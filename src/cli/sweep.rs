@@ -80,6 +80,10 @@ pub struct SweepArgs {
     /// Report this server process's CPU per op (a server CPU column)
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// A condition every row must meet (as for a run: 'p90<10ms', 'errors<0.1%'); a broken one
+    /// exits 3 with one line per row that broke it
+    #[arg(long = "fail-if", value_name = "THRESHOLD")]
+    pub fail_if: Vec<String>,
     #[command(flatten)]
     pub tls: TlsArgs,
     /// Table format
@@ -141,6 +145,7 @@ impl SweepArgs {
             seed: self.seed,
             user: self.user,
             server_pid: self.server_pid,
+            fail_if: self.fail_if,
             ..RunArgs::plain(ProtoArg::Both.into(), max_clients, self.tls)
         };
         nonzero("conns", self.conns)?;

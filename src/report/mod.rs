@@ -4,6 +4,7 @@ pub mod compare;
 mod derive;
 pub mod svg;
 pub mod text;
+pub mod threshold;
 pub mod watch;
 
 use serde::Serialize;

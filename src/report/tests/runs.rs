@@ -264,6 +264,7 @@ fn etcd_put_config() -> Config {
         server_pid: None,
         per_conn: false,
         svg: None,
+        thresholds: Vec::new(),
         auth: None,
         target: Target::First,
     }
