@@ -100,7 +100,10 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         let setup_from = ctx.requests_per_conn.map(|_| Instant::now());
         let c = match &mut conn {
             Some(c) => c,
-            None => match connect(&ctx, endpoint).await {
+            // boxed, as the rare paths below: a connect (TLS handshake included) is a large
+            // future that every client's future would otherwise carry, and there may be
+            // 100,000 of them
+            None => match Box::pin(connect(&ctx, endpoint)).await {
                 Ok(c) => {
                     reconnect.ok();
                     w.stats.borrow_mut().reconnects += 1;
@@ -108,8 +111,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                 }
                 Err(e) => {
                     let f = Failure::with(FailureKind::Connect, e);
-                    if reconnect
-                        .connect_failed(&w, endpoint, warm, &mut sent, quota, f)
+                    if Box::pin(reconnect.connect_failed(&w, endpoint, warm, &mut sent, quota, f))
                         .await
                     {
                         continue;
@@ -171,7 +173,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         reauthed = false;
         if needs_auth {
             needs_auth = false;
-            match reauthenticate(&ctx, endpoint, c, &mut work).await {
+            match Box::pin(reauthenticate(&ctx, endpoint, c, &mut work)).await {
                 Ok(()) => {
                     w.stats.borrow_mut().reauthenticated += 1;
                     reauthed = true;
@@ -323,7 +325,7 @@ async fn pipe_client(w: Rc<Worker>, id: usize, pipe: Rc<Pipe>, local: usize) {
 
     while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
         let warm = turn.warm;
-        match pipe.acquire(|| connect(&ctx, endpoint)).await {
+        match pipe.acquire(|| Box::pin(connect(&ctx, endpoint))).await {
             Ok(new) => {
                 reconnect.ok();
                 if new {
