@@ -17,6 +17,7 @@ fn server(max_conn_age: Option<Duration>, max_concurrent_streams: Option<u32>) -
         max_conn_idle: None,
         max_concurrent_streams,
         tls: None,
+        faults: Default::default(),
     })
     .expect("start the echo server");
     let url = format!("http://{}", srv.local_addr());

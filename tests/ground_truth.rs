@@ -619,6 +619,7 @@ fn echo_pipelined_over_http1_matches_the_capture() {
         max_conn_idle: None,
         max_concurrent_streams: None,
         tls: None,
+        faults: Default::default(),
     })
     .expect("start the echo server");
     let port = srv.local_addr().port();
@@ -707,6 +708,7 @@ fn echo_over_h2_matches_the_capture(proto: &str, case: &str) {
         max_conn_idle: None,
         max_concurrent_streams: None,
         tls: None,
+        faults: Default::default(),
     })
     .expect("start the echo server");
     let port = srv.local_addr().port();

@@ -38,6 +38,7 @@ fn server() -> Server {
         max_conn_idle: None,
         max_concurrent_streams: None,
         tls: None,
+        faults: Default::default(),
     })
     .expect("start the echo server")
 }

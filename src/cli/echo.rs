@@ -13,9 +13,16 @@ pub struct EchoArgs {
     /// Server to measure (http://host:port[,...]); default: start the built-in server
     #[arg(long, value_delimiter = ',')]
     pub target: Vec<String>,
-    /// The ping string sent in every EchoRequest
-    #[arg(long, default_value = "Hello, world!")]
-    pub ping: String,
+    /// The ping string sent in every EchoRequest [default: Hello, world!]
+    #[arg(long)]
+    pub ping: Option<String>,
+    /// A ping of this many bytes instead (1k, 64k, 1M): the payload size
+    #[arg(long, value_parser = crate::config::parse_size)]
+    pub payload_size: Option<u64>,
+    /// Ask the built-in server to pad each reply to about this many bytes (the
+    /// wirebench-response-size header / metadata; other echo servers ignore it)
+    #[arg(long, value_parser = crate::server::faults::parse_response_size)]
+    pub response_size: Option<usize>,
     /// Extra header / gRPC metadata, NAME:VALUE (repeatable)
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
@@ -37,11 +44,32 @@ impl EchoArgs {
     pub(super) fn resolve(
         self,
     ) -> Result<(WorkloadSpec, Vec<Endpoint>, Option<ServeConfig>), String> {
-        let headers = parse_headers(&self.headers)?;
-        let spec = WorkloadSpec::Echo {
-            ping: self.ping,
-            headers,
+        let mut headers = parse_headers(&self.headers)?;
+        if let Some(n) = self.response_size {
+            headers.push((
+                crate::server::faults::RESPONSE_SIZE_HEADER.to_string(),
+                n.to_string(),
+            ));
+        }
+        let ping = match (self.ping, self.payload_size) {
+            (Some(_), Some(_)) => {
+                return Err(
+                    "--ping and --payload-size: choose one (the ping is the payload)".into(),
+                );
+            }
+            (_, Some(n)) if n > crate::server::MAX_REQUEST as u64 / 2 => {
+                return Err(format!(
+                    "--payload-size {n}: at most {} bytes (the server takes requests up to {} MiB, \
+                     and a ping goes out as JSON over HTTP)",
+                    crate::server::MAX_REQUEST / 2,
+                    crate::server::MAX_REQUEST >> 20
+                ));
+            }
+            (_, Some(n)) => "x".repeat(n as usize),
+            (Some(p), None) => p,
+            (None, None) => "Hello, world!".to_string(),
         };
+        let spec = WorkloadSpec::Echo { ping, headers };
         if self.target.is_empty() {
             let serve = ServeConfig {
                 addr: ([127, 0, 0, 1], 0).into(),
@@ -50,6 +78,7 @@ impl EchoArgs {
                 max_conn_idle: None,
                 max_concurrent_streams: None,
                 tls: None,
+                faults: Default::default(),
             };
             Ok((spec, Vec::new(), Some(serve)))
         } else {

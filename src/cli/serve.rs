@@ -8,6 +8,7 @@ use clap::Args;
 use super::common::nonzero;
 use crate::config::parse_duration;
 use crate::server::ServeConfig;
+use crate::server::faults::{Delay, Faults, parse_probability, parse_response_size};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -32,6 +33,31 @@ pub struct ServeArgs {
     /// The certificate's private key (PEM)
     #[arg(long)]
     pub tls_key: Option<PathBuf>,
+    /// Wait this long before answering each request: 5ms, uniform:1ms-9ms, exp:5ms (the mean);
+    /// a request's `wirebench-delay` header or metadata overrides it
+    #[arg(long, value_parser = Delay::parse)]
+    pub delay: Option<Delay>,
+    /// Answer this share of the requests with an error (HTTP 503, gRPC UNAVAILABLE, or the
+    /// codes below): 10% or 0.1; `wirebench-fail` overrides it
+    #[arg(long, value_parser = parse_probability)]
+    pub fail: Option<f64>,
+    /// The HTTP status of an injected failure (HTTP/1.1 and plain HTTP/2)
+    #[arg(long, default_value_t = 503)]
+    pub fail_http_status: u16,
+    /// The gRPC status code of an injected failure (a number, 1 to 16)
+    #[arg(long, default_value_t = 14)]
+    pub fail_grpc_code: u32,
+    /// Pad each echo reply to about this many bytes (an EchoResponse field, or a JSON member,
+    /// that grpc-echo clients ignore); `wirebench-response-size` overrides it
+    #[arg(long, value_parser = parse_response_size)]
+    pub response_size: Option<usize>,
+    /// Close the TCP connection after answering this share of the requests (every stack);
+    /// `wirebench-close` overrides it
+    #[arg(long, value_parser = parse_probability)]
+    pub close: Option<f64>,
+    /// h2: send GOAWAY after this many streams on a connection
+    #[arg(long)]
+    pub goaway_after: Option<u64>,
 }
 
 impl ServeArgs {
@@ -55,6 +81,22 @@ impl ServeArgs {
         if self.max_concurrent_streams == Some(0) {
             return Err("--max-concurrent-streams must be at least 1".into());
         }
+        if !(400..=599).contains(&self.fail_http_status) {
+            return Err(format!(
+                "--fail-http-status {}: an error status, 400 to 599",
+                self.fail_http_status
+            ));
+        }
+        if !(1..=16).contains(&self.fail_grpc_code) {
+            return Err(format!(
+                "--fail-grpc-code {}: a gRPC error code, 1 to 16",
+                self.fail_grpc_code
+            ));
+        }
+        let fail_grpc_code = wirebench_wire::grpc::Code::from_u32(self.fail_grpc_code);
+        if self.goaway_after == Some(0) {
+            return Err("--goaway-after must be at least 1".into());
+        }
         Ok(ServeConfig {
             addr,
             threads,
@@ -65,6 +107,15 @@ impl ServeArgs {
                 (Some(c), Some(k)) => Some(crate::net::tls::server_config(c, k)?),
                 (None, None) => None,
                 _ => return Err("--tls-cert and --tls-key go together".into()),
+            },
+            faults: Faults {
+                delay: self.delay,
+                fail: self.fail.unwrap_or(0.0),
+                fail_http_status: self.fail_http_status,
+                fail_grpc_code,
+                response_size: self.response_size,
+                close: self.close.unwrap_or(0.0),
+                goaway_after: self.goaway_after,
             },
         })
     }

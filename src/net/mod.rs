@@ -3,6 +3,7 @@
 mod metered;
 mod stream;
 mod tcpinfo;
+pub(crate) mod timer;
 pub mod tls;
 
 pub use metered::{Layers, Ledger, Metered, thread_io_calls};

@@ -15,7 +15,10 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Request, Response};
 use prost::Message;
 
-use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_json, echo_response, error_json};
+use crate::server::faults::{Faults, Plan, Rng};
+use crate::server::{
+    MAX_REQUEST, Rewind, ServeConfig, echo_json, echo_response, error_json, is_control, pad_message,
+};
 use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::proto::echo::EchoRequest;
 use wirebench_wire::proto::health::HealthCheckResponse;
@@ -37,6 +40,13 @@ pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: 
     let idle_timer = tokio::time::sleep(idle.unwrap_or(far));
     tokio::pin!(idle_timer);
     let mut closing = false;
+    // what the handlers share: the fault defaults, a generator, the close a handler asks for
+    let faults = Rc::new(Injector {
+        faults: cfg.faults.clone(),
+        rng: Rng::new(),
+        close: tokio::sync::Notify::new(),
+    });
+    let mut streams = 0u64;
     loop {
         tokio::select! {
             r = conn.accept() => match r {
@@ -44,10 +54,17 @@ pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: 
                     let received_at = SystemTime::now();
                     active.set(active.get() + 1);
                     let active = active.clone();
+                    let faults = faults.clone();
                     tokio::task::spawn_local(async move {
-                        handle(req, respond, peer, received_at).await;
+                        handle(req, respond, peer, received_at, &faults).await;
                         active.set(active.get() - 1);
                     });
+                    streams += 1;
+                    if !closing && cfg.faults.goaway_after.is_some_and(|n| streams >= n) {
+                        // --goaway-after: the streams accepted so far are answered, no more
+                        closing = true;
+                        conn.graceful_shutdown();
+                    }
                     if let Some(d) = idle {
                         idle_timer.as_mut().reset(tokio::time::Instant::now() + d);
                     }
@@ -55,6 +72,12 @@ pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: 
                 // Connection closed, or a connection error: either way this connection is over.
                 Some(Err(_)) | None => break,
             },
+            _ = faults.close.notified() => {
+                // --close / wirebench-close: the answer goes out (the connection is polled a
+                // moment longer to write it), then the TCP connection closes, without GOAWAY
+                let _ = tokio::time::timeout(Duration::from_millis(20), conn.accept()).await;
+                break;
+            }
             _ = &mut age_timer, if !closing => {
                 closing = true;
                 conn.graceful_shutdown();
@@ -74,11 +97,41 @@ pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: 
 const ECHO_PATH: &str = "/grpc_echo.v1.EchoService/Echo";
 const HEALTH_PATH: &str = "/grpc.health.v1.Health/Check";
 
+/// The fault injection of one h2 connection, shared by its stream handlers.
+struct Injector {
+    faults: Faults,
+    rng: Rng,
+    /// a handler asks for the connection's close after its answer
+    close: tokio::sync::Notify,
+}
+
+impl Injector {
+    /// The plan for a request with these headers (the defaults when nothing is configured or
+    /// asked for).
+    fn plan(&self, headers: &HeaderMap) -> Result<Plan, String> {
+        if self.faults.none() && !headers.keys().any(|k| is_control(k.as_str())) {
+            return Ok(Plan::default());
+        }
+        self.faults.plan(
+            |name| headers.get(name).and_then(|v| v.to_str().ok()),
+            &self.rng,
+        )
+    }
+
+    /// After an answer: the connection closes if the plan says so.
+    fn after(&self, plan: &Plan) {
+        if plan.close {
+            self.close.notify_one();
+        }
+    }
+}
+
 async fn handle(
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
     peer: SocketAddr,
     received_at: SystemTime,
+    faults: &Injector,
 ) {
     let (parts, mut body) = req.into_parts();
     let grpc = parts
@@ -86,7 +139,7 @@ async fn handle(
         .get(CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
     if !grpc {
-        return plain(parts, body, respond, peer, received_at).await;
+        return plain(parts, body, respond, peer, received_at, faults).await;
     }
     let path = parts.uri.path().to_string();
     // An unknown method is answered at once, before its body, as gRPC servers do: a client
@@ -110,6 +163,22 @@ async fn handle(
         }
         buf.extend_from_slice(&chunk);
     }
+    let plan = match faults.plan(&parts.headers) {
+        Ok(plan) => plan,
+        Err(e) => return status_only(&mut respond, Code::InvalidArgument, &e),
+    };
+    if !plan.delay.is_zero() {
+        crate::server::faults::wait(&mut None, plan.delay).await;
+    }
+    if plan.fail {
+        status_only(
+            &mut respond,
+            faults.faults.fail_grpc_code,
+            "injected failure",
+        );
+        faults.after(&plan);
+        return;
+    }
     let reply = match path.as_str() {
         ECHO_PATH => {
             let req: EchoRequest = match grpc::decode_message(&mut buf, MAX_REQUEST) {
@@ -121,7 +190,10 @@ async fn handle(
                 headers.insert(":authority".into(), a.to_string());
             }
             collect_metadata(&parts.headers, &mut headers);
-            let resp = echo_response(headers, req.ping, peer, received_at);
+            let mut resp = echo_response(headers, req.ping, peer, received_at);
+            if let Some(want) = plan.pad_to {
+                pad_message(&mut resp, want.saturating_sub(grpc::PREFIX_LEN));
+            }
             let mut out = BytesMut::with_capacity(resp.encoded_len() + grpc::PREFIX_LEN);
             grpc::encode(&resp, &mut out);
             out.freeze()
@@ -151,6 +223,7 @@ async fn handle(
     let mut trailers = HeaderMap::new();
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
     let _ = stream.send_trailers(trailers);
+    faults.after(&plan);
 }
 
 /// A plain HTTP/2 request: the JSON echo of the HTTP/1.1 side, its body bounded as there.
@@ -160,6 +233,7 @@ async fn plain(
     mut respond: SendResponse<Bytes>,
     peer: SocketAddr,
     received_at: SystemTime,
+    faults: &Injector,
 ) {
     let mut buf = BytesMut::new();
     let mut too_large = false;
@@ -172,8 +246,21 @@ async fn plain(
         }
         buf.extend_from_slice(&chunk);
     }
+    let plan = faults.plan(&parts.headers);
+    if let Ok(plan) = &plan
+        && !plan.delay.is_zero()
+    {
+        crate::server::faults::wait(&mut None, plan.delay).await;
+    }
     let (status, json) = if too_large {
         (413, error_json("request body too large"))
+    } else if let Err(e) = &plan {
+        (400, error_json(e))
+    } else if plan.as_ref().is_ok_and(|p| p.fail) {
+        (
+            faults.faults.fail_http_status,
+            error_json("injected failure"),
+        )
     } else {
         echo_json(
             parts.method.as_str(),
@@ -181,6 +268,7 @@ async fn plain(
             &buf,
             peer,
             received_at,
+            plan.as_ref().ok().and_then(|p| p.pad_to),
             || {
                 // as the HTTP/1.1 side reports them: lower-case names, repeated ones joined,
                 // and the authority as grpc-echo's gRPC side reports it
@@ -188,7 +276,7 @@ async fn plain(
                 if let Some(a) = parts.uri.authority() {
                     headers.insert(":authority".into(), a.to_string());
                 }
-                for name in parts.headers.keys() {
+                for name in parts.headers.keys().filter(|k| !is_control(k.as_str())) {
                     let joined = parts
                         .headers
                         .get_all(name)
@@ -211,6 +299,9 @@ async fn plain(
         return;
     };
     let _ = stream.send_data(Bytes::from(json), true);
+    if let Ok(plan) = &plan {
+        faults.after(plan);
+    }
 }
 
 /// Request metadata as grpc-go hands it to handlers: regular headers (values of a repeated name
@@ -218,7 +309,7 @@ async fn plain(
 fn collect_metadata(h: &HeaderMap, out: &mut HashMap<String, String>) {
     for name in h.keys() {
         let n = name.as_str();
-        if n == "te" || n == "content-length" || n == "connection" {
+        if n == "te" || n == "content-length" || n == "connection" || is_control(n) {
             continue;
         }
         let joined = h

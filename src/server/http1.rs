@@ -9,7 +9,8 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_json, error_json};
+use crate::server::faults::{self, Plan, Rng};
+use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_json, error_json, is_control};
 use wirebench_wire::http1::{
     MAX_HEAD_BYTES, MAX_REQUEST_HEADERS, RequestError, RequestHead, RequestLimits,
     decode_request_head,
@@ -23,10 +24,10 @@ const LIMITS: RequestLimits = RequestLimits {
 };
 
 /// The request's headers as grpc-echo reports them: lowercase names, repeated fields joined
-/// with commas.
+/// with commas; the server's own control headers left out.
 fn echo_headers(head: &RequestHead) -> HashMap<String, String> {
     let mut headers: HashMap<String, String> = HashMap::with_capacity(head.headers().len());
-    for (name, value) in head.headers() {
+    for (name, value) in head.headers().filter(|(name, _)| !is_control(name)) {
         let value = String::from_utf8_lossy(value).into_owned();
         headers
             .entry(name.to_ascii_lowercase())
@@ -59,6 +60,8 @@ pub(super) async fn serve(
     age: Option<Duration>,
 ) {
     let born = Instant::now();
+    let rng = Rng::new();
+    let mut timer = None;
     let mut buf = BytesMut::with_capacity(8192);
     let mut out = Vec::with_capacity(1024);
     loop {
@@ -119,12 +122,53 @@ pub(super) async fn serve(
             }
         };
         let close = !head.keep_alive || age.is_some_and(|a| born.elapsed() >= a);
-        let (status, json) =
-            echo_json(head.method(), head.path(), &body, peer, received_at, || {
-                echo_headers(&head)
-            });
+        // faults: only looked at when configured or asked for by a control header
+        let asks = head.headers().any(|(name, _)| is_control(name));
+        let plan = if asks || !cfg.faults.none() {
+            let header = |want: &str| {
+                head.headers()
+                    .find(|(name, _)| name.eq_ignore_ascii_case(want))
+                    .and_then(|(_, v)| std::str::from_utf8(v).ok())
+            };
+            match cfg.faults.plan(header, &rng) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    respond(&mut out, 400, &error_json(&e), close);
+                    if close {
+                        let _ = io.write_all(&out).await;
+                        let _ = io.shutdown().await;
+                        return;
+                    }
+                    continue;
+                }
+            }
+        } else {
+            Plan::default()
+        };
+        if !plan.delay.is_zero() {
+            // the answers before this one go now; this one (and every one after it, in order)
+            // after the delay
+            if !flush(&mut io, &mut out).await {
+                return;
+            }
+            faults::wait(&mut timer, plan.delay).await;
+        }
+        let (status, json) = if plan.fail {
+            (cfg.faults.fail_http_status, error_json("injected failure"))
+        } else {
+            echo_json(
+                head.method(),
+                head.path(),
+                &body,
+                peer,
+                received_at,
+                plan.pad_to,
+                || echo_headers(&head),
+            )
+        };
         respond(&mut out, status, &json, close);
-        if close {
+        if close || plan.close {
+            // --close / wirebench-close: the answer, then FIN, without a Connection: close
             let _ = io.write_all(&out).await;
             let _ = io.shutdown().await;
             return;

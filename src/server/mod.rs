@@ -1,6 +1,7 @@
 //! The built-in echo server: grpc-echo's `grpc_echo.v1.EchoService/Echo` over h2 and the same
 //! echo as JSON over HTTP/1.1, on one port, told apart by the HTTP/2 connection preface.
 
+pub mod faults;
 mod grpc;
 mod http1;
 
@@ -38,6 +39,8 @@ pub struct ServeConfig {
     pub max_concurrent_streams: Option<u32>,
     /// serve TLS (ALPN h2 and http/1.1) with this certificate and key
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// injected delays, errors, padding, closes (requests override them by header)
+    pub faults: faults::Faults,
 }
 
 /// A running server; stops when dropped or on `stop()`.
@@ -317,6 +320,7 @@ pub(crate) fn echo_json(
     body: &[u8],
     peer: SocketAddr,
     received_at: SystemTime,
+    pad_to: Option<usize>,
     headers: impl FnOnce() -> std::collections::HashMap<String, String>,
 ) -> (u16, String) {
     if path != "/v1/echo" {
@@ -327,11 +331,39 @@ pub(crate) fn echo_json(
     }
     match serde_json::from_slice::<EchoBody>(body) {
         Ok(req) => {
-            let resp = echo_response(headers(), req.ping.into_owned(), peer, received_at);
-            (200, echo_response_json(&resp).to_string())
+            let mut resp = echo_response(headers(), req.ping.into_owned(), peer, received_at);
+            let mut json = echo_response_json(&resp).to_string();
+            // `,"padding":"..."` after the last field: 14 bytes and the filler
+            if let Some(want) = pad_to
+                && want > json.len() + 14
+            {
+                resp.padding = "x".repeat(want - json.len() - 14);
+                json = echo_response_json(&resp).to_string();
+            }
+            (200, json)
         }
         Err(e) => (400, error_json(&format!("malformed JSON: {e}"))),
     }
+}
+
+/// Pads `resp` so that its protobuf encoding is about `want` bytes (the filler's own tag and
+/// length included).
+pub(crate) fn pad_message(resp: &mut EchoResponse, want: usize) {
+    use prost::Message;
+    let have = resp.encoded_len();
+    // tag (1 byte) and a length varint of up to 4 bytes (the filler is below 64 MiB)
+    if want > have + 5 {
+        let n = want - have - 5;
+        let varint = prost::encoding::encoded_len_varint(n as u64);
+        resp.padding = "x".repeat(n + 4 - varint);
+    }
+}
+
+/// Whether a request header is one of the server's own controls (never echoed).
+pub(crate) fn is_control(name: &str) -> bool {
+    name.len() >= faults::CONTROL_PREFIX.len()
+        && name.as_bytes()[..faults::CONTROL_PREFIX.len()]
+            .eq_ignore_ascii_case(faults::CONTROL_PREFIX.as_bytes())
 }
 
 /// The EchoResponse grpc-echo sends: the request's metadata and ping, the peer, and the four
@@ -351,6 +383,7 @@ pub(crate) fn echo_response(
         handler_reached_at: Some(timestamp(reached)),
         handler_responded_at: None,
         sent_at: None,
+        padding: String::new(),
     };
     resp.handler_responded_at = Some(timestamp(SystemTime::now()));
     resp.sent_at = Some(timestamp(SystemTime::now()));

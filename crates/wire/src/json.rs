@@ -269,6 +269,9 @@ pub fn echo_response_json(r: &EchoResponse) -> Value {
         ),
     );
     m.insert("body".into(), Value::String(r.body.clone()));
+    if !r.padding.is_empty() {
+        m.insert("padding".into(), Value::String(r.padding.clone()));
+    }
     if !r.remote_addr.is_empty() {
         m.insert("remote_addr".into(), Value::String(r.remote_addr.clone()));
     }

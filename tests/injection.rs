@@ -1,0 +1,233 @@
+//! Fault injection in the built-in server (`wirebench serve --delay --fail --response-size
+//! --close --goaway-after`, and the same per request by header / gRPC metadata), measured by
+//! the real binary over every stack: the injected share of errors, the injected delay and its
+//! shapes, padded replies and payload sizes, closes and GOAWAYs.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{
+    ServeProcess, assert_refused, f64_at, proto_run, run_bounded, run_json_within, u64_at,
+};
+
+const LIMIT: Duration = Duration::from_secs(120);
+const STACKS: [&str; 3] = ["http", "h2", "grpc"];
+
+fn against(server: &ServeProcess, protos: &str, extra: &[&str]) -> Value {
+    let target = format!("http://{}", server.target());
+    let mut args = vec!["echo", "--target", &target, "--proto", protos];
+    args.extend_from_slice(extra);
+    run_json_within(&args, LIMIT)
+}
+
+/// A run that may fail every request (exit 1): its JSON report.
+fn report_of(args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.extend(["--format", "json"]);
+    let run = run_bounded(&args, LIMIT);
+    assert!(matches!(run.code, Some(0 | 1)), "{run:#?}");
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:#?}"))
+}
+
+fn p50(run: &Value) -> f64 {
+    run["latency_distribution"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["percentile"] == 50.0)
+        .and_then(|p| p["latency_ms"].as_f64())
+        .unwrap()
+}
+
+#[test]
+fn ten_percent_injected_errors_show_as_ten_percent_of_that_status() {
+    let server = ServeProcess::start(&[
+        "--threads",
+        "1",
+        "--fail",
+        "10%",
+        "--fail-http-status",
+        "502",
+        "--fail-grpc-code",
+        "8",
+    ]);
+    let report = against(&server, "http,h2,grpc", &["-n", "5000", "-c", "8"]);
+    for (proto, status) in [
+        ("http", "502"),
+        ("h2", "502"),
+        ("grpc", "RESOURCE_EXHAUSTED"),
+    ] {
+        let run = proto_run(&report, proto);
+        let failed = u64_at(run, "/summary/failed");
+        let share = failed as f64 / u64_at(run, "/summary/count") as f64;
+        assert!((0.08..=0.12).contains(&share), "{proto}: {share}");
+        let of_status: u64 = run["status_distribution"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["status"] == status)
+            .map(|s| u64_at(s, "/count"))
+            .sum();
+        assert_eq!(
+            of_status, failed,
+            "{proto}: {:#}",
+            run["status_distribution"]
+        );
+    }
+}
+
+#[test]
+fn an_injected_delay_and_its_shapes_have_the_latency_asked_for() {
+    // fixed 5 ms: p50 between 5 and 7 ms on every stack
+    let server = ServeProcess::start(&["--threads", "1", "--delay", "5ms"]);
+    let report = against(&server, "http,h2,grpc", &["-n", "400", "-c", "8"]);
+    for proto in STACKS {
+        let p = p50(proto_run(&report, proto));
+        assert!((5.0..=7.0).contains(&p), "{proto}: p50 {p} ms");
+    }
+    drop(server);
+    // uniform and exponential shapes with a 5 ms mean: the average within 10%
+    for shape in ["uniform:1ms-9ms", "exp:5ms"] {
+        let server = ServeProcess::start(&["--threads", "1", "--delay", shape]);
+        let report = against(&server, "http,h2,grpc", &["-n", "2000", "-c", "16"]);
+        for proto in STACKS {
+            let mean = f64_at(proto_run(&report, proto), "/summary/average_ms");
+            assert!(
+                (4.5..=5.5).contains(&mean),
+                "{shape} {proto}: mean {mean} ms"
+            );
+        }
+    }
+}
+
+#[test]
+fn requests_override_the_defaults_and_control_headers_are_not_echoed() {
+    // the embedded server, no defaults: every request asks for its own failure
+    let report = report_of(&[
+        "echo",
+        "--proto",
+        "http,h2,grpc",
+        "-n",
+        "50",
+        "-H",
+        "wirebench-fail:100%",
+    ]);
+    for proto in STACKS {
+        let run = proto_run(&report, proto);
+        assert_eq!(u64_at(run, "/summary/failed"), 50, "{proto}");
+    }
+    // one call with a delay and a header of its own: the echo carries x-k, not the control
+    let out = run_bounded(
+        &["call", "echo", "-H", "wirebench-delay:1ms", "-H", "x-k:v"],
+        LIMIT,
+    );
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let headers = &v["headers"];
+    assert_eq!(headers["x-k"], "v", "{v:#}");
+    assert!(headers.get("wirebench-delay").is_none(), "{v:#}");
+    // a control header that does not parse is answered with a clear error
+    let report = report_of(&[
+        "echo",
+        "--proto",
+        "http,grpc",
+        "-n",
+        "5",
+        "-H",
+        "wirebench-delay:soon",
+    ]);
+    let http = proto_run(&report, "http");
+    assert_eq!(u64_at(http, "/summary/failed"), 5);
+    assert!(
+        http["error_distribution"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("wirebench-delay"),
+        "{:#}",
+        http["error_distribution"]
+    );
+    let grpc = proto_run(&report, "grpc");
+    assert_eq!(grpc["status_distribution"][0]["status"], "INVALID_ARGUMENT");
+}
+
+#[test]
+fn payload_and_response_sizes_grow_the_bytes_per_request() {
+    let mut last = [0u64; 3];
+    for size in ["16", "4k", "64k"] {
+        let report = run_json_within(
+            &[
+                "echo",
+                "--proto",
+                "http,h2,grpc",
+                "-n",
+                "200",
+                "--payload-size",
+                size,
+                "--response-size",
+                "32k",
+            ],
+            LIMIT,
+        );
+        for (i, proto) in STACKS.iter().enumerate() {
+            let run = proto_run(&report, proto);
+            assert_eq!(u64_at(run, "/summary/ok"), 200, "{proto} {size}");
+            let out = f64_at(run, "/wire/bytes_out_per_request") as u64;
+            let inb = f64_at(run, "/wire/bytes_in_per_request") as u64;
+            assert!(
+                out > last[i],
+                "{proto} {size}: {out} B out, was {}",
+                last[i]
+            );
+            last[i] = out;
+            // the reply is padded to about 32 KiB, or carries the larger ping back
+            assert!(inb >= 32_000, "{proto} {size}: {inb} B in");
+        }
+    }
+}
+
+#[test]
+fn injected_closes_and_goaways_replace_connections() {
+    let server = ServeProcess::start(&["--threads", "1", "--close", "100%"]);
+    let report = against(&server, "http", &["-n", "100", "-c", "1"]);
+    let run = proto_run(&report, "http");
+    // every answer is followed by a close: the next request on that connection finds it gone
+    assert!(u64_at(run, "/summary/ok") >= 40, "{run:#}");
+    assert!(
+        u64_at(run, "/wire/connections_opened") >= 40,
+        "{:#}",
+        run["wire"]
+    );
+    drop(server);
+    let server = ServeProcess::start(&["--threads", "1", "--goaway-after", "10"]);
+    let report = against(&server, "grpc", &["-n", "200", "-c", "1"]);
+    let run = proto_run(&report, "grpc");
+    // GOAWAY is graceful: every call succeeds, on a new connection every 10
+    assert_eq!(u64_at(run, "/summary/ok"), 200, "{run:#}");
+    assert!(
+        u64_at(run, "/wire/connections_opened") >= 20,
+        "{:#}",
+        run["wire"]
+    );
+}
+
+#[test]
+fn bad_fault_flags_exit_2() {
+    for (args, words) in [
+        (&["serve", "--delay", "soon"][..], "--delay"),
+        (&["serve", "--delay", "uniform:9ms-1ms"], "minimum is above"),
+        (&["serve", "--fail", "200%"], "probability"),
+        (&["serve", "--fail-http-status", "200"], "400 to 599"),
+        (&["serve", "--fail-grpc-code", "0"], "1 to 16"),
+        (&["serve", "--goaway-after", "0"], "at least 1"),
+        (&["serve", "--response-size", "1G"], "at most"),
+        (
+            &["echo", "--ping", "a", "--payload-size", "10"],
+            "choose one",
+        ),
+        (&["echo", "--payload-size", "100M"], "at most"),
+    ] {
+        assert_refused(args, 2, words);
+    }
+}
