@@ -7,6 +7,7 @@ pub mod prepare;
 pub mod run;
 pub mod serve;
 pub mod sweep;
+pub mod sweep_echo;
 pub mod watch;
 
 use std::io::Write;
@@ -41,6 +42,8 @@ pub enum Action {
     Watch(WatchConfig),
     /// A sweep: one run per cell, one table.
     Sweep(SweepConfig),
+    /// An echo sweep over payload sizes and stacks.
+    SweepEcho(sweep_echo::EchoSweep),
     /// Alternating rounds of both protocols.
     Compare {
         cfg: Config,
@@ -83,6 +86,7 @@ pub fn execute(action: Action) -> i32 {
         Action::Serve(cfg) => serve::serve(cfg),
         Action::Watch(cfg) => watch::watch_and_write(&cfg),
         Action::Sweep(s) => sweep::sweep_and_write(&s),
+        Action::SweepEcho(s) => sweep_echo::sweep_echo_and_write(&s),
         Action::Run { cfg, embedded } => {
             prepare(&cfg, embedded).and_then(|p| run::run_and_write(&cfg, &p))
         }

@@ -67,7 +67,7 @@ pub enum FormatArg {
 }
 
 /// TLS client flags (used when the endpoints are https://).
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Clone, Args, Default)]
 pub struct TlsArgs {
     /// CA certificate(s), PEM, to verify the server with
     #[arg(long)]
@@ -338,7 +338,7 @@ pub(super) fn read_limited(
 
 /// `--proto`: a comma list of stacks; a .proto file given here (as ghz and grpcurl users type
 /// it) gets a hint.
-fn parse_proto_arg(s: &str) -> Result<Stacks, String> {
+pub(super) fn parse_proto_arg(s: &str) -> Result<Stacks, String> {
     if s.ends_with(".proto") || s.contains('/') {
         return Err(format!(
             "{s:?} looks like a .proto file: give it with --proto-file (--proto chooses the \

@@ -159,7 +159,11 @@ impl Cli {
             Action::Run { cfg, .. } | Action::Call { cfg, .. } | Action::Compare { cfg, .. } => {
                 Ok(cfg)
             }
-            Action::Serve(_) | Action::Watch(_) | Action::Sweep(_) | Action::ListGrpc { .. } => {
+            Action::Serve(_)
+            | Action::Watch(_)
+            | Action::Sweep(_)
+            | Action::SweepEcho(_)
+            | Action::ListGrpc { .. } => {
                 Err("this command has no request-load configuration".into())
             }
         }

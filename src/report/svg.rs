@@ -137,6 +137,188 @@ pub fn render(title: &str, stacks: &[&str], panels: &[Panel]) -> String {
     s
 }
 
+/// One panel of a line chart: a figure's name, its unit, and per stack (the chart's order) the
+/// value at each x (None: not measured).
+pub struct LinePanel {
+    pub title: &'static str,
+    pub unit: &'static str,
+    pub values: Vec<Vec<Option<f64>>>,
+}
+
+/// A power of ten as an axis tick: 0.01, 1, 100, 10k, 1M.
+fn tick(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{}k", v / 1e3)
+    } else if v >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.6}");
+        s.trim_end_matches('0').to_string()
+    }
+}
+
+/// A size in bytes as the axis labels it: 16, 1k, 256k, 1M.
+fn size_label(b: f64) -> String {
+    if b >= 1048576.0 && (b / 1048576.0).fract() == 0.0 {
+        format!("{}M", b / 1048576.0)
+    } else if b >= 1024.0 && (b / 1024.0).fract() == 0.0 {
+        format!("{}k", b / 1024.0)
+    } else {
+        format!("{b}")
+    }
+}
+
+/// Renders a line chart per panel: `xs` (sizes in bytes) on a log2 axis, each panel's values
+/// on a log10 axis (they span orders of magnitude over payload sizes), one line per stack.
+pub fn render_lines(
+    title: &str,
+    x_name: &str,
+    xs: &[f64],
+    stacks: &[&str],
+    panels: &[LinePanel],
+) -> String {
+    let rows = panels.len().div_ceil(COLS).max(1);
+    let top = 70.0;
+    let pw = W / COLS as f64;
+    let ph = ROW_H;
+    #[allow(non_snake_case)]
+    let H = top + rows as f64 * ROW_H + 10.0;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Arial, sans-serif">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="30" font-size="18" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
+    for (i, name) in stacks.iter().enumerate() {
+        let x = 20.0 + i as f64 * 120.0;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{x}" y="42" width="14" height="14" fill="{}"/>"#,
+            color(name)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="54" font-size="13">{name}</text>"#,
+            x + 20.0
+        );
+    }
+    let lx: Vec<f64> = xs.iter().map(|x| x.max(1.0).log2()).collect();
+    let (xmin, xmax) = lx
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+    for (i, p) in panels.iter().enumerate() {
+        let (col, row) = (i % COLS, i / COLS);
+        let x0 = col as f64 * pw + 50.0;
+        let y0 = top + row as f64 * ph;
+        let (w, h) = (pw - 80.0, ph - 80.0);
+        let base = y0 + 30.0 + h;
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{}" font-size="13" font-weight="bold">{} <tspan font-weight="normal" fill="#555">({})</tspan></text>"##,
+            x0 - 30.0,
+            y0 + 16.0,
+            esc(p.title),
+            esc(p.unit)
+        );
+        let all: Vec<f64> = p
+            .values
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .filter(|v| *v > 0.0)
+            .collect();
+        let (lo, hi) = all
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" y1="{base}" x2="{}" y2="{base}" stroke="#888"/><line x1="{x0}" y1="{}" x2="{x0}" y2="{base}" stroke="#888"/>"##,
+            x0 + w,
+            base - h
+        );
+        let px = |lxv: f64| {
+            if xmax > xmin {
+                x0 + (lxv - xmin) / (xmax - xmin) * w
+            } else {
+                x0 + w / 2.0
+            }
+        };
+        for (j, &x) in xs.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text>"#,
+                px(lx[j]),
+                base + 14.0,
+                size_label(x)
+            );
+        }
+        if all.is_empty() {
+            continue;
+        }
+        let (llo, lhi) = (
+            lo.log10().floor(),
+            hi.log10().ceil().max(lo.log10().floor() + 1.0),
+        );
+        let py = |v: f64| base - (v.log10() - llo) / (lhi - llo) * h;
+        let mut decade = llo;
+        while decade <= lhi {
+            let v = 10f64.powf(decade);
+            let _ = writeln!(
+                s,
+                r##"<text x="{}" y="{}" font-size="10" text-anchor="end" fill="#555">{}</text>"##,
+                x0 - 4.0,
+                py(v) + 3.0,
+                tick(v)
+            );
+            decade += 1.0;
+        }
+        for (name, series) in stacks.iter().zip(&p.values) {
+            let points: Vec<String> = series
+                .iter()
+                .enumerate()
+                .filter_map(|(j, v)| {
+                    v.filter(|v| *v > 0.0)
+                        .map(|v| format!("{:.1},{:.1}", px(lx[j]), py(v)))
+                })
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>"#,
+                points.join(" "),
+                color(name)
+            );
+            for pt in &points {
+                let (cx, cy) = pt.split_once(',').unwrap_or(("0", "0"));
+                let _ = writeln!(
+                    s,
+                    r#"<circle cx="{cx}" cy="{cy}" r="3" fill="{}"/>"#,
+                    color(name)
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        s,
+        r##"<text x="{}" y="{}" font-size="12" text-anchor="end" fill="#555">x: {} (log scale); y: log scale</text>"##,
+        W - 20.0,
+        H - 4.0,
+        esc(x_name)
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

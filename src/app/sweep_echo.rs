@@ -1,0 +1,346 @@
+//! `wirebench sweep echo`: the packet-size comparison. One run per payload size and stack
+//! against an echo server (the built-in one unless `--target`): bytes on the wire, segments,
+//! syscalls, CPU, latency and h2 WINDOW_UPDATEs per request, as a table and an SVG line chart.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use serde::Serialize;
+
+use super::{RunError, emit, exit, prepare};
+use crate::config::{Config, Proto, TableFormat};
+use crate::engine;
+use crate::report::RunReport;
+use crate::report::svg::{LinePanel, render_lines};
+use crate::report::threshold::Broken;
+use crate::server::ServeConfig;
+use wirebench_wire::h2sniff::FrameType;
+
+/// A validated echo sweep: one run configuration per payload size (its stacks in `protos`).
+#[derive(Debug)]
+pub struct EchoSweep {
+    /// (payload bytes, the run of that size)
+    pub rows: Vec<(u64, Config)>,
+    /// the built-in server, when no `--target` was given (started for each payload size)
+    pub embedded: Option<ServeConfig>,
+    pub format: TableFormat,
+    pub output: Option<PathBuf>,
+    pub svg: Option<PathBuf>,
+}
+
+/// One payload size on one stack.
+#[derive(Debug, Clone, Serialize)]
+pub struct EchoRow {
+    pub payload_bytes: u64,
+    pub proto: &'static str,
+    pub count: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub qps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// socket bytes per request, each way
+    pub bytes_out: f64,
+    pub bytes_in: f64,
+    /// both ways with the estimated IP + TCP headers (TCP_INFO segments)
+    pub wire_bytes: f64,
+    /// TCP segments per request, both ways
+    pub segments: f64,
+    pub syscalls: Option<f64>,
+    pub client_cpu_us: f64,
+    pub server_cpu_us: Option<f64>,
+    /// h2 WINDOW_UPDATE frames per request, both ways (null over HTTP/1.1)
+    pub window_updates: Option<f64>,
+}
+
+impl EchoRow {
+    fn of(payload_bytes: u64, r: &RunReport) -> EchoRow {
+        let (w, c) = (&r.wire, &r.cost);
+        let window_updates = w.layers.as_ref().and_then(|l| l.h2.as_ref()).map(|h| {
+            let n = |d: &wirebench_wire::h2sniff::H2Counts| {
+                d.frames[FrameType::WindowUpdate as usize].count
+            };
+            let total = n(&h.out) + n(&h.inbound);
+            if w.requests_on_wire == 0 {
+                0.0
+            } else {
+                total as f64 / w.requests_on_wire as f64
+            }
+        });
+        EchoRow {
+            payload_bytes,
+            proto: r.proto,
+            count: r.summary.count,
+            ok: r.summary.ok,
+            failed: r.summary.failed,
+            qps: r.summary.requests_per_sec,
+            p50_ms: r.percentile_ms(50.0),
+            p99_ms: r.percentile_ms(99.0),
+            bytes_out: w.bytes_out_per_request,
+            bytes_in: w.bytes_in_per_request,
+            wire_bytes: w.wire_bytes_out_per_request + w.wire_bytes_in_per_request,
+            segments: w.segments_out_per_request + w.segments_in_per_request,
+            syscalls: c.syscalls_per_request,
+            client_cpu_us: c.client_cpu_us_per_request,
+            server_cpu_us: c.server_cpu_us_per_request,
+            window_updates,
+        }
+    }
+}
+
+/// Runs every payload size on every stack, writes the table (and the chart with `--svg`).
+pub(super) fn sweep_echo_and_write(s: &EchoSweep) -> Result<i32, RunError> {
+    let mut rows = Vec::new();
+    let mut broken: Vec<Broken> = Vec::new();
+    let total: usize = s.rows.iter().map(|(_, c)| c.protos.len()).sum();
+    for (payload, cfg) in &s.rows {
+        if engine::INTERRUPTED.load(Ordering::Relaxed) {
+            break;
+        }
+        let prepared = prepare(cfg, s.embedded.clone())?;
+        for &proto in &cfg.protos {
+            if engine::INTERRUPTED.load(Ordering::Relaxed) {
+                break;
+            }
+            let run = prepared.run_proto(cfg, proto).map_err(RunError::Setup)?;
+            let r = RunReport::from_run(&run, &prepared.endpoints, &prepared.roles, false);
+            let label = format!("the row of payload {payload} B, ");
+            broken.extend(
+                cfg.thresholds
+                    .iter()
+                    .filter_map(|t| t.judge_value(&r, t.figure.value(&r), &label)),
+            );
+            let row = EchoRow::of(*payload, &r);
+            eprintln!(
+                "wirebench sweep: {}/{total} payload {payload} B, {}: {:.0} req/s, {:.0} B on the wire per request{}",
+                rows.len() + 1,
+                proto.title(),
+                row.qps,
+                row.wire_bytes,
+                if row.failed > 0 {
+                    format!(", {} failed", row.failed)
+                } else {
+                    String::new()
+                }
+            );
+            rows.push(row);
+        }
+    }
+    emit(s.output.as_deref(), &render(s.format, &rows))?;
+    if let Some(path) = &s.svg {
+        std::fs::write(path, chart(&rows)).map_err(|source| RunError::Output {
+            path: path.display().to_string(),
+            source,
+        })?;
+    }
+    let empty = rows.iter().filter(|r| r.ok == 0).count();
+    if empty > 0 {
+        eprintln!(
+            "error: {empty} of {} rows had no successful request",
+            rows.len()
+        );
+        return Ok(exit::FAILURE);
+    }
+    let thresholds = s
+        .rows
+        .first()
+        .map(|(_, c)| c.thresholds.as_slice())
+        .unwrap_or_default();
+    Ok(super::run::judge(thresholds, broken.into_iter()))
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+fn title(proto: &str) -> &'static str {
+    match proto {
+        "http" => Proto::Http.title(),
+        "h2" => Proto::H2.title(),
+        _ => Proto::Grpc.title(),
+    }
+}
+
+/// The table in `format`.
+pub fn render(format: TableFormat, rows: &[EchoRow]) -> String {
+    match format {
+        TableFormat::Json => {
+            let v = serde_json::json!({ "schema": "wirebench.sweep-echo.v1", "rows": rows });
+            format!("{v:#}\n")
+        }
+        TableFormat::Csv => {
+            let mut out = String::from(
+                "payload_bytes,proto,count,ok,failed,qps,p50_ms,p99_ms,bytes_out,bytes_in,wire_bytes,segments,syscalls,client_cpu_us,server_cpu_us,window_updates\n",
+            );
+            for r in rows {
+                out.push_str(&format!(
+                    "{},{},{},{},{},{:.1},{:.3},{:.3},{:.1},{:.1},{:.1},{:.2},{},{:.2},{},{}\n",
+                    r.payload_bytes,
+                    r.proto,
+                    r.count,
+                    r.ok,
+                    r.failed,
+                    r.qps,
+                    r.p50_ms,
+                    r.p99_ms,
+                    r.bytes_out,
+                    r.bytes_in,
+                    r.wire_bytes,
+                    r.segments,
+                    r.syscalls.map_or(String::new(), |v| format!("{v:.2}")),
+                    r.client_cpu_us,
+                    r.server_cpu_us.map_or(String::new(), |v| format!("{v:.2}")),
+                    r.window_updates
+                        .map_or(String::new(), |v| format!("{v:.2}")),
+                ));
+            }
+            out
+        }
+        TableFormat::Markdown => {
+            let mut out = String::from(
+                "| payload (B) | stack | req/s | p50 ms | p99 ms | bytes out/req | bytes in/req | on the wire/req | segments/req | syscalls/req | client CPU µs/req | server CPU µs/req | WINDOW_UPDATE/req | failed |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+            );
+            for r in rows {
+                out.push_str(&format!(
+                    "| {} | {} | {:.0} | {:.3} | {:.3} | {:.0} | {:.0} | {:.0} | {:.2} | {} | {:.1} | {} | {} | {} |\n",
+                    r.payload_bytes,
+                    title(r.proto),
+                    r.qps,
+                    r.p50_ms,
+                    r.p99_ms,
+                    r.bytes_out,
+                    r.bytes_in,
+                    r.wire_bytes,
+                    r.segments,
+                    opt(r.syscalls, 2),
+                    r.client_cpu_us,
+                    opt(r.server_cpu_us, 1),
+                    opt(r.window_updates, 2),
+                    r.failed
+                ));
+            }
+            out
+        }
+    }
+}
+
+/// The line chart: bytes on the wire, segments, CPU and p50 per request by payload size.
+pub fn chart(rows: &[EchoRow]) -> String {
+    let mut xs: Vec<u64> = rows.iter().map(|r| r.payload_bytes).collect();
+    xs.sort_unstable();
+    xs.dedup();
+    let mut stacks: Vec<&'static str> = Vec::new();
+    for r in rows {
+        if !stacks.contains(&r.proto) {
+            stacks.push(r.proto);
+        }
+    }
+    let series = |f: fn(&EchoRow) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
+        stacks
+            .iter()
+            .map(|s| {
+                xs.iter()
+                    .map(|&x| {
+                        rows.iter()
+                            .find(|r| r.proto == *s && r.payload_bytes == x)
+                            .and_then(f)
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let panels = [
+        LinePanel {
+            title: "Wire bytes / request",
+            unit: "both ways",
+            values: series(|r| Some(r.wire_bytes)),
+        },
+        LinePanel {
+            title: "TCP segments / request",
+            unit: "both ways",
+            values: series(|r| Some(r.segments)),
+        },
+        LinePanel {
+            title: "Client CPU / request",
+            unit: "µs",
+            values: series(|r| Some(r.client_cpu_us)),
+        },
+        LinePanel {
+            title: "Latency p50",
+            unit: "ms",
+            values: series(|r| (r.ok > 0).then_some(r.p50_ms)),
+        },
+        LinePanel {
+            title: "Syscalls / request",
+            unit: "kernel",
+            values: series(|r| r.syscalls),
+        },
+        LinePanel {
+            title: "WINDOW_UPDATEs / request",
+            unit: "h2",
+            values: series(|r| r.window_updates),
+        },
+    ];
+    let titles: Vec<&str> = stacks.iter().map(|s| title(s)).collect();
+    let xs: Vec<f64> = xs.iter().map(|&x| x as f64).collect();
+    render_lines(
+        "wirebench sweep echo: cost per request by payload size",
+        "payload size",
+        &xs,
+        &titles,
+        &panels,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(payload: u64, proto: &'static str, wire: f64) -> EchoRow {
+        EchoRow {
+            payload_bytes: payload,
+            proto,
+            count: 10,
+            ok: 10,
+            failed: 0,
+            qps: 1000.0,
+            p50_ms: 0.1,
+            p99_ms: 0.2,
+            bytes_out: wire / 2.0,
+            bytes_in: wire / 2.0,
+            wire_bytes: wire,
+            segments: 2.0,
+            syscalls: Some(3.0),
+            client_cpu_us: 8.0,
+            server_cpu_us: None,
+            window_updates: (proto != "http").then_some(0.5),
+        }
+    }
+
+    #[test]
+    fn tables_and_the_chart_have_every_row() {
+        let rows = vec![
+            row(16, "http", 500.0),
+            row(16, "grpc", 300.0),
+            row(65536, "http", 66000.0),
+            row(65536, "grpc", 66500.0),
+        ];
+        let md = render(TableFormat::Markdown, &rows);
+        assert_eq!(md.lines().count(), 2 + 4, "{md}");
+        assert!(md.contains("| 65536 | gRPC | 1000 |"), "{md}");
+        assert!(
+            md.contains("| 16 | HTTP/1.1 |") && md.contains("| - | 0 |"),
+            "{md}"
+        );
+        let csv = render(TableFormat::Csv, &rows);
+        assert_eq!(csv.lines().count(), 1 + 4);
+        let json: serde_json::Value =
+            serde_json::from_str(&render(TableFormat::Json, &rows)).unwrap();
+        assert_eq!(json["rows"].as_array().unwrap().len(), 4);
+        let svg = chart(&rows);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        // one line per stack per panel, the window updates of gRPC only
+        assert_eq!(svg.matches("<polyline").count(), 2 * 5 + 1, "{svg}");
+        assert!(svg.contains(">64k<") && svg.contains(">16<"));
+    }
+}
