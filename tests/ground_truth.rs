@@ -612,19 +612,7 @@ fn etcd_put_pipelined_over_http1_matches_the_capture() {
 fn echo_pipelined_over_http1_matches_the_capture() {
     // 16 requests in flight on one connection to the built-in server, which answers every
     // complete request of a read with one write: requests and answers travel in batches
-    let srv = Server::start(ServeConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        max_conn_age: None,
-        max_conn_idle: None,
-        max_concurrent_streams: None,
-        tls: None,
-        faults: Default::default(),
-    })
-    .expect("start the echo server");
-    let port = srv.local_addr().port();
-    let url = format!("http://{}", srv.local_addr());
-    let cap = Capture::start(port);
+    let (srv, url, cap) = captured_server();
     let report = run_json(&[
         "echo",
         "--target",
@@ -698,9 +686,9 @@ fn etcd_put_over_grpc_matches_the_capture() {
     ck.finish(case);
 }
 
-/// The echo workload over an h2 stack (`grpc` or plain `h2`) against the built-in server,
-/// checked against the capture: TCP, and every h2 layer of every connection.
-fn echo_over_h2_matches_the_capture(proto: &str, case: &str) {
+/// The built-in echo server on one thread and a free port, its URL, and a capture of its port
+/// already running.
+fn captured_server() -> (Server, String, Capture) {
     let srv = Server::start(ServeConfig {
         addr: ([127, 0, 0, 1], 0).into(),
         threads: 1,
@@ -711,9 +699,15 @@ fn echo_over_h2_matches_the_capture(proto: &str, case: &str) {
         faults: Default::default(),
     })
     .expect("start the echo server");
-    let port = srv.local_addr().port();
     let url = format!("http://{}", srv.local_addr());
-    let cap = Capture::start(port);
+    let cap = Capture::start(srv.local_addr().port());
+    (srv, url, cap)
+}
+
+/// The echo workload over an h2 stack (`grpc` or plain `h2`) against the built-in server,
+/// checked against the capture: TCP, and every h2 layer of every connection.
+fn echo_over_h2_matches_the_capture(proto: &str, case: &str) {
+    let (srv, url, cap) = captured_server();
     let report = run_json(&[
         "echo", "--target", &url, "--proto", proto, "-c", "8", "-n", "2000",
     ]);

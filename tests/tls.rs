@@ -275,9 +275,8 @@ fn etcd_over_tls_and_with_client_certificates() {
     assert_eq!(run.code, Some(1), "{}", run.stderr);
 }
 
-#[test]
-fn the_builtin_server_over_tls() {
-    let pki = Pki::new();
+/// `wirebench serve` with the PKI's server certificate on a free port, and its https URL.
+fn serve_tls(pki: &Pki) -> (Child, String) {
     let port = support::unused_port();
     let mut cmd = support::wirebench();
     cmd.args([
@@ -295,9 +294,15 @@ fn the_builtin_server_over_tls() {
     .stdout(Stdio::null())
     .stderr(Stdio::null());
     support::die_with_parent(&mut cmd);
-    let mut server = cmd.spawn().unwrap();
+    let server = cmd.spawn().unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let target = format!("https://localhost:{port}");
+    (server, format!("https://localhost:{port}"))
+}
+
+#[test]
+fn the_builtin_server_over_tls() {
+    let pki = Pki::new();
+    let (mut server, target) = serve_tls(&pki);
     let report = run_json_within(
         &[
             "echo",
@@ -501,26 +506,7 @@ fn a_connection_per_request_over_tls_shows_the_handshake_cost() {
 #[test]
 fn the_builtin_server_churns_connections_over_tls() {
     let pki = Pki::new();
-    let port = support::unused_port();
-    let mut cmd = support::wirebench();
-    cmd.args([
-        "serve",
-        "--addr",
-        &format!("127.0.0.1:{port}"),
-        "--threads",
-        "1",
-        "--tls-cert",
-    ])
-    .arg(pki.path("server.pem"))
-    .arg("--tls-key")
-    .arg(pki.path("server.key"))
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null());
-    support::die_with_parent(&mut cmd);
-    let mut server = cmd.spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let target = format!("https://localhost:{port}");
+    let (mut server, target) = serve_tls(&pki);
     let report = run_json_within(
         &[
             "echo",

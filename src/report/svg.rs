@@ -42,15 +42,12 @@ fn label(v: f64) -> String {
     }
 }
 
-/// Renders the panels of `stacks` (their titles) as a standalone SVG document.
-pub fn render(title: &str, stacks: &[&str], panels: &[Panel]) -> String {
-    let rows = panels.len().div_ceil(COLS).max(1);
-    let top = 70.0;
-    let pw = W / COLS as f64;
-    let ph = ROW_H;
+/// Writes the document's opening, its title and the stacks' legend for `panels` panels (in
+/// rows of `COLS`, below the 70-pixel head); returns the document's height.
+fn header(s: &mut String, title: &str, stacks: &[&str], panels: usize) -> f64 {
+    let rows = panels.div_ceil(COLS).max(1);
     #[allow(non_snake_case)]
-    let H = top + rows as f64 * ROW_H + 10.0;
-    let mut s = String::new();
+    let H = 70.0 + rows as f64 * ROW_H + 10.0;
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Arial, sans-serif">"#
@@ -61,13 +58,12 @@ pub fn render(title: &str, stacks: &[&str], panels: &[Panel]) -> String {
         r#"<text x="20" y="30" font-size="18" font-weight="bold">{}</text>"#,
         esc(title)
     );
-    // legend
     for (i, name) in stacks.iter().enumerate() {
-        let color = color(name);
         let x = 20.0 + i as f64 * 120.0;
         let _ = writeln!(
             s,
-            r#"<rect x="{x}" y="42" width="14" height="14" fill="{color}"/>"#
+            r#"<rect x="{x}" y="42" width="14" height="14" fill="{}"/>"#,
+            color(name)
         );
         let _ = writeln!(
             s,
@@ -75,6 +71,15 @@ pub fn render(title: &str, stacks: &[&str], panels: &[Panel]) -> String {
             x + 20.0
         );
     }
+    H
+}
+
+/// Renders the panels of `stacks` (their titles) as a standalone SVG document.
+pub fn render(title: &str, stacks: &[&str], panels: &[Panel]) -> String {
+    let (mut s, top) = (String::new(), 70.0);
+    header(&mut s, title, stacks, panels.len());
+    let pw = W / COLS as f64;
+    let ph = ROW_H;
     for (i, p) in panels.iter().enumerate() {
         let (col, row) = (i % COLS, i / COLS);
         let x0 = col as f64 * pw + 20.0;
@@ -179,36 +184,11 @@ pub fn render_lines(
     stacks: &[&str],
     panels: &[LinePanel],
 ) -> String {
-    let rows = panels.len().div_ceil(COLS).max(1);
-    let top = 70.0;
+    let (mut s, top) = (String::new(), 70.0);
+    #[allow(non_snake_case)]
+    let H = header(&mut s, title, stacks, panels.len());
     let pw = W / COLS as f64;
     let ph = ROW_H;
-    #[allow(non_snake_case)]
-    let H = top + rows as f64 * ROW_H + 10.0;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Arial, sans-serif">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="20" y="30" font-size="18" font-weight="bold">{}</text>"#,
-        esc(title)
-    );
-    for (i, name) in stacks.iter().enumerate() {
-        let x = 20.0 + i as f64 * 120.0;
-        let _ = writeln!(
-            s,
-            r#"<rect x="{x}" y="42" width="14" height="14" fill="{}"/>"#,
-            color(name)
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="54" font-size="13">{name}</text>"#,
-            x + 20.0
-        );
-    }
     let lx: Vec<f64> = xs.iter().map(|x| x.max(1.0).log2()).collect();
     let (xmin, xmax) = lx
         .iter()
