@@ -354,7 +354,7 @@ pub struct Config {
     /// write a chart here
     pub svg: Option<PathBuf>,
     /// `--fail-if`: conditions the finished run must meet (exit 3 when one is broken)
-    pub thresholds: Vec<crate::report::threshold::Threshold>,
+    pub thresholds: Vec<crate::threshold::Threshold>,
     /// etcd credentials (user, password): authenticate before the run, again on "invalid auth token"
     pub auth: Option<(String, String)>,
     /// which etcd members get the clients (resolved from `endpoints` before the run)

@@ -27,6 +27,8 @@
 //!   TLS, plaintext and layer accounting), TCP_INFO; the connection settings.
 //! - `config`: the validated run description, plain data, never changed after validation.
 //! - `outcome`: the typed failure kinds and status keys; details interned per thread.
+//! - `threshold`: `--fail-if` parsed (figure, comparison, limit), part of the configuration;
+//!   `report::threshold` judges it on a report.
 //! - `stats`: HDR latency, per-layer counters, per-connection records, process CPU, per-thread
 //!   kernel counts; what one protocol run measured (`ProtoRun`).
 //! - `wirebench_wire` (crates/wire): the sans-IO protocol cores (HTTP/1.1 request, response and
@@ -52,6 +54,7 @@ pub mod outcome;
 pub mod report;
 pub mod server;
 pub mod stats;
+pub mod threshold;
 pub mod workload;
 
 /// The protobuf messages, generated in the wire crate.

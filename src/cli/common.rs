@@ -611,7 +611,7 @@ impl RunArgs {
         let thresholds = self
             .fail_if
             .iter()
-            .map(|t| crate::report::threshold::Threshold::parse(t))
+            .map(|t| crate::threshold::Threshold::parse(t))
             .collect::<Result<Vec<_>, _>>()?;
         for t in &thresholds {
             if let Some(s) = t.stack
