@@ -324,6 +324,35 @@ pub struct Load {
     pub rate: Option<f64>,
     /// connections opened per second at setup (`--connect-rate`); None: as fast as they go
     pub connect_rate: Option<f64>,
+    /// `--stages` (open loop: `rate` is then the schedule's average) or `--client-stages`
+    /// (closed loop: `clients` is the highest target); the run lasts their sum (`stop`)
+    pub stages: Option<Staged>,
+    /// `--interval`: print one line per interval while the run goes
+    pub interval: Option<Interval>,
+}
+
+/// A run whose target moves stage by stage.
+#[derive(Debug, Clone)]
+pub enum Staged {
+    /// `--stages`: requests per second
+    Rate(std::sync::Arc<crate::stages::Stages>),
+    /// `--client-stages`: clients in flight
+    Clients(std::sync::Arc<crate::stages::Stages>),
+}
+
+impl Staged {
+    pub fn stages(&self) -> &crate::stages::Stages {
+        match self {
+            Staged::Rate(s) | Staged::Clients(s) => s,
+        }
+    }
+}
+
+/// `--interval` and `--interval-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interval {
+    pub every: Duration,
+    pub csv: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

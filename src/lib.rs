@@ -53,6 +53,7 @@ pub mod net;
 pub mod outcome;
 pub mod report;
 pub mod server;
+pub mod stages;
 pub mod stats;
 pub mod threshold;
 pub mod workload;

@@ -112,6 +112,8 @@ fn put_config(cfg: &WatchConfig) -> Config {
             timeout: cfg.put_timeout,
             rate: cfg.put_rate,
             connect_rate: None,
+            stages: None,
+            interval: None,
         },
         net: cfg.net.clone(),
         h2: cfg.h2,

@@ -196,6 +196,29 @@ pub struct RunArgs {
     /// Open the connections at this many per second (a ramp) instead of all at once
     #[arg(long)]
     pub connect_rate: Option<f64>,
+    /// Open loop with a moving rate, DURATION:RATE,... (e.g. 10s:1000,30s:5000,10s:0): each
+    /// stage ramps linearly from the previous target (0 before the first) to its own; 0s:RATE
+    /// is a step. Replaces --rate, -n and -z (the run lasts the stages' sum); --warmup runs
+    /// before the first stage at the rate it starts from. -c caps the requests in flight.
+    #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["rate", "total", "duration"])]
+    pub stages: Option<String>,
+    /// Closed loop with a moving number of clients, DURATION:CLIENTS,... (e.g. 10s:50,30s:500):
+    /// ramps as --stages; replaces -c, -n and -z. Clients removed on a ramp-down finish their
+    /// request first; HTTP/1.1 connections open and close with their clients (their connects
+    /// are setup, never request latency)
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        conflicts_with_all = ["rate", "stages", "total", "duration", "clients"]
+    )]
+    pub client_stages: Option<String>,
+    /// Print one line per interval while the run goes (ok, errors, req/s, p50, p99, bytes/s)
+    /// on stderr, e.g. 1s
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// How --interval lines look: plain, or csv (a header line first)
+    #[arg(long, value_enum, default_value_t = IntervalFormatArg::Plain, requires = "interval")]
+    pub interval_format: IntervalFormatArg,
     /// Source addresses for connections, used in turn: addresses and IPv4 ranges,
     /// comma-separated (127.0.0.1-127.0.0.8): more connections than one address has ports
     #[arg(long)]
@@ -408,7 +431,44 @@ pub(super) fn parse_endpoints(list: &[String]) -> Result<Vec<Endpoint>, String> 
     list.iter().map(|e| Endpoint::parse(e.trim())).collect()
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IntervalFormatArg {
+    Plain,
+    Csv,
+}
+
+/// The most stages one list may have.
+const MAX_STAGES: usize = 1000;
+
+/// The most clients --client-stages may ask for.
+const MAX_STAGED_CLIENTS: f64 = 1_000_000.0;
+
 impl RunArgs {
+    /// `--stages` / `--client-stages`, parsed.
+    fn staged(&self) -> Result<Option<crate::config::Staged>, String> {
+        use crate::config::Staged;
+        use crate::stages::Stages;
+        let check = |flag: &str, s: &str, st: Stages| {
+            if st.stages.len() > MAX_STAGES {
+                return Err(format!("{flag} {s:?}: more than {MAX_STAGES} stages"));
+            }
+            Ok(std::sync::Arc::new(st))
+        };
+        Ok(match (&self.stages, &self.client_stages) {
+            (Some(s), _) => Some(Staged::Rate(check(
+                "--stages",
+                s,
+                Stages::parse("--stages", s, MAX_RATE, false)?,
+            )?)),
+            (_, Some(s)) => Some(Staged::Clients(check(
+                "--client-stages",
+                s,
+                Stages::parse("--client-stages", s, MAX_STAGED_CLIENTS, true)?,
+            )?)),
+            _ => None,
+        })
+    }
+
     /// The flags' defaults, for commands that build a run from flags of their own.
     pub(super) fn plain(proto: Stacks, clients: usize, tls: TlsArgs) -> RunArgs {
         RunArgs {
@@ -420,6 +480,10 @@ impl RunArgs {
             limits: LimitArgs::default(),
             rate: None,
             connect_rate: None,
+            stages: None,
+            client_stages: None,
+            interval: None,
+            interval_format: IntervalFormatArg::Plain,
             bind: None,
             no_tcp_nodelay: false,
             sndbuf: None,
@@ -452,6 +516,33 @@ impl RunArgs {
         target: Target,
     ) -> Result<Config, String> {
         let clients = nonzero("clients", self.clients)?;
+        let staged = self.staged()?;
+        let (mut rate, mut stop_staged) = (self.rate, None);
+        let clients = match &staged {
+            Some(crate::config::Staged::Clients(st)) => {
+                stop_staged = Some(Stop::Duration(st.total()));
+                st.peak() as usize
+            }
+            Some(crate::config::Staged::Rate(st)) => {
+                stop_staged = Some(Stop::Duration(st.total()));
+                rate = Some(st.count() / st.total().as_secs_f64());
+                clients
+            }
+            None => clients,
+        };
+        if let Some(st) = &staged
+            && !self.limits.warmup.is_zero()
+            && st.stages().start_level() < 1.0
+        {
+            let flag = match st {
+                crate::config::Staged::Rate(_) => "--stages",
+                crate::config::Staged::Clients(_) => "--client-stages",
+            };
+            return Err(format!(
+                "--warmup runs at the level the first stage starts from, and {flag} starts from 0: \
+                 begin it with a step (0s:TARGET) or drop --warmup"
+            ));
+        }
         let conns = nonzero("conns", self.conns)?;
         let pipeline = nonzero("pipeline", self.pipeline)?;
         let threads = match self.limits.threads {
@@ -517,12 +608,25 @@ impl RunArgs {
                 "--conns {conns} exceeds --clients {clients}: every gRPC connection needs a client"
             ));
         }
-        let stop = match (self.limits.total, self.limits.duration) {
-            (Some(0), _) => return Err("--total must be at least 1".into()),
-            (Some(n), _) => Stop::Total(n),
-            (None, Some(d)) if d.is_zero() => return Err("--duration must be positive".into()),
-            (None, Some(d)) => Stop::Duration(d),
-            (None, None) => Stop::Total(10_000),
+        let interval = match self.interval {
+            Some(d) if d < Duration::from_millis(10) => {
+                return Err(format!("--interval {d:?}: at least 10ms"));
+            }
+            Some(every) => Some(crate::config::Interval {
+                every,
+                csv: self.interval_format == IntervalFormatArg::Csv,
+            }),
+            None => None,
+        };
+        let stop = match (stop_staged, self.limits.total, self.limits.duration) {
+            (Some(s), _, _) => s,
+            (None, Some(0), _) => return Err("--total must be at least 1".into()),
+            (None, Some(n), _) => Stop::Total(n),
+            (None, None, Some(d)) if d.is_zero() => {
+                return Err("--duration must be positive".into());
+            }
+            (None, None, Some(d)) => Stop::Duration(d),
+            (None, None, None) => Stop::Total(10_000),
         };
         if self.limits.timeout.is_zero() {
             return Err("--timeout must be positive".into());
@@ -635,8 +739,10 @@ impl RunArgs {
                 stop,
                 warmup: self.limits.warmup,
                 timeout: self.limits.timeout,
-                rate: self.rate,
+                rate,
                 connect_rate: self.connect_rate,
+                stages: staged,
+                interval,
             },
             net,
             h2,

@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 
 use crate::client::grpc::{self as grpc_client, CallError, Conn, Progress};
 use crate::engine::plan::{connect_turn, quota};
+use crate::engine::ramp::Gate;
 use crate::engine::worker::{Reconnect, Worker};
 use crate::engine::{Assignment, Ctx};
 use crate::net::Ledger;
@@ -193,8 +194,12 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let mut reauthed = false;
     let mut again = None;
     let endpoint = slot.endpoint;
+    let mut gate = Gate::new(&w, id);
 
-    while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
+    while let Some(turn) = w
+        .turn(&mut again, &mut gate, || {}, endpoint, sent, quota)
+        .await
+    {
         let warm = turn.warm;
         // --requests-per-conn: the connect is part of the call it precedes
         let setup_from = ctx.requests_per_conn.map(|_| Instant::now());

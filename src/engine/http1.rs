@@ -9,6 +9,7 @@ use bytes::BytesMut;
 use crate::client::http1::Conn;
 use crate::client::http1::pipeline::Pipe;
 use crate::engine::plan::{connect_turn, quota};
+use crate::engine::ramp::Gate;
 use crate::engine::worker::{Reconnect, Worker};
 use crate::engine::{Assignment, Ctx};
 use crate::outcome::{Failure, FailureKind};
@@ -42,8 +43,17 @@ pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Option<Conn>>
         conns.resize_with(a.clients.len(), || None);
         return Ok(conns);
     }
+    // --client-stages: a client joins with its connection when its stretch begins
+    let first = match &ctx.staged {
+        Some(crate::config::Staged::Clients(st)) => st.start_level() as usize,
+        _ => usize::MAX,
+    };
     let t0 = Instant::now();
-    for (j, &(_, endpoint)) in a.clients.iter().enumerate() {
+    for (j, &(id, endpoint)) in a.clients.iter().enumerate() {
+        if id >= first {
+            conns.push(None);
+            continue;
+        }
         connect_turn(ctx, a, j, t0).await;
         conns.push(Some(connect(ctx, endpoint).await?));
     }
@@ -93,8 +103,28 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
     let mut again = None;
     // the request deadline's timer, one for the client's life (see `within`)
     let mut timer = std::pin::pin!(tokio::time::sleep(ctx.timeout));
+    // --client-stages: when this client sends; while it does not, its connection is closed
+    let mut gate = Gate::new(&w, id);
+    // the client has no connection because of its stretch (it joins later, or paused): the
+    // next connect is no reconnect
+    let mut paused = gate.is_some() && conn.is_none();
 
-    while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
+    while let Some(turn) = w
+        .turn(
+            &mut again,
+            &mut gate,
+            || {
+                if let Some(c) = conn.take() {
+                    retire(&w, c);
+                    paused = true;
+                }
+            },
+            endpoint,
+            sent,
+            quota,
+        )
+        .await
+    {
         let warm = turn.warm;
         // --requests-per-conn: the connect is part of the request it precedes
         let setup_from = ctx.requests_per_conn.map(|_| Instant::now());
@@ -106,7 +136,9 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
             None => match Box::pin(connect(&ctx, endpoint)).await {
                 Ok(c) => {
                     reconnect.ok();
-                    w.stats.borrow_mut().reconnects += 1;
+                    if !std::mem::take(&mut paused) {
+                        w.stats.borrow_mut().reconnects += 1;
+                    }
                     conn.insert(c)
                 }
                 Err(e) => {
@@ -322,8 +354,12 @@ async fn pipe_client(w: Rc<Worker>, id: usize, pipe: Rc<Pipe>, local: usize) {
     let mut reconnect = Reconnect::new();
     let mut reauthed = false;
     let mut again = None;
+    let mut gate = Gate::new(&w, id);
 
-    while let Some(turn) = w.turn(&mut again, endpoint, sent, quota).await {
+    while let Some(turn) = w
+        .turn(&mut again, &mut gate, || {}, endpoint, sent, quota)
+        .await
+    {
         let warm = turn.warm;
         match pipe.acquire(|| Box::pin(connect(&ctx, endpoint))).await {
             Ok(new) => {

@@ -3,9 +3,11 @@
 
 mod grpc;
 mod http1;
+mod interval;
 mod pace;
 mod plan;
 mod progress;
+mod ramp;
 mod run;
 mod worker;
 
@@ -37,8 +39,14 @@ struct Ctx {
     /// `--requests-per-conn`: connections close after this many requests; none is opened at
     /// setup, and a request's latency includes the connect that precedes it
     requests_per_conn: Option<u64>,
-    /// open loop: requests/s over all threads
+    /// open loop: requests/s over all threads (with `--stages`, the schedule's average)
     rate: Option<f64>,
+    /// `--stages` or `--client-stages`
+    staged: Option<crate::config::Staged>,
+    /// where each stage ends, from the start of the measured window (empty without stages)
+    stage_ends: Vec<Duration>,
+    /// `--interval`: each thread hands its interval counts to the printer here
+    interval: Option<(Duration, interval::Sink)>,
     /// connections opened per second at setup (all threads together)
     connect_rate: Option<f64>,
     /// worker threads that have clients

@@ -23,12 +23,23 @@ pub(crate) struct Tick {
     pub warm: bool,
 }
 
+/// The rate a schedule follows.
+#[derive(Debug, Clone)]
+pub(crate) enum Profile {
+    /// `--rate`
+    Constant(f64),
+    /// `--stages`: measured tick k is due when the stages' integral reaches k; warmup ticks
+    /// come at the rate the first stage starts from
+    Staged(std::sync::Arc<crate::stages::Stages>),
+}
+
 /// Which ticks of the global schedule one thread releases: tick g (g = 0, 1, 2, ...) is due at
-/// `t0 + g / rate`; thread `index` of `stride` threads owns g = index, index + stride, ...
-#[derive(Debug, Clone, Copy)]
+/// `t0 + g / rate` (constant rate); thread `index` of `stride` threads owns g = index,
+/// index + stride, ...
+#[derive(Debug, Clone)]
 pub(crate) struct Schedule {
     pub t0: Instant,
-    pub rate: f64,
+    pub profile: Profile,
     pub index: u64,
     pub stride: u64,
     /// warmup ticks (total mode) or the warmup's end (duration mode) come first
@@ -37,17 +48,39 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    fn warmup_ticks(&self) -> u64 {
-        (self.warmup.as_secs_f64() * self.rate).ceil() as u64
+    fn warmup_ticks(&self, rate: f64) -> u64 {
+        (self.warmup.as_secs_f64() * rate).ceil() as u64
     }
 
     /// The intended time and warmup flag of global tick `g`, or None once the schedule is over.
     fn tick(&self, g: u64) -> Option<Tick> {
-        let intended = self.t0 + Duration::from_secs_f64(g as f64 / self.rate);
+        let rate = match &self.profile {
+            Profile::Constant(rate) => *rate,
+            Profile::Staged(st) => {
+                let start = st.start_level();
+                let w = if start > 0.0 {
+                    self.warmup_ticks(start)
+                } else {
+                    0
+                };
+                if g < w {
+                    return Some(Tick {
+                        intended: self.t0 + Duration::from_secs_f64(g as f64 / start),
+                        warm: true,
+                    });
+                }
+                let t = st.time_of_count((g - w) as f64)?;
+                return Some(Tick {
+                    intended: self.t0 + self.warmup + Duration::from_secs_f64(t),
+                    warm: false,
+                });
+            }
+        };
+        let intended = self.t0 + Duration::from_secs_f64(g as f64 / rate);
         let warm_end = self.t0 + self.warmup;
         match self.stop {
             Stop::Total(n) => {
-                let w = self.warmup_ticks();
+                let w = self.warmup_ticks(rate);
                 (g < w + n).then_some(Tick {
                     intended,
                     warm: g < w,
@@ -168,7 +201,7 @@ mod tests {
     fn sched(stop: Stop, warmup_ms: u64, index: u64, stride: u64) -> Schedule {
         Schedule {
             t0: Instant::now(),
-            rate: 1000.0,
+            profile: Profile::Constant(1000.0),
             index,
             stride,
             warmup: Duration::from_millis(warmup_ms),
@@ -206,6 +239,35 @@ mod tests {
     }
 
     #[test]
+    fn staged_ticks_follow_the_ramp_after_warmup_at_its_start_rate() {
+        let st =
+            crate::stages::Stages::parse("--stages", "0s:100,1s:100,2s:300", 1e7, false).unwrap();
+        let s = Schedule {
+            t0: Instant::now(),
+            profile: Profile::Staged(std::sync::Arc::new(st)),
+            index: 0,
+            stride: 1,
+            warmup: Duration::from_millis(500),
+            stop: Stop::Duration(Duration::from_secs(3)),
+        };
+        // 50 warmup ticks at 100/s, then 100 + 400 measured ones
+        let mut per_second = [0u32; 3];
+        let (mut warm, mut g) = (0, 0);
+        while let Some(t) = s.tick(g) {
+            if t.warm {
+                warm += 1;
+            } else {
+                let at = (t.intended - s.t0 - s.warmup).as_secs_f64();
+                per_second[at as usize] += 1;
+            }
+            g += 1;
+        }
+        assert_eq!(warm, 50);
+        // the ramp 100 -> 300 over 2 s: 150 in its first second, 250 in its second
+        assert_eq!(per_second, [100, 150, 250]);
+    }
+
+    #[test]
     fn ticks_are_released_on_the_timerfd_and_never_early() {
         crate::client::block_on(async {
             let pacer = std::rc::Rc::new(Pacer::default());
@@ -213,7 +275,7 @@ mod tests {
             // 2000 ticks at 100,000/s: every wait is below the spin threshold
             let s = Schedule {
                 t0: Instant::now() + Duration::from_millis(5),
-                rate: 100_000.0,
+                profile: Profile::Constant(100_000.0),
                 index: 0,
                 stride: 1,
                 warmup: Duration::ZERO,

@@ -35,6 +35,7 @@ pub(crate) struct Bar {
     pub counters: Arc<[Counters]>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
+    bar: ProgressBar,
 }
 
 impl Bar {
@@ -45,16 +46,23 @@ impl Bar {
         }
         let counters: Arc<[Counters]> = (0..threads).map(|_| Counters::default()).collect();
         let flag = Arc::new(AtomicBool::new(false));
-        let (c, f, title) = (counters.clone(), flag.clone(), title.to_string());
+        let bar = new_bar(title, stop);
+        let (c, f, b) = (counters.clone(), flag.clone(), bar.clone());
         let thread = std::thread::Builder::new()
             .name("wirebench-progress".into())
-            .spawn(move || draw(&title, &c, &f, stop, warmup))
+            .spawn(move || draw(&b, &c, &f, stop, warmup))
             .ok()?;
         Some(Bar {
             counters,
             stop: flag,
             thread: Some(thread),
+            bar,
         })
+    }
+
+    /// The bar itself, to print lines above it (`--interval`).
+    pub fn handle(&self) -> ProgressBar {
+        self.bar.clone()
     }
 }
 
@@ -67,7 +75,7 @@ impl Drop for Bar {
     }
 }
 
-fn draw(title: &str, counters: &[Counters], stop_flag: &AtomicBool, stop: Stop, warmup: Duration) {
+fn new_bar(title: &str, stop: Stop) -> ProgressBar {
     let (len, template) = match stop {
         Stop::Total(n) => (n, "{prefix:>8} [{bar:30}] {pos}/{len} {msg} ETA {eta}"),
         Stop::Duration(d) => (
@@ -80,6 +88,16 @@ fn draw(title: &str, counters: &[Counters], stop_flag: &AtomicBool, stop: Stop, 
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_prefix(title.to_string());
+    bar
+}
+
+fn draw(
+    bar: &ProgressBar,
+    counters: &[Counters],
+    stop_flag: &AtomicBool,
+    stop: Stop,
+    warmup: Duration,
+) {
     let start = Instant::now();
     let mut last = (start, 0u64);
     let mut warm_base = None;

@@ -126,6 +126,27 @@ pub fn run_proto(
         endpoints.len(),
     );
     let threads = plan.len();
+    let bar = progress::Bar::start(proto.title(), threads, load.stop, load.warmup);
+    let counters = bar.as_ref().map(|b| b.counters.clone());
+    // --interval: the printer thread, fed by every worker
+    let (sink, printer) = match load.interval {
+        Some(iv) => {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let out = match &bar {
+                Some(b) => super::interval::Out::Bar(b.handle()),
+                None => super::interval::Out::Stderr,
+            };
+            let stack = proto.name();
+            let printer = std::thread::Builder::new()
+                .name("wirebench-interval".into())
+                .spawn(move || {
+                    super::interval::print(rx, threads, iv.every, iv.csv, stack, |l| out.line(l))
+                })
+                .map_err(|e| format!("cannot start the interval printer: {e}"))?;
+            (Some((iv.every, tx)), Some(printer))
+        }
+        None => (None, None),
+    };
     let ctx = Arc::new(Ctx {
         proto,
         clients: load.clients,
@@ -141,6 +162,9 @@ pub fn run_proto(
         pipeline: load.pipeline,
         requests_per_conn: load.requests_per_conn,
         rate: load.rate,
+        staged: load.stages.clone(),
+        stage_ends: stage_ends(load),
+        interval: sink,
         connect_rate: load.connect_rate,
         threads,
         layers: if cfg.h2.ledger {
@@ -155,8 +179,6 @@ pub fn run_proto(
         workload: workload.clone(),
     });
     let sync = Arc::new(Meeting::new(threads));
-    let bar = progress::Bar::start(proto.title(), threads, load.stop, load.warmup);
-    let counters = bar.as_ref().map(|b| b.counters.clone());
 
     let handles: Vec<_> = plan
         .into_iter()
@@ -199,6 +221,10 @@ pub fn run_proto(
     }
     let server_end = server_cpu.map(|f| f());
     let last_sample = rss();
+    // every worker sent its last interval before it arrived at `done`
+    if let Some(p) = printer {
+        let _ = p.join();
+    }
     sync.close.wait();
     drop(bar);
 
@@ -211,6 +237,7 @@ pub fn run_proto(
     };
     let mut ended: Option<Instant> = None;
     let mut pacer_timer = None;
+    let mut stage_cpu: Vec<crate::stats::CpuTimes> = Vec::new();
     for h in handles {
         let out = h
             .join()
@@ -220,6 +247,12 @@ pub fn run_proto(
         cost = cost.plus(out.cost);
         ended = ended.max(out.ended);
         pacer_timer = pacer_timer.or(out.pacer_timer);
+        if stage_cpu.len() < out.stage_cpu.len() {
+            stage_cpu.resize(out.stage_cpu.len(), crate::stats::CpuTimes::default());
+        }
+        for (sum, c) in stage_cpu.iter_mut().zip(out.stage_cpu) {
+            *sum = sum.plus(c);
+        }
     }
     if let Some(e) = sync.setup_error.lock().ok().and_then(|mut g| g.take()) {
         return Err(e);
@@ -259,7 +292,22 @@ pub fn run_proto(
         rate: load.rate,
         pacer_timer,
         memory,
+        stage_cpu,
     })
+}
+
+/// Where each stage ends, from the start of the measured window; trailing steps (0s stages)
+/// cover nothing and are left out, so the last entry is the last stage with a duration.
+fn stage_ends(load: &crate::config::Load) -> Vec<Duration> {
+    let Some(st) = &load.stages else {
+        return Vec::new();
+    };
+    let st = st.stages();
+    let mut ends: Vec<Duration> = st.ends().into_iter().map(Duration::from_secs_f64).collect();
+    while ends.len() > 1 && st.stages[ends.len() - 1].duration.is_zero() {
+        ends.pop();
+    }
+    ends
 }
 
 /// The meeting points of the main thread and the workers, in order.

@@ -17,8 +17,9 @@ use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
 use crate::stats::{At, ConnRecord, ConnSet, CpuTimes, IoCalls, Stats, WindowCost};
 use crate::workload::Ack;
 
+use super::ramp::{Admit, Gate};
 use super::run::Meeting;
-use super::{Assignment, Ctx, INTERRUPTED, grpc, http1, pace, progress};
+use super::{Assignment, Ctx, INTERRUPTED, grpc, http1, interval, pace, progress, ramp};
 
 /// Per-thread state shared by that thread's client tasks.
 pub(super) struct Worker {
@@ -62,8 +63,10 @@ impl Worker {
             match pacer.next(self.ctx.timeout).await? {
                 pace::Take::Send(t) => {
                     if !t.warm {
+                        let at = self.at(endpoint, t.intended);
                         let lag = t.intended.elapsed();
                         let mut st = self.stats.borrow_mut();
+                        st.record_scheduled(at);
                         st.max_send_lag = st.max_send_lag.max(lag);
                         st.lagged_sends += 1;
                         st.send_lag_sum += lag;
@@ -75,7 +78,10 @@ impl Worker {
                 }
                 pace::Take::Expired(t, f) => {
                     if !t.warm {
-                        self.stats.borrow_mut().expired += 1;
+                        let at = self.at(endpoint, t.intended);
+                        let mut st = self.stats.borrow_mut();
+                        st.record_scheduled(at);
+                        st.expired += 1;
                     }
                     self.fail(endpoint, t.warm, None, f)
                 }
@@ -83,25 +89,46 @@ impl Worker {
         }
     }
 
-    /// The next turn of a client: `again` (a request to send once more) first.
+    /// The next turn of a client: `again` (a request to send once more) first. With
+    /// `--client-stages`, a client outside its stretch calls `paused` and waits first.
     pub(super) async fn turn(
         &self,
         again: &mut Option<Turn>,
+        gate: &mut Option<Gate>,
+        mut paused: impl FnMut(),
         endpoint: usize,
         sent: u64,
         quota: u64,
     ) -> Option<Turn> {
-        match again.take() {
-            Some(t) => Some(t),
-            None => self.next(endpoint, sent, quota).await,
+        if let Some(t) = again.take() {
+            return Some(t);
         }
+        if let Some(g) = gate {
+            loop {
+                match g.admit(self) {
+                    Admit::Go => break,
+                    Admit::Never => return None,
+                    Admit::Wait(t) => {
+                        paused();
+                        // boxed: the sleep would otherwise be in every client's future
+                        Box::pin(ramp::pause(self, t)).await;
+                        self.phase(0, u64::MAX)?;
+                    }
+                }
+            }
+        }
+        self.next(endpoint, sent, quota).await
     }
 
-    /// `endpoint` and the offset of `now` into the measured window.
+    /// `endpoint`, the offset of `now` into the measured window and its stage.
     pub(super) fn at(&self, endpoint: usize, now: Instant) -> At {
+        let offset = now.saturating_duration_since(self.warmup_end);
+        let ends = &self.ctx.stage_ends;
         At {
             endpoint,
-            offset: now.saturating_duration_since(self.warmup_end),
+            offset,
+            stage: (!ends.is_empty())
+                .then(|| ends.partition_point(|e| *e <= offset).min(ends.len() - 1)),
         }
     }
 
@@ -281,6 +308,8 @@ pub(super) struct WorkerOut {
     /// when its last client was done (None when it never ran)
     pub(super) ended: Option<Instant>,
     pub(super) pacer_timer: Option<&'static str>,
+    /// `--stages` / `--client-stages`: this thread's CPU in each stage it reached
+    pub(super) stage_cpu: Vec<CpuTimes>,
 }
 
 /// A thread's counters at one moment: CPU, kernel counters, socket data calls.
@@ -327,6 +356,18 @@ pub(super) fn worker_thread(
         Ok(rt) => rt,
         Err(e) => {
             fail_setup(sync, format!("cannot start a runtime: {e}"));
+            if let Some((_, sink)) = &ctx.interval {
+                let _ = sink.send(interval::Part {
+                    thread: a.thread,
+                    k: 0,
+                    end: Duration::ZERO,
+                    slot: crate::stats::TimeSlot::default(),
+                    bytes_out: 0,
+                    bytes_in: 0,
+                    last: true,
+                    ran: false,
+                });
+            }
             idle(sync);
             return WorkerOut {
                 stats: Stats::default(),
@@ -334,6 +375,7 @@ pub(super) fn worker_thread(
                 cost: WindowCost::default(),
                 ended: None,
                 pacer_timer: None,
+                stage_cpu: Vec::new(),
             };
         }
     };
@@ -379,7 +421,10 @@ pub(super) fn worker_thread(
     {
         let schedule = pace::Schedule {
             t0,
-            rate,
+            profile: match &ctx.staged {
+                Some(crate::config::Staged::Rate(st)) => pace::Profile::Staged(st.clone()),
+                _ => pace::Profile::Constant(rate),
+            },
             index: a.thread as u64,
             stride: ctx.threads as u64,
             warmup: ctx.warmup,
@@ -408,9 +453,35 @@ pub(super) fn worker_thread(
         });
     }
     let ran = setup.is_some();
+    // stages: this thread's CPU clock at each stage's end (read on the thread by a timer task)
+    let stage_marks: Rc<RefCell<Vec<CpuTimes>>> = Rc::default();
+    let window_over: Rc<Cell<bool>> = Rc::default();
+    if ran && !ctx.stage_ends.is_empty() {
+        let (marks, over, ends) = (
+            stage_marks.clone(),
+            window_over.clone(),
+            ctx.stage_ends.clone(),
+        );
+        local.spawn_local(async move {
+            for e in &ends[..ends.len() - 1] {
+                tokio::time::sleep_until((warmup_end + *e).into()).await;
+                if over.get() {
+                    return;
+                }
+                marks.borrow_mut().push(CpuTimes::thread_now());
+            }
+        });
+    }
+    let intervals = ctx.interval.as_ref().map(|(every, sink)| {
+        Intervals::start(&local, &worker, a.thread, *every, sink.clone(), ran)
+    });
     let closing = setup.map(|s| local.block_on(&rt, s.run(worker.clone(), &a)));
     let window_end = Reading::now(&counters);
     let ended = ran.then(Instant::now);
+    window_over.set(true);
+    if let Some(i) = intervals {
+        i.finish(&worker);
+    }
     sync.done.arrive();
     sync.close.wait();
     if let Some(closing) = closing {
@@ -427,12 +498,121 @@ pub(super) fn worker_thread(
         kernel_unavailable: counters.unavailable(Counter::Syscalls).map(str::to_string),
     };
     let pacer_timer = worker.pacer.as_ref().and_then(pace::Pacer::timer);
+    // each stage's CPU: between the marks, the first from the window's start, the last to
+    // its end (a stage the run did not reach has none)
+    let mut stage_cpu = Vec::new();
+    if !ctx.stage_ends.is_empty() {
+        let mut from = start.cpu;
+        for m in stage_marks.borrow().iter().copied() {
+            stage_cpu.push(m.since(from));
+            from = m;
+        }
+        stage_cpu.push(window_end.cpu.since(from));
+    }
     WorkerOut {
         stats: worker.stats.take(),
         sample: worker.sample.take(),
         cost,
         ended,
         pacer_timer,
+        stage_cpu,
+    }
+}
+
+/// `--interval` on one worker thread: a timer task hands `Stats::interval` to the printer at
+/// each interval's end; `finish` sends the last, partial one.
+struct Intervals {
+    thread: usize,
+    sink: interval::Sink,
+    /// the interval now open
+    k: Rc<Cell<u64>>,
+    /// the socket counters when it opened
+    io: Rc<Cell<IoCalls>>,
+    done: Rc<Cell<bool>>,
+    ran: bool,
+}
+
+impl Intervals {
+    fn start(
+        local: &tokio::task::LocalSet,
+        w: &Rc<Worker>,
+        thread: usize,
+        every: Duration,
+        sink: interval::Sink,
+        ran: bool,
+    ) -> Intervals {
+        let me = Intervals {
+            thread,
+            sink,
+            k: Rc::default(),
+            io: Rc::new(Cell::new(crate::net::thread_io_calls())),
+            done: Rc::default(),
+            ran,
+        };
+        if !ran {
+            return me;
+        }
+        w.stats.borrow_mut().interval = Some(crate::stats::TimeSlot::precise());
+        let (w, sink, k, io, done) = (
+            w.clone(),
+            me.sink.clone(),
+            me.k.clone(),
+            me.io.clone(),
+            me.done.clone(),
+        );
+        local.spawn_local(async move {
+            tokio::time::sleep_until(w.warmup_end.into()).await;
+            io.set(crate::net::thread_io_calls());
+            loop {
+                let end = w.warmup_end + every * (k.get() as u32 + 1);
+                tokio::time::sleep_until(end.into()).await;
+                if done.get() {
+                    return;
+                }
+                let part = Intervals::part_of(&w, thread, &k, &io, false, true);
+                if sink.send(part).is_err() {
+                    return;
+                }
+                k.set(k.get() + 1);
+            }
+        });
+        me
+    }
+
+    /// Takes the thread's open interval as a part for the printer.
+    fn part_of(
+        w: &Worker,
+        thread: usize,
+        k: &Cell<u64>,
+        io: &Cell<IoCalls>,
+        last: bool,
+        ran: bool,
+    ) -> interval::Part {
+        let slot = w
+            .stats
+            .borrow_mut()
+            .interval
+            .replace(crate::stats::TimeSlot::precise())
+            .unwrap_or_default();
+        let now = crate::net::thread_io_calls();
+        let moved = now.since(io.replace(now));
+        interval::Part {
+            thread,
+            k: k.get(),
+            end: Instant::now().saturating_duration_since(w.warmup_end),
+            slot,
+            bytes_out: moved.bytes_out,
+            bytes_in: moved.bytes_in,
+            last,
+            ran,
+        }
+    }
+
+    /// The last, partial interval once the clients are done; the timer task sends no more.
+    fn finish(self, w: &Worker) {
+        self.done.set(true);
+        let part = Intervals::part_of(w, self.thread, &self.k, &self.io, true, self.ran);
+        let _ = self.sink.send(part);
     }
 }
 

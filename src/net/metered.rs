@@ -103,13 +103,19 @@ fn count_io(f: impl FnOnce(&mut IoCalls)) {
 fn counted_read(l: &Ledger, n: usize) {
     bump(&l.read_calls, 1);
     bump(&l.bytes_in, n as u64);
-    count_io(|c| c.reads += 1);
+    count_io(|c| {
+        c.reads += 1;
+        c.bytes_in += n as u64;
+    });
 }
 
 fn counted_write(l: &Ledger, n: usize) {
     bump(&l.write_calls, 1);
     bump(&l.bytes_out, n as u64);
-    count_io(|c| c.writes += 1);
+    count_io(|c| {
+        c.writes += 1;
+        c.bytes_out += n as u64;
+    });
 }
 
 fn read_would_block(l: &Ledger) {

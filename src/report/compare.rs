@@ -525,6 +525,7 @@ mod tests {
             writes: 10,
             read_would_block: 5,
             write_would_block: 5,
+            ..IoCalls::ZERO
         };
         let f = Figures::of(&report(&r));
         // 10 / 2 s, 8 / 2 s

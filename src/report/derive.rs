@@ -227,9 +227,64 @@ pub(super) fn timeline(run: &ProtoRun) -> Vec<TimelinePoint> {
                 requests_per_sec: (b.ok + b.failed) as f64 / t.width_s as f64,
                 p50_ms: q(0.5),
                 p99_ms: q(0.99),
+                scheduled: run.rate.map(|_| b.sent),
+                stage: None,
             }
         })
         .collect()
+}
+
+/// `--stages` / `--client-stages`: the stage rows, and the stage of each timeline point.
+pub(super) fn staged(report: &mut RunReport, run: &ProtoRun, staged: &crate::config::Staged) {
+    let st = staged.stages();
+    let window = run.elapsed.as_secs_f64();
+    let ends = st.ends();
+    // the last stage with a duration takes what completed after the schedule's end
+    let last = st
+        .stages
+        .iter()
+        .rposition(|s| !s.duration.is_zero())
+        .unwrap_or(0);
+    let empty = crate::stats::TimeSlot::precise();
+    let mut rows = Vec::new();
+    for (i, s) in st.stages.iter().enumerate() {
+        if s.duration.is_zero() {
+            continue;
+        }
+        let start = ends[i] - s.duration.as_secs_f64();
+        let end = if i == last {
+            ends[i].max(window)
+        } else {
+            ends[i]
+        };
+        let slot = run.stats.stages.get(i).unwrap_or(&empty);
+        let count = slot.ok + slot.failed;
+        let cpu = run.stage_cpu.get(i).map_or(0, |c| c.user_us + c.sys_us);
+        rows.push(StageRow {
+            stage: i + 1,
+            spec: st.label(i),
+            from: st.from_level(i),
+            to: s.target,
+            start_s: start,
+            end_s: end,
+            count,
+            ok: slot.ok,
+            errors: slot.failed,
+            scheduled: run.rate.map(|_| slot.sent),
+            requests_per_sec: if end > start {
+                count as f64 / (end - start)
+            } else {
+                0.0
+            },
+            p50_ms: slot.quantile_ms(0.5),
+            p99_ms: slot.quantile_ms(0.99),
+            client_cpu_us_per_request: per(cpu, count),
+        });
+    }
+    for p in &mut report.timeline {
+        p.stage = Some(st.index_at(p.t_s as f64) + 1);
+    }
+    report.stages = Some(rows);
 }
 
 /// The connect times of every connection: the records of single connections and the
@@ -378,6 +433,7 @@ impl RunReport {
             cost: cost(run),
             wire: wire(run, &ipv6),
             open_loop: open_loop(run),
+            stages: None,
             connection_setup: connection_setup(run),
             streaming: streaming(run),
             per_endpoint: per_endpoint(run, &urls, roles),

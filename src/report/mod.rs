@@ -65,6 +65,12 @@ pub struct Settings {
     pub h2_client: &'static str,
     /// how the wire client encodes request headers (`--hpack`): "index", "literal", "never"
     pub hpack: &'static str,
+    /// `--stages` / `--client-stages`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StagesSetting>,
+    /// `--interval`, seconds
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_s: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -97,6 +103,10 @@ pub struct RunReport {
     pub connection_setup: Option<ConnectionSetup>,
     /// outcomes by endpoint, in `--endpoints` order (after `--target` selection)
     pub per_endpoint: Vec<EndpointReport>,
+    /// `--stages` / `--client-stages` only: one row per stage with a duration, outcomes by
+    /// the stage they completed in
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<StageRow>>,
     /// outcomes by completion time from the start of the measured window
     pub timeline: Vec<TimelinePoint>,
     /// TCP connect times of the connections opened (SYN to established)
@@ -202,6 +212,53 @@ pub struct TimelinePoint {
     /// of the successful requests completed in the bucket (2 significant digits)
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// open loop: measured sends whose intended time fell in the bucket (the schedule)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduled: Option<u64>,
+    /// with stages: the stage (1-based, in the list's order) the bucket starts in
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<usize>,
+}
+
+/// One stage of `--stages` / `--client-stages`: what completed in it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageRow {
+    /// 1-based, in the list's order (steps, `0s:` stages, have no row)
+    pub stage: usize,
+    /// as given, `30s:5000`
+    pub spec: String,
+    /// the target it ramps from and to (requests/s, or clients)
+    pub from: f64,
+    pub to: f64,
+    /// seconds from the start of the measured window; the last stage ends with the window
+    pub start_s: f64,
+    pub end_s: f64,
+    pub count: u64,
+    pub ok: u64,
+    pub errors: u64,
+    /// open loop: measured sends whose intended time fell in the stage
+    pub scheduled: Option<u64>,
+    /// count / (end_s - start_s)
+    pub requests_per_sec: f64,
+    /// of the successful requests completed in the stage (3 significant digits)
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// the worker threads' CPU over the stage / its count
+    pub client_cpu_us_per_request: f64,
+}
+
+/// `--stages` / `--client-stages` as the run used them.
+#[derive(Debug, Serialize)]
+pub struct StagesSetting {
+    /// "rate" (`--stages`, requests/s) or "clients" (`--client-stages`)
+    pub of: &'static str,
+    pub stages: Vec<StageSetting>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StageSetting {
+    pub duration_s: f64,
+    pub target: f64,
 }
 
 /// The distribution of TCP connect times.
@@ -524,7 +581,13 @@ impl Report {
     ) -> Report {
         let runs: Vec<RunReport> = runs
             .iter()
-            .map(|r| RunReport::from_run(r, endpoints, roles, includes_server))
+            .map(|r| {
+                let mut report = RunReport::from_run(r, endpoints, roles, includes_server);
+                if let Some(st) = &cfg.load.stages {
+                    derive::staged(&mut report, r, st);
+                }
+                report
+            })
             .collect();
         let find = |p: &str| runs.iter().find(|r| r.proto == p);
         let (http, h2, grpc) = (find("http"), find("h2"), find("grpc"));
@@ -554,6 +617,22 @@ impl Report {
                 timeout_s: cfg.load.timeout.as_secs_f64(),
                 h2_client: cfg.h2.client.as_str(),
                 hpack: cfg.h2.hpack.as_str(),
+                stages: cfg.load.stages.as_ref().map(|st| StagesSetting {
+                    of: match st {
+                        crate::config::Staged::Rate(_) => "rate",
+                        crate::config::Staged::Clients(_) => "clients",
+                    },
+                    stages: st
+                        .stages()
+                        .stages
+                        .iter()
+                        .map(|s| StageSetting {
+                            duration_s: s.duration.as_secs_f64(),
+                            target: s.target,
+                        })
+                        .collect(),
+                }),
+                interval_s: cfg.load.interval.map(|i| i.every.as_secs_f64()),
             },
             runs,
             ratios,

@@ -235,6 +235,9 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     if let Some(o) = &run.open_loop {
         render_open_loop(out, o);
     }
+    if let Some(rows) = &run.stages {
+        render_stages(out, rows, run.open_loop.is_some());
+    }
     if let Some(c) = &run.connection_setup {
         render_connection_setup(out, c);
     }
@@ -696,6 +699,49 @@ fn render_connection_setup(out: &mut String, c: &crate::report::ConnectionSetup)
         if [50.0, 90.0, 99.0].contains(&p.percentile) {
             let _ = writeln!(out, "    {} % in {}", p.percentile, fmt_ms(p.latency_ms));
         }
+    }
+    let _ = writeln!(out);
+}
+
+fn render_stages(out: &mut String, rows: &[crate::report::StageRow], open_loop: bool) {
+    let _ = writeln!(
+        out,
+        "Stages (outcomes by the stage they completed in{}):",
+        if open_loop {
+            "; scheduled: sends due in it"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  {:>3} {:<14} {:>15} {:>9} {:>9} {:>7} {:>10} {:>9} {:>9} {:>10}",
+        "#",
+        "stage",
+        "seconds",
+        "scheduled",
+        "count",
+        "errors",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "CPU µs/req"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "  {:>3} {:<14} {:>15} {:>9} {:>9} {:>7} {:>10.1} {:>9.3} {:>9.3} {:>10.1}",
+            r.stage,
+            r.spec,
+            format!("{:.1}-{:.1}", r.start_s, r.end_s),
+            r.scheduled.map_or("-".to_string(), |n| n.to_string()),
+            r.count,
+            r.errors,
+            r.requests_per_sec,
+            r.p50_ms,
+            r.p99_ms,
+            r.client_cpu_us_per_request
+        );
     }
     let _ = writeln!(out);
 }

@@ -91,6 +91,8 @@ const TIMELINE_MAX_US: u64 = 100_000_000;
 pub struct TimeSlot {
     pub ok: u64,
     pub failed: u64,
+    /// open loop: measured sends whose intended time fell in the slot (the schedule)
+    pub sent: u64,
     pub hist: Histogram<u32>,
 }
 
@@ -99,6 +101,7 @@ impl Default for TimeSlot {
         TimeSlot {
             ok: 0,
             failed: 0,
+            sent: 0,
             // Invariant: constant bounds that satisfy hdrhistogram's preconditions.
             hist: Histogram::new_with_bounds(1, TIMELINE_MAX_US, 2).expect("valid bounds"),
         }
@@ -106,9 +109,46 @@ impl Default for TimeSlot {
 }
 
 impl TimeSlot {
-    fn add(&mut self, o: &TimeSlot) {
+    /// A slot whose latencies keep 3 significant digits (a stage's, an interval's).
+    pub fn precise() -> TimeSlot {
+        TimeSlot {
+            // Invariant: constant bounds that satisfy hdrhistogram's preconditions.
+            hist: Histogram::new_with_bounds(1, TIMELINE_MAX_US, 3).expect("valid bounds"),
+            ..TimeSlot::default()
+        }
+    }
+
+    /// Records one successful request's latency.
+    pub fn record(&mut self, latency: Duration) {
+        self.ok += 1;
+        self.hist.saturating_record(
+            u64::try_from(latency.as_micros())
+                .unwrap_or(u64::MAX)
+                .max(1),
+        );
+    }
+
+    /// Latency quantile `q` of the successful requests, in ms (0 without any).
+    pub fn quantile_ms(&self, q: f64) -> f64 {
+        if self.ok == 0 {
+            0.0
+        } else {
+            self.hist.value_at_quantile(q) as f64 / 1000.0
+        }
+    }
+
+    /// Empties the slot, keeping its histogram's allocation.
+    pub fn clear(&mut self) {
+        self.ok = 0;
+        self.failed = 0;
+        self.sent = 0;
+        self.hist.reset();
+    }
+
+    pub fn add(&mut self, o: &TimeSlot) {
         self.ok += o.ok;
         self.failed += o.failed;
+        self.sent += o.sent;
         // Same bounds on both sides: add cannot fail.
         self.hist.add(&o.hist).expect("same histogram bounds");
     }

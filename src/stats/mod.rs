@@ -27,6 +27,8 @@ use crate::outcome::{Failure, StatusKey};
 pub struct At {
     pub endpoint: usize,
     pub offset: Duration,
+    /// `--stages` / `--client-stages`: the stage `offset` falls in
+    pub stage: Option<usize>,
 }
 
 /// Outcomes of the requests sent to one endpoint.
@@ -82,6 +84,12 @@ pub struct Stats {
     pub send_lag_sum: Duration,
     pub per_endpoint: Vec<EndpointStats>,
     pub timeline: Timeline,
+    /// `--stages` / `--client-stages`: outcomes by the stage they completed in (and, open
+    /// loop, the sends scheduled in it); empty without stages
+    pub stages: Vec<TimeSlot>,
+    /// `--interval`: the outcomes since the interval began; taken and replaced by the
+    /// thread's interval task at each interval's end (never merged)
+    pub interval: Option<TimeSlot>,
     /// one record per connection (past `ConnSet::KEPT` per thread, folds of several)
     pub conns: Vec<ConnRecord>,
     /// the connect times of the connections in folded records
@@ -99,6 +107,13 @@ impl Stats {
         &mut self.per_endpoint[i]
     }
 
+    fn stage(&mut self, i: usize) -> &mut TimeSlot {
+        if self.stages.len() <= i {
+            self.stages.resize_with(i + 1, TimeSlot::precise);
+        }
+        &mut self.stages[i]
+    }
+
     pub fn record_ok(&mut self, at: At, latency: Duration, status: StatusKey) {
         self.ok += 1;
         self.latency.record(latency);
@@ -106,13 +121,21 @@ impl Stats {
         let e = self.endpoint(at.endpoint);
         e.ok += 1;
         e.latency.record(latency);
-        let b = self.timeline.slot(at.offset);
-        b.ok += 1;
-        b.hist.saturating_record(
-            u64::try_from(latency.as_micros())
-                .unwrap_or(u64::MAX)
-                .max(1),
-        );
+        self.timeline.slot(at.offset).record(latency);
+        if let Some(i) = at.stage {
+            self.stage(i).record(latency);
+        }
+        if let Some(slot) = &mut self.interval {
+            slot.record(latency);
+        }
+    }
+
+    /// Open loop: a measured send was scheduled at `at` (sent, or expired unsent).
+    pub fn record_scheduled(&mut self, at: At) {
+        self.timeline.slot(at.offset).sent += 1;
+        if let Some(i) = at.stage {
+            self.stage(i).sent += 1;
+        }
     }
 
     /// An acknowledged put to key index `key` got revision `revision`.
@@ -162,6 +185,12 @@ impl Stats {
         *self.errors.entry(failure).or_insert(0) += n;
         self.endpoint(at.endpoint).failed += n;
         self.timeline.slot(at.offset).failed += n;
+        if let Some(i) = at.stage {
+            self.stage(i).failed += n;
+        }
+        if let Some(slot) = &mut self.interval {
+            slot.failed += n;
+        }
     }
 
     pub fn merge(&mut self, other: Stats) {
@@ -217,6 +246,9 @@ impl Stats {
             mine.latency.merge(&e.latency);
         }
         self.timeline.merge(other.timeline);
+        for (i, st) in other.stages.iter().enumerate() {
+            self.stage(i).add(st);
+        }
         self.conns.extend(other.conns);
         self.folded_connect.merge(&other.folded_connect);
     }
@@ -251,6 +283,7 @@ mod tests {
         let at = |endpoint, s| At {
             endpoint,
             offset: Duration::from_secs(s),
+            stage: Some((s / 2) as usize),
         };
         a.record_ok(at(0, 0), Duration::from_micros(10), StatusKey::Http(200));
         b.record_ok(at(1, 2), Duration::from_micros(30), StatusKey::Http(200));
@@ -271,5 +304,8 @@ mod tests {
         assert_eq!(a.errors[&Failure::new(FailureKind::Timeout)], 1);
         assert_eq!(a.latency.min_ns, 10_000);
         assert_eq!(a.latency.max_ns, 30_000);
+        // stages of 2 s: seconds 0 and 1 in the first, 2 in the second
+        let stages: Vec<(u64, u64)> = a.stages.iter().map(|b| (b.ok, b.failed)).collect();
+        assert_eq!(stages, [(1, 1), (1, 1)]);
     }
 }

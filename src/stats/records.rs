@@ -283,6 +283,11 @@ pub struct IoCalls {
     pub writes: u64,
     pub read_would_block: u64,
     pub write_would_block: u64,
+    /// socket bytes those calls moved (the `--interval` lines' bytes/s)
+    #[serde(skip)]
+    pub bytes_in: u64,
+    #[serde(skip)]
+    pub bytes_out: u64,
 }
 
 impl IoCalls {
@@ -291,10 +296,14 @@ impl IoCalls {
         writes: 0,
         read_would_block: 0,
         write_would_block: 0,
+        bytes_in: 0,
+        bytes_out: 0,
     };
 
     pub fn since(self, earlier: IoCalls) -> IoCalls {
         IoCalls {
+            bytes_in: self.bytes_in.saturating_sub(earlier.bytes_in),
+            bytes_out: self.bytes_out.saturating_sub(earlier.bytes_out),
             reads: self.reads.saturating_sub(earlier.reads),
             writes: self.writes.saturating_sub(earlier.writes),
             read_would_block: self
@@ -308,6 +317,8 @@ impl IoCalls {
 
     pub fn plus(self, o: IoCalls) -> IoCalls {
         IoCalls {
+            bytes_in: self.bytes_in + o.bytes_in,
+            bytes_out: self.bytes_out + o.bytes_out,
             reads: self.reads + o.reads,
             writes: self.writes + o.writes,
             read_would_block: self.read_would_block + o.read_would_block,

@@ -75,6 +75,8 @@ pub struct ProtoRun {
     pub pacer_timer: Option<&'static str>,
     /// this process's memory around the run
     pub memory: Option<Memory>,
+    /// `--stages` / `--client-stages`: the worker threads' CPU in each stage, summed
+    pub stage_cpu: Vec<CpuTimes>,
 }
 
 /// The worker threads' cost, each counted on its own thread: over the measured window (CPU,

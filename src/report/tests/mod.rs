@@ -34,6 +34,7 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         rate: None,
         pacer_timer: None,
         memory: None,
+        stage_cpu: Vec::new(),
     }
 }
 
@@ -54,6 +55,7 @@ fn at(endpoint: usize, s: u64) -> At {
     At {
         endpoint,
         offset: Duration::from_secs(s),
+        stage: None,
     }
 }
 

@@ -248,6 +248,8 @@ fn etcd_put_config() -> Config {
             timeout: Duration::from_secs(20),
             rate: None,
             connect_rate: None,
+            stages: None,
+            interval: None,
         },
         net: crate::net::NetConfig::default(),
         h2: crate::net::H2Config::default(),

@@ -31,6 +31,7 @@ fn costly_run() -> ProtoRun {
             writes: 40,
             read_would_block: 20,
             write_would_block: 20,
+            ..IoCalls::ZERO
         },
         kernel_unavailable: None,
     };
