@@ -209,6 +209,82 @@ fn the_schema_comes_from_the_servers_reflection_service() {
 }
 
 #[test]
+fn a_payload_sweep_fills_a_field_of_the_schema_reflection_gives() {
+    let server = RichServer::start();
+    let t = server.target.as_str();
+    let m = "rich.v1.Mirror/Reflect";
+    let run = support::run_bounded(
+        &[
+            "sweep",
+            "grpc",
+            t,
+            m,
+            "--reflect",
+            "-d",
+            r#"{"name":"n","count":"3"}"#,
+            "--payload-field",
+            "blob",
+            "--payload-size",
+            "16,1k,16k",
+            "-n",
+            "50",
+            "--format",
+            "json",
+        ],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(v["schema"], "wirebench.sweep-grpc.v1", "{v:#}");
+    let rows = v["rows"].as_array().unwrap();
+    let sizes: Vec<u64> = rows.iter().map(|r| u64_at(r, "/payload_bytes")).collect();
+    assert_eq!(sizes, [16, 1024, 16384], "{v:#}");
+    for r in rows {
+        assert_eq!((u64_at(r, "/count"), u64_at(r, "/ok")), (50, 50), "{r}");
+    }
+    for pair in rows.windows(2) {
+        let out = |r: &serde_json::Value| r["bytes_out"].as_f64().unwrap();
+        let payload =
+            (u64_at(&pair[1], "/payload_bytes") - u64_at(&pair[0], "/payload_bytes")) as f64;
+        assert!(out(&pair[1]) - out(&pair[0]) >= payload, "{pair:#?}");
+    }
+    // the field is checked against the server's schema: a usage error, exit 2
+    let base = ["sweep", "grpc", t, m, "--reflect", "-n", "5"];
+    for (extra, words) in [
+        (
+            &[][..],
+            "--payload-field is needed: rich.v1.Thing has several string and bytes fields: name, blob, word",
+        ),
+        (
+            &["--payload-field", "seen"][..],
+            "--payload-field seen: rich.v1.Thing.seen is an int64 field",
+        ),
+        (
+            &["--payload-field", "word", "-d", r#"{"nope":1}"#][..],
+            "nope",
+        ),
+    ] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        assert_refused(&args, 2, words);
+    }
+    // the built-in server has no reflection: a setup failure, exit 1
+    let srv = support::ServeProcess::start(&[]);
+    let target = srv.target();
+    assert_refused(
+        &[
+            "sweep",
+            "grpc",
+            &target,
+            "grpc_echo.v1.EchoService/Echo",
+            "--reflect",
+        ],
+        1,
+        "no reflection service",
+    );
+}
+
+#[test]
 fn server_streaming_calls_count_their_messages() {
     let server = RichServer::start();
     let t = server.target.as_str();

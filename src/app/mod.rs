@@ -7,7 +7,7 @@ pub mod prepare;
 pub mod run;
 pub mod serve;
 pub mod sweep;
-pub mod sweep_echo;
+pub mod sweep_payload;
 pub mod watch;
 
 use std::io::Write;
@@ -42,8 +42,8 @@ pub enum Action {
     Watch(WatchConfig),
     /// A sweep: one run per cell, one table.
     Sweep(SweepConfig),
-    /// An echo sweep over payload sizes and stacks.
-    SweepEcho(sweep_echo::EchoSweep),
+    /// A payload sweep (echo, a URL, a gRPC method) over payload sizes and stacks.
+    SweepPayload(sweep_payload::PayloadSweep),
     /// Alternating rounds of both protocols.
     Compare {
         cfg: Config,
@@ -86,7 +86,7 @@ pub fn execute(action: Action) -> i32 {
         Action::Serve(cfg) => serve::serve(cfg),
         Action::Watch(cfg) => watch::watch_and_write(&cfg),
         Action::Sweep(s) => sweep::sweep_and_write(&s),
-        Action::SweepEcho(s) => sweep_echo::sweep_echo_and_write(&s),
+        Action::SweepPayload(s) => sweep_payload::sweep_payload_and_write(&s),
         Action::Run { cfg, embedded } => {
             prepare(&cfg, embedded).and_then(|p| run::run_and_write(&cfg, &p))
         }

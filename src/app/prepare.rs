@@ -215,17 +215,10 @@ fn resolve_target(
 /// `g` with its request encoded through the schema the first endpoint's reflection service
 /// gives (setup: outside the figures). A method the schema lacks is a usage error.
 fn by_reflection(cfg: &Config, g: &GrpcSpec, endpoints: &[Endpoint]) -> Result<GrpcSpec, RunError> {
-    let GrpcRequest::ByReflection { method, json } = &g.request else {
+    let GrpcRequest::ByReflection { json, .. } = &g.request else {
         return Ok(g.clone());
     };
-    let service = grpc::service_of(method).map_err(RunError::Usage)?;
-    let pool = Reflected::new(cfg, g, &endpoints[0])
-        .schema(service)
-        .map_err(|f| match f {
-            ReflectFailure::UnknownService(why) => RunError::Usage(why),
-            ReflectFailure::Other(why) => RunError::Setup(why),
-        })?;
-    let m = grpc::find_method(&pool, method).map_err(RunError::Usage)?;
+    let m = reflected_method(cfg, g, endpoints)?;
     let server_streaming = grpc::callable(&m).map_err(RunError::Usage)?;
     let request = grpc::encode_json(&m, json).map_err(RunError::Usage)?;
     Ok(GrpcSpec {
@@ -234,6 +227,32 @@ fn by_reflection(cfg: &Config, g: &GrpcSpec, endpoints: &[Endpoint]) -> Result<G
         server_streaming,
         ..g.clone()
     })
+}
+
+/// The method of `g` (its request `GrpcRequest::ByReflection`) as the first endpoint's
+/// reflection service describes it. A method the schema lacks is a usage error.
+pub(super) fn reflected_method(
+    cfg: &Config,
+    g: &GrpcSpec,
+    endpoints: &[Endpoint],
+) -> Result<prost_reflect::MethodDescriptor, RunError> {
+    let GrpcRequest::ByReflection { method, .. } = &g.request else {
+        return Err(RunError::Setup(format!(
+            "{}: the request is encoded already",
+            g.path
+        )));
+    };
+    let Some(endpoint) = endpoints.first() else {
+        return Err(RunError::Setup("reflection needs an endpoint".into()));
+    };
+    let service = grpc::service_of(method).map_err(RunError::Usage)?;
+    let pool = Reflected::new(cfg, g, endpoint)
+        .schema(service)
+        .map_err(|f| match f {
+            ReflectFailure::UnknownService(why) => RunError::Usage(why),
+            ReflectFailure::Other(why) => RunError::Setup(why),
+        })?;
+    grpc::find_method(&pool, method).map_err(RunError::Usage)
 }
 
 /// Starts the built-in server.

@@ -65,7 +65,7 @@ impl EchoArgs {
                     crate::server::MAX_REQUEST >> 20
                 ));
             }
-            (_, Some(n)) => "x".repeat(n as usize),
+            (_, Some(n)) => crate::workload::filler(n as usize),
             (Some(p), None) => p,
             (None, None) => "Hello, world!".to_string(),
         };

@@ -12,7 +12,7 @@ use crate::config::{Endpoint, GrpcRequest, GrpcSpec, Target, WorkloadSpec};
 use crate::workload::grpc::{callable, compile, encode_json, find_method, service_of};
 
 /// The largest request file read (`--data-file`, `--data-bin`).
-const MAX_DATA_FILE: u64 = 64 << 20;
+pub(super) const MAX_DATA_FILE: u64 = 64 << 20;
 
 #[derive(Debug, Args)]
 pub struct GrpcArgs {
@@ -49,7 +49,7 @@ pub struct GrpcArgs {
 
 impl GrpcArgs {
     /// The request JSON from -d or --data-file (`{}` without either).
-    fn json(&self) -> Result<String, String> {
+    pub(super) fn json(&self) -> Result<String, String> {
         match (&self.data, &self.data_file) {
             (Some(d), _) => Ok(d.clone()),
             (_, Some(f)) => String::from_utf8(read_limited("--data-file", f, MAX_DATA_FILE)?)

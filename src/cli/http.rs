@@ -10,7 +10,7 @@ use crate::config::{Endpoint, HttpSpec, Target, WorkloadSpec, parse_url};
 use wirebench_wire::http1::RequestTemplate;
 
 /// The largest body file read (`--data-file`, `--data-lines`): they are held in memory.
-const MAX_DATA_FILE: u64 = 256 << 20;
+pub(super) const MAX_DATA_FILE: u64 = 256 << 20;
 
 #[derive(Debug, Args)]
 pub struct HttpArgs {

@@ -10,6 +10,7 @@ mod grpc;
 mod http;
 mod serve;
 mod sweep;
+mod sweep_payload;
 mod watch;
 
 use clap::{Parser, Subcommand};
@@ -78,7 +79,8 @@ pub enum Command {
         what: CallCmd,
     },
     /// Run the product of clients × key sizes × targets × protocols against etcd and print a
-    /// table (etcd's benchmark columns plus p99, bytes, packets and CPU per op)
+    /// table (etcd's benchmark columns plus p99, bytes, packets and CPU per op), or payload
+    /// sizes against an echo server, a URL or a gRPC method
     Sweep {
         #[command(subcommand)]
         what: SweepCmd,
@@ -162,7 +164,7 @@ impl Cli {
             Action::Serve(_)
             | Action::Watch(_)
             | Action::Sweep(_)
-            | Action::SweepEcho(_)
+            | Action::SweepPayload(_)
             | Action::ListGrpc { .. } => {
                 Err("this command has no request-load configuration".into())
             }

@@ -1,5 +1,5 @@
-//! `wirebench sweep etcd put | range` and `wirebench sweep echo`: the swept dimensions and the
-//! flags every row shares.
+//! `wirebench sweep etcd put | range` (and the payload sweeps `sweep echo | http | grpc`, in
+//! `sweep_payload`): the swept dimensions and the flags every row shares.
 
 use std::path::PathBuf;
 
@@ -11,6 +11,7 @@ use super::common::{
     parse_target,
 };
 use super::etcd::etcd_put;
+use super::sweep_payload::{SweepEchoArgs, SweepGrpcArgs, SweepHttpArgs};
 use crate::config::{EtcdOp, Proto, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec};
 
 #[derive(Debug, Subcommand)]
@@ -24,108 +25,14 @@ pub enum SweepCmd {
     /// --target): bytes on the wire, segments, syscalls, CPU, latency and h2 WINDOW_UPDATEs per
     /// request, as a table (and a line chart with --svg)
     Echo(SweepEchoArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct SweepEchoArgs {
-    /// Payload sizes (the ping, echoed back), comma-separated
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_parser = crate::config::parse_size,
-        default_value = "16,1k,16k,256k,1M"
-    )]
-    pub payload_size: Vec<u64>,
-    /// Stacks, a comma list of http, h2, grpc [default: http,h2,grpc]
-    #[arg(long, value_parser = super::common::parse_proto_arg)]
-    pub proto: Option<super::common::Stacks>,
-    /// Echo server to measure (http://host:port); default: start the built-in server
-    #[arg(long, value_delimiter = ',')]
-    pub target: Vec<String>,
-    /// Extra header / gRPC metadata, NAME:VALUE (repeatable)
-    #[arg(short = 'H', long = "header")]
-    pub headers: Vec<String>,
-    /// Threads of the built-in server (when no --target)
-    #[arg(long, default_value_t = 1)]
-    pub server_threads: usize,
-    /// Requests in flight
-    #[arg(short = 'c', long, default_value_t = 1)]
-    pub clients: usize,
-    #[command(flatten)]
-    pub limits: LimitArgs,
-    /// A condition every row must meet ('p99<5ms', 'errors<0.1%'); a broken one exits 3
-    #[arg(long = "fail-if", value_name = "THRESHOLD")]
-    pub fail_if: Vec<String>,
-    #[command(flatten)]
-    pub tls: TlsArgs,
-    /// Table format
-    #[arg(long, value_enum, default_value_t = TableArg::Markdown)]
-    pub format: TableArg,
-    /// Write the table to this file instead of stdout
-    #[arg(short = 'o', long)]
-    pub output: Option<PathBuf>,
-    /// Write the line chart (cost per request by payload size, one line per stack) as SVG
-    #[arg(long)]
-    pub svg: Option<PathBuf>,
-}
-
-impl SweepEchoArgs {
-    fn into_sweep(self) -> Result<crate::app::sweep_echo::EchoSweep, String> {
-        if self.payload_size.is_empty() {
-            return Err("--payload-size needs at least one value".into());
-        }
-        let stacks = self.proto.unwrap_or(super::common::Stacks(vec![
-            Proto::Http,
-            Proto::H2,
-            Proto::Grpc,
-        ]));
-        let mut limits = self.limits;
-        // a row each: 1,000 requests unless -n or -z says otherwise (1 MiB payloads add up)
-        if limits.total.is_none() && limits.duration.is_none() {
-            limits.total = Some(1000);
-        }
-        let format = match self.format {
-            TableArg::Markdown => TableFormat::Markdown,
-            TableArg::Csv => TableFormat::Csv,
-            TableArg::Json => TableFormat::Json,
-        };
-        let mut rows = Vec::with_capacity(self.payload_size.len());
-        let mut embedded = None;
-        for &size in &self.payload_size {
-            let echo = super::echo::EchoArgs {
-                target: self.target.clone(),
-                ping: None,
-                payload_size: Some(size),
-                response_size: None,
-                headers: self.headers.clone(),
-                server_threads: self.server_threads,
-            };
-            let (spec, endpoints, serve) = echo
-                .resolve()
-                .map_err(|e| e.replace("--payload-size", &format!("--payload-size {size}")))?;
-            embedded = serve;
-            let run = RunArgs {
-                limits: LimitArgs {
-                    total: limits.total,
-                    duration: limits.duration,
-                    warmup: limits.warmup,
-                    timeout: limits.timeout,
-                    connect_timeout: limits.connect_timeout,
-                    threads: limits.threads,
-                },
-                fail_if: self.fail_if.clone(),
-                ..RunArgs::plain(stacks.clone(), self.clients, self.tls.clone())
-            };
-            rows.push((size, run.into_config(spec, endpoints, Target::All)?));
-        }
-        Ok(crate::app::sweep_echo::EchoSweep {
-            rows,
-            embedded,
-            format,
-            output: self.output,
-            svg: self.svg,
-        })
-    }
+    /// Payload sizes against any URL: the request body is the payload (HTTP/1.1, or h2 with
+    /// --proto), one row per size and stack (1000 requests each unless -n or -z), the columns
+    /// of sweep echo
+    Http(SweepHttpArgs),
+    /// Payload sizes against any gRPC method: one string or bytes field of the request carries
+    /// the payload (--payload-field), one row per size (1000 requests each unless -n or -z),
+    /// the columns of sweep echo
+    Grpc(SweepGrpcArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -205,7 +112,9 @@ impl SweepCmd {
     pub(super) fn into_action(self) -> Result<Action, String> {
         let op = match self {
             SweepCmd::Etcd { op } => op,
-            SweepCmd::Echo(a) => return Ok(Action::SweepEcho(a.into_sweep()?)),
+            SweepCmd::Echo(a) => return Ok(Action::SweepPayload(a.into_sweep()?)),
+            SweepCmd::Http(a) => return Ok(Action::SweepPayload(a.into_sweep()?)),
+            SweepCmd::Grpc(a) => return Ok(Action::SweepPayload(a.into_sweep()?)),
         };
         Ok(Action::Sweep(match op {
             SweepEtcd::Put(a) => a.into_config(false)?,

@@ -12,7 +12,10 @@ use http::header::{HeaderName, HeaderValue};
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
+use prost_reflect::{
+    DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, MethodDescriptor,
+    Value as Field,
+};
 use serde_json::Value;
 
 use crate::client::grpc::Call;
@@ -195,11 +198,159 @@ pub fn service_of(method: &str) -> Result<&str, String> {
 
 /// The request message of `method` from JSON, encoded; the error names the field and why.
 pub fn encode_json(method: &MethodDescriptor, json: &str) -> Result<Vec<u8>, String> {
-    let input = method.input();
+    decode_json(&method.input(), json).map(|m| m.encode_to_vec())
+}
+
+/// A `input` message from JSON (proto3 JSON mapping); the error names the field and why.
+pub fn decode_json(input: &MessageDescriptor, json: &str) -> Result<DynamicMessage, String> {
     let mut de = serde_json::Deserializer::from_str(json);
-    let msg = DynamicMessage::deserialize(input.clone(), &mut de)
+    DynamicMessage::deserialize(input.clone(), &mut de)
         .and_then(|m| de.end().map(|()| m))
-        .map_err(|e| format!("the request is not a {}: {e}", input.full_name()))?;
+        .map_err(|e| format!("the request is not a {}: {e}", input.full_name()))
+}
+
+/// Whether a payload can go into `f`: a singular string or bytes field.
+fn carries_payload(f: &FieldDescriptor) -> bool {
+    !f.is_list() && !f.is_map() && matches!(f.kind(), Kind::String | Kind::Bytes)
+}
+
+/// The field of `m` named `name` (its proto name, or its JSON name).
+fn field_named(m: &MessageDescriptor, name: &str) -> Option<FieldDescriptor> {
+    m.get_field_by_name(name)
+        .or_else(|| m.get_field_by_json_name(name))
+}
+
+/// The names of `m`'s fields that can carry a payload, comma-separated ("none" without any).
+fn candidates(m: &MessageDescriptor) -> String {
+    let names: Vec<String> = m
+        .fields()
+        .filter(carries_payload)
+        .map(|f| f.name().to_string())
+        .collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The field a payload sweep fills in `input` messages: `path` (a field name, or a dotted path
+/// through singular message fields: `outer.inner.data`), or without one the message's only
+/// singular string or bytes field. Returns the fields from the outermost in; the error is one
+/// line naming `--payload-field` and, where it helps, the fields that could carry the payload.
+pub fn payload_field(
+    input: &MessageDescriptor,
+    path: Option<&str>,
+) -> Result<Vec<FieldDescriptor>, String> {
+    let Some(path) = path else {
+        let mut fit = input.fields().filter(carries_payload);
+        return match (fit.next(), fit.next()) {
+            (Some(f), None) => Ok(vec![f]),
+            (None, _) => Err(format!(
+                "--payload-field: {} has no string or bytes field to carry the payload; name \
+                 one inside a nested message (--payload-field outer.inner)",
+                input.full_name()
+            )),
+            (Some(_), Some(_)) => Err(format!(
+                "--payload-field is needed: {} has several string and bytes fields: {}",
+                input.full_name(),
+                candidates(input)
+            )),
+        };
+    };
+    let mut fields = Vec::new();
+    let mut at = input.clone();
+    let mut parts = path.split('.').peekable();
+    while let Some(part) = parts.next() {
+        let Some(f) = field_named(&at, part) else {
+            return Err(format!(
+                "--payload-field {path}: {} has no field {part:?} (its string and bytes fields: \
+                 {})",
+                at.full_name(),
+                candidates(&at)
+            ));
+        };
+        let last = parts.peek().is_none();
+        let what = if f.is_map() {
+            "a map".to_string()
+        } else if f.is_list() {
+            "a repeated field".to_string()
+        } else {
+            match f.kind() {
+                Kind::Message(m) if !last => {
+                    at = m;
+                    fields.push(f);
+                    continue;
+                }
+                Kind::String | Kind::Bytes if last => {
+                    fields.push(f);
+                    continue;
+                }
+                Kind::Message(m) => format!("a message ({})", m.full_name()),
+                Kind::Enum(e) => format!("an enum ({})", e.full_name()),
+                k => {
+                    let name = format!("{k:?}").to_ascii_lowercase();
+                    let article = if name.starts_with('i') { "an" } else { "a" };
+                    format!("{article} {name} field")
+                }
+            }
+        };
+        return Err(if last {
+            format!(
+                "--payload-field {path}: {} is {what}: the payload goes into a singular string \
+                 or bytes field",
+                f.full_name()
+            )
+        } else {
+            format!(
+                "--payload-field {path}: {} is {what}: the path goes through singular message \
+                 fields only",
+                f.full_name()
+            )
+        });
+    }
+    Ok(fields)
+}
+
+/// `base` with the field at `path` (from `payload_field`) set to `n` bytes of the payload
+/// filler (`workload::filler`), the messages on the way created when unset, encoded. The
+/// payload is the field's bytes; the message around it (tags, lengths, other fields) comes on
+/// top.
+pub fn fill_field(
+    base: &DynamicMessage,
+    path: &[FieldDescriptor],
+    n: usize,
+) -> Result<Vec<u8>, String> {
+    let Some((last, through)) = path.split_last() else {
+        return Err("--payload-field: no field".into());
+    };
+    let mut msg = base.clone();
+    let mut at = &mut msg;
+    for f in through {
+        // an unset message field reads as its default, which is then set
+        at = match at.get_field_mut(f) {
+            Field::Message(m) => m,
+            _ => {
+                return Err(format!(
+                    "--payload-field: {} is not a message",
+                    f.full_name()
+                ));
+            }
+        };
+    }
+    let filler = super::filler(n);
+    let value = match last.kind() {
+        Kind::Bytes => Field::Bytes(Bytes::from(filler.into_bytes())),
+        Kind::String => Field::String(filler),
+        _ => {
+            return Err(format!(
+                "--payload-field: {} is not a string or bytes field",
+                last.full_name()
+            ));
+        }
+    };
+    at.try_set_field(last, value)
+        .map_err(|e| format!("--payload-field {}: {e}", last.full_name()))?;
     Ok(msg.encode_to_vec())
 }
 
@@ -245,6 +396,155 @@ mod tests {
         let e = encode_json(&m, r#"{"ping":3}"#).unwrap_err();
         assert!(e.contains("grpc_echo.v1.EchoRequest"), "{e}");
         assert!(encode_json(&m, r#"{"ping":"a"} x"#).is_err());
+    }
+
+    fn payload_pool() -> (tempfile::TempDir, DescriptorPool) {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("payload.proto");
+        std::fs::write(
+            &f,
+            r#"syntax = "proto3";
+package t.v1;
+service S {
+  rpc Many(Req) returns (Req);
+  rpc One(Only) returns (Only);
+  rpc Bare(Bare) returns (Bare);
+}
+message Inner { bytes data = 1; int32 n = 2; }
+message Req {
+  string name = 1;
+  Inner inner = 2;
+  repeated string tags = 3;
+  map<string, string> m = 4;
+  int64 count = 5;
+  oneof o { string word = 6; int32 num = 7; }
+  string long_name = 8;
+}
+message Only { int32 n = 1; bytes blob = 2; repeated string more = 3; }
+message Bare { int32 n = 1; Inner inner = 2; }
+"#,
+        )
+        .unwrap();
+        let pool = compile(&[f], &[]).expect("payload.proto compiles");
+        (dir, pool)
+    }
+
+    fn input(pool: &DescriptorPool, method: &str) -> MessageDescriptor {
+        find_method(pool, &format!("t.v1.S/{method}"))
+            .unwrap()
+            .input()
+    }
+
+    fn names(path: &[FieldDescriptor]) -> Vec<&str> {
+        path.iter().map(|f| f.name()).collect()
+    }
+
+    #[test]
+    fn the_payload_field_is_named_or_the_only_one() {
+        let (_dir, pool) = payload_pool();
+        let (req, only, bare) = (
+            input(&pool, "Many"),
+            input(&pool, "One"),
+            input(&pool, "Bare"),
+        );
+        // the only singular string or bytes field (the repeated one does not count)
+        assert_eq!(names(&payload_field(&only, None).unwrap()), ["blob"]);
+        let e = payload_field(&req, None).unwrap_err();
+        assert!(
+            e.starts_with("--payload-field is needed") && e.contains("name, word, long_name"),
+            "{e}"
+        );
+        let e = payload_field(&bare, None).unwrap_err();
+        assert!(e.contains("t.v1.Bare has no string or bytes field"), "{e}");
+        // by proto name, JSON name, and a dotted path through a message
+        assert_eq!(names(&payload_field(&req, Some("name")).unwrap()), ["name"]);
+        assert_eq!(
+            names(&payload_field(&req, Some("longName")).unwrap()),
+            ["long_name"]
+        );
+        assert_eq!(
+            names(&payload_field(&bare, Some("inner.data")).unwrap()),
+            ["inner", "data"]
+        );
+        for (path, words) in [
+            ("count", "t.v1.Req.count is an int64 field"),
+            ("tags", "is a repeated field"),
+            ("m", "is a map"),
+            ("inner", "is a message (t.v1.Inner)"),
+            ("inner.n", "t.v1.Inner.n is an int32 field"),
+            ("name.x", "singular message fields only"),
+            (
+                "nope",
+                "t.v1.Req has no field \"nope\" (its string and bytes fields: name",
+            ),
+            (
+                "inner.nope",
+                "t.v1.Inner has no field \"nope\" (its string and bytes fields: data)",
+            ),
+            ("", "has no field \"\""),
+            ("inner.", "has no field \"\""),
+        ] {
+            let e = payload_field(&req, Some(path)).unwrap_err();
+            assert!(
+                e.starts_with(&format!("--payload-field {path}: ")) && e.contains(words),
+                "{path}: {e}"
+            );
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn the_payload_fills_the_field_and_keeps_the_rest() {
+        let (_dir, pool) = payload_pool();
+        let req = input(&pool, "Many");
+        let base = decode_json(&req, r#"{"count":"7","num":3,"name":"n"}"#).unwrap();
+        // a nested message created on the way, the other fields kept
+        let path = payload_field(&req, Some("inner.data")).unwrap();
+        let bytes = fill_field(&base, &path, 300).unwrap();
+        let m = DynamicMessage::decode(req.clone(), &bytes[..]).unwrap();
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["count"], "7");
+        assert_eq!(json["num"], 3);
+        assert_eq!(json["name"], "n");
+        let inner = m.get_field_by_name("inner").unwrap();
+        let data = inner
+            .as_message()
+            .unwrap()
+            .get_field_by_name("data")
+            .unwrap();
+        assert_eq!(data.as_bytes().unwrap().as_ref(), &[b'x'; 300][..]);
+        // the payload is the field's bytes: the message adds its tags and lengths
+        // (inner: tag 1 + length 2; data: tag 1 + length 2)
+        assert_eq!(bytes.len(), base.encode_to_vec().len() + 300 + 6);
+        // a member of a oneof replaces the one the JSON set; the base is left alone
+        let word = fill_field(&base, &payload_field(&req, Some("word")).unwrap(), 5).unwrap();
+        let m = DynamicMessage::decode(req.clone(), &word[..]).unwrap();
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            (json["word"].as_str(), json.get("num")),
+            (Some("xxxxx"), None)
+        );
+        assert_eq!(serde_json::to_value(&base).unwrap()["num"], 3);
+        // a field the JSON set is overwritten
+        let name = fill_field(&base, &payload_field(&req, Some("name")).unwrap(), 2).unwrap();
+        let m = DynamicMessage::decode(req, &name[..]).unwrap();
+        assert_eq!(serde_json::to_value(&m).unwrap()["name"], "xx");
+        assert!(fill_field(&base, &[], 1).is_err());
+    }
+
+    #[test]
+    fn the_echo_payload_is_the_ping_the_echo_sweep_sends() {
+        let m = find_method(&echo_pool(), "grpc_echo.v1.EchoService/Echo").unwrap();
+        let path = payload_field(&m.input(), None).unwrap();
+        assert_eq!(names(&path), ["ping"]);
+        let base = decode_json(&m.input(), "{}").unwrap();
+        for n in [0, 1, 16, 1000] {
+            let want = wirebench_wire::proto::echo::EchoRequest {
+                ping: crate::workload::filler(n),
+            }
+            .encode_to_vec();
+            assert_eq!(fill_field(&base, &path, n).unwrap(), want, "{n}");
+        }
     }
 
     #[test]

@@ -23,6 +23,12 @@ pub use http::HttpWorkload;
 /// The most of a response body a report's sample keeps.
 const SAMPLE_MAX: usize = 64 << 10;
 
+/// The payload of `n` bytes the payload sweeps send (the echo ping, an HTTP body, a gRPC string
+/// or bytes field): `n` ASCII `x`, the same for every target and safe inside a JSON string.
+pub fn filler(n: usize) -> String {
+    "x".repeat(n)
+}
+
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
 pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
 

@@ -1,6 +1,7 @@
-//! `wirebench sweep echo`: the packet-size comparison. One run per payload size and stack
-//! against an echo server (the built-in one unless `--target`): bytes on the wire, segments,
-//! syscalls, CPU, latency and h2 WINDOW_UPDATEs per request, as a table and an SVG line chart.
+//! `wirebench sweep echo | http | grpc`: the packet-size comparison. One run per payload size
+//! and stack against an echo server (the built-in one unless `--target`), a URL, or a gRPC
+//! method: bytes on the wire, segments, syscalls, CPU, latency and h2 WINDOW_UPDATEs per
+//! request, as a table and an SVG line chart.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -8,21 +9,48 @@ use std::sync::atomic::Ordering;
 use serde::Serialize;
 
 use super::{RunError, emit, exit, prepare};
-use crate::config::{Config, Proto, TableFormat};
+use crate::config::{Config, GrpcRequest, GrpcSpec, Proto, TableFormat, WorkloadSpec};
 use crate::engine;
 use crate::report::RunReport;
 use crate::report::svg::{LinePanel, render_lines};
 use crate::report::threshold::Broken;
 use crate::server::ServeConfig;
+use crate::workload::grpc;
 use wirebench_wire::h2sniff::FrameType;
 
-/// A validated echo sweep: one run configuration per payload size (its stacks in `protos`).
+/// What a payload sweep measures; it names the table's JSON schema and the chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepTarget {
+    /// an echo server: the payload is the ping, echoed back
+    Echo,
+    /// a URL: the payload is the request body (or its `{{payload}}` part)
+    Http,
+    /// a gRPC method: the payload is one string or bytes field of the request
+    Grpc,
+}
+
+impl SweepTarget {
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepTarget::Echo => "echo",
+            SweepTarget::Http => "http",
+            SweepTarget::Grpc => "grpc",
+        }
+    }
+}
+
+/// A validated payload sweep: one run configuration per payload size (its stacks in `protos`).
 #[derive(Debug)]
-pub struct EchoSweep {
+pub struct PayloadSweep {
+    pub target: SweepTarget,
     /// (payload bytes, the run of that size)
     pub rows: Vec<(u64, Config)>,
     /// the built-in server, when no `--target` was given (started for each payload size)
     pub embedded: Option<ServeConfig>,
+    /// `sweep grpc --reflect`: the rows' requests are JSON (`GrpcRequest::ByReflection`, the
+    /// same for every row) until the server's schema is known; then this field of it
+    /// (`--payload-field`, or the only string or bytes one) is filled with each row's payload
+    pub reflect_field: Option<Option<String>>,
     pub format: TableFormat,
     pub output: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -30,7 +58,7 @@ pub struct EchoSweep {
 
 /// One payload size on one stack.
 #[derive(Debug, Clone, Serialize)]
-pub struct EchoRow {
+pub struct PayloadRow {
     pub payload_bytes: u64,
     pub proto: &'static str,
     pub count: u64,
@@ -53,8 +81,8 @@ pub struct EchoRow {
     pub window_updates: Option<f64>,
 }
 
-impl EchoRow {
-    fn of(payload_bytes: u64, r: &RunReport) -> EchoRow {
+impl PayloadRow {
+    fn of(payload_bytes: u64, r: &RunReport) -> PayloadRow {
         let (w, c) = (&r.wire, &r.cost);
         let window_updates = w.layers.as_ref().and_then(|l| l.h2.as_ref()).map(|h| {
             let n = |d: &wirebench_wire::h2sniff::H2Counts| {
@@ -67,7 +95,7 @@ impl EchoRow {
                 total as f64 / w.requests_on_wire as f64
             }
         });
-        EchoRow {
+        PayloadRow {
             payload_bytes,
             proto: r.proto,
             count: r.summary.count,
@@ -88,12 +116,56 @@ impl EchoRow {
     }
 }
 
+/// `sweep grpc --reflect`: the rows with their requests encoded through the schema the
+/// server's reflection gives (asked once, before the first row), the payload field filled.
+fn by_reflection(s: &PayloadSweep) -> Result<Option<Vec<(u64, Config)>>, RunError> {
+    let Some(field) = &s.reflect_field else {
+        return Ok(None);
+    };
+    let Some((_, first)) = s.rows.first() else {
+        return Ok(Some(Vec::new()));
+    };
+    let WorkloadSpec::Grpc(g) = &first.spec else {
+        return Ok(None);
+    };
+    let GrpcRequest::ByReflection { json, .. } = &g.request else {
+        return Ok(None);
+    };
+    let m = prepare::reflected_method(first, g, &first.endpoints)?;
+    let input = m.input();
+    let path = grpc::payload_field(&input, field.as_deref()).map_err(RunError::Usage)?;
+    let base = grpc::decode_json(&input, json).map_err(RunError::Usage)?;
+    let server_streaming = grpc::callable(&m).map_err(RunError::Usage)?;
+    let mut rows = Vec::with_capacity(s.rows.len());
+    for (payload, cfg) in &s.rows {
+        let n = usize::try_from(*payload)
+            .map_err(|_| RunError::Usage(format!("--payload-size {payload}: too large")))?;
+        let request = grpc::fill_field(&base, &path, n).map_err(RunError::Usage)?;
+        let spec = WorkloadSpec::Grpc(GrpcSpec {
+            request: GrpcRequest::Encoded(request),
+            response: Some(m.output()),
+            server_streaming,
+            ..g.clone()
+        });
+        rows.push((
+            *payload,
+            Config {
+                spec,
+                ..cfg.clone()
+            },
+        ));
+    }
+    Ok(Some(rows))
+}
+
 /// Runs every payload size on every stack, writes the table (and the chart with `--svg`).
-pub(super) fn sweep_echo_and_write(s: &EchoSweep) -> Result<i32, RunError> {
+pub(super) fn sweep_payload_and_write(s: &PayloadSweep) -> Result<i32, RunError> {
+    let resolved = by_reflection(s)?;
+    let configs = resolved.as_deref().unwrap_or(&s.rows);
     let mut rows = Vec::new();
     let mut broken: Vec<Broken> = Vec::new();
-    let total: usize = s.rows.iter().map(|(_, c)| c.protos.len()).sum();
-    for (payload, cfg) in &s.rows {
+    let total: usize = configs.iter().map(|(_, c)| c.protos.len()).sum();
+    for (payload, cfg) in configs {
         if engine::INTERRUPTED.load(Ordering::Relaxed) {
             break;
         }
@@ -110,7 +182,7 @@ pub(super) fn sweep_echo_and_write(s: &EchoSweep) -> Result<i32, RunError> {
                     .iter()
                     .filter_map(|t| t.judge_value(&r, t.figure.value(&r), &label)),
             );
-            let row = EchoRow::of(*payload, &r);
+            let row = PayloadRow::of(*payload, &r);
             eprintln!(
                 "wirebench sweep: {}/{total} payload {payload} B, {}: {:.0} req/s, {:.0} B on the wire per request{}",
                 rows.len() + 1,
@@ -126,9 +198,9 @@ pub(super) fn sweep_echo_and_write(s: &EchoSweep) -> Result<i32, RunError> {
             rows.push(row);
         }
     }
-    emit(s.output.as_deref(), &render(s.format, &rows))?;
+    emit(s.output.as_deref(), &render(s.format, s.target, &rows))?;
     if let Some(path) = &s.svg {
-        std::fs::write(path, chart(&rows)).map_err(|source| RunError::Output {
+        std::fs::write(path, chart(s.target, &rows)).map_err(|source| RunError::Output {
             path: path.display().to_string(),
             source,
         })?;
@@ -161,11 +233,13 @@ fn title(proto: &str) -> &'static str {
     }
 }
 
-/// The table in `format`.
-pub fn render(format: TableFormat, rows: &[EchoRow]) -> String {
+/// The table in `format`; the JSON schema names the target (`wirebench.sweep-echo.v1`,
+/// `wirebench.sweep-http.v1`, `wirebench.sweep-grpc.v1`: the same rows).
+pub fn render(format: TableFormat, target: SweepTarget, rows: &[PayloadRow]) -> String {
     match format {
         TableFormat::Json => {
-            let v = serde_json::json!({ "schema": "wirebench.sweep-echo.v1", "rows": rows });
+            let schema = format!("wirebench.sweep-{}.v1", target.name());
+            let v = serde_json::json!({ "schema": schema, "rows": rows });
             format!("{v:#}\n")
         }
         TableFormat::Csv => {
@@ -225,7 +299,7 @@ pub fn render(format: TableFormat, rows: &[EchoRow]) -> String {
 }
 
 /// The line chart: bytes on the wire, segments, CPU and p50 per request by payload size.
-pub fn chart(rows: &[EchoRow]) -> String {
+pub fn chart(target: SweepTarget, rows: &[PayloadRow]) -> String {
     let mut xs: Vec<u64> = rows.iter().map(|r| r.payload_bytes).collect();
     xs.sort_unstable();
     xs.dedup();
@@ -235,7 +309,7 @@ pub fn chart(rows: &[EchoRow]) -> String {
             stacks.push(r.proto);
         }
     }
-    let series = |f: fn(&EchoRow) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
+    let series = |f: fn(&PayloadRow) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
         stacks
             .iter()
             .map(|s| {
@@ -283,21 +357,19 @@ pub fn chart(rows: &[EchoRow]) -> String {
     ];
     let titles: Vec<&str> = stacks.iter().map(|s| title(s)).collect();
     let xs: Vec<f64> = xs.iter().map(|&x| x as f64).collect();
-    render_lines(
-        "wirebench sweep echo: cost per request by payload size",
-        "payload size",
-        &xs,
-        &titles,
-        &panels,
-    )
+    let head = format!(
+        "wirebench sweep {}: cost per request by payload size",
+        target.name()
+    );
+    render_lines(&head, "payload size", &xs, &titles, &panels)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn row(payload: u64, proto: &'static str, wire: f64) -> EchoRow {
-        EchoRow {
+    fn row(payload: u64, proto: &'static str, wire: f64) -> PayloadRow {
+        PayloadRow {
             payload_bytes: payload,
             proto,
             count: 10,
@@ -325,19 +397,27 @@ mod tests {
             row(65536, "http", 66000.0),
             row(65536, "grpc", 66500.0),
         ];
-        let md = render(TableFormat::Markdown, &rows);
+        let md = render(TableFormat::Markdown, SweepTarget::Echo, &rows);
         assert_eq!(md.lines().count(), 2 + 4, "{md}");
         assert!(md.contains("| 65536 | gRPC | 1000 |"), "{md}");
         assert!(
             md.contains("| 16 | HTTP/1.1 |") && md.contains("| - | 0 |"),
             "{md}"
         );
-        let csv = render(TableFormat::Csv, &rows);
+        let csv = render(TableFormat::Csv, SweepTarget::Echo, &rows);
         assert_eq!(csv.lines().count(), 1 + 4);
         let json: serde_json::Value =
-            serde_json::from_str(&render(TableFormat::Json, &rows)).unwrap();
+            serde_json::from_str(&render(TableFormat::Json, SweepTarget::Echo, &rows)).unwrap();
         assert_eq!(json["rows"].as_array().unwrap().len(), 4);
-        let svg = chart(&rows);
+        assert_eq!(json["schema"], "wirebench.sweep-echo.v1");
+        let json: serde_json::Value =
+            serde_json::from_str(&render(TableFormat::Json, SweepTarget::Grpc, &rows)).unwrap();
+        assert_eq!(json["schema"], "wirebench.sweep-grpc.v1");
+        let svg = chart(SweepTarget::Http, &rows);
+        assert!(
+            svg.contains("wirebench sweep http: cost per request"),
+            "{svg}"
+        );
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         // one line per stack per panel, the window updates of gRPC only
         assert_eq!(svg.matches("<polyline").count(), 2 * 5 + 1, "{svg}");
