@@ -29,6 +29,8 @@
 //! - `outcome`: the typed failure kinds and status keys; details interned per thread.
 //! - `threshold`: `--fail-if` parsed (figure, comparison, limit), part of the configuration;
 //!   `report::threshold` judges it on a report.
+//! - `stages`: `--stages` / `--client-stages` parsed and their math (level, integral, inverse,
+//!   each client's active stretches), part of the configuration.
 //! - `stats`: HDR latency, per-layer counters, per-connection records, process CPU, per-thread
 //!   kernel counts; what one protocol run measured (`ProtoRun`).
 //! - `wirebench_wire` (crates/wire): the sans-IO protocol cores (HTTP/1.1 request, response and

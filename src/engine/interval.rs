@@ -60,6 +60,8 @@ struct Merged {
     bytes_in: u64,
     from: Vec<bool>,
     ran: bool,
+    /// some thread's last part is in it
+    last: bool,
 }
 
 /// The printer: runs until every one of `threads` workers has sent its last part.
@@ -95,6 +97,7 @@ pub(super) fn print(
         m.bytes_out += p.bytes_out;
         m.bytes_in += p.bytes_in;
         m.ran |= p.ran;
+        m.last |= p.last;
         match &mut m.slot {
             Some(s) => s.add(&p.slot),
             None => m.slot = Some(p.slot),
@@ -105,8 +108,11 @@ pub(super) fn print(
             if !complete {
                 break;
             }
+            // a last interval with nothing in it (the run ended just after an interval's
+            // end) is no line
             if let Some(m) = pending.remove(&next)
                 && m.ran
+                && !(m.last && m.slot.as_ref().is_none_or(|s| s.ok + s.failed == 0))
             {
                 emit(&line(&m, next, every, csv, stack));
             }
@@ -171,6 +177,7 @@ mod tests {
             bytes_in: 0,
             from: vec![true],
             ran: true,
+            last: false,
         };
         let l = line(&m, 0, Duration::from_millis(500), true, "http");
         assert_eq!(l, "http,0.000,0.500,5,0,10.0,0.1,0.1,10000000,0");
@@ -179,7 +186,8 @@ mod tests {
         for p in [
             part(1, 0, 3, true),
             part(0, 0, 2, false),
-            part(0, 1, 4, true),
+            part(0, 1, 4, false),
+            part(0, 2, 0, true),
         ] {
             tx.send(p).unwrap();
         }
