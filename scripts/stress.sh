@@ -7,10 +7,13 @@
 #   3. a connection per request (--requests-per-conn 1), 100 clients: connection churn, past the
 #      16,384 connection records a thread keeps one by one (the rest are folded into sums)
 #   4. 100 gRPC connections x 1,000 concurrent streams = 100,000 requests in flight
+#   5. a client ramp (--client-stages): 100 HTTP/1.1 clients up to 5,000 over 10 s, held 5 s,
+#      down to 0 over 10 s, each connecting as it joins and closing as it leaves, with
+#      --interval 1s lines that must add up to the report's count
 #
 #   scripts/stress.sh [--duration 10s] [--http-conns 10000] [--pipelined-conns 1000]
 #                     [--churn-clients 100] [--grpc-conns 100] [--streams 1000]
-#                     [--bind 127.0.0.1-127.0.0.4]
+#                     [--ramp-clients 5000] [--bind 127.0.0.1-127.0.0.4]
 #
 # Prints one summary line per scenario (requests, failures, req/s, p50/p99, connect times, peak
 # RSS and RSS per connection) and keeps the JSON reports in $OUT (default /tmp/wirebench-stress).
@@ -23,12 +26,13 @@ PIPELINED_CONNS=1000
 CHURN_CLIENTS=100
 GRPC_CONNS=100
 STREAMS=1000
+RAMP_CLIENTS=5000
 BIND=""
 OUT="${OUT:-/tmp/wirebench-stress}"
 LIMIT="${LIMIT:-300}"
 
 usage() {
-    sed -n '2,19s/^# \{0,1\}//p' "$0"
+    sed -n '2,22s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -42,6 +46,7 @@ while [[ $# -gt 0 ]]; do
         --churn-clients) CHURN_CLIENTS="${2:?}"; shift ;;
         --grpc-conns) GRPC_CONNS="${2:?}"; shift ;;
         --streams) STREAMS="${2:?}"; shift ;;
+        --ramp-clients) RAMP_CLIENTS="${2:?}"; shift ;;
         --bind) BIND="${2:?}"; shift ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument $1" ;;
@@ -119,4 +124,25 @@ timeout "$LIMIT" "$BIN" echo --target "http://$addr" --proto grpc -c "$clients" 
     --conns "$GRPC_CONNS" -z "$DURATION" --timeout 30s --server-pid "$SERVER" "${bind[@]}" \
     --format json -o "$OUT/grpc.json"
 summary "gRPC ${GRPC_CONNS}x$STREAMS" "$OUT/grpc.json" || status=1
+
+echo "stress: HTTP/1.1 clients ramped 100 -> $RAMP_CLIENTS -> 0 over 25 s against $addr"
+timeout "$LIMIT" "$BIN" echo --target "http://$addr" --proto http \
+    --client-stages "0s:100,10s:$RAMP_CLIENTS,5s:$RAMP_CLIENTS,10s:0" --interval 1s \
+    --interval-format csv --timeout 30s --server-pid "$SERVER" "${bind[@]}" \
+    --format json -o "$OUT/ramp.json" 2>"$OUT/ramp.intervals.csv"
+summary "HTTP/1.1 client ramp to $RAMP_CLIENTS" "$OUT/ramp.json" || status=1
+python3 - "$OUT/ramp.json" "$OUT/ramp.intervals.csv" "$RAMP_CLIENTS" <<'EOF' || status=1
+import csv, json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]
+rows = [x for x in csv.DictReader(open(sys.argv[2])) if x.get("stack") == "http"]
+lines = sum(int(x["ok"]) + int(x["errors"]) for x in rows)
+stages = sum(x["count"] for x in r["stages"])
+opened = r["wire"]["connections_opened"]
+print(f"  {len(rows)} interval lines, {lines} requests in them, {stages} in the stage rows, "
+      f"{r['summary']['count']} in the report; {opened} connections opened, "
+      f"{r['wire']['reconnects']} reconnects; stages: "
+      + ", ".join(f"{x['spec']} {x['requests_per_sec']:.0f} req/s p99 {x['p99_ms']:.1f} ms" for x in r["stages"]))
+ok = lines == stages == r["summary"]["count"] and opened <= int(sys.argv[3]) and r["wire"]["reconnects"] == 0
+sys.exit(0 if ok else 1)
+EOF
 exit $status
