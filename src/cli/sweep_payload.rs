@@ -55,6 +55,13 @@ pub struct SweepEchoArgs {
     pub clients: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub out: TableOut,
+}
+
+/// What every payload sweep shares: the rows' thresholds and TLS, the table and the chart.
+#[derive(Debug, Args)]
+pub struct TableOut {
     /// A condition every row must meet ('p99<5ms', 'errors<0.1%'); a broken one exits 3
     #[arg(long = "fail-if", value_name = "THRESHOLD")]
     pub fail_if: Vec<String>,
@@ -86,20 +93,8 @@ pub struct RowArgs {
     /// Report this server process's CPU per request (a server CPU column)
     #[arg(long)]
     pub server_pid: Option<u32>,
-    /// A condition every row must meet ('p99<5ms', 'errors<0.1%'); a broken one exits 3
-    #[arg(long = "fail-if", value_name = "THRESHOLD")]
-    pub fail_if: Vec<String>,
     #[command(flatten)]
-    pub tls: TlsArgs,
-    /// Table format
-    #[arg(long, value_enum, default_value_t = TableArg::Markdown)]
-    pub format: TableArg,
-    /// Write the table to this file instead of stdout
-    #[arg(short = 'o', long)]
-    pub output: Option<PathBuf>,
-    /// Write the line chart (cost per request by payload size, one line per stack) as SVG
-    #[arg(long)]
-    pub svg: Option<PathBuf>,
+    pub out: TableOut,
 }
 
 #[derive(Debug, Args)]
@@ -186,8 +181,8 @@ impl Shared {
             conns: rows.conns,
             server_pid: rows.server_pid,
             limits: copy_limits(&rows.limits),
-            fail_if: rows.fail_if.clone(),
-            tls: rows.tls.clone(),
+            fail_if: rows.out.fail_if.clone(),
+            tls: rows.out.tls.clone(),
         }
     }
 
@@ -248,8 +243,8 @@ impl SweepEchoArgs {
             conns: 1,
             server_pid: None,
             limits: self.limits,
-            fail_if: self.fail_if,
-            tls: self.tls,
+            fail_if: self.out.fail_if,
+            tls: self.out.tls,
         };
         let mut rows = Vec::with_capacity(self.payload_size.len());
         let mut embedded: Option<ServeConfig> = None;
@@ -273,9 +268,9 @@ impl SweepEchoArgs {
             rows,
             embedded,
             reflect_field: None,
-            format: table_format(self.format),
-            output: self.output,
-            svg: self.svg,
+            format: table_format(self.out.format),
+            output: self.out.output,
+            svg: self.out.svg,
         })
     }
 }
@@ -354,9 +349,9 @@ impl SweepHttpArgs {
             rows,
             embedded: None,
             reflect_field: None,
-            format: table_format(self.rows.format),
-            output: self.rows.output,
-            svg: self.rows.svg,
+            format: table_format(self.rows.out.format),
+            output: self.rows.out.output,
+            svg: self.rows.out.svg,
         })
     }
 }
@@ -451,9 +446,9 @@ impl SweepGrpcArgs {
             rows,
             embedded: None,
             reflect_field,
-            format: table_format(self.rows.format),
-            output: self.rows.output,
-            svg: self.rows.svg,
+            format: table_format(self.rows.out.format),
+            output: self.rows.out.output,
+            svg: self.rows.out.svg,
         })
     }
 }
