@@ -4,6 +4,8 @@
 //! `--target`'s endpoints, the auth token) lives in `app::prepare::Prepared`, and the workload is
 //! rendered there from `spec`. Imports nothing above `net`.
 
+pub mod stages;
+
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -335,13 +337,13 @@ pub struct Load {
 #[derive(Debug, Clone)]
 pub enum Staged {
     /// `--stages`: requests per second
-    Rate(std::sync::Arc<crate::stages::Stages>),
+    Rate(std::sync::Arc<stages::Stages>),
     /// `--client-stages`: clients in flight
-    Clients(std::sync::Arc<crate::stages::Stages>),
+    Clients(std::sync::Arc<stages::Stages>),
 }
 
 impl Staged {
-    pub fn stages(&self) -> &crate::stages::Stages {
+    pub fn stages(&self) -> &stages::Stages {
         match self {
             Staged::Rate(s) | Staged::Clients(s) => s,
         }

@@ -25,12 +25,12 @@
 //! - `client`: thin IO drivers around the wire cores: HTTP/1.1 keepalive, gRPC unary on raw h2.
 //! - `net`: connect with socket options, `Metered` (socket bytes and syscalls), `Io` (plain or
 //!   TLS, plaintext and layer accounting), TCP_INFO; the connection settings.
-//! - `config`: the validated run description, plain data, never changed after validation.
+//! - `config`: the validated run description, plain data, never changed after validation;
+//!   `config::stages`: `--stages` / `--client-stages` parsed and their math (level, integral,
+//!   inverse, each client's active stretches).
 //! - `outcome`: the typed failure kinds and status keys; details interned per thread.
 //! - `threshold`: `--fail-if` parsed (figure, comparison, limit), part of the configuration;
 //!   `report::threshold` judges it on a report.
-//! - `stages`: `--stages` / `--client-stages` parsed and their math (level, integral, inverse,
-//!   each client's active stretches), part of the configuration.
 //! - `stats`: HDR latency, per-layer counters, per-connection records, process CPU, per-thread
 //!   kernel counts; what one protocol run measured (`ProtoRun`).
 //! - `wirebench_wire` (crates/wire): the sans-IO protocol cores (HTTP/1.1 request, response and
@@ -55,7 +55,6 @@ pub mod net;
 pub mod outcome;
 pub mod report;
 pub mod server;
-pub mod stages;
 pub mod stats;
 pub mod threshold;
 pub mod workload;

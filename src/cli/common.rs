@@ -447,7 +447,7 @@ impl RunArgs {
     /// `--stages` / `--client-stages`, parsed.
     fn staged(&self) -> Result<Option<crate::config::Staged>, String> {
         use crate::config::Staged;
-        use crate::stages::Stages;
+        use crate::config::stages::Stages;
         let check = |flag: &str, s: &str, st: Stages| {
             if st.stages.len() > MAX_STAGES {
                 return Err(format!("{flag} {s:?}: more than {MAX_STAGES} stages"));

@@ -30,7 +30,7 @@ pub(crate) enum Profile {
     Constant(f64),
     /// `--stages`: measured tick k is due when the stages' integral reaches k; warmup ticks
     /// come at the rate the first stage starts from
-    Staged(std::sync::Arc<crate::stages::Stages>),
+    Staged(std::sync::Arc<crate::config::stages::Stages>),
 }
 
 /// Which ticks of the global schedule one thread releases: tick g (g = 0, 1, 2, ...) is due at
@@ -241,7 +241,8 @@ mod tests {
     #[test]
     fn staged_ticks_follow_the_ramp_after_warmup_at_its_start_rate() {
         let st =
-            crate::stages::Stages::parse("--stages", "0s:100,1s:100,2s:300", 1e7, false).unwrap();
+            crate::config::stages::Stages::parse("--stages", "0s:100,1s:100,2s:300", 1e7, false)
+                .unwrap();
         let s = Schedule {
             t0: Instant::now(),
             profile: Profile::Staged(std::sync::Arc::new(st)),

@@ -80,7 +80,7 @@ impl Stages {
             if d.trim_start().starts_with('-') {
                 return Err(bad("has a negative duration"));
             }
-            let duration = crate::config::parse_duration(d).map_err(|e| bad(&e))?;
+            let duration = super::parse_duration(d).map_err(|e| bad(&e))?;
             let target: f64 = t
                 .trim()
                 .parse()
