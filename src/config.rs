@@ -390,6 +390,9 @@ pub struct Config {
     pub auth: Option<(String, String)>,
     /// which etcd members get the clients (resolved from `endpoints` before the run)
     pub target: Target,
+    /// etcd put `--verify`: after the run, every acknowledged put is looked up in etcd's
+    /// history at its revision
+    pub verify: bool,
 }
 
 /// A validated `etcd watch` run (its key helpers are `etcd::watch`'s).

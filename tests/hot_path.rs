@@ -127,7 +127,8 @@ fn allocations_for(endpoint: &str, n: u64, shape: &[&str]) -> (u64, wirebench::s
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let run =
-        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Http, None).unwrap();
+        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Http, None, None)
+            .unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
 }
@@ -305,7 +306,8 @@ fn grpc_allocations_for(target: &str, client: &str, n: u64) -> (u64, wirebench::
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let run =
-        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None).unwrap();
+        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None, None)
+            .unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
 }

@@ -32,6 +32,9 @@ pub struct Prepared {
     pub server: Option<Server>,
     /// `--server-pid`'s CPU clock
     pub clock: Option<ProcessClock>,
+    /// etcd with `--target` resolved on a cluster: how the run moves clients off a member that
+    /// is gone (or no longer leads)
+    pub failover: Option<engine::Failover>,
 }
 
 impl Prepared {
@@ -59,6 +62,7 @@ impl Prepared {
             workload,
             server: None,
             clock: None,
+            failover: None,
         })
     }
 
@@ -72,7 +76,14 @@ impl Prepared {
             (None, Some(f)) => Some(f),
             (None, None) => None,
         };
-        engine::run_proto(cfg, &self.workload, &self.endpoints, proto, cpu)
+        engine::run_proto(
+            cfg,
+            &self.workload,
+            &self.endpoints,
+            proto,
+            cpu,
+            self.failover.as_ref(),
+        )
     }
 
     /// The report of `runs`, made on these endpoints.
@@ -99,17 +110,19 @@ pub fn prepare(cfg: &Config, embedded: Option<ServeConfig>) -> Result<Prepared, 
         None => cfg.endpoints.clone(),
     };
     let token = authenticate(cfg, &given)?;
-    let (endpoints, roles) = if server.is_some() {
-        (given, Vec::new())
+    let (endpoints, roles, members) = if server.is_some() {
+        (given, Vec::new(), None)
     } else {
         resolve_target(cfg, given, token.as_deref())?
     };
+    let failover = members.map(|m| failover(cfg, m, token.clone()));
     let prepared = Prepared::new(cfg, endpoints, roles, token)?;
     let clock = server_clock(cfg)?;
     ensure_fds(cfg, server.is_some())?;
     Ok(Prepared {
         server,
         clock,
+        failover,
         ..prepared
     })
 }
@@ -122,9 +135,14 @@ pub(super) fn prepare_row(
     clock: Option<ProcessClock>,
 ) -> Result<Prepared, RunError> {
     ensure_fds(cfg, false)?;
-    let (endpoints, roles) = resolve_target(cfg, cfg.endpoints.clone(), token)?;
+    let (endpoints, roles, members) = resolve_target(cfg, cfg.endpoints.clone(), token)?;
+    let failover = members.map(|m| failover(cfg, m, token.map(String::from)));
     let prepared = Prepared::new(cfg, endpoints, roles, token.map(String::from))?;
-    Ok(Prepared { clock, ..prepared })
+    Ok(Prepared {
+        clock,
+        failover,
+        ..prepared
+    })
 }
 
 /// `--server-pid`'s CPU clock, or a one-line error when the process cannot be read.
@@ -178,38 +196,64 @@ pub(super) fn authenticate(
         .map_err(|e| RunError::Setup(format!("authenticate as {user}: {e}")))
 }
 
+/// How a run on `members` (its endpoints first) moves its clients: the members are asked for
+/// their status again (each bounded by `REDISCOVER_LIMIT`) and `--target` applied anew.
+fn failover(cfg: &Config, members: Vec<Endpoint>, token: Option<String>) -> engine::Failover {
+    /// how long a member may take to answer a re-discovery (the run goes on meanwhile)
+    const REDISCOVER_LIMIT: Duration = Duration::from_millis(300);
+    let (target, net, h2) = (cfg.target, cfg.net.clone(), cfg.h2);
+    let over_grpc = cfg.protos.contains(&Proto::Grpc);
+    let asked = members.clone();
+    engine::Failover {
+        members,
+        rediscover: Box::new(move |current| {
+            let statuses = discover::survey(
+                &asked,
+                over_grpc,
+                &net,
+                &h2,
+                token.as_deref(),
+                REDISCOVER_LIMIT,
+            );
+            discover::reroute(target, &statuses, current)
+        }),
+    }
+}
+
 /// Resolves `--target` on the `given` endpoints into those the run uses, labelled leader /
-/// follower. With `all` and several endpoints the labels are a bonus: a discovery failure
-/// leaves them out.
+/// follower, and (when the cluster answered) every member the run may move clients to. With
+/// `all` and several endpoints the labels are a bonus: a discovery failure leaves them out.
+#[allow(clippy::type_complexity)]
 fn resolve_target(
     cfg: &Config,
     given: Vec<Endpoint>,
     token: Option<&str>,
-) -> Result<(Vec<Endpoint>, Vec<String>), RunError> {
+) -> Result<(Vec<Endpoint>, Vec<String>, Option<Vec<Endpoint>>), RunError> {
     let target = cfg.target;
     if !matches!(cfg.spec, WorkloadSpec::Etcd(_)) {
-        return Ok((given, Vec::new()));
+        return Ok((given, Vec::new(), None));
     }
     if target == Target::First {
         let first = vec![given[0].clone()];
-        return Ok((first, Vec::new()));
+        return Ok((first, Vec::new(), None));
     }
     if target == Target::All && given.len() < 2 {
-        return Ok((given, Vec::new()));
+        return Ok((given, Vec::new(), None));
     }
     let over_grpc = cfg.protos.contains(&Proto::Grpc);
     let view = match discover::discover(&given, over_grpc, &cfg.net, &cfg.h2, token) {
         Ok(v) => v,
-        Err(_) if target == Target::All => return Ok((given, Vec::new())),
+        Err(_) if target == Target::All => return Ok((given, Vec::new(), None)),
         Err(e) => return Err(RunError::Setup(format!("--target {}: {e}", target.name()))),
     };
     let chosen = match discover::resolve(&given, target, &view) {
         Ok(c) => c,
-        Err(_) if target == Target::All => return Ok((given, Vec::new())),
+        Err(_) if target == Target::All => return Ok((given, Vec::new(), None)),
         Err(e) => return Err(RunError::Setup(format!("--target {}: {e}", target.name()))),
     };
     let roles = discover::roles(&given, &chosen, &view);
-    Ok((chosen, roles))
+    let members = discover::members(&given, &chosen, &view);
+    Ok((chosen, roles, Some(members)))
 }
 
 /// `g` with its request encoded through the schema the first endpoint's reflection service

@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use super::{Prepared, RunError, emit, exit};
-use crate::config::{Config, Format};
+use crate::config::{Config, EtcdOp, Format, WorkloadSpec};
 use crate::engine;
 use crate::report::{self, Report};
 use crate::stats::ProtoRun;
@@ -17,8 +17,53 @@ pub fn run(cfg: &Config, prepared: &Prepared) -> Result<(Report, Vec<ProtoRun>),
         }
         runs.push(prepared.run_proto(cfg, proto).map_err(RunError::Setup)?);
     }
-    let report = prepared.report(cfg, &runs);
+    let mut report = prepared.report(cfg, &runs);
+    if cfg.verify {
+        for (r, run) in report.runs.iter_mut().zip(&runs) {
+            r.verify = Some(verify(cfg, prepared, run)?);
+        }
+    }
     Ok((report, runs))
+}
+
+/// `--verify`: the run's acknowledged puts looked up in etcd's history, through the members
+/// the run could use (its endpoints first).
+fn verify(
+    cfg: &Config,
+    prepared: &Prepared,
+    run: &ProtoRun,
+) -> Result<report::VerifyReport, RunError> {
+    let WorkloadSpec::Etcd(EtcdOp::Put { key_size, .. }) = cfg.spec else {
+        return Err(RunError::Usage("--verify checks etcd puts".into()));
+    };
+    let members = prepared
+        .failover
+        .as_ref()
+        .map_or(&prepared.endpoints[..], |f| &f.members[..]);
+    let v = crate::etcd::verify::verify_puts(
+        members,
+        &run.stats.acks,
+        key_size,
+        &cfg.net,
+        &cfg.h2,
+        prepared.token.as_deref(),
+        cfg.load.timeout,
+    )
+    .map_err(RunError::Setup)?;
+    Ok(report::VerifyReport {
+        checked: v.checked,
+        lost: v.lost,
+        lost_examples: v
+            .lost_examples
+            .into_iter()
+            .map(|(key_index, revision, found)| report::LostWrite {
+                key_index,
+                revision,
+                found,
+            })
+            .collect(),
+        via: v.via,
+    })
 }
 
 /// Runs, writes the report (and the chart with `--svg`); fails when a protocol had no success.
@@ -37,6 +82,15 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
     let stacks: Vec<report::compare::Stack<'_>> = figs.iter().map(|(t, f)| (*t, f)).collect();
     write_svg(cfg, &stacks)?;
     let mut code = exit::OK;
+    for r in &report.runs {
+        if let Some(v) = r.verify.as_ref().filter(|v| v.lost > 0) {
+            eprintln!(
+                "error: --verify: {} of {} acknowledged {} puts are not in etcd's history at their revisions",
+                v.lost, v.checked, r.title
+            );
+            code = exit::FAILURE;
+        }
+    }
     for r in report.runs.iter().filter(|r| r.summary.ok == 0) {
         eprintln!(
             "error: no {} request succeeded ({})",

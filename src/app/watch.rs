@@ -90,7 +90,14 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
 pub fn put_load(cfg: &WatchConfig) -> Result<PutOutcome, String> {
     let workload = Workload::WatchPuts(Box::new(WatchPuts::new(cfg)?));
     let endpoints = &cfg.endpoints[..1];
-    let run = engine::run_proto(&put_config(cfg), &workload, endpoints, cfg.put_proto, None)?;
+    let run = engine::run_proto(
+        &put_config(cfg),
+        &workload,
+        endpoints,
+        cfg.put_proto,
+        None,
+        None,
+    )?;
     PutOutcome::from_run(cfg, run)
 }
 
@@ -134,5 +141,6 @@ fn put_config(cfg: &WatchConfig) -> Config {
         thresholds: Vec::new(),
         auth: None,
         target: Target::First,
+        verify: false,
     }
 }

@@ -760,6 +760,7 @@ impl RunArgs {
             thresholds,
             auth,
             target,
+            verify: false,
         })
     }
 }

@@ -25,6 +25,10 @@ pub enum EtcdCmd {
         /// Write keys in order (request index mod key space) instead of at random
         #[arg(long)]
         sequential_keys: bool,
+        /// After the run, look every acknowledged put up in etcd's history (a range of its key
+        /// at its revision must return it with that mod revision); exit 1 if one is lost
+        #[arg(long)]
+        verify: bool,
         /// Comma-separated endpoints (http://host:port); connections are spread over them
         #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
         endpoints: Vec<String>,
@@ -117,15 +121,16 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             val_size,
             key_space_size,
             sequential_keys,
+            verify,
             endpoints,
             target,
             run,
-        } => (
-            etcd_put(key_size, val_size, key_space_size, sequential_keys)?,
-            endpoints,
-            target,
-            run,
-        ),
+        } => {
+            let op = etcd_put(key_size, val_size, key_space_size, sequential_keys)?;
+            let cfg =
+                run.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?, target)?;
+            return Ok(Config { verify, ..cfg });
+        }
         EtcdCmd::Range {
             range_key,
             consistency,

@@ -33,6 +33,8 @@ pub(super) struct Slot {
     connected: Notify,
     /// `--requests-per-conn`: calls the current connection may still take
     budget: Cell<u64>,
+    /// the member the current connection goes to (etcd failover moves slots)
+    member: Cell<usize>,
 }
 
 /// A client's cached handle to its slot's current connection.
@@ -42,9 +44,11 @@ struct Handle {
     ledger: Rc<Ledger>,
 }
 
+/// A connection for endpoint slot `endpoint`, to the member the slot goes to now.
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
-    let addr = ctx.addrs[endpoint];
-    Conn::connect(addr, &ctx.hosts[endpoint], endpoint, &ctx.net, &ctx.h2)
+    let member = ctx.member(endpoint);
+    let addr = ctx.addrs[member];
+    Conn::connect(addr, &ctx.hosts[member], endpoint, &ctx.net, &ctx.h2)
         .await
         .map_err(|e| format!("connect to {addr}: {e}"))
 }
@@ -68,6 +72,7 @@ pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Slot>>, St
             connecting: Cell::new(false),
             connected: Notify::new(),
             budget: Cell::new(ctx.requests_per_conn.unwrap_or(0)),
+            member: Cell::new(endpoint),
         }));
     }
     Ok(slots)
@@ -101,6 +106,13 @@ impl Slot {
             {
                 conn.mark_dead();
             }
+            // the slot was moved to another member: replace the connection
+            if w.ctx.routes.is_some()
+                && w.ctx.member(self.endpoint) != self.member.get()
+                && let Some(conn) = self.conn.borrow().as_ref()
+            {
+                conn.mark_dead();
+            }
             if let Some(conn) = self.conn.borrow().as_ref()
                 && !conn.is_dead()
             {
@@ -125,11 +137,13 @@ impl Slot {
             self.retire(w);
             // boxed: a connect (TLS handshake included) is a large future that every client's
             // future would otherwise carry, and there may be 100,000 of them
+            let member = w.ctx.member(self.endpoint);
             let result = Box::pin(connect(&w.ctx, self.endpoint)).await;
             self.connecting.set(false);
             self.connected.notify_waiters();
             let conn = result.map_err(|e| Failure::with(FailureKind::Connect, e))?;
             *self.conn.borrow_mut() = Some(conn);
+            self.member.set(member);
             self.budget.set(churn.unwrap_or(0));
             self.generation.set(self.generation.get() + 1);
             w.stats.borrow_mut().reconnects += 1;
@@ -314,7 +328,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                     w.fail(endpoint, warm, e.status, e.failure);
                     continue;
                 };
-                let authority = &ctx.authorities[slot.endpoint];
+                let authority = &ctx.authorities[ctx.member(slot.endpoint)];
                 let token =
                     Client::grpc(&mut h.send, &h.ledger, authority).authenticate(user, password);
                 // boxed, as the connect: rare, and large

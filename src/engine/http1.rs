@@ -16,11 +16,13 @@ use crate::outcome::{Failure, FailureKind};
 use crate::workload::Workload;
 use crate::workload::etcd::client::{Client, is_invalid_token};
 
+/// A connection for endpoint slot `endpoint`, to the member the slot goes to now.
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
-    let addr = ctx.addrs[endpoint];
+    let member = ctx.member(endpoint);
+    let addr = ctx.addrs[member];
     let conn = Conn::connect(
         addr,
-        &ctx.hosts[endpoint],
+        &ctx.hosts[member],
         endpoint,
         &ctx.net,
         ctx.max_body,
@@ -108,6 +110,8 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
     // the client has no connection because of its stretch (it joins later, or paused): the
     // next connect is no reconnect
     let mut paused = gate.is_some() && conn.is_none();
+    // the member this client's connection goes to (etcd failover moves slots)
+    let mut conn_member = endpoint;
 
     while let Some(turn) = w
         .turn(
@@ -126,6 +130,14 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         .await
     {
         let warm = turn.warm;
+        // the slot was moved to another member: this connection goes, the next one goes there
+        if ctx.routes.is_some()
+            && conn.is_some()
+            && ctx.member(endpoint) != conn_member
+            && let Some(c) = conn.take()
+        {
+            retire(&w, c);
+        }
         // --requests-per-conn: the connect is part of the request it precedes
         let setup_from = ctx.requests_per_conn.map(|_| Instant::now());
         let c = match &mut conn {
@@ -139,6 +151,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     if !std::mem::take(&mut paused) {
                         w.stats.borrow_mut().reconnects += 1;
                     }
+                    conn_member = ctx.member(endpoint);
                     conn.insert(c)
                 }
                 Err(e) => {
@@ -271,7 +284,7 @@ async fn reauthenticate(
     let Some((user, password)) = &ctx.auth else {
         return Err(Failure::with(FailureKind::Auth, "no credentials"));
     };
-    let auth = Client::http(c, &ctx.authorities[endpoint]).authenticate(user, password);
+    let auth = Client::http(c, &ctx.authorities[ctx.member(endpoint)]).authenticate(user, password);
     let token = tokio::time::timeout(ctx.timeout, auth)
         .await
         .unwrap_or_else(|_| {

@@ -1,6 +1,7 @@
 //! Thread-per-core runner: each thread a current-thread runtime owning its connections, clients
 //! and stats; closed loop, bounded by a total or a duration; merged once at the end.
 
+mod failover;
 mod grpc;
 mod http1;
 mod interval;
@@ -11,6 +12,7 @@ mod ramp;
 mod run;
 mod worker;
 
+pub use failover::Failover;
 pub use run::run_proto;
 
 use std::sync::atomic::AtomicBool;
@@ -53,14 +55,36 @@ struct Ctx {
     threads: usize,
     /// HTTP/1.1 layer accounting on or off (h2 carries its own switch in `h2`)
     layers: crate::net::Layers,
+    /// per member (the run's endpoints first: slot i starts on member i)
     addrs: Vec<std::net::SocketAddr>,
-    /// `host:port` per endpoint (re-authentication requests)
+    /// `host:port` per member (re-authentication requests)
     authorities: Vec<String>,
-    /// host per endpoint (TLS server name)
+    /// host per member (TLS server name)
     hosts: Vec<String>,
+    /// etcd: which member each endpoint slot goes to now, when clients can be moved
+    routes: Option<failover::Routes>,
     /// etcd credentials, to re-authenticate on "invalid auth token"
     auth: Option<(String, String)>,
     workload: Workload,
+    /// what becomes of what successful requests acknowledge
+    acks: Acks,
+}
+
+/// What the engine keeps of the revisions successful writes acknowledge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Acks {
+    /// the watch benchmark's puts: revisions per key (the watchers' expected events)
+    ByKey,
+    /// `--verify`: every put's key index and revision, checked after the run
+    Listed,
+    Dropped,
+}
+
+impl Ctx {
+    /// The member endpoint slot `slot` goes to now.
+    fn member(&self, slot: usize) -> usize {
+        self.routes.as_ref().map_or(slot, |r| r.member(slot))
+    }
 }
 
 /// The clients (and, for gRPC, connections) one thread owns.

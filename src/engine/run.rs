@@ -104,6 +104,7 @@ pub fn run_proto(
     endpoints: &[Endpoint],
     proto: Proto,
     server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
+    failover: Option<&super::Failover>,
 ) -> Result<ProtoRun, String> {
     let load = &cfg.load;
     let conns = match proto {
@@ -126,6 +127,11 @@ pub fn run_proto(
         endpoints.len(),
     );
     let threads = plan.len();
+    // etcd with clients to move: the run's endpoints, then the cluster's other members
+    let members = match failover {
+        Some(f) => &f.members[..],
+        None => endpoints,
+    };
     let bar = progress::Bar::start(proto.title(), threads, load.stop, load.warmup);
     let counters = bar.as_ref().map(|b| b.counters.clone());
     // --interval: the printer thread, fed by every worker
@@ -172,12 +178,25 @@ pub fn run_proto(
         } else {
             crate::net::Layers::Off
         },
-        addrs: endpoints.iter().map(|e| e.addr).collect(),
-        authorities: endpoints.iter().map(|e| e.authority.clone()).collect(),
-        hosts: endpoints.iter().map(|e| e.host.clone()).collect(),
+        addrs: members.iter().map(|e| e.addr).collect(),
+        authorities: members.iter().map(|e| e.authority.clone()).collect(),
+        hosts: members.iter().map(|e| e.host.clone()).collect(),
+        routes: failover.map(|_| super::failover::Routes::new(endpoints.len(), Instant::now())),
         auth: cfg.auth.clone(),
         workload: workload.clone(),
+        acks: match workload {
+            Workload::WatchPuts(_) => super::Acks::ByKey,
+            Workload::Etcd(_) if cfg.verify => super::Acks::Listed,
+            _ => super::Acks::Dropped,
+        },
     });
+    if let (Some(r), Some(f)) = (&ctx.routes, failover) {
+        r.settle(f);
+    }
+    let start_members: Vec<usize> = match &ctx.routes {
+        Some(_) => (0..endpoints.len()).map(|i| ctx.member(i)).collect(),
+        None => Vec::new(),
+    };
     let sync = Arc::new(Meeting::new(threads));
 
     let handles: Vec<_> = plan
@@ -209,15 +228,24 @@ pub fn run_proto(
     }
     let server_start = server_cpu.map(|f| f());
     let mut samples = RssSamples::new(window_start);
-    if let Some(s) = &sampler {
-        while !sync
-            .done
-            .wait(samples.next.saturating_duration_since(Instant::now()))
-        {
+    // woken for the next memory sample, and while clients can be moved, for re-discoveries
+    let wake = |samples: &RssSamples| {
+        let sample = match &sampler {
+            Some(_) => samples.next.saturating_duration_since(Instant::now()),
+            None => Duration::from_secs(3600),
+        };
+        match failover {
+            Some(_) => sample.min(super::failover::RETRY_EVERY),
+            None => sample,
+        }
+    };
+    while !sync.done.wait(wake(&samples)) {
+        if let Some(s) = &sampler {
             samples.take(s, Instant::now());
         }
-    } else {
-        while !sync.done.wait(Duration::from_secs(3600)) {}
+        if let (Some(r), Some(f)) = (&ctx.routes, failover) {
+            r.rediscover(f);
+        }
     }
     let server_end = server_cpu.map(|f| f());
     let last_sample = rss();
@@ -258,6 +286,20 @@ pub fn run_proto(
         return Err(e);
     }
     let window_end = ended.unwrap_or(window_start).max(window_start);
+    let (failovers, rediscovery_failures) = match &ctx.routes {
+        Some(r) => {
+            let (mut events, n, last) = r.finish();
+            // from the routes' origin to the start line
+            let lead = started.saturating_duration_since(r.base());
+            for e in &mut events {
+                e.first_failure = e.first_failure.saturating_sub(lead);
+                e.moved = e.moved.saturating_sub(lead);
+                e.first_success = e.first_success.map(|t| t.saturating_sub(lead));
+            }
+            (events, (n, last))
+        }
+        None => (Vec::new(), (0, None)),
+    };
     let server_cpu = match (server_start, server_end) {
         (Some(Ok(a)), Some(Ok(b))) => Some(Ok(b.saturating_sub(a))),
         (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
@@ -293,6 +335,13 @@ pub fn run_proto(
         pacer_timer,
         memory,
         stage_cpu,
+        failovers,
+        rediscovery_failures,
+        members: match failover {
+            Some(_) => members.iter().map(|e| e.url.clone()).collect(),
+            None => Vec::new(),
+        },
+        start_members,
     })
 }
 

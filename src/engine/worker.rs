@@ -152,6 +152,9 @@ impl Worker {
             st.record_uncorrected(now - sent);
         }
         drop(st);
+        if let Some(r) = &self.ctx.routes {
+            r.succeeded(endpoint);
+        }
         self.bump_progress(false);
     }
 
@@ -171,16 +174,22 @@ impl Worker {
         self.stats.borrow_mut().record_stream(messages, first);
     }
 
-    /// What a successful request acknowledged (the watch puts' revisions); nothing for the
-    /// other workloads.
+    /// What a successful request acknowledged: the watch puts' revisions by key, or with
+    /// `--verify` every put's key index and revision; nothing otherwise.
     pub(super) fn acked(&self, ack: Ack) {
-        if let Some((key, revision)) = ack {
-            self.stats.borrow_mut().record_revision(key, revision);
+        let Some((key, revision)) = ack else { return };
+        match self.ctx.acks {
+            super::Acks::ByKey => self.stats.borrow_mut().record_revision(key, revision),
+            super::Acks::Listed => self.stats.borrow_mut().acks.push((key as u64, revision)),
+            super::Acks::Dropped => {}
         }
     }
 
     /// Counts one failed request (warmup requests only as a number).
     pub(super) fn fail(&self, endpoint: usize, warm: bool, status: Option<StatusKey>, f: Failure) {
+        if let Some(r) = &self.ctx.routes {
+            r.failed(endpoint, &f, !warm);
+        }
         if warm {
             self.warmup_done();
             return;
@@ -270,6 +279,8 @@ impl Reconnect {
         if w.deadline.is_none() || w.pacer.is_some() {
             w.fail(endpoint, warm, None, f);
             *sent += u64::from(!warm);
+        } else if let Some(r) = &w.ctx.routes {
+            r.failed(endpoint, &f, false);
         }
         if self.failed(w).await {
             return true;
@@ -291,6 +302,10 @@ impl Reconnect {
             return false;
         }
         let mut delay = self.delay;
+        // clients that can be moved try again soon: the slot may point elsewhere by then
+        if w.ctx.routes.is_some() {
+            delay = delay.min(super::failover::RETRY_EVERY);
+        }
         if let Some(d) = w.deadline {
             delay = delay.min(d.saturating_duration_since(Instant::now()));
         }

@@ -110,6 +110,131 @@ pub fn discover(
     })?
 }
 
+/// Asks every endpoint for its status at once, each bounded by `limit`; an endpoint that does
+/// not answer is `None` (a member that is gone). For re-discovery during a run.
+pub fn survey(
+    endpoints: &[Endpoint],
+    over_grpc: bool,
+    net: &NetConfig,
+    h2: &H2Config,
+    token: Option<&str>,
+    limit: Duration,
+) -> Vec<Option<MemberStatus>> {
+    let proto = if over_grpc { Proto::Grpc } else { Proto::Http };
+    let net = NetConfig {
+        connect_timeout: limit,
+        ..net.clone()
+    };
+    crate::client::block_on(async {
+        let probes: Vec<_> = endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, ep)| {
+                let probe = Probe {
+                    index: i,
+                    ep: ep.clone(),
+                    net: net.clone(),
+                    h2: *h2,
+                    token: token.map(str::to_string),
+                    members: false,
+                };
+                tokio::task::spawn_local(async move {
+                    tokio::time::timeout(limit * 2, probe.run(proto)).await
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(probes.len());
+        for p in probes {
+            out.push(match p.await {
+                Ok(Ok(Ok((status, _)))) => Some(status),
+                _ => None,
+            });
+        }
+        out
+    })
+    .unwrap_or_else(|_| vec![None; endpoints.len()])
+}
+
+/// During a run: which member each slot should use now, given each slot's member (`current`,
+/// indices into the members `statuses` answer for; `None`: no answer, gone). `Leader`: every
+/// slot to the member that every answering member names as leader and that answers itself;
+/// `All`: a slot stays while its member answers, else moves to an answering member (in turn
+/// by slot); `Followers`: the same among the answering members that do not lead.
+pub fn reroute(
+    target: Target,
+    statuses: &[Option<MemberStatus>],
+    current: &[usize],
+) -> Result<Vec<usize>, String> {
+    let live: Vec<&MemberStatus> = statuses.iter().flatten().collect();
+    if live.is_empty() {
+        return Err("no member answers".into());
+    }
+    let leader = {
+        let mut named = live.iter().map(|s| s.leader);
+        let first = named.next().unwrap_or(0);
+        (first != 0 && named.all(|l| l == first))
+            .then_some(first)
+            .and_then(|id| live.iter().find(|s| s.member_id == id))
+            .map(|s| s.endpoint)
+    };
+    match target {
+        Target::First => Ok(current.to_vec()),
+        Target::Leader => {
+            let l = leader.ok_or("no leader yet: the members disagree or an election runs")?;
+            Ok(vec![l; current.len()])
+        }
+        Target::All | Target::Followers => {
+            let pool: Vec<usize> = live
+                .iter()
+                .map(|s| s.endpoint)
+                .filter(|&e| target == Target::All || Some(e) != leader)
+                .collect();
+            if pool.is_empty() {
+                return Err("no follower answers".into());
+            }
+            Ok(current
+                .iter()
+                .enumerate()
+                .map(|(slot, &m)| {
+                    if pool.contains(&m) {
+                        m
+                    } else {
+                        pool[slot % pool.len()]
+                    }
+                })
+                .collect())
+        }
+    }
+}
+
+/// Every member a run may move its clients to: `chosen` (the run's endpoints, in order) first,
+/// then the other `given` endpoints, then the member list's other client URLs (with the given
+/// endpoints' scheme).
+pub fn members(given: &[Endpoint], chosen: &[Endpoint], view: &ClusterView) -> Vec<Endpoint> {
+    let mut out: Vec<Endpoint> = chosen.to_vec();
+    for ep in given {
+        if !out.iter().any(|o| o.addr == ep.addr) {
+            out.push(ep.clone());
+        }
+    }
+    let scheme = match given.first() {
+        Some(ep) if ep.tls => "https://",
+        _ => "http://",
+    };
+    for m in &view.members {
+        let Some(url) = m.client_urls.first() else {
+            continue;
+        };
+        let authority = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+        if let Ok(ep) = Endpoint::parse(&format!("{scheme}{authority}"))
+            && !out.iter().any(|o| o.addr == ep.addr)
+        {
+            out.push(ep);
+        }
+    }
+    out
+}
+
 /// What one endpoint is asked, owned so it can run as a local task.
 struct Probe {
     index: usize,
@@ -393,6 +518,39 @@ mod tests {
         assert!(needs_discovery(Target::Leader));
         assert!(needs_discovery(Target::Followers));
         assert!(needs_discovery(Target::All));
+    }
+
+    #[test]
+    fn reroute_follows_the_leader_and_leaves_the_dead() {
+        // member 0 (id 11) led and is gone; 22 leads now
+        let after = vec![None, Some(status(1, 22, 22)), Some(status(2, 33, 22))];
+        assert_eq!(reroute(Target::Leader, &after, &[0]).unwrap(), vec![1]);
+        // slots on live members stay; the dead one's slot moves
+        assert_eq!(
+            reroute(Target::All, &after, &[0, 1, 2]).unwrap(),
+            vec![1, 1, 2]
+        );
+        assert_eq!(
+            reroute(Target::Followers, &after, &[0, 2]).unwrap(),
+            vec![2, 2]
+        );
+        // an election: no leader named yet
+        let electing = vec![None, Some(status(1, 22, 0)), Some(status(2, 33, 0))];
+        assert!(reroute(Target::Leader, &electing, &[0]).is_err());
+        // still named, but the named leader does not answer
+        let stale = vec![None, Some(status(1, 22, 11)), Some(status(2, 33, 11))];
+        assert!(reroute(Target::Leader, &stale, &[0]).is_err());
+        assert!(reroute(Target::All, &[None, None], &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn members_list_the_chosen_first_then_every_other() {
+        let given = endpoints(&[2001, 2002]);
+        let chosen = endpoints(&[2002]);
+        assert_eq!(
+            ports(&super::members(&given, &chosen, &full_view())),
+            [2002, 2001, 2003]
+        );
     }
 
     #[test]

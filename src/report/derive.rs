@@ -234,6 +234,35 @@ pub(super) fn timeline(run: &ProtoRun) -> Vec<TimelinePoint> {
         .collect()
 }
 
+/// The failovers of a run whose clients could move (etcd on a cluster).
+pub(super) fn failover(run: &ProtoRun) -> Option<FailoverReport> {
+    if run.members.is_empty() {
+        return None;
+    }
+    let url = |i: usize| run.members.get(i).cloned().unwrap_or_default();
+    Some(FailoverReport {
+        members: run.members.clone(),
+        events: run
+            .failovers
+            .iter()
+            .map(|e| FailoverRow {
+                endpoint: e.slot,
+                from: url(e.from),
+                to: url(e.to),
+                first_failure_s: e.first_failure.as_secs_f64(),
+                moved_s: e.moved.as_secs_f64(),
+                first_success_s: e.first_success.map(|t| t.as_secs_f64()),
+                gap_s: e
+                    .first_success
+                    .map(|t| t.saturating_sub(e.first_failure).as_secs_f64()),
+                failed_between: e.failed_between,
+            })
+            .collect(),
+        rediscovery_failures: run.rediscovery_failures.0,
+        last_rediscovery_error: run.rediscovery_failures.1.clone(),
+    })
+}
+
 /// `--stages` / `--client-stages`: the stage rows, and the stage of each timeline point.
 pub(super) fn staged(report: &mut RunReport, run: &ProtoRun, staged: &crate::config::Staged) {
     let st = staged.stages();
@@ -376,7 +405,20 @@ impl RunReport {
         includes_server: bool,
     ) -> RunReport {
         let ipv6: Vec<bool> = endpoints.iter().map(|e| e.addr.is_ipv6()).collect();
-        let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
+        let mut urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
+        // a slot that started on another member (its own was gone since the run before) is
+        // named by the member it went to, and has no role
+        let mut roles = roles.to_vec();
+        for (slot, &m) in run.start_members.iter().enumerate() {
+            if m != slot
+                && let (Some(u), Some(url)) = (urls.get_mut(slot), run.members.get(m))
+            {
+                *u = format!("{url} (for {u}, gone)");
+                if let Some(r) = roles.get_mut(slot) {
+                    *r = "moved".to_string();
+                }
+            }
+        }
         let st = &run.stats;
         let lat = &st.latency;
         let secs = run.elapsed.as_secs_f64();
@@ -389,6 +431,7 @@ impl RunReport {
             written: st.written,
             retried: st.retried,
             reauthenticated: st.reauthenticated,
+            outcome_unknown: st.written.saturating_sub(st.ok),
             total_s: secs,
             slowest_ms: if lat.count == 0 {
                 0.0
@@ -436,7 +479,9 @@ impl RunReport {
             stages: None,
             connection_setup: connection_setup(run),
             streaming: streaming(run),
-            per_endpoint: per_endpoint(run, &urls, roles),
+            per_endpoint: per_endpoint(run, &urls, &roles),
+            failover: failover(run),
+            verify: None,
             timeline: timeline(run),
             connect_times: connect_times(&st.conns, &st.folded_connect),
             memory: memory(run, includes_server),

@@ -103,6 +103,12 @@ pub struct RunReport {
     pub connection_setup: Option<ConnectionSetup>,
     /// outcomes by endpoint, in `--endpoints` order (after `--target` selection)
     pub per_endpoint: Vec<EndpointReport>,
+    /// etcd on a cluster: the clients moved off a member that was gone or no longer led
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failover: Option<FailoverReport>,
+    /// etcd put `--verify`: the acknowledged puts looked up in etcd's history
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyReport>,
     /// `--stages` / `--client-stages` only: one row per stage with a duration, outcomes by
     /// the stage they completed in
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -198,6 +204,57 @@ pub struct EndpointReport {
     pub p50_ms: f64,
     pub p90_ms: f64,
     pub p99_ms: f64,
+}
+
+/// `--verify`: every acknowledged put looked up at its revision.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    pub checked: u64,
+    /// acknowledged puts whose key had another mod revision (or none) at their revision
+    pub lost: u64,
+    /// up to 10 of them
+    pub lost_examples: Vec<LostWrite>,
+    /// the member the lookups went to
+    pub via: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LostWrite {
+    pub key_index: u64,
+    pub revision: i64,
+    /// the key's mod revision at `revision` (null: no value)
+    pub found: Option<i64>,
+}
+
+/// What moving clients between etcd members did during the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailoverReport {
+    /// the members the clients could go to, the run's endpoints first
+    pub members: Vec<String>,
+    pub events: Vec<FailoverRow>,
+    /// re-discoveries that found nothing to move to (an election running, no member
+    /// answering), and the last reason
+    pub rediscovery_failures: u64,
+    pub last_rediscovery_error: Option<String>,
+}
+
+/// One endpoint slot's clients moved to another member; seconds from the start line.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailoverRow {
+    /// the slot: index into `per_endpoint`
+    pub endpoint: usize,
+    pub from: String,
+    pub to: String,
+    /// the failure that opened the episode
+    pub first_failure_s: f64,
+    /// the cluster named another member; the slot moved
+    pub moved_s: f64,
+    /// the slot's first success after the move (null: none before the end)
+    pub first_success_s: Option<f64>,
+    /// first_success_s - first_failure_s
+    pub gap_s: Option<f64>,
+    /// the slot's failed requests in between
+    pub failed_between: u64,
 }
 
 /// One timeline bucket.
@@ -305,6 +362,9 @@ pub struct Summary {
     pub retried: u64,
     /// requests sent again after re-authenticating with etcd ("invalid auth token")
     pub reauthenticated: u64,
+    /// written requests that failed: the server may have acted on them (a write may have been
+    /// applied), so for etcd ok ≤ revision delta ≤ ok + outcome_unknown
+    pub outcome_unknown: u64,
     pub total_s: f64,
     pub slowest_ms: f64,
     pub fastest_ms: f64,

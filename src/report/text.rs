@@ -238,6 +238,28 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     if let Some(rows) = &run.stages {
         render_stages(out, rows, run.open_loop.is_some());
     }
+    if let Some(f) = &run.failover
+        && (!f.events.is_empty() || f.rediscovery_failures > 0)
+    {
+        render_failover(out, f);
+    }
+    if let Some(v) = &run.verify {
+        let _ = writeln!(
+            out,
+            "Verify: {} acknowledged puts looked up at their revisions (via {}): {} lost",
+            v.checked, v.via, v.lost
+        );
+        for l in &v.lost_examples {
+            let _ = writeln!(
+                out,
+                "  lost: key {} acknowledged at revision {}, mod revision there {}",
+                l.key_index,
+                l.revision,
+                l.found.map_or("none".to_string(), |f| f.to_string())
+            );
+        }
+        let _ = writeln!(out);
+    }
     if let Some(c) = &run.connection_setup {
         render_connection_setup(out, c);
     }
@@ -699,6 +721,34 @@ fn render_connection_setup(out: &mut String, c: &crate::report::ConnectionSetup)
         if [50.0, 90.0, 99.0].contains(&p.percentile) {
             let _ = writeln!(out, "    {} % in {}", p.percentile, fmt_ms(p.latency_ms));
         }
+    }
+    let _ = writeln!(out);
+}
+
+fn render_failover(out: &mut String, f: &crate::report::FailoverReport) {
+    let _ = writeln!(out, "Failover (seconds from the start):");
+    for e in &f.events {
+        let _ = writeln!(
+            out,
+            "  {} -> {}: first failure {:.3} s, moved {:.3} s, first success {}, {} failed between",
+            e.from,
+            e.to,
+            e.first_failure_s,
+            e.moved_s,
+            match (e.first_success_s, e.gap_s) {
+                (Some(t), Some(g)) => format!("{t:.3} s ({g:.3} s after the first failure)"),
+                _ => "none before the end".to_string(),
+            },
+            e.failed_between
+        );
+    }
+    if f.rediscovery_failures > 0 {
+        let _ = writeln!(
+            out,
+            "  {} re-discoveries found nothing to move to (last: {})",
+            f.rediscovery_failures,
+            f.last_rediscovery_error.as_deref().unwrap_or("-")
+        );
     }
     let _ = writeln!(out);
 }

@@ -13,7 +13,7 @@ pub use process::{CpuTimes, ProcessClock, Rss, RssSampler, memory, thread_cpu};
 pub use records::{
     CloseRecord, ConnRecord, ConnSet, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts,
 };
-pub use run::{Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, WindowCost};
+pub use run::{FailoverEvent, Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, WindowCost};
 pub use watch::{Loss, WatchOutcome};
 
 use std::collections::{BTreeMap, HashMap};
@@ -97,6 +97,8 @@ pub struct Stats {
     /// per key index, the revisions etcd assigned to the acknowledged puts of a workload that
     /// reports them (the watch benchmark's put load); empty, never allocated, for the others
     pub revisions: Vec<Vec<i64>>,
+    /// `--verify`: (key index, revision) of every acknowledged put, checked after the run
+    pub acks: Vec<(u64, i64)>,
 }
 
 impl Stats {
@@ -200,6 +202,7 @@ impl Stats {
         for (mine, theirs) in self.revisions.iter_mut().zip(other.revisions) {
             mine.extend(theirs);
         }
+        self.acks.extend(other.acks);
         self.latency.merge(&other.latency);
         if let Some(u) = &other.uncorrected {
             self.uncorrected

@@ -77,6 +77,33 @@ pub struct ProtoRun {
     pub memory: Option<Memory>,
     /// `--stages` / `--client-stages`: the worker threads' CPU in each stage, summed
     pub stage_cpu: Vec<CpuTimes>,
+    /// etcd: the clients moved off a member that was gone or no longer led
+    pub failovers: Vec<FailoverEvent>,
+    /// re-discoveries of the cluster that found nothing to move to (an election running, every
+    /// member unreachable), and the last reason
+    pub rediscovery_failures: (u64, Option<String>),
+    /// the members the run could move clients to (its endpoints first), as URLs
+    pub members: Vec<String>,
+    /// the member each endpoint slot started on (indices into `members`; empty without them)
+    pub start_members: Vec<usize>,
+}
+
+/// One endpoint slot's clients moved to another member. Times are from the start of the run
+/// (the start line, before any warmup).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailoverEvent {
+    pub slot: usize,
+    /// indices into `ProtoRun::members`
+    pub from: usize,
+    pub to: usize,
+    /// the failure that opened the episode
+    pub first_failure: Duration,
+    /// when the slot was moved
+    pub moved: Duration,
+    /// the slot's first success after the move; None: none before the run ended
+    pub first_success: Option<Duration>,
+    /// the slot's failed requests from the first failure to the first success
+    pub failed_between: u64,
 }
 
 /// The worker threads' cost, each counted on its own thread: over the measured window (CPU,

@@ -109,7 +109,7 @@ impl Workload {
         body: &[u8],
     ) -> Result<(StatusKey, Ack), (StatusKey, Failure)> {
         match self {
-            Workload::Etcd(w) => w.check_http(status, body).map(|s| (s, None)),
+            Workload::Etcd(w) => w.check_http(status, body),
             Workload::WatchPuts(w) => w.check_http(status, body),
             Workload::Echo(w) => w.check_http(status, body).map(|s| (s, None)),
             Workload::Http(w) => w.check_http(status).map(|s| (s, None)),
@@ -164,7 +164,7 @@ impl Workload {
     /// The verdict on a gRPC response message: what it acknowledged, or why it failed.
     pub fn check_grpc(&self, message: &Bytes) -> Result<Ack, Failure> {
         match self {
-            Workload::Etcd(w) => w.check_grpc(message).map(|()| None),
+            Workload::Etcd(w) => w.check_grpc(message),
             Workload::WatchPuts(w) => w.check_grpc(message),
             Workload::Echo(w) => w.check_grpc(message).map(|()| None),
             Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),

@@ -21,6 +21,9 @@ const CLUSTER_SIZE: usize = 3;
 /// machine does not trigger a new one in the middle of a test.
 const CLUSTER_HEARTBEAT_MS: &str = "50";
 const CLUSTER_ELECTION_MS: &str = "500";
+/// etcd's own defaults (ms), for the failover tests: what a real cluster elects with.
+const DEFAULT_HEARTBEAT_MS: &str = "100";
+const DEFAULT_ELECTION_MS: &str = "1000";
 
 /// One member of a `Cluster`.
 struct Member {
@@ -42,6 +45,15 @@ impl Cluster {
     /// Starts the three members at once and waits until all of them name the same leader;
     /// panics (with their logs) if they do not within `READY_TIMEOUT`.
     pub fn start() -> Cluster {
+        Cluster::start_timed(CLUSTER_HEARTBEAT_MS, CLUSTER_ELECTION_MS)
+    }
+
+    /// `start` with etcd's default heartbeat (100 ms) and election timeout (1 s).
+    pub fn start_default_timing() -> Cluster {
+        Cluster::start_timed(DEFAULT_HEARTBEAT_MS, DEFAULT_ELECTION_MS)
+    }
+
+    fn start_timed(heartbeat_ms: &str, election_ms: &str) -> Cluster {
         let bin = etcd_binary();
         let mut last_log = String::new();
         for attempt in 0..START_ATTEMPTS {
@@ -74,8 +86,8 @@ impl Cluster {
                     );
                     cmd.args(["--initial-cluster-state", "new"])
                         .args(["--initial-cluster-token", &token])
-                        .args(["--heartbeat-interval", CLUSTER_HEARTBEAT_MS])
-                        .args(["--election-timeout", CLUSTER_ELECTION_MS]);
+                        .args(["--heartbeat-interval", heartbeat_ms])
+                        .args(["--election-timeout", election_ms]);
                     Member {
                         child: Some(spawn(cmd, &bin)),
                         client_port: client_ports[i],
@@ -148,6 +160,45 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(25));
         }
+    }
+
+    /// Kills member `i` (SIGKILL) and reaps it.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The index of the member that leads among those still running, once they agree on one
+    /// that answers; panics if they do not within `READY_TIMEOUT`.
+    pub fn live_leader(&self) -> usize {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let live: Vec<(usize, (u64, u64))> = (0..self.members.len())
+                .filter(|&i| self.members[i].child.is_some())
+                .filter_map(|i| member_status(self.client_addr(i)).map(|s| (i, s)))
+                .collect();
+            if let Some(&(_, (_, leader))) = live.first()
+                && leader != 0
+                && live.iter().all(|(_, (_, l))| *l == leader)
+                && let Some(&(i, _)) = live.iter().find(|(_, (id, _))| *id == leader)
+            {
+                return i;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "the live members do not agree on a leader; logs:\n{}",
+                    self.logs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// The current store revision through member `i`'s gateway.
+    pub fn revision_at(&self, i: usize) -> i64 {
+        revision_via(|path, body| self.call(i, path, body))
     }
 
     /// The current store revision (through member m1's gateway).

@@ -35,6 +35,10 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         pacer_timer: None,
         memory: None,
         stage_cpu: Vec::new(),
+        failovers: Vec::new(),
+        rediscovery_failures: (0, None),
+        members: Vec::new(),
+        start_members: Vec::new(),
     }
 }
 

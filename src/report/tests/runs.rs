@@ -269,6 +269,7 @@ fn etcd_put_config() -> Config {
         thresholds: Vec::new(),
         auth: None,
         target: Target::First,
+        verify: false,
     }
 }
 

@@ -23,7 +23,7 @@ use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::json::{self, GwError, GwMemberList, GwResponse, GwStatus, GwToken};
 use wirebench_wire::proto::etcd::{
     AuthenticateRequest, AuthenticateResponse, MemberListRequest, MemberListResponse, PutRequest,
-    PutResponse, StatusRequest, StatusResponse,
+    PutResponse, RangeRequest, RangeResponse, StatusRequest, StatusResponse,
 };
 
 /// Largest answer to a one-off call (a few hundred bytes per member in a member list).
@@ -234,6 +234,32 @@ impl<'c> Client<'c> {
     }
 }
 
+impl Client<'_> {
+    /// `KV/Range` of `key` as of `revision` (gRPC only): the mod revision of the key then, or
+    /// None when it had no value.
+    pub async fn mod_revision_at(
+        mut self,
+        key: &[u8],
+        revision: i64,
+    ) -> Result<Option<i64>, Failure> {
+        let Via::Grpc { send, ledger } = &mut self.via else {
+            return Err(Failure::with(
+                FailureKind::H2,
+                "a range at a revision runs over gRPC",
+            ));
+        };
+        let req = RangeRequest {
+            key: Bytes::copy_from_slice(key),
+            revision,
+            ..Default::default()
+        };
+        let msg = unary(send, ledger, self.authority, self.token, RANGE, &req).await?;
+        let r =
+            RangeResponse::decode(msg).map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
+        Ok(r.kvs.first().map(|kv| kv.mod_revision))
+    }
+}
+
 /// A call's gRPC method and gateway path.
 struct Method {
     grpc: &'static str,
@@ -255,6 +281,10 @@ const MEMBERS: Method = Method {
 const PUT: Method = Method {
     grpc: "/etcdserverpb.KV/Put",
     gateway: "/v3/kv/put",
+};
+const RANGE: Method = Method {
+    grpc: "/etcdserverpb.KV/Range",
+    gateway: "/v3/kv/range",
 };
 
 /// The prefix of the failures of a request that could not be built.

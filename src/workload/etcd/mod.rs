@@ -64,7 +64,8 @@ fn put_key_index(key: &mut [u8], n: u64) {
 }
 
 /// Sets `key` to the key of put number `idx`: sequential, or uniform over the key space.
-fn next_key(op: &EtcdOp, rng: &mut Rng, key: &mut [u8], idx: u64) {
+/// Put: writes the key of request `idx` into `key`; returns its key index (0 for range).
+fn next_key(op: &EtcdOp, rng: &mut Rng, key: &mut [u8], idx: u64) -> u64 {
     if let EtcdOp::Put {
         key_space_size,
         sequential_keys,
@@ -77,7 +78,16 @@ fn next_key(op: &EtcdOp, rng: &mut Rng, key: &mut [u8], idx: u64) {
             rng.below(key_space_size)
         };
         put_key_index(key, n);
+        return n;
     }
+    0
+}
+
+/// The put key of index `n`, `key_size` bytes (what the put load wrote for it).
+pub fn put_key(key_size: usize, n: u64) -> Vec<u8> {
+    let mut key = vec![0; key_size];
+    put_key_index(&mut key, n);
+    key
 }
 
 /// What `op` sends to each endpoint: the HTTP/1.1 request heads, the gRPC calls, and the
@@ -179,6 +189,8 @@ pub struct EtcdWorkload {
     request: Bytes,
     /// the JSON body of the plain HTTP/2 request at hand
     h2_body: Bytes,
+    /// put: the key index of the request at hand
+    key_index: u64,
 }
 
 impl EtcdWorkload {
@@ -249,6 +261,7 @@ impl EtcdWorkload {
             frame: BytesMut::new(),
             request: Bytes::new(),
             h2_body: Bytes::new(),
+            key_index: 0,
         })
     }
 
@@ -292,7 +305,7 @@ impl EtcdWorkload {
     fn next_json(&mut self, idx: u64) {
         let shared = &*self.shared;
         if let EtcdOp::Put { .. } = shared.op {
-            next_key(&shared.op, &mut self.rng, &mut self.key, idx);
+            self.key_index = next_key(&shared.op, &mut self.rng, &mut self.key, idx);
             self.body.clear();
             self.body.put_slice(br#"{"key":""#);
             json::put_base64(&self.key, &mut self.body);
@@ -319,7 +332,12 @@ impl EtcdWorkload {
         (&self.h2_body, &self.shared.h2_calls[ep])
     }
 
-    pub fn check_http(&self, status: u16, body: &[u8]) -> Result<StatusKey, (StatusKey, Failure)> {
+    /// The verdict on a gateway answer; a put's acknowledges its key index and revision.
+    pub fn check_http(
+        &self,
+        status: u16,
+        body: &[u8],
+    ) -> Result<(StatusKey, Ack), (StatusKey, Failure)> {
         let key = StatusKey::Http(status);
         if status != 200 {
             return Err((key, gateway_error(status, body)));
@@ -328,13 +346,18 @@ impl EtcdWorkload {
             Ok(r) => r,
             Err(e) => return Err((key, Failure::with(FailureKind::BadResponse, e))),
         };
-        match r.header {
-            Some(h) if h.revision.is_some() => Ok(key),
-            _ => Err((
+        match r.header.and_then(|h| h.revision()) {
+            Some(rev) => Ok((key, self.ack(rev))),
+            None => Err((
                 key,
                 Failure::with(FailureKind::BadResponse, "no header.revision in response"),
             )),
         }
+    }
+
+    /// Put: the key index of the request at hand and the revision etcd gave it.
+    fn ack(&self, revision: i64) -> Ack {
+        matches!(self.shared.op, EtcdOp::Put { .. }).then_some((self.key_index as usize, revision))
     }
 
     pub fn call(&self, ep: usize) -> &Call {
@@ -348,7 +371,7 @@ impl EtcdWorkload {
             EtcdOp::Put { .. } => {
                 // the last request's bytes first, so the buffer is reused
                 self.request = Bytes::new();
-                next_key(&shared.op, &mut self.rng, &mut self.key, idx);
+                self.key_index = next_key(&shared.op, &mut self.rng, &mut self.key, idx);
                 // PutRequest{key = 1, value = 2} encoded by hand: the value part is constant.
                 let key_field = prost::encoding::bytes::encoded_len(1, &self.key);
                 let len = key_field + shared.proto_tail.len();
@@ -368,13 +391,14 @@ impl EtcdWorkload {
         &self.request
     }
 
-    pub fn check_grpc(&self, message: &Bytes) -> Result<(), Failure> {
+    /// The verdict on a gRPC answer; a put's acknowledges its key index and revision.
+    pub fn check_grpc(&self, message: &Bytes) -> Result<Ack, Failure> {
         let header = match self.shared.op {
             EtcdOp::Put { .. } => PutResponse::decode(message.clone()).map(|r| r.header),
             EtcdOp::Range { .. } => RangeResponse::decode(message.clone()).map(|r| r.header),
         };
         match header {
-            Ok(Some(_)) => Ok(()),
+            Ok(Some(h)) => Ok(self.ack(h.revision)),
             Ok(None) => Err(Failure::with(
                 FailureKind::BadResponse,
                 "no header in response",
