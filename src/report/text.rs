@@ -166,6 +166,13 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     if s.failed > 0 {
         let _ = writeln!(out, "  OK:           {}", s.ok);
         let _ = writeln!(out, "  Failed:       {}", s.failed);
+        if s.outcome_unknown > 0 {
+            let _ = writeln!(
+                out,
+                "  Unknown:      {} (written, then failed: the server may have acted on them)",
+                s.outcome_unknown
+            );
+        }
     }
     if s.retried > 0 {
         let _ = writeln!(
