@@ -26,7 +26,59 @@ pub enum EtcdOp {
     Range {
         key: Vec<u8>,
         serializable: bool,
+        options: RangeOptions,
     },
+}
+
+/// etcd range's options beyond the key (etcd benchmark's and etcdctl's names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RangeOptions {
+    /// every key with the key as prefix (range_end = the key with its last byte + 1)
+    pub prefix: bool,
+    /// at most this many keys (0: no limit)
+    pub limit: i64,
+    pub keys_only: bool,
+    pub count_only: bool,
+    /// read at this revision (0: the latest)
+    pub revision: i64,
+}
+
+impl RangeOptions {
+    /// `, prefix, limit 10, keys only` for the report header (empty without options).
+    fn describe(&self) -> String {
+        let mut s = String::new();
+        if self.prefix {
+            s.push_str(", prefix");
+        }
+        if self.limit > 0 {
+            s.push_str(&format!(", limit {}", self.limit));
+        }
+        if self.keys_only {
+            s.push_str(", keys only");
+        }
+        if self.count_only {
+            s.push_str(", count only");
+        }
+        if self.revision > 0 {
+            s.push_str(&format!(", at revision {}", self.revision));
+        }
+        s
+    }
+}
+
+/// The range end of every key with `prefix` as prefix: the prefix with its last byte that is
+/// not 0xff incremented (and what follows it dropped); `\0` (every key) when there is none.
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(&last) = end.last() {
+        if last < 0xff {
+            let n = end.len();
+            end[n - 1] = last + 1;
+            return end;
+        }
+        end.pop();
+    }
+    vec![0]
 }
 
 /// What to run, before it is rendered for concrete endpoints (`workload::Workload::new`).
@@ -109,14 +161,19 @@ impl WorkloadSpec {
                     "random"
                 }
             ),
-            WorkloadSpec::Etcd(EtcdOp::Range { key, serializable }) => format!(
-                "etcd range {:?} ({})",
+            WorkloadSpec::Etcd(EtcdOp::Range {
+                key,
+                serializable,
+                options,
+            }) => format!(
+                "etcd range {:?} ({}{})",
                 String::from_utf8_lossy(key),
                 if *serializable {
                     "serializable"
                 } else {
                     "linearizable"
-                }
+                },
+                options.describe()
             ),
             WorkloadSpec::Echo { ping, .. } => format!("echo: ping of {} B", ping.len()),
             WorkloadSpec::Http(h) => {

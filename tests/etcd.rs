@@ -11,7 +11,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::Value;
 
-use support::{Etcd, f64_at, proto_run, run_bounded, run_json, run_json_within, u64_at};
+use support::{Etcd, assert_refused, f64_at, proto_run, run_bounded, run_json, run_json_within, u64_at};
 
 /// Wall-clock bound for the duration-mode runs (1 s of load plus setup and teardown).
 const DURATION_RUN_LIMIT: Duration = Duration::from_secs(10);
@@ -395,5 +395,72 @@ fn warmup_requests_are_sent_but_not_measured() {
     assert!(
         (0.95..5.0).contains(&total_s),
         "summary.total_s = {total_s} (warmup excluded)"
+    );
+}
+
+#[test]
+fn range_options_shape_the_answer_over_both_protocols() {
+    let etcd = Etcd::start();
+    for i in 0..5 {
+        etcd.put(format!("wb-p/{i}"), format!("v{i}"));
+    }
+    // wb-p/0 is overwritten: at the revision of its first put it still reads v0
+    let first = etcd.put("wb-q", "old");
+    etcd.put("wb-q", "new");
+    let endpoint = etcd.endpoint();
+    let range = |key: &str, opts: &[&str]| {
+        let mut args = vec![
+            "etcd",
+            "range",
+            key,
+            "--endpoints",
+            &endpoint,
+            "--proto",
+            "both",
+            "-n",
+            "50",
+            "-c",
+            "2",
+        ];
+        args.extend_from_slice(opts);
+        run_json(&args)
+    };
+    let first = first.to_string();
+    let cases: [(&str, &[&str], usize, Option<&str>); 5] = [
+        ("wb-p/", &["--prefix"], 5, None),
+        ("wb-p/", &["--prefix", "--limit", "2"], 2, None),
+        ("wb-p/", &["--prefix", "--keys-only"], 5, None),
+        ("wb-p/", &["--prefix", "--count-only"], 0, None),
+        ("wb-q", &["--rev", &first], 1, Some("old")),
+    ];
+    for (key, opts, kvs, value) in cases {
+        let before = etcd.revision();
+        let report = range(key, opts);
+        assert_eq!(etcd.revision(), before, "{opts:?}: reads must not write");
+        for proto in ["http", "grpc"] {
+            let run = proto_run(&report, proto);
+            assert_all_ok(run, 50);
+            let s = &run["sample_response"];
+            let got = s["kvs"].as_array().map_or(0, Vec::len);
+            assert_eq!(got, kvs, "{proto} {opts:?}: {s}");
+            if key == "wb-p/" {
+                assert_eq!(s["count"], "5", "{proto} {opts:?}: {s}");
+            }
+            if opts.contains(&"--limit") {
+                assert_eq!(s["more"], true, "{proto}: {s}");
+            }
+            if opts.contains(&"--keys-only") {
+                assert!(s["kvs"][0].get("value").is_none(), "{proto}: {s}");
+            }
+            if let Some(v) = value {
+                let text = s["kvs"][0]["value"].as_str().unwrap();
+                assert_eq!(B64.decode(text).unwrap(), v.as_bytes(), "{proto}");
+            }
+        }
+    }
+    assert_refused(
+        &["etcd", "range", "k", "--keys-only", "--count-only"],
+        2,
+        "choose one",
     );
 }

@@ -74,6 +74,7 @@ fn op_for(s: &SweepConfig, key_size: usize) -> EtcdOp {
         SweepOp::Range { serializable, .. } => EtcdOp::Range {
             key: vec![0; key_size],
             serializable,
+            options: Default::default(),
         },
     }
 }

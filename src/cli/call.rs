@@ -118,7 +118,7 @@ impl CallCmd {
                         call,
                     },
             } => {
-                let op = etcd_range(range_key, consistency)?;
+                let op = etcd_range(range_key, consistency, Default::default())?;
                 Ok(Action::Call {
                     cfg: call.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?)?,
                     embedded: None,

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use super::Action;
 use super::common::{Consistency, MAX_GENERATED, RunArgs, parse_endpoints, parse_target};
 use super::watch::WatchArgs;
-use crate::config::{Config, EtcdOp, Target, WorkloadSpec};
+use crate::config::{Config, EtcdOp, RangeOptions, Target, WorkloadSpec};
 use crate::workload::etcd::varint_len;
 
 #[derive(Debug, Subcommand)]
@@ -49,6 +49,21 @@ pub enum EtcdCmd {
         /// l: linearizable (through the leader), s: serializable (local member)
         #[arg(long, value_enum, default_value_t = Consistency::L)]
         consistency: Consistency,
+        /// Read every key with KEY as prefix
+        #[arg(long)]
+        prefix: bool,
+        /// At most this many keys per range (0: no limit)
+        #[arg(long, default_value_t = 0)]
+        limit: u64,
+        /// Keys without their values
+        #[arg(long)]
+        keys_only: bool,
+        /// Only the number of keys
+        #[arg(long)]
+        count_only: bool,
+        /// Read at this revision (0: the latest)
+        #[arg(long, default_value_t = 0)]
+        rev: u64,
         /// Comma-separated endpoints (http://host:port); connections are spread over them
         #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
         endpoints: Vec<String>,
@@ -102,15 +117,25 @@ pub(super) fn etcd_put(
     })
 }
 
-/// A validated range of one key.
-pub(super) fn etcd_range(key: String, consistency: Consistency) -> Result<EtcdOp, String> {
+/// A validated range of one key (or, with `--prefix`, every key under it).
+pub(super) fn etcd_range(
+    key: String,
+    consistency: Consistency,
+    options: RangeOptions,
+) -> Result<EtcdOp, String> {
     if key.is_empty() {
         return Err("range needs a non-empty KEY".into());
     }
     Ok(EtcdOp::Range {
         key: key.into_bytes(),
         serializable: matches!(consistency, Consistency::S),
+        options,
     })
+}
+
+/// `--limit` / `--rev` as etcd's int64.
+fn int64(flag: &str, v: u64) -> Result<i64, String> {
+    i64::try_from(v).map_err(|_| format!("{flag} {v}: at most {}", i64::MAX))
 }
 
 /// The run configuration of `etcd put` or `etcd range`.
@@ -134,10 +159,32 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
         EtcdCmd::Range {
             range_key,
             consistency,
+            prefix,
+            limit,
+            keys_only,
+            count_only,
+            rev,
             endpoints,
             target,
             run,
-        } => (etcd_range(range_key, consistency)?, endpoints, target, run),
+        } => {
+            if keys_only && count_only {
+                return Err("--keys-only and --count-only: choose one".into());
+            }
+            let options = RangeOptions {
+                prefix,
+                limit: int64("--limit", limit)?,
+                keys_only,
+                count_only,
+                revision: int64("--rev", rev)?,
+            };
+            (
+                etcd_range(range_key, consistency, options)?,
+                endpoints,
+                target,
+                run,
+            )
+        }
         EtcdCmd::Watch(_) => {
             return Err("watch has its own report; it cannot run as a request load".into());
         }

@@ -221,18 +221,46 @@ impl EtcdWorkload {
                 prost::encoding::bytes::encode(2, &value, &mut pt);
                 (jt.freeze(), pt.freeze())
             }
-            EtcdOp::Range { key, serializable } => {
+            EtcdOp::Range {
+                key,
+                serializable,
+                options: o,
+            } => {
+                let range_end = o.prefix.then(|| crate::config::prefix_end(key));
                 let mut jt = BytesMut::new();
                 jt.put_slice(br#"{"key":""#);
                 json::put_base64(key, &mut jt);
-                jt.put_slice(if *serializable {
-                    br#"","serializable":true}"#.as_slice()
-                } else {
-                    br#""}"#.as_slice()
-                });
+                jt.put_slice(b"\"");
+                if let Some(end) = &range_end {
+                    jt.put_slice(br#","range_end":""#);
+                    json::put_base64(end, &mut jt);
+                    jt.put_slice(b"\"");
+                }
+                // int64 fields as JSON strings, as the gateway writes them
+                if o.limit > 0 {
+                    jt.put_slice(format!(r#","limit":"{}""#, o.limit).as_bytes());
+                }
+                if o.revision > 0 {
+                    jt.put_slice(format!(r#","revision":"{}""#, o.revision).as_bytes());
+                }
+                for (on, field) in [
+                    (*serializable, r#","serializable":true"#),
+                    (o.keys_only, r#","keys_only":true"#),
+                    (o.count_only, r#","count_only":true"#),
+                ] {
+                    if on {
+                        jt.put_slice(field.as_bytes());
+                    }
+                }
+                jt.put_slice(b"}");
                 let req = RangeRequest {
                     key: Bytes::copy_from_slice(key),
+                    range_end: range_end.map(Bytes::from).unwrap_or_default(),
+                    limit: o.limit,
+                    revision: o.revision,
                     serializable: *serializable,
+                    keys_only: o.keys_only,
+                    count_only: o.count_only,
                     ..Default::default()
                 };
                 let mut pt = BytesMut::new();
@@ -701,6 +729,7 @@ mod tests {
         let op = EtcdOp::Range {
             key: b"k".to_vec(),
             serializable: false,
+            options: Default::default(),
         };
         let w = EtcdWorkload::new(op, &[endpoint()], 1, None).unwrap();
         let body = br#"{"error":"etcdserver: user name is empty","message":"etcdserver: user name is empty","code":3}"#;
