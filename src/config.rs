@@ -28,6 +28,14 @@ pub enum EtcdOp {
         serializable: bool,
         options: RangeOptions,
     },
+    /// etcd benchmark's txn-put: each transaction puts `ops` distinct keys (consecutive key
+    /// indices from a random one, in the key space)
+    TxnPut {
+        key_size: usize,
+        val_size: usize,
+        key_space_size: u64,
+        ops: usize,
+    },
 }
 
 /// etcd range's options beyond the key (etcd benchmark's and etcdctl's names).
@@ -174,6 +182,14 @@ impl WorkloadSpec {
                     "linearizable"
                 },
                 options.describe()
+            ),
+            WorkloadSpec::Etcd(EtcdOp::TxnPut {
+                key_size,
+                val_size,
+                key_space_size,
+                ops,
+            }) => format!(
+                "etcd txn-put: {ops} puts per txn, key {key_size} B, value {val_size} B, {key_space_size} keys"
             ),
             WorkloadSpec::Echo { ping, .. } => format!("echo: ping of {} B", ping.len()),
             WorkloadSpec::Http(h) => {

@@ -11,7 +11,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::Value;
 
-use support::{Etcd, assert_refused, f64_at, proto_run, run_bounded, run_json, run_json_within, u64_at};
+use support::{
+    Etcd, assert_refused, f64_at, proto_run, run_bounded, run_json, run_json_within, u64_at,
+};
 
 /// Wall-clock bound for the duration-mode runs (1 s of load plus setup and teardown).
 const DURATION_RUN_LIMIT: Duration = Duration::from_secs(10);
@@ -463,4 +465,44 @@ fn range_options_shape_the_answer_over_both_protocols() {
         2,
         "choose one",
     );
+}
+
+#[test]
+fn txn_put_counts_one_revision_per_transaction_over_both_protocols() {
+    let etcd = Etcd::start();
+    let before = etcd.revision();
+    // 4 keys, 4 puts per transaction: every transaction writes every key once
+    let report = run_json(&[
+        "etcd",
+        "txn-put",
+        "--endpoints",
+        &etcd.endpoint(),
+        "--proto",
+        "both",
+        "--txn-ops",
+        "4",
+        "--key-space-size",
+        "4",
+        "-n",
+        "300",
+        "-c",
+        "4",
+    ]);
+    for proto in ["http", "grpc"] {
+        assert_all_ok(proto_run(&report, proto), 300);
+    }
+    // one revision per transaction, however many puts it holds
+    assert_eq!(etcd.revision() - before, 600);
+    // key index 0 (eight bytes of Go varint 0): one version per transaction
+    let kv = etcd.call(
+        "/v3/kv/range",
+        &serde_json::json!({ "key": B64.encode([0u8; 8]) }),
+    );
+    assert_eq!(kv["kvs"][0]["version"], "600", "{kv}");
+    assert_refused(
+        &["etcd", "txn-put", "--txn-ops", "4", "--key-space-size", "3"],
+        2,
+        "distinct",
+    );
+    assert_refused(&["etcd", "txn-put", "--txn-ops", "0"], 2, "--txn-ops 0");
 }

@@ -39,6 +39,31 @@ pub enum EtcdCmd {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Transactions of puts (etcd benchmark's `txn-put`): each puts --txn-ops distinct keys,
+    /// consecutive key indices from a random one; one revision per transaction
+    TxnPut {
+        /// Puts per transaction
+        #[arg(long, default_value_t = 1)]
+        txn_ops: usize,
+        /// Key size in bytes; the key's first bytes encode the key index (Go PutVarint)
+        #[arg(long, default_value_t = 8)]
+        key_size: usize,
+        /// Value size in bytes (random bytes, one value for the whole run)
+        #[arg(long, default_value_t = 8)]
+        val_size: usize,
+        /// Number of distinct keys (at least --txn-ops: a transaction's keys are distinct)
+        #[arg(long, default_value_t = 1)]
+        key_space_size: u64,
+        /// Comma-separated endpoints (http://host:port); connections are spread over them
+        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+        endpoints: Vec<String>,
+        /// Which members get the clients: all the endpoints, the first, the leader or the
+        /// followers (found with Maintenance/Status and MemberList)
+        #[arg(long, default_value = "all", value_parser = parse_target)]
+        target: Target,
+        #[command(flatten)]
+        run: RunArgs,
+    },
     /// Watch keys while a put load runs: events/s, event latency, missing and duplicated events
     Watch(WatchArgs),
     /// Read one key (etcd benchmark's `range`)
@@ -117,6 +142,35 @@ pub(super) fn etcd_put(
     })
 }
 
+/// The most puts one transaction may carry (etcd's default --max-txn-ops is 128).
+const MAX_TXN_OPS: usize = 128;
+
+/// A validated txn-put: the put's key and value checks, and room for distinct keys.
+pub(super) fn etcd_txn_put(
+    ops: usize,
+    key_size: usize,
+    val_size: usize,
+    key_space_size: u64,
+) -> Result<EtcdOp, String> {
+    if ops == 0 || ops > MAX_TXN_OPS {
+        return Err(format!(
+            "--txn-ops {ops}: between 1 and {MAX_TXN_OPS} (etcd's default --max-txn-ops)"
+        ));
+    }
+    etcd_put(key_size, val_size, key_space_size, false)?;
+    if key_space_size < ops as u64 {
+        return Err(format!(
+            "--key-space-size {key_space_size} is below --txn-ops {ops}: a transaction's keys must be distinct"
+        ));
+    }
+    Ok(EtcdOp::TxnPut {
+        key_size,
+        val_size,
+        key_space_size,
+        ops,
+    })
+}
+
 /// A validated range of one key (or, with `--prefix`, every key under it).
 pub(super) fn etcd_range(
     key: String,
@@ -185,6 +239,20 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
                 run,
             )
         }
+        EtcdCmd::TxnPut {
+            txn_ops,
+            key_size,
+            val_size,
+            key_space_size,
+            endpoints,
+            target,
+            run,
+        } => (
+            etcd_txn_put(txn_ops, key_size, val_size, key_space_size)?,
+            endpoints,
+            target,
+            run,
+        ),
         EtcdCmd::Watch(_) => {
             return Err("watch has its own report; it cannot run as a request load".into());
         }

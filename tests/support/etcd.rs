@@ -245,7 +245,7 @@ impl Etcd {
     }
 
     /// POSTs JSON to the gateway; panics unless the answer is 200 with a JSON body.
-    fn call(&self, path: &str, body: &Value) -> Value {
+    pub fn call(&self, path: &str, body: &Value) -> Value {
         gateway_call(self.client_addr(), path, body)
             .unwrap_or_else(|e| panic!("{e}\netcd log:\n{}", self.log()))
     }

@@ -206,6 +206,17 @@ pub fn put_response_json(r: &PutResponse) -> Value {
     Value::Object(m)
 }
 
+pub fn txn_response_json(r: &crate::proto::etcd::TxnResponse) -> Value {
+    let mut m = Map::new();
+    if let Some(h) = &r.header {
+        m.insert("header".into(), header_json(h));
+    }
+    if r.succeeded {
+        m.insert("succeeded".into(), Value::Bool(true));
+    }
+    Value::Object(m)
+}
+
 pub fn range_response_json(r: &RangeResponse) -> Value {
     let mut m = Map::new();
     if let Some(h) = &r.header {

@@ -20,13 +20,14 @@ use client::{gateway_error, put_body, put_revision, put_revision_gateway};
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::json::{self, GwResponse};
-use wirebench_wire::proto::etcd::{PutResponse, RangeRequest, RangeResponse};
+use wirebench_wire::proto::etcd::{PutResponse, RangeRequest, RangeResponse, TxnResponse};
 
 /// The gateway path of `op`.
 fn gateway_path(op: &EtcdOp) -> &'static str {
     match op {
         EtcdOp::Put { .. } => "/v3/kv/put",
         EtcdOp::Range { .. } => "/v3/kv/range",
+        EtcdOp::TxnPut { .. } => "/v3/kv/txn",
     }
 }
 
@@ -35,6 +36,7 @@ fn grpc_path(op: &EtcdOp) -> &'static str {
     match op {
         EtcdOp::Put { .. } => "/etcdserverpb.KV/Put",
         EtcdOp::Range { .. } => "/etcdserverpb.KV/Range",
+        EtcdOp::TxnPut { .. } => "/etcdserverpb.KV/Txn",
     }
 }
 
@@ -107,8 +109,23 @@ fn json_body_len(op: &EtcdOp, json_tail: &[u8]) -> usize {
             br#"{"key":""#.len() + b.len() + json_tail.len()
         }
         EtcdOp::Range { .. } => json_tail.len(),
+        EtcdOp::TxnPut { key_size, ops, .. } => {
+            let mut b = BytesMut::new();
+            json::put_base64(&vec![0; *key_size], &mut b);
+            let op = TXN_OP_HEAD.len() + b.len() + json_tail.len();
+            TXN_HEAD.len() + ops * op + (ops - 1) + TXN_END.len()
+        }
     }
 }
+
+/// A txn-put's gateway body: `{"success":[` ops `]}`, each op `{"request_put":{"key":"K` +
+/// the value tail.
+const TXN_HEAD: &[u8] = br#"{"success":["#;
+const TXN_OP_HEAD: &[u8] = br#"{"request_put":{"key":""#;
+const TXN_END: &[u8] = b"]}";
+
+/// TxnRequest.success and RequestOp.request_put: both field 2, length-delimited.
+const TXN_FIELD: u32 = 2;
 
 /// The requests of `op`, one of each kind per endpoint; `body_len`: the JSON body's length.
 fn targets(
@@ -210,13 +227,17 @@ impl EtcdWorkload {
     ) -> Result<Self, String> {
         let mut rng = Rng::new(seed);
         let (json_tail, proto_tail) = match &op {
-            EtcdOp::Put { val_size, .. } => {
+            EtcdOp::Put { val_size, .. } | EtcdOp::TxnPut { val_size, .. } => {
                 // etcd's benchmark: one random value of val-size bytes for the whole run.
                 let value = put_value(&mut rng, *val_size);
                 let mut jt = BytesMut::new();
                 jt.put_slice(br#"","value":""#);
                 json::put_base64(&value, &mut jt);
-                jt.put_slice(br#""}"#);
+                jt.put_slice(if matches!(op, EtcdOp::TxnPut { .. }) {
+                    br#""}}"#.as_slice()
+                } else {
+                    br#""}"#.as_slice()
+                });
                 let mut pt = BytesMut::new();
                 prost::encoding::bytes::encode(2, &value, &mut pt);
                 (jt.freeze(), pt.freeze())
@@ -269,7 +290,7 @@ impl EtcdWorkload {
             }
         };
         let key_size = match &op {
-            EtcdOp::Put { key_size, .. } => *key_size,
+            EtcdOp::Put { key_size, .. } | EtcdOp::TxnPut { key_size, .. } => *key_size,
             EtcdOp::Range { .. } => 0,
         };
         let t = targets(&op, endpoints, token, json_body_len(&op, &json_tail))?;
@@ -324,27 +345,49 @@ impl EtcdWorkload {
         let shared = &*self.shared;
         let template = &shared.templates[ep];
         match shared.op {
-            EtcdOp::Put { .. } => template.encode(&self.body, dst),
+            EtcdOp::Put { .. } | EtcdOp::TxnPut { .. } => template.encode(&self.body, dst),
             EtcdOp::Range { .. } => template.encode(&shared.json_tail, dst),
         }
     }
 
-    /// Put: the JSON body of request `idx` into `body` (range's is constant).
+    /// Put and txn-put: the JSON body of request `idx` into `body` (range's is constant).
     fn next_json(&mut self, idx: u64) {
         let shared = &*self.shared;
-        if let EtcdOp::Put { .. } = shared.op {
-            self.key_index = next_key(&shared.op, &mut self.rng, &mut self.key, idx);
-            self.body.clear();
-            self.body.put_slice(br#"{"key":""#);
-            json::put_base64(&self.key, &mut self.body);
-            self.body.put_slice(&shared.json_tail);
+        match shared.op {
+            EtcdOp::Put { .. } => {
+                self.key_index = next_key(&shared.op, &mut self.rng, &mut self.key, idx);
+                self.body.clear();
+                self.body.put_slice(br#"{"key":""#);
+                json::put_base64(&self.key, &mut self.body);
+                self.body.put_slice(&shared.json_tail);
+            }
+            EtcdOp::TxnPut {
+                key_space_size,
+                ops,
+                ..
+            } => {
+                let base = self.rng.below(key_space_size);
+                self.body.clear();
+                self.body.put_slice(TXN_HEAD);
+                for j in 0..ops as u64 {
+                    if j > 0 {
+                        self.body.put_u8(b',');
+                    }
+                    put_key_index(&mut self.key, (base + j) % key_space_size);
+                    self.body.put_slice(TXN_OP_HEAD);
+                    json::put_base64(&self.key, &mut self.body);
+                    self.body.put_slice(&shared.json_tail);
+                }
+                self.body.put_slice(TXN_END);
+            }
+            EtcdOp::Range { .. } => {}
         }
     }
 
     /// Plain HTTP/2 request `idx` to endpoint `ep`: its JSON body and the gateway request.
     pub fn next_h2(&mut self, idx: u64, ep: usize) -> (&Bytes, &Call) {
         match self.shared.op {
-            EtcdOp::Put { .. } => {
+            EtcdOp::Put { .. } | EtcdOp::TxnPut { .. } => {
                 // the last request's bytes first, so the buffer is reused
                 self.h2_body = Bytes::new();
                 self.next_json(idx);
@@ -410,6 +453,34 @@ impl EtcdWorkload {
                 self.frame.put_slice(&shared.proto_tail);
                 self.request = self.frame.split().freeze();
             }
+            EtcdOp::TxnPut {
+                key_space_size,
+                ops,
+                ..
+            } => {
+                use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
+                self.request = Bytes::new();
+                let base = self.rng.below(key_space_size);
+                // TxnRequest{success = 2: [RequestOp{request_put = 2: PutRequest}]}, by hand:
+                // every op has the same length (the keys have one size)
+                let put_len =
+                    prost::encoding::bytes::encoded_len(1, &self.key) + shared.proto_tail.len();
+                let op_len = 1 + encoded_len_varint(put_len as u64) + put_len;
+                let len = ops * (1 + encoded_len_varint(op_len as u64) + op_len);
+                self.frame.reserve(grpc::PREFIX_LEN + len);
+                self.frame.put_u8(0);
+                self.frame.put_u32(len as u32);
+                for j in 0..ops as u64 {
+                    put_key_index(&mut self.key, (base + j) % key_space_size);
+                    encode_key(TXN_FIELD, WireType::LengthDelimited, &mut self.frame);
+                    encode_varint(op_len as u64, &mut self.frame);
+                    encode_key(TXN_FIELD, WireType::LengthDelimited, &mut self.frame);
+                    encode_varint(put_len as u64, &mut self.frame);
+                    prost::encoding::bytes::encode(1, &self.key, &mut self.frame);
+                    self.frame.put_slice(&shared.proto_tail);
+                }
+                self.request = self.frame.split().freeze();
+            }
             EtcdOp::Range { .. } => {}
         }
     }
@@ -424,6 +495,7 @@ impl EtcdWorkload {
         let header = match self.shared.op {
             EtcdOp::Put { .. } => PutResponse::decode(message.clone()).map(|r| r.header),
             EtcdOp::Range { .. } => RangeResponse::decode(message.clone()).map(|r| r.header),
+            EtcdOp::TxnPut { .. } => TxnResponse::decode(message.clone()).map(|r| r.header),
         };
         match header {
             Ok(Some(h)) => Ok(self.ack(h.revision)),
@@ -442,6 +514,9 @@ impl EtcdWorkload {
             }
             EtcdOp::Range { .. } => {
                 RangeResponse::decode(message.clone()).map(|r| json::range_response_json(&r))
+            }
+            EtcdOp::TxnPut { .. } => {
+                TxnResponse::decode(message.clone()).map(|r| json::txn_response_json(&r))
             }
         };
         v.unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
