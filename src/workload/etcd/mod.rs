@@ -282,7 +282,6 @@ impl EtcdWorkload {
                     serializable: *serializable,
                     keys_only: o.keys_only,
                     count_only: o.count_only,
-                    ..Default::default()
                 };
                 let mut pt = BytesMut::new();
                 grpc::encode(&req, &mut pt);
