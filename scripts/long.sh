@@ -7,8 +7,9 @@
 #   2. stress: scripts/stress.sh (10,000 HTTP/1.1 connections, 1,000 pipelined connections,
 #      a connection per request, 100 gRPC connections x 1,000 streams)
 #   3. peers: scripts/peers.sh (the client against wrk and h2load) and scripts/peers-grpc.sh
+#   4. failover: scripts/failover.sh (10 rounds per stack of a leader SIGKILLed mid-run)
 #
-#   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers] [-o DIR]
+#   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers,failover] [-o DIR]
 #
 # Each part's output goes to DIR (default /tmp/wirebench-long) as PART.log, the peer tables as
 # peers.md and peers-grpc.md; a summary line per part is printed at the end. Exits 1 when a part
@@ -20,7 +21,7 @@ SKIP=""
 OUT=/tmp/wirebench-long
 
 usage() {
-    sed -n '2,15s/^# \{0,1\}//p' "$0"
+    sed -n '2,16s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -67,9 +68,10 @@ part fuzz scripts/fuzz.sh --minutes "$FUZZ_MINUTES"
 part stress env OUT="$OUT/stress" scripts/stress.sh
 part peers scripts/peers.sh -o "$OUT/peers.md"
 part peers-grpc scripts/peers-grpc.sh -o "$OUT/peers-grpc.md"
+part failover scripts/failover.sh -o "$OUT/failover"
 
 printf '%s\n' "${results[@]}"
-for f in fuzz stress; do
+for f in fuzz stress failover; do
     [[ -f $OUT/$f.log ]] && { echo "--- $f"; tail -n 20 "$OUT/$f.log"; }
 done
 for f in peers.md peers-grpc.md; do

@@ -9,6 +9,18 @@ use super::watch::WatchArgs;
 use crate::config::{Config, EtcdOp, RangeOptions, Target, WorkloadSpec};
 use crate::workload::etcd::varint_len;
 
+/// Where a load goes: the endpoints, and which of the cluster's members get the clients.
+#[derive(Debug, clap::Args)]
+pub struct Members {
+    /// Comma-separated endpoints (http://host:port); connections are spread over them
+    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    endpoints: Vec<String>,
+    /// Which members get the clients: all the endpoints, the first, the leader or the
+    /// followers (found with Maintenance/Status and MemberList)
+    #[arg(long, default_value = "all", value_parser = parse_target)]
+    target: Target,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum EtcdCmd {
     /// Write keys (etcd benchmark's `put`)
@@ -29,13 +41,8 @@ pub enum EtcdCmd {
         /// at its revision must return it with that mod revision); exit 1 if one is lost
         #[arg(long)]
         verify: bool,
-        /// Comma-separated endpoints (http://host:port); connections are spread over them
-        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
-        endpoints: Vec<String>,
-        /// Which members get the clients: all the endpoints, the first, the leader or the
-        /// followers (found with Maintenance/Status and MemberList)
-        #[arg(long, default_value = "all", value_parser = parse_target)]
-        target: Target,
+        #[command(flatten)]
+        members: Members,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -54,13 +61,8 @@ pub enum EtcdCmd {
         /// Number of distinct keys (at least --txn-ops: a transaction's keys are distinct)
         #[arg(long, default_value_t = 1)]
         key_space_size: u64,
-        /// Comma-separated endpoints (http://host:port); connections are spread over them
-        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
-        endpoints: Vec<String>,
-        /// Which members get the clients: all the endpoints, the first, the leader or the
-        /// followers (found with Maintenance/Status and MemberList)
-        #[arg(long, default_value = "all", value_parser = parse_target)]
-        target: Target,
+        #[command(flatten)]
+        members: Members,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -89,13 +91,8 @@ pub enum EtcdCmd {
         /// Read at this revision (0: the latest)
         #[arg(long, default_value_t = 0)]
         rev: u64,
-        /// Comma-separated endpoints (http://host:port); connections are spread over them
-        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
-        endpoints: Vec<String>,
-        /// Which members get the clients: all the endpoints, the first, the leader or the
-        /// followers (found with Maintenance/Status and MemberList)
-        #[arg(long, default_value = "all", value_parser = parse_target)]
-        target: Target,
+        #[command(flatten)]
+        members: Members,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -194,22 +191,21 @@ fn int64(flag: &str, v: u64) -> Result<i64, String> {
 
 /// The run configuration of `etcd put` or `etcd range`.
 pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
-    let (op, endpoints, target, run) = match op {
+    let (op, members, run, verify) = match op {
         EtcdCmd::Put {
             key_size,
             val_size,
             key_space_size,
             sequential_keys,
             verify,
-            endpoints,
-            target,
+            members,
             run,
-        } => {
-            let op = etcd_put(key_size, val_size, key_space_size, sequential_keys)?;
-            let cfg =
-                run.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?, target)?;
-            return Ok(Config { verify, ..cfg });
-        }
+        } => (
+            etcd_put(key_size, val_size, key_space_size, sequential_keys)?,
+            members,
+            run,
+            verify,
+        ),
         EtcdCmd::Range {
             range_key,
             consistency,
@@ -218,8 +214,7 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             keys_only,
             count_only,
             rev,
-            endpoints,
-            target,
+            members,
             run,
         } => {
             if keys_only && count_only {
@@ -234,9 +229,9 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             };
             (
                 etcd_range(range_key, consistency, options)?,
-                endpoints,
-                target,
+                members,
                 run,
+                false,
             )
         }
         EtcdCmd::TxnPut {
@@ -244,18 +239,19 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             key_size,
             val_size,
             key_space_size,
-            endpoints,
-            target,
+            members,
             run,
         } => (
             etcd_txn_put(txn_ops, key_size, val_size, key_space_size)?,
-            endpoints,
-            target,
+            members,
             run,
+            false,
         ),
         EtcdCmd::Watch(_) => {
             return Err("watch has its own report; it cannot run as a request load".into());
         }
     };
-    run.into_config(WorkloadSpec::Etcd(op), parse_endpoints(&endpoints)?, target)
+    let endpoints = parse_endpoints(&members.endpoints)?;
+    let cfg = run.into_config(WorkloadSpec::Etcd(op), endpoints, members.target)?;
+    Ok(Config { verify, ..cfg })
 }

@@ -68,20 +68,8 @@ pub fn discover(
     }
     let proto = if over_grpc { Proto::Grpc } else { Proto::Http };
     crate::client::block_on(async {
-        let probes: Vec<_> = endpoints
-            .iter()
-            .enumerate()
-            .map(|(i, ep)| {
-                let probe = Probe {
-                    index: i,
-                    ep: ep.clone(),
-                    net: net.clone(),
-                    h2: *h2,
-                    token: token.map(str::to_string),
-                    members: i == 0,
-                };
-                tokio::task::spawn_local(probe.run(proto))
-            })
+        let probes: Vec<_> = Probe::each(endpoints, net, h2, token, true)
+            .map(|probe| tokio::task::spawn_local(probe.run(proto)))
             .collect();
         let mut statuses = Vec::with_capacity(endpoints.len());
         let mut members = Vec::new();
@@ -126,18 +114,8 @@ pub fn survey(
         ..net.clone()
     };
     crate::client::block_on(async {
-        let probes: Vec<_> = endpoints
-            .iter()
-            .enumerate()
-            .map(|(i, ep)| {
-                let probe = Probe {
-                    index: i,
-                    ep: ep.clone(),
-                    net: net.clone(),
-                    h2: *h2,
-                    token: token.map(str::to_string),
-                    members: false,
-                };
+        let probes: Vec<_> = Probe::each(endpoints, &net, h2, token, false)
+            .map(|probe| {
                 tokio::task::spawn_local(async move {
                     tokio::time::timeout(limit * 2, probe.run(proto)).await
                 })
@@ -247,6 +225,24 @@ struct Probe {
 }
 
 impl Probe {
+    /// One probe per endpoint; the first also asks for the member list when `members`.
+    fn each<'a>(
+        endpoints: &'a [Endpoint],
+        net: &'a NetConfig,
+        h2: &'a H2Config,
+        token: Option<&'a str>,
+        members: bool,
+    ) -> impl Iterator<Item = Probe> + 'a {
+        endpoints.iter().enumerate().map(move |(i, ep)| Probe {
+            index: i,
+            ep: ep.clone(),
+            net: net.clone(),
+            h2: *h2,
+            token: token.map(str::to_string),
+            members: members && i == 0,
+        })
+    }
+
     /// The status, and the member list when it was asked for, over one connection.
     async fn run(self, proto: Proto) -> Result<(MemberStatus, Option<Vec<Member>>), String> {
         let ep = &self.ep;

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Repeated failovers: a fresh 3-member etcd cluster (scripts/etcd-cluster.sh, etcd's default
+# 1 s election timeout) per round, `etcd put --target leader --verify` for 6 s over each
+# stack, the leader SIGKILLed 2.3 s in. Prints one line per round (first failure, move, first
+# success, the gap, puts lost) and the gaps' median and maximum per stack; exits 1 when a
+# round lost an acknowledged put, moved nowhere, or broke ok <= revision delta <= ok + unknown.
+#
+#   scripts/failover.sh [--rounds 10] [-o DIR]
+set -euo pipefail
+
+ROUNDS=10
+OUT=/tmp/wirebench-failover
+
+usage() {
+    sed -n '2,9s/^# \{0,1\}//p' "$0"
+}
+
+# shellcheck source=scripts/common.sh
+source "$(dirname "$0")/common.sh"
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --rounds) ROUNDS="${2:?}"; shift ;;
+        -o) OUT="${2:?}"; shift ;;
+        -h | --help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument $1" ;;
+    esac
+    shift
+done
+[[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 1 ]] || die "--rounds must be a positive integer, not $ROUNDS"
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+BIN=target/release/wirebench
+mkdir -p "$OUT"
+export CLUSTER_DIR="$OUT/cluster"
+trap 'scripts/etcd-cluster.sh --stop >/dev/null 2>&1 || true' EXIT
+
+# (member id, leader id) of the member at URL $1, or nothing when it does not answer
+status_of() {
+    curl -s -m 1 -X POST "$1/v3/maintenance/status" -d '{}' |
+        python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["header"]["member_id"], v.get("leader", "0"))' 2>/dev/null || true
+}
+
+# the current revision, through the first member of $1 (comma-separated URLs) that answers
+revision_of() {
+    local u
+    for u in ${1//,/ }; do
+        curl -s -m 1 -X POST "$u/v3/kv/range" -d '{"key":"AA=="}' |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null && return 0
+    done
+    return 1
+}
+
+status=0
+for round in $(seq "$ROUNDS"); do
+    for proto in http grpc; do
+        scripts/etcd-cluster.sh --stop >/dev/null 2>&1 || true
+        scripts/etcd-cluster.sh --background >"$OUT/cluster.log" 2>&1 || die "the cluster did not start: $(tail -n 3 "$OUT/cluster.log")"
+        eps=$(scripts/etcd-cluster.sh --endpoints)
+        before=$(revision_of "$eps")
+        (
+            sleep 2.3
+            for u in ${eps//,/ }; do
+                read -r id leader <<<"$(status_of "$u")"
+                if [[ -n ${id:-} && $id == "$leader" ]]; then
+                    port=${u##*:}
+                    pid=$(ss -ltnpH "sport = :$port" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+                    kill -9 "$pid"
+                    echo "$u" >"$OUT/killed"
+                    break
+                fi
+            done
+        ) &
+        killer=$!
+        "$BIN" etcd put --endpoints "$eps" --target leader --proto "$proto" -c 8 -z 6s \
+            --timeout 1s --key-space-size 1000 --verify --format json >"$OUT/$proto-$round.json" || status=1
+        wait "$killer" || true
+        after=$(revision_of "$eps")
+        python3 - "$OUT/$proto-$round.json" "$proto" "$round" "$(cat "$OUT/killed")" "$((after - before))" <<'EOF' || status=1
+import json, sys
+path, proto, rnd, killed, delta = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+r = json.load(open(path))["runs"][0]
+s, v = r["summary"], r["verify"]
+ev = [e for e in r["failover"]["events"] if e["from"] == killed]
+ok = bool(ev) and ev[0]["gap_s"] is not None and v["lost"] == 0 \
+    and s["ok"] <= delta <= s["ok"] + s["outcome_unknown"]
+e = ev[0] if ev else {}
+print(f"{proto} round {rnd}: first failure {e.get('first_failure_s', 0):.3f} s, moved {e.get('moved_s', 0):.3f} s, "
+      f"first success {e.get('first_success_s') or 0:.3f} s, gap {e.get('gap_s') or 0:.3f} s; "
+      f"ok {s['ok']}, unknown {s['outcome_unknown']}, revision delta {delta}; verified {v['checked']}, lost {v['lost']}"
+      + ("" if ok else "  <-- FAILED"))
+sys.exit(0 if ok else 1)
+EOF
+    done
+done
+python3 - "$OUT" <<'EOF'
+import glob, json, statistics, sys
+for proto in ("http", "grpc"):
+    gaps = []
+    for f in glob.glob(f"{sys.argv[1]}/{proto}-*.json"):
+        for e in json.load(open(f))["runs"][0]["failover"]["events"]:
+            if e["gap_s"] is not None:
+                gaps.append(e["gap_s"])
+    if gaps:
+        print(f"{proto}: {len(gaps)} failovers, gap median {statistics.median(gaps):.3f} s, max {max(gaps):.3f} s, "
+              f"{sum(g <= 2.0 for g in gaps)} within 2 s")
+EOF
+exit $status
