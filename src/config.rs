@@ -508,6 +508,12 @@ pub enum SweepOp {
     },
     /// reads one key of each key size, written once (value `val_size` bytes) before its rows
     Range { val_size: usize, serializable: bool },
+    /// transactions of `ops` puts (etcd txn-put)
+    TxnPut {
+        val_size: usize,
+        key_space_size: u64,
+        ops: usize,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

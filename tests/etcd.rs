@@ -506,3 +506,52 @@ fn txn_put_counts_one_revision_per_transaction_over_both_protocols() {
     );
     assert_refused(&["etcd", "txn-put", "--txn-ops", "0"], 2, "--txn-ops 0");
 }
+
+#[test]
+fn sweep_runs_txn_put_rows_one_revision_per_transaction() {
+    let etcd = Etcd::start();
+    let before = etcd.revision();
+    let run = run_bounded(
+        &[
+            "sweep",
+            "etcd",
+            "txn-put",
+            "--txn-ops",
+            "2",
+            "--key-space-size",
+            "10",
+            "--endpoints",
+            &etcd.endpoint(),
+            "--clients",
+            "1,4",
+            "--key-size",
+            "16",
+            "--target",
+            "first",
+            "-n",
+            "100",
+            "--format",
+            "json",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).expect("JSON rows");
+    let rows = v["rows"].as_array().expect("rows");
+    // 2 client counts x 2 stacks, 100 transactions each, every one ok
+    assert_eq!(rows.len(), 4, "{v:#}");
+    assert_eq!(etcd.revision() - before, 400);
+    assert_refused(
+        &[
+            "sweep",
+            "etcd",
+            "txn-put",
+            "--txn-ops",
+            "20",
+            "--key-space-size",
+            "10",
+        ],
+        2,
+        "distinct",
+    );
+}

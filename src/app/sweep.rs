@@ -76,6 +76,16 @@ fn op_for(s: &SweepConfig, key_size: usize) -> EtcdOp {
             serializable,
             options: Default::default(),
         },
+        SweepOp::TxnPut {
+            val_size,
+            key_space_size,
+            ops,
+        } => EtcdOp::TxnPut {
+            key_size,
+            val_size,
+            key_space_size,
+            ops,
+        },
     }
 }
 
@@ -237,6 +247,13 @@ pub fn describe(s: &SweepConfig) -> String {
             key_space_size,
             ..
         } => format!("etcd put, value {val_size} B, {key_space_size} key(s)"),
+        SweepOp::TxnPut {
+            val_size,
+            key_space_size,
+            ops,
+        } => {
+            format!("etcd txn-put, {ops} puts per txn, value {val_size} B, {key_space_size} key(s)")
+        }
         SweepOp::Range {
             val_size,
             serializable,

@@ -10,7 +10,7 @@ use super::common::{
     CallProto, Consistency, LimitArgs, ProtoArg, RunArgs, TlsArgs, nonzero, parse_endpoints,
     parse_target,
 };
-use super::etcd::etcd_put;
+use super::etcd::{etcd_put, etcd_txn_put};
 use super::sweep_payload::{SweepEchoArgs, SweepGrpcArgs, SweepHttpArgs};
 use crate::config::{EtcdOp, Proto, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec};
 
@@ -41,6 +41,17 @@ pub enum SweepEtcd {
     Put(SweepArgs),
     /// Read one key of each key size, written once before its rows (etcd's "read one key" table)
     Range(SweepArgs),
+    /// Transactions of --txn-ops puts (etcd benchmark's txn-put), one revision each
+    TxnPut(SweepTxnArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SweepTxnArgs {
+    /// Puts per transaction (distinct keys: --key-space-size at least this)
+    #[arg(long, default_value_t = 1)]
+    pub txn_ops: usize,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -117,14 +128,24 @@ impl SweepCmd {
             SweepCmd::Grpc(a) => return Ok(Action::SweepPayload(a.into_sweep()?)),
         };
         Ok(Action::Sweep(match op {
-            SweepEtcd::Put(a) => a.into_config(false)?,
-            SweepEtcd::Range(a) => a.into_config(true)?,
+            SweepEtcd::Put(a) => a.into_config(Swept::Put)?,
+            SweepEtcd::Range(a) => a.into_config(Swept::Range)?,
+            SweepEtcd::TxnPut(a) => a.sweep.into_config(Swept::TxnPut(a.txn_ops))?,
         }))
     }
 }
 
+/// Which etcd operation a sweep's rows run.
+#[derive(Debug, Clone, Copy)]
+enum Swept {
+    Put,
+    Range,
+    /// with its puts per transaction
+    TxnPut(usize),
+}
+
 impl SweepArgs {
-    fn into_config(self, range: bool) -> Result<SweepConfig, String> {
+    fn into_config(self, swept: Swept) -> Result<SweepConfig, String> {
         let nonempty = |name: &str, n: usize| {
             if n == 0 {
                 Err(format!("--{name} needs at least one value"))
@@ -139,22 +160,35 @@ impl SweepArgs {
         for &c in &self.clients {
             nonzero("clients", c)?;
         }
-        let op = if range {
-            for &k in &self.key_size {
-                etcd_put(k, self.val_size, 1, true)?;
+        let op = match swept {
+            Swept::Range => {
+                for &k in &self.key_size {
+                    etcd_put(k, self.val_size, 1, true)?;
+                }
+                SweepOp::Range {
+                    val_size: self.val_size,
+                    serializable: matches!(self.consistency, Consistency::S),
+                }
             }
-            SweepOp::Range {
-                val_size: self.val_size,
-                serializable: matches!(self.consistency, Consistency::S),
+            Swept::Put => {
+                for &k in &self.key_size {
+                    etcd_put(k, self.val_size, self.key_space_size, self.sequential_keys)?;
+                }
+                SweepOp::Put {
+                    val_size: self.val_size,
+                    key_space_size: self.key_space_size,
+                    sequential_keys: self.sequential_keys,
+                }
             }
-        } else {
-            for &k in &self.key_size {
-                etcd_put(k, self.val_size, self.key_space_size, self.sequential_keys)?;
-            }
-            SweepOp::Put {
-                val_size: self.val_size,
-                key_space_size: self.key_space_size,
-                sequential_keys: self.sequential_keys,
+            Swept::TxnPut(ops) => {
+                for &k in &self.key_size {
+                    etcd_txn_put(ops, k, self.val_size, self.key_space_size)?;
+                }
+                SweepOp::TxnPut {
+                    val_size: self.val_size,
+                    key_space_size: self.key_space_size,
+                    ops,
+                }
             }
         };
         let max_clients = self.clients.iter().copied().max().unwrap_or(1);
