@@ -471,6 +471,8 @@ pub struct Config {
 /// A validated `etcd watch` run (its key helpers are `etcd::watch`'s).
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
+    /// what the run measures
+    pub kind: WatchKind,
     pub endpoints: Vec<Endpoint>,
     /// watch protocols to measure, one run each
     pub protos: Vec<Proto>,
@@ -496,6 +498,31 @@ pub struct WatchConfig {
     pub h2: H2Config,
     pub format: Format,
     pub output: Option<std::path::PathBuf>,
+}
+
+/// What a watch run measures (the three watch benchmarks of etcd's tool).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchKind {
+    /// `etcd watch`: events per second under a put load, event latency from each put's send
+    Events,
+    /// `etcd watch-latency`: paced puts to one key; event latency also from each put's
+    /// acknowledgement (the clock of etcd benchmark's watch-latency)
+    Latency,
+    /// `etcd watch-get`: the puts are written first; the watchers, created afterwards from the
+    /// first put's revision (unsynced), replay them from history while `get_clients` clients
+    /// read `get_key` serializably, until every watcher has every event
+    Get { get_clients: usize, get_key: String },
+}
+
+impl WatchKind {
+    /// The command's name, and the report's `kind`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WatchKind::Events => "watch",
+            WatchKind::Latency => "watch-latency",
+            WatchKind::Get { .. } => "watch-get",
+        }
+    }
 }
 
 /// The etcd operation a sweep measures.

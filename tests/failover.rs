@@ -140,3 +140,96 @@ fn follower_killed_under_target_all_its_clients_move_to_the_live_members() {
         }
     }
 }
+
+/// A watch run over `proto` on every member (stream i on endpoint i, the puts on the first),
+/// endpoint `victim` (a follower) SIGKILLed a third of the way into the puts: its stream moves
+/// to a live member and its watchers are created again from the revision after their last
+/// event, the puts move too when they were on it, and still no event is missing or duplicated.
+fn watch_through_a_kill(proto: &str, victim: usize) {
+    let mut cluster = Cluster::start_default_timing();
+    let leader = cluster.leader();
+    // the followers first: neither kill makes the cluster elect
+    let order = [(leader + 1) % 3, (leader + 2) % 3, leader];
+    let killed = order[victim];
+    let endpoints: Vec<String> = order.iter().map(|&i| cluster.endpoint(i)).collect();
+    let endpoints = endpoints.join(",");
+    let started = Instant::now();
+    let run = run_bounded_on_thread(
+        &[
+            "etcd",
+            "watch",
+            "--endpoints",
+            &endpoints,
+            "--proto",
+            proto,
+            "--watchers",
+            "6",
+            "--streams",
+            "3",
+            "--conns",
+            "3",
+            "--put-total",
+            "3000",
+            "--put-rate",
+            "500",
+            "--put-clients",
+            "4",
+            "--put-timeout",
+            "1s",
+            "--timeout",
+            "10s",
+            "--format",
+            "json",
+        ],
+        Duration::from_secs(60),
+    );
+    std::thread::sleep(KILL_AFTER.saturating_sub(started.elapsed()));
+    cluster.kill(killed);
+    let run = run.join().expect("the run's thread");
+    let what = format!("{proto}, endpoint {victim} killed");
+    assert_eq!(run.code, Some(0), "{what}: {}", run.stderr);
+    let report = report_of(&run);
+    let r = &report["runs"][0];
+    let killed_url = cluster.endpoint(killed);
+    assert_eq!(u64_at(r, "/missing"), 0, "{what}: {r:#}");
+    assert_eq!(u64_at(r, "/duplicated"), 0, "{what}: {r:#}");
+    // stream `victim` (watchers victim and victim + 3) was on the killed member: it moved,
+    // once, and both its watchers were created again
+    let moves = r["stream_moves"].as_array().expect("stream moves");
+    assert_eq!(moves.len(), 1, "{what}: {moves:#?}");
+    let m = &moves[0];
+    assert_eq!(m["from"], killed_url.as_str(), "{what}: {m}");
+    assert_ne!(m["to"], killed_url.as_str(), "{what}: {m}");
+    assert_eq!(u64_at(m, "/stream"), victim as u64, "{what}: {m}");
+    assert!(m["recreated_after_ms"].as_f64().is_some(), "{what}: {m}");
+    assert_eq!(u64_at(r, "/recreated_watchers"), 2, "{what}: {r:#}");
+    // every watcher, moved or not, saw every acknowledged put after the kill as well
+    let puts = &r["puts"];
+    let ok = u64_at(puts, "/ok");
+    assert!(ok > 2000, "{what}: {puts:#}");
+    assert_eq!(u64_at(r, "/expected_events"), 6 * ok, "{what}: {r:#}");
+    let moved = puts["failover"]["events"].as_array().expect("put failover");
+    if victim == 0 {
+        assert!(
+            moved.iter().any(
+                |e| e["from"] == killed_url.as_str() && e["first_success_s"].as_f64().is_some()
+            ),
+            "{what}: {:#}",
+            puts["failover"]
+        );
+    } else {
+        // the puts never stopped: the killed member's stream had events to catch up on
+        assert!(moved.is_empty(), "{what}: {:#}", puts["failover"]);
+        assert_eq!(u64_at(puts, "/failed"), 0, "{what}: {puts:#}");
+    }
+}
+
+#[test]
+fn a_watch_run_whose_member_is_killed_moves_its_streams_and_loses_no_event() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for proto in ["http", "grpc"] {
+        // a member with watchers only; then the one with the puts as well
+        watch_through_a_kill(proto, 1);
+        watch_through_a_kill(proto, 0);
+    }
+}

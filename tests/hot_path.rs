@@ -126,9 +126,16 @@ fn allocations_for(endpoint: &str, n: u64, shape: &[&str]) -> (u64, wirebench::s
     let cfg = cli.into_config().unwrap();
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let run =
-        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Http, None, None)
-            .unwrap();
+    let run = wirebench::engine::run_proto(
+        &cfg,
+        &workload,
+        &cfg.endpoints,
+        Proto::Http,
+        None,
+        None,
+        None,
+    )
+    .unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
 }
@@ -305,9 +312,16 @@ fn grpc_allocations_for(target: &str, client: &str, n: u64) -> (u64, wirebench::
     let cfg = cli.into_config().unwrap();
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let run =
-        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None, None)
-            .unwrap();
+    let run = wirebench::engine::run_proto(
+        &cfg,
+        &workload,
+        &cfg.endpoints,
+        Proto::Grpc,
+        None,
+        None,
+        None,
+    )
+    .unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
 }

@@ -19,8 +19,13 @@ use support::{
 };
 
 fn watch_run(etcd: &Etcd, args: &[&str]) -> serde_json::Value {
+    bench_run(etcd, "watch", args)
+}
+
+/// `wirebench etcd COMMAND --endpoints ETCD ARGS --format json`, its JSON report.
+fn bench_run(etcd: &Etcd, command: &str, args: &[&str]) -> serde_json::Value {
     let endpoint = etcd.endpoint();
-    let mut all = vec!["etcd", "watch", "--endpoints", endpoint.as_str()];
+    let mut all = vec!["etcd", command, "--endpoints", endpoint.as_str()];
     all.extend_from_slice(args);
     run_json_within(&all, Duration::from_secs(90))
 }
@@ -83,6 +88,133 @@ fn ten_watchers_see_every_put_over_both_protocols() {
 }
 
 /// On both h2 clients: wirebench's own (the default) and the h2 crate's.
+#[test]
+fn watch_latency_times_every_event_from_its_put_sent_and_from_its_put_acknowledged() {
+    let etcd = Etcd::start();
+    let before = etcd.revision();
+    let report = bench_run(
+        &etcd,
+        "watch-latency",
+        &[
+            "--streams",
+            "3",
+            "--watchers-per-stream",
+            "4",
+            "--put-total",
+            "200",
+            "--put-rate",
+            "400",
+            "--key-size",
+            "24",
+        ],
+    );
+    for proto in ["http", "grpc"] {
+        let run = proto_run(&report, proto);
+        assert_eq!(run["kind"], "watch-latency", "{run:#}");
+        assert_complete(run, 12 * 200);
+        assert_eq!(u64_at(run, "/created"), 12);
+        let puts = &run["puts"];
+        assert_eq!(u64_at(puts, "/ok"), 200, "{puts:#}");
+        assert_eq!(u64_at(puts, "/clients"), 1, "{puts:#}");
+        // paced: 200 puts at 400/s take half a second, not less
+        let rate = f64_at(puts, "/achieved_rate");
+        assert!(rate <= 440.0, "{proto}: {rate} puts/s for 400 asked");
+        // every event is timed both ways, and an acknowledgement comes after the send
+        let sent = &run["event_latency_ms"];
+        let acked = &run["event_latency_from_ack_ms"];
+        assert_eq!(u64_at(acked, "/count"), 12 * 200, "{run:#}");
+        assert!(
+            f64_at(acked, "/average") <= f64_at(sent, "/average")
+                && f64_at(acked, "/slowest") <= f64_at(sent, "/slowest"),
+            "{proto}: from the ack {acked}, from the send {sent}"
+        );
+        assert!(u64_at(run, "/events_before_ack") <= 12 * 200, "{run:#}");
+    }
+    assert_eq!(etcd.revision() - before, 400);
+}
+
+#[test]
+fn watch_get_watchers_replay_the_history_while_the_range_load_runs() {
+    let etcd = Etcd::start();
+    let before = etcd.revision();
+    let report = bench_run(
+        &etcd,
+        "watch-get",
+        &[
+            "--watchers",
+            "300",
+            "--streams",
+            "3",
+            "--events",
+            "8",
+            "--get-clients",
+            "2",
+        ],
+    );
+    for proto in ["http", "grpc"] {
+        let run = proto_run(&report, proto);
+        assert_eq!(run["kind"], "watch-get", "{run:#}");
+        // created after the puts, from the first put's revision: every one of the 8 events
+        // replayed to every watcher, nothing else
+        assert_complete(run, 300 * 8);
+        assert_eq!(u64_at(run, "/created"), 300);
+        assert!(f64_at(run, "/catch_up_s") > 0.0, "{run:#}");
+        let gets = &run["gets"];
+        assert_eq!(gets["proto"], proto, "{gets:#}");
+        assert!(u64_at(gets, "/ok") >= 1, "{proto}: {gets:#}");
+        assert_eq!(u64_at(gets, "/failed"), 0, "{proto}: {gets:#}");
+        assert_eq!(
+            u64_at(gets, "/count"),
+            u64_at(gets, "/latency_ms/count"),
+            "{gets:#}"
+        );
+    }
+    // the gets read; only the 8 puts of each run moved the revision
+    assert_eq!(etcd.revision() - before, 16);
+}
+
+#[test]
+fn watch_latency_and_watch_get_refuse_bad_flags() {
+    for (args, says) in [
+        (&["watch-latency", "--key-size", "3"][..], "--key-size"),
+        (
+            &["watch-latency", "--watchers-per-stream", "0"],
+            "--watchers-per-stream",
+        ),
+        (&["watch-latency", "--put-rate", "0"], "--put-rate"),
+        (
+            &[
+                "watch-latency",
+                "--watchers-per-stream",
+                "100000",
+                "--put-total",
+                "1000",
+            ],
+            "receipt time",
+        ),
+        (&["watch-latency", "--val-size", "4"], "--val-size"),
+        (&["watch-get", "--events", "0"], "--events"),
+        (&["watch-get", "--get-clients", "0"], "--get-clients"),
+        (&["watch-get", "--get-key", ""], "--get-key"),
+        (
+            &["watch-get", "--watchers", "2", "--streams", "3"],
+            "--streams",
+        ),
+    ] {
+        let mut all = vec!["etcd"];
+        all.extend_from_slice(args);
+        let run = support::run_bounded(&all, Duration::from_secs(10));
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {}", run.stderr);
+        assert!(
+            lines[0].starts_with("error: ") && lines[0].contains(says),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
+
 #[test]
 fn a_thousand_watchers_on_ten_grpc_streams_over_two_connections() {
     for client in ["wire", "h2"] {
@@ -545,7 +677,7 @@ fn put_config(endpoint: &str, extra: &[&str]) -> wirebench::etcd::watch::WatchCo
 fn http_puts_reconnect_after_every_connection_close_answer() {
     let gw = ClosingGateway::start(None);
     let cfg = put_config(&gw.endpoint(), &["--put-total", "20", "--put-clients", "2"]);
-    let out = wirebench::app::watch::put_load(&cfg).expect("the put load runs");
+    let out = wirebench::app::watch::put_load(&cfg, &cfg.endpoints).expect("the put load runs");
     assert_eq!(
         (out.ok, out.failed, out.not_sent),
         (20, 0, 0),
@@ -592,7 +724,7 @@ fn http_puts_not_sent_after_the_server_is_gone_longer_than_the_put_timeout() {
         ],
     );
     let started = Instant::now();
-    let out = wirebench::app::watch::put_load(&cfg).expect("the put load runs");
+    let out = wirebench::app::watch::put_load(&cfg, &cfg.endpoints).expect("the put load runs");
     let took = started.elapsed();
     eprintln!(
         "{} ok, {} failed, {} not sent in {took:?}",

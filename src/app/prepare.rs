@@ -83,6 +83,7 @@ impl Prepared {
             proto,
             cpu,
             self.failover.as_ref(),
+            None,
         )
     }
 
@@ -198,7 +199,11 @@ pub(super) fn authenticate(
 
 /// How a run on `members` (its endpoints first) moves its clients: the members are asked for
 /// their status again (each bounded by `REDISCOVER_LIMIT`) and `--target` applied anew.
-fn failover(cfg: &Config, members: Vec<Endpoint>, token: Option<String>) -> engine::Failover {
+pub(super) fn failover(
+    cfg: &Config,
+    members: Vec<Endpoint>,
+    token: Option<String>,
+) -> engine::Failover {
     /// how long a member may take to answer a re-discovery (the run goes on meanwhile)
     const REDISCOVER_LIMIT: Duration = Duration::from_millis(300);
     let (target, net, h2) = (cfg.target, cfg.net.clone(), cfg.h2);

@@ -5,11 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{RunError, emit, exit};
-use crate::config::{Config, EtcdOp, Format, Load, Proto, Stop, Target, WorkloadSpec};
+use super::{RunError, emit, exit, prepare};
+use crate::config::{
+    Config, Endpoint, EtcdOp, Format, Load, Proto, RangeOptions, Stop, Target, WatchKind,
+    WorkloadSpec,
+};
 use crate::engine;
+use crate::etcd::discover;
 use crate::etcd::watch::{Loss, WatchConfig, Watchers};
-use crate::report::watch::{self as report, PutOutcome, WatchReport};
+use crate::report::watch::{self as report, GetsReport, PutOutcome, WatchReport};
 use crate::workload::Workload;
 use crate::workload::etcd::WatchPuts;
 use crate::workload::etcd::client::MAX_RESPONSE;
@@ -55,14 +59,40 @@ pub(super) fn watch_and_write(cfg: &WatchConfig) -> Result<i32, RunError> {
 /// Runs the configured watch protocols one after the other.
 pub fn run(cfg: &WatchConfig) -> Result<Vec<WatchReport>, String> {
     let cfg = Arc::new(cfg.clone());
-    cfg.protos.iter().map(|&p| run_one(&cfg, p)).collect()
+    let members = members(&cfg);
+    cfg.protos
+        .iter()
+        .map(|&p| run_one(&cfg, p, &members))
+        .collect()
+}
+
+/// Every member a watch run may move to when one goes away: the given endpoints first, then
+/// the other members the cluster lists (none when it cannot be asked: a single member).
+fn members(cfg: &WatchConfig) -> Vec<Endpoint> {
+    let over_grpc = cfg.protos.contains(&Proto::Grpc) || cfg.put_proto == Proto::Grpc;
+    match discover::discover(&cfg.endpoints, over_grpc, &cfg.net, &cfg.h2, None) {
+        Ok(view) => discover::members(&cfg.endpoints, &cfg.endpoints, &view),
+        Err(_) => cfg.endpoints.clone(),
+    }
 }
 
 /// One watch run: every watch created first, then the put load while the watchers receive,
-/// then the drain for the revisions of the acknowledged puts.
-fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> {
-    let watchers = Watchers::start(cfg, proto)?;
-    let puts = match put_load(cfg) {
+/// then the drain for the revisions of the acknowledged puts. A member lost meanwhile moves
+/// the streams and the puts it carried to live members.
+fn run_one(
+    cfg: &Arc<WatchConfig>,
+    proto: Proto,
+    members: &[Endpoint],
+) -> Result<WatchReport, String> {
+    if let WatchKind::Get {
+        get_clients,
+        get_key,
+    } = &cfg.kind
+    {
+        return run_get(cfg, proto, members, *get_clients, get_key);
+    }
+    let watchers = Watchers::start(cfg, proto, members, 0)?;
+    let puts = match put_load(cfg, members) {
         Ok(p) => p,
         Err(e) => {
             let _ = watchers.finish(Arc::default());
@@ -84,18 +114,111 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
     ))
 }
 
+/// etcd benchmark's watch-get over `proto`: the puts first (the history), then the range load
+/// of `get_key` by `get_clients` clients; once its measured window has begun the watchers are
+/// created from the first put's revision, and the range load stops when every watcher has
+/// every event (or the drain's `--timeout` ran out).
+fn run_get(
+    cfg: &Arc<WatchConfig>,
+    proto: Proto,
+    members: &[Endpoint],
+    get_clients: usize,
+    get_key: &str,
+) -> Result<WatchReport, String> {
+    let puts = put_load(cfg, members)?;
+    let Some(from) = puts.revisions.iter().flatten().min().copied() else {
+        return Err(format!(
+            "watch-get: none of the {} puts was acknowledged",
+            cfg.put_total
+        ));
+    };
+    let expected = Arc::new(cfg.expected(&puts.revisions));
+    let expected_events: u64 = expected.iter().map(|v| v.len() as u64).sum();
+    let gets_cfg = gets_config(cfg, proto, get_clients, get_key);
+    let workload = Workload::new(&gets_cfg.spec, &cfg.endpoints[..1], 0, None)?;
+    let control = Arc::new(engine::Control::default());
+    let gets = {
+        let (control, endpoints) = (control.clone(), cfg.endpoints[..1].to_vec());
+        std::thread::Builder::new()
+            .name("wirebench-watch-get".into())
+            .spawn(move || {
+                engine::run_proto(
+                    &gets_cfg,
+                    &workload,
+                    &endpoints,
+                    proto,
+                    None,
+                    None,
+                    Some(&control),
+                )
+            })
+            .map_err(|e| format!("cannot start the range load: {e}"))?
+    };
+    // The watchers are created once the range load runs (etcd's tool starts it with the first
+    // watch); its setup is bounded by the connect timeout.
+    let setup = cfg.net.connect_timeout + Duration::from_secs(5);
+    let waited = std::time::Instant::now();
+    while !control.started() && !gets.is_finished() && waited.elapsed() < setup {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let watched = Watchers::start(cfg, proto, members, from)
+        .and_then(|watchers| watchers.finish(expected.clone()));
+    control.stop();
+    let ran = gets
+        .join()
+        .map_err(|_| "the range load's thread panicked (a bug: please report it)".to_string())?;
+    let w = watched?;
+    let ran = ran?;
+    let loss = Loss::count(&expected, &w.seen);
+    let mut report = WatchReport::new(cfg, proto, w, &puts, expected_events, loss);
+    report.gets = Some(GetsReport::of(&ran, get_clients, get_key));
+    Ok(report)
+}
+
+/// The range load of watch-get: `get_clients` clients reading `get_key` serializably from the
+/// first endpoint over `proto`, one connection, until told to stop (at most for the setup and
+/// the drain).
+fn gets_config(cfg: &WatchConfig, proto: Proto, get_clients: usize, get_key: &str) -> Config {
+    let base = put_config(cfg);
+    Config {
+        protos: vec![proto],
+        load: Load {
+            clients: get_clients,
+            timeout: cfg.put_timeout,
+            rate: None,
+            stop: Stop::Duration(cfg.net.connect_timeout + GETS_SLACK + cfg.drain),
+            ..base.load
+        },
+        spec: WorkloadSpec::Etcd(EtcdOp::Range {
+            key: get_key.as_bytes().to_vec(),
+            serializable: true,
+            options: RangeOptions::default(),
+        }),
+        target: Target::First,
+        ..base
+    }
+}
+
+/// How long watch-get's range load may run beyond the watchers' drain: their setup (the
+/// connects, every watch created) is bounded by the connect timeout plus this.
+const GETS_SLACK: Duration = Duration::from_secs(60);
+
 /// Runs the put load of `cfg` through the engine (alone, when no watchers run): `--put-total`
-/// stamped puts over `--put-proto` to the first endpoint. Every put ends counted in exactly one
-/// of `ok`, `failed` and `not_sent`; an error is a setup error (a connection, the request).
-pub fn put_load(cfg: &WatchConfig) -> Result<PutOutcome, String> {
+/// stamped puts over `--put-proto` to the first endpoint, moved to a live one of `members`
+/// when it goes away. Every put ends counted in exactly one of `ok`, `failed` and
+/// `not_sent`; an error is a setup error (a connection, the request).
+pub fn put_load(cfg: &WatchConfig, members: &[Endpoint]) -> Result<PutOutcome, String> {
     let workload = Workload::WatchPuts(Box::new(WatchPuts::new(cfg)?));
     let endpoints = &cfg.endpoints[..1];
+    let put_cfg = put_config(cfg);
+    let failover = (members.len() > 1).then(|| prepare::failover(&put_cfg, members.to_vec(), None));
     let run = engine::run_proto(
-        &put_config(cfg),
+        &put_cfg,
         &workload,
         endpoints,
         cfg.put_proto,
         None,
+        failover.as_ref(),
         None,
     )?;
     PutOutcome::from_run(cfg, run)
@@ -140,7 +263,8 @@ fn put_config(cfg: &WatchConfig) -> Config {
         svg: None,
         thresholds: Vec::new(),
         auth: None,
-        target: Target::First,
+        // a dead member's puts move to a live one (the watch run's members)
+        target: Target::All,
         verify: false,
     }
 }

@@ -5,7 +5,7 @@ use clap::Subcommand;
 
 use super::Action;
 use super::common::{Consistency, MAX_GENERATED, RunArgs, parse_endpoints, parse_target};
-use super::watch::WatchArgs;
+use super::watch::{WatchArgs, WatchGetArgs, WatchLatencyArgs};
 use crate::config::{Config, EtcdOp, RangeOptions, Target, WorkloadSpec};
 use crate::workload::etcd::varint_len;
 
@@ -68,6 +68,12 @@ pub enum EtcdCmd {
     },
     /// Watch keys while a put load runs: events/s, event latency, missing and duplicated events
     Watch(WatchArgs),
+    /// Watch latency (etcd benchmark's `watch-latency`): every watcher on one key, puts at
+    /// --put-rate; each event's latency from its put's send and from its put's acknowledgement
+    WatchLatency(WatchLatencyArgs),
+    /// Unsynced watchers (etcd benchmark's `watch-get`): --events puts first, then the
+    /// watchers replay them from history while a serializable range load runs
+    WatchGet(WatchGetArgs),
     /// Read one key (etcd benchmark's `range`)
     Range {
         /// The key to read
@@ -102,6 +108,8 @@ impl EtcdCmd {
     pub(super) fn into_action(self) -> Result<Action, String> {
         match self {
             EtcdCmd::Watch(args) => Ok(Action::Watch(args.into_config()?)),
+            EtcdCmd::WatchLatency(args) => Ok(Action::Watch(args.into_config()?)),
+            EtcdCmd::WatchGet(args) => Ok(Action::Watch(args.into_config()?)),
             op => Ok(Action::Run {
                 cfg: etcd_config(op)?,
                 embedded: None,
@@ -247,7 +255,7 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             run,
             false,
         ),
-        EtcdCmd::Watch(_) => {
+        EtcdCmd::Watch(_) | EtcdCmd::WatchLatency(_) | EtcdCmd::WatchGet(_) => {
             return Err("watch has its own report; it cannot run as a request load".into());
         }
     };

@@ -15,7 +15,7 @@ mod worker;
 pub use failover::Failover;
 pub use run::run_proto;
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -25,6 +25,27 @@ use crate::workload::Workload;
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.
 pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
+
+/// A run stopped from outside (besides `-n` / `-z`): the caller sees when its measured window
+/// starts and tells its clients to stop sending, as Ctrl-C would (requests in flight finish).
+/// `etcd watch-get` runs its range load exactly while the watchers catch up this way.
+#[derive(Debug, Default)]
+pub struct Control {
+    started: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Control {
+    /// Whether the run has reached its start line (every connection open).
+    pub fn started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
+    }
+
+    /// No client starts another request.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
 
 /// Read-only run parameters shared by all worker threads.
 struct Ctx {
@@ -68,6 +89,19 @@ struct Ctx {
     workload: Workload,
     /// what becomes of what successful requests acknowledge
     acks: Acks,
+    /// a stop from outside the run, besides Ctrl-C
+    control: Option<Arc<Control>>,
+}
+
+impl Ctx {
+    /// Whether clients stop sending: Ctrl-C, or the caller's `Control::stop`.
+    fn halted(&self) -> bool {
+        INTERRUPTED.load(Ordering::Relaxed)
+            || self
+                .control
+                .as_ref()
+                .is_some_and(|c| c.stop.load(Ordering::Relaxed))
+    }
 }
 
 /// What the engine keeps of the revisions successful writes acknowledge.

@@ -105,6 +105,7 @@ pub fn run_proto(
     proto: Proto,
     server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
     failover: Option<&super::Failover>,
+    control: Option<&Arc<super::Control>>,
 ) -> Result<ProtoRun, String> {
     let load = &cfg.load;
     let conns = match proto {
@@ -189,6 +190,7 @@ pub fn run_proto(
             Workload::Etcd(_) if cfg.verify => super::Acks::Listed,
             _ => super::Acks::Dropped,
         },
+        control: control.cloned(),
     });
     if let (Some(r), Some(f)) = (&ctx.routes, failover) {
         r.settle(f);
@@ -219,6 +221,9 @@ pub fn run_proto(
     sync.go.wait();
     sync.start.wait();
     let started = *sync.t0.get_or_init(Instant::now);
+    if let Some(c) = control {
+        c.started.store(true, Ordering::Release);
+    }
     let rss_connected = rss();
     // The measured window starts where the workers start it: at the end of the warmup.
     let window_start = started + load.warmup;

@@ -19,7 +19,7 @@ use crate::workload::Ack;
 
 use super::ramp::{Admit, Gate};
 use super::run::Meeting;
-use super::{Assignment, Ctx, INTERRUPTED, grpc, http1, interval, pace, progress, ramp};
+use super::{Assignment, Ctx, grpc, http1, interval, pace, progress, ramp};
 
 /// Per-thread state shared by that thread's client tasks.
 pub(super) struct Worker {
@@ -57,7 +57,7 @@ impl Worker {
             });
         };
         loop {
-            if INTERRUPTED.load(Ordering::Relaxed) {
+            if self.ctx.halted() {
                 return None;
             }
             match pacer.next(self.ctx.timeout).await? {
@@ -179,7 +179,12 @@ impl Worker {
     pub(super) fn acked(&self, ack: Ack) {
         let Some((key, revision)) = ack else { return };
         match self.ctx.acks {
-            super::Acks::ByKey => self.stats.borrow_mut().record_revision(key, revision),
+            super::Acks::ByKey => {
+                let at = crate::workload::etcd::epoch_ns(Instant::now());
+                let mut st = self.stats.borrow_mut();
+                st.record_revision(key, revision);
+                st.acked_at.push((revision, at));
+            }
             super::Acks::Listed => self.stats.borrow_mut().acks.push((key as u64, revision)),
             super::Acks::Dropped => {}
         }
@@ -213,7 +218,7 @@ impl Worker {
 
     /// Whether a request starting now is warmup, measured, or not to be sent (`None`).
     pub(super) fn phase(&self, sent: u64, quota: u64) -> Option<bool> {
-        if INTERRUPTED.load(Ordering::Relaxed) {
+        if self.ctx.halted() {
             return None;
         }
         let now = Instant::now();
@@ -450,7 +455,7 @@ pub(super) fn worker_thread(
             if let Some(p) = &w.pacer {
                 p.dispatch(
                     schedule,
-                    || INTERRUPTED.load(Ordering::Relaxed),
+                    || w.ctx.halted(),
                     || w.stats.borrow_mut().late += 1,
                 )
                 .await;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::config::{Proto, WatchConfig};
+use crate::config::{Proto, WatchConfig, WatchKind};
 use crate::outcome::{Failure, FailureKind, GAVE_UP};
 use crate::report::{ErrorCount, error_counts};
 use crate::stats::{ConnRecord, Latencies, Loss, ProtoRun, WatchOutcome};
@@ -41,6 +41,11 @@ pub struct PutOutcome {
     pub start: Instant,
     /// from the start line until the last put was done
     pub elapsed: Duration,
+    /// the put clients moved off a member that was gone (None: nowhere to move)
+    pub failover: Option<super::FailoverReport>,
+    /// (revision, when its acknowledgement arrived) of every acknowledged put, in ns of the
+    /// stamps' clock
+    pub acked_at: Vec<(i64, u64)>,
 }
 
 impl PutOutcome {
@@ -49,6 +54,7 @@ impl PutOutcome {
     /// failed. An error means the counts do not add up to `--put-total` (a bug).
     pub fn from_run(cfg: &WatchConfig, run: ProtoRun) -> Result<PutOutcome, String> {
         let timeout = cfg.put_timeout;
+        let failover = super::derive::failover(&run);
         let stats = run.stats;
         let (mut errors, mut not_sent_reasons) = (HashMap::new(), HashMap::new());
         let mut not_sent = 0;
@@ -109,6 +115,8 @@ impl PutOutcome {
             not_sent_reasons,
             start: run.window_start,
             elapsed: run.elapsed,
+            failover,
+            acked_at: stats.acked_at,
         })
     }
 }
@@ -116,6 +124,8 @@ impl PutOutcome {
 /// The measured outcome of one watch run.
 #[derive(Debug, Serialize)]
 pub struct WatchReport {
+    /// `watch`, `watch-latency` or `watch-get`
+    pub kind: &'static str,
     pub proto: &'static str,
     pub title: &'static str,
     pub watchers: usize,
@@ -134,10 +144,96 @@ pub struct WatchReport {
     pub events_per_sec_per_watcher: f64,
     /// put sent -> event received
     pub event_latency_ms: LatencySummary,
+    /// watch-latency: put acknowledged -> event received (etcd benchmark's clock); an event
+    /// that came before its put's acknowledgement counts as 0
+    pub event_latency_from_ack_ms: Option<LatencySummary>,
+    /// watch-latency: events received before their put's acknowledgement
+    pub events_before_ack: Option<u64>,
+    /// watch-get: the first create request sent -> the last event received
+    pub catch_up_s: Option<f64>,
+    /// watch-get: the range load while the watchers caught up
+    pub gets: Option<GetsReport>,
     pub puts: PutReport,
     pub wire: WatchWire,
     pub errors: Vec<ErrorCount>,
+    /// watchers confirmed again on a live member after their stream broke
+    pub recreated_watchers: u64,
+    /// every stream that broke and was re-created on another member
+    pub stream_moves: Vec<StreamMoveReport>,
     pub per_connection: Vec<ConnRecord>,
+}
+
+/// watch-get's range load: serializable reads of one key from when the watchers are created
+/// until the last of them has every event.
+#[derive(Debug, Serialize)]
+pub struct GetsReport {
+    pub proto: &'static str,
+    pub clients: usize,
+    pub key: String,
+    pub count: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// the range run's measured window
+    pub total_s: f64,
+    /// (ok + failed) / total_s
+    pub requests_per_sec: f64,
+    pub latency_ms: LatencySummary,
+    pub errors: Vec<ErrorCount>,
+}
+
+impl GetsReport {
+    /// The report of `run`, the range load of `key` by `clients` clients.
+    pub fn of(run: &ProtoRun, clients: usize, key: &str) -> GetsReport {
+        let s = &run.stats;
+        let total = run.elapsed.as_secs_f64();
+        GetsReport {
+            proto: run.proto.name(),
+            clients,
+            key: key.to_string(),
+            count: s.count(),
+            ok: s.ok,
+            failed: s.failed,
+            total_s: total,
+            requests_per_sec: if total > 0.0 {
+                s.count() as f64 / total
+            } else {
+                0.0
+            },
+            latency_ms: LatencySummary::of(&s.latency),
+            errors: error_counts(&s.errors),
+        }
+    }
+}
+
+/// Each event's latency from its put's acknowledgement (`acked_at`: revision, ns), and how
+/// many events came before it; events of puts that were not acknowledged are left out.
+fn from_ack(receipts: &[(i64, u64)], acked_at: &[(i64, u64)]) -> (Latencies, u64) {
+    let acks: HashMap<i64, u64> = acked_at.iter().copied().collect();
+    let mut l = Latencies::default();
+    let mut before = 0;
+    for &(revision, at) in receipts {
+        let Some(&acked) = acks.get(&revision) else {
+            continue;
+        };
+        if at < acked {
+            before += 1;
+        }
+        l.record(Duration::from_nanos(at.saturating_sub(acked)));
+    }
+    (l, before)
+}
+
+/// A watch stream that broke (its member gone) and was re-created on a live member.
+#[derive(Debug, Serialize)]
+pub struct StreamMoveReport {
+    pub stream: usize,
+    pub from: String,
+    pub to: String,
+    pub watchers: usize,
+    /// when it broke, from the put run's start line
+    pub broke_s: f64,
+    /// from the break to every one of its watchers confirmed again (null: never)
+    pub recreated_after_ms: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -165,6 +261,9 @@ pub struct PutReport {
     pub errors: Vec<ErrorCount>,
     /// why puts were not sent (`{kind, message, count}`, counts summing to not_sent)
     pub not_sent_reasons: Vec<ErrorCount>,
+    /// the put clients moved off a member that was gone (as a request run's `failover`);
+    /// null with a single member
+    pub failover: Option<super::FailoverReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -230,9 +329,21 @@ impl WatchReport {
         expected_events: u64,
         loss: Loss,
     ) -> WatchReport {
-        let start = puts.start;
+        // watch-get: from the first create request (the puts were done before); else from
+        // the put run's start line
+        let start = match cfg.kind {
+            WatchKind::Get { .. } => w.first_create.unwrap_or(puts.start),
+            _ => puts.start,
+        };
         let end = w.last_event.unwrap_or(start).max(start);
         let total = end.duration_since(start).as_secs_f64();
+        let (from_ack, before_ack) = match cfg.kind {
+            WatchKind::Latency => {
+                let (l, n) = from_ack(&w.receipts, &puts.acked_at);
+                (Some(LatencySummary::of(&l)), Some(n))
+            }
+            _ => (None, None),
+        };
         let put_span = puts.elapsed.as_secs_f64();
         let conns = &w.conns;
         let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
@@ -259,6 +370,7 @@ impl WatchReport {
             .sum();
         let events = w.events;
         WatchReport {
+            kind: cfg.kind.name(),
             proto: proto.name(),
             title: proto.title(),
             watchers: cfg.watchers,
@@ -283,6 +395,10 @@ impl WatchReport {
                 0.0
             },
             event_latency_ms: LatencySummary::of(&w.latency),
+            event_latency_from_ack_ms: from_ack,
+            events_before_ack: before_ack,
+            catch_up_s: matches!(cfg.kind, WatchKind::Get { .. }).then_some(total),
+            gets: None,
             puts: PutReport {
                 proto: cfg.put_proto.name(),
                 clients: cfg.put_clients,
@@ -303,6 +419,7 @@ impl WatchReport {
                 late_sends: puts.late,
                 errors: error_counts(&puts.errors),
                 not_sent_reasons: error_counts(&puts.not_sent_reasons),
+                failover: puts.failover.clone(),
             },
             wire: WatchWire {
                 bytes_in: sum(|c| c.bytes_in),
@@ -317,9 +434,34 @@ impl WatchReport {
                 chunks_per_event: (proto == Proto::Http).then(|| per(w.chunks, events)),
             },
             errors: error_counts(&w.errors),
+            recreated_watchers: w.recreated,
+            stream_moves: w
+                .moves
+                .iter()
+                .map(|m| StreamMoveReport {
+                    stream: m.stream,
+                    from: m.from.clone(),
+                    to: m.to.clone(),
+                    watchers: m.watchers,
+                    broke_s: m.broke.saturating_duration_since(start).as_secs_f64(),
+                    recreated_after_ms: m
+                        .recreated
+                        .map(|t| t.saturating_duration_since(m.broke).as_secs_f64() * 1e3),
+                })
+                .collect(),
             per_connection: w.conns,
         }
     }
+}
+
+/// One latency summary as a line of the text report.
+fn latency_line(out: &mut String, l: &LatencySummary) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "  fastest {:.3} ms, average {:.3} ms, p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, p99.9 {:.3} ms, slowest {:.3} ms",
+        l.fastest, l.average, l.p50, l.p90, l.p99, l.p999, l.slowest
+    );
 }
 
 /// Text report of watch runs.
@@ -327,9 +469,14 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     for r in runs {
+        let what = match cfg.kind {
+            WatchKind::Events => "Watch",
+            WatchKind::Latency => "Watch latency",
+            WatchKind::Get { .. } => "Watch-get (unsynced watchers)",
+        };
         let _ = writeln!(
             out,
-            "Watch over {} — {} watchers on {} streams, {} connections; {} keys{}",
+            "{what} over {} — {} watchers on {} streams, {} connections; {} keys{}",
             r.title,
             r.watchers,
             r.streams,
@@ -371,8 +518,13 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         );
         let _ = writeln!(
             out,
-            "  Total:        {:.2} s (first put due to last event received)",
-            r.total_s
+            "  Total:        {:.2} s ({})",
+            r.total_s,
+            if r.catch_up_s.is_some() {
+                "first create request to last event received; the puts were written before"
+            } else {
+                "first put due to last event received"
+            }
         );
         let _ = writeln!(
             out,
@@ -381,12 +533,66 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         );
         let l = &r.event_latency_ms;
         let _ = writeln!(out);
-        let _ = writeln!(out, "Event latency (put sent -> event received):");
         let _ = writeln!(
             out,
-            "  fastest {:.3} ms, average {:.3} ms, p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, p99.9 {:.3} ms, slowest {:.3} ms",
-            l.fastest, l.average, l.p50, l.p90, l.p99, l.p999, l.slowest
+            "Event latency (put sent -> event received{}):",
+            if r.catch_up_s.is_some() {
+                ": replayed from history, so the event's age"
+            } else {
+                ""
+            }
         );
+        latency_line(&mut out, l);
+        if let (Some(l), Some(before)) = (&r.event_latency_from_ack_ms, r.events_before_ack) {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "Event latency (put acknowledged -> event received, etcd benchmark's clock; {before} events came before their put's acknowledgement and count as 0):"
+            );
+            latency_line(&mut out, l);
+        }
+        if let Some(g) = &r.gets {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "Gets during the catch-up: {} serializable ranges of {:?} over {} by {} clients; {} ok, {} failed; {:.1}/s over {:.3} s",
+                g.count, g.key, g.proto, g.clients, g.ok, g.failed, g.requests_per_sec, g.total_s
+            );
+            latency_line(&mut out, &g.latency_ms);
+            for e in &g.errors {
+                let _ = writeln!(
+                    out,
+                    "  [{}]\t{}: {}",
+                    e.count,
+                    e.kind,
+                    e.message.as_deref().unwrap_or("")
+                );
+            }
+        }
+        if !r.stream_moves.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "Streams moved: {} ({} watchers re-created from their next revision)",
+                r.stream_moves.len(),
+                r.recreated_watchers
+            );
+            for m in &r.stream_moves {
+                let _ = writeln!(
+                    out,
+                    "  stream {}: {} -> {} at {:.3} s, {} watchers {}",
+                    m.stream,
+                    m.from,
+                    m.to,
+                    m.broke_s,
+                    m.watchers,
+                    m.recreated_after_ms
+                        .map_or("never re-created".to_string(), |ms| {
+                            format!("re-created after {ms:.1} ms")
+                        })
+                );
+            }
+        }
         let p = &r.puts;
         let _ = writeln!(out);
         let _ = writeln!(
@@ -412,6 +618,19 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
             "  per-put timeout {:.0} ms, {} reconnects",
             p.timeout_ms, p.reconnects
         );
+        for e in p.failover.iter().flat_map(|f| &f.events) {
+            let _ = writeln!(
+                out,
+                "  moved {} -> {}: first failure {:.3} s, moved {:.3} s, first success {}, {} failed between",
+                e.from,
+                e.to,
+                e.first_failure_s,
+                e.moved_s,
+                e.first_success_s
+                    .map_or("none".to_string(), |t| format!("{t:.3} s")),
+                e.failed_between
+            );
+        }
         for e in &p.not_sent_reasons {
             let _ = writeln!(
                 out,

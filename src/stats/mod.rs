@@ -14,7 +14,7 @@ pub use records::{
     CloseRecord, ConnRecord, ConnSet, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts,
 };
 pub use run::{FailoverEvent, Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, WindowCost};
-pub use watch::{Loss, WatchOutcome};
+pub use watch::{Loss, StreamMove, WatchOutcome};
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -99,6 +99,9 @@ pub struct Stats {
     pub revisions: Vec<Vec<i64>>,
     /// `--verify`: (key index, revision) of every acknowledged put, checked after the run
     pub acks: Vec<(u64, i64)>,
+    /// the watch benchmark's puts: (revision, when its acknowledgement arrived, in ns of the
+    /// stamps' clock), for the watch-latency clock that starts there
+    pub acked_at: Vec<(i64, u64)>,
 }
 
 impl Stats {
@@ -203,6 +206,7 @@ impl Stats {
             mine.extend(theirs);
         }
         self.acks.extend(other.acks);
+        self.acked_at.extend(other.acked_at);
         self.latency.merge(&other.latency);
         if let Some(u) = &other.uncorrected {
             self.uncorrected

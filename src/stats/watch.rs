@@ -19,6 +19,29 @@ pub struct WatchOutcome {
     pub conns: Vec<ConnRecord>,
     pub responses: u64,
     pub chunks: u64,
+    /// watchers confirmed again after their stream was re-created on a live member
+    pub recreated: u64,
+    /// every broken stream re-created on a live member
+    pub moves: Vec<StreamMove>,
+    /// when the first create request went out
+    pub first_create: Option<Instant>,
+    /// watch-latency: every event's (revision, receipt time in ns of the stamps' clock)
+    pub receipts: Vec<(i64, u64)>,
+}
+
+/// A watch stream that broke and was re-created on another member, its watchers starting
+/// from the revision after the last event each received.
+#[derive(Debug, Clone)]
+pub struct StreamMove {
+    pub stream: usize,
+    /// the member it was on, and the member it moved to (endpoint URLs)
+    pub from: String,
+    pub to: String,
+    pub watchers: usize,
+    /// when the stream broke
+    pub broke: Instant,
+    /// when etcd had confirmed every one of its watchers again (None: never)
+    pub recreated: Option<Instant>,
 }
 
 /// The zero-loss proof of one run: each watcher's received revisions against the ones it

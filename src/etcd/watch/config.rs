@@ -81,6 +81,7 @@ mod tests {
     #[test]
     fn watchers_expect_the_revisions_of_their_keys() {
         let cfg = |prefix| WatchConfig {
+            kind: crate::config::WatchKind::Events,
             endpoints: Vec::new(),
             protos: vec![Proto::Grpc],
             watchers: 3,

@@ -12,7 +12,9 @@ use http::Uri;
 use super::config::{WatchConfig, stream_watchers};
 use super::state::WatchState;
 use crate::client::grpc::{Bidi, Call, Conn as GrpcConn};
+use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind};
+use crate::stats::StreamMove;
 use wirebench_wire::grpc;
 use wirebench_wire::proto::etcd::{
     WatchCreateRequest, WatchRequest, WatchResponse, watch_request::RequestUnion,
@@ -23,37 +25,32 @@ const MAX_WATCH_MESSAGE: usize = 64 << 20;
 
 /// Opens `--conns` h2 connections and one bidi Watch stream task per stream over them; one
 /// more task closes the connections (their ledgers and TCP_INFO join the state) once every
-/// stream task is done.
+/// stream task is done. A stream that breaks after its watchers were created moves to the next
+/// member of `members` that accepts a connection (the given endpoints first).
 pub(super) async fn open(
     cfg: &Arc<WatchConfig>,
     st: &Rc<WatchState>,
+    members: &Rc<[Endpoint]>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
     let mut conns = Vec::with_capacity(cfg.conns);
     for c in 0..cfg.conns {
-        let ep = &cfg.endpoints[c % cfg.endpoints.len()];
-        let conn = GrpcConn::connect(
-            ep.addr,
-            &ep.host,
-            c % cfg.endpoints.len(),
-            &cfg.net,
-            &cfg.h2,
-        )
-        .await
-        .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
-        conns.push((Rc::new(conn), ep.authority.clone()));
+        let m = c % cfg.endpoints.len();
+        let ep = &cfg.endpoints[m];
+        let conn = GrpcConn::connect(ep.addr, &ep.host, m, &cfg.net, &cfg.h2)
+            .await
+            .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
+        conns.push((Rc::new(conn), m));
     }
     let mut streams = Vec::with_capacity(cfg.streams);
     for s in 0..cfg.streams {
-        let (conn, authority) = &conns[s % conns.len()];
+        let (conn, member) = &conns[s % conns.len()];
         let watchers = stream_watchers(cfg.watchers, cfg.streams, s);
-        let uri: Uri = format!("http://{authority}/etcdserverpb.Watch/Watch")
-            .parse()
-            .map_err(|e| format!("{authority}: {e}"))?;
         streams.push(tokio::task::spawn_local(stream(
             st.clone(),
             cfg.clone(),
-            conn.clone(),
-            uri,
+            members.clone(),
+            Link::Shared(conn.clone(), *member),
+            s,
             watchers,
         )));
     }
@@ -73,25 +70,131 @@ pub(super) async fn open(
     })])
 }
 
-fn create_request(cfg: &WatchConfig, w: usize) -> WatchRequest {
+/// The connection a stream runs on: one of the shared ones it started on, or one of its own
+/// after it moved; with the member it goes to.
+enum Link {
+    Shared(Rc<GrpcConn>, usize),
+    Own(GrpcConn, usize),
+}
+
+impl Link {
+    fn conn(&self) -> &GrpcConn {
+        match self {
+            Link::Shared(c, _) => c,
+            Link::Own(c, _) => c,
+        }
+    }
+
+    fn member(&self) -> usize {
+        match self {
+            Link::Shared(_, m) | Link::Own(_, m) => *m,
+        }
+    }
+
+    /// Its own connection closes (its record joins the state); a shared one is closed by
+    /// `open`'s closing task.
+    async fn close(self, st: &WatchState, linger: std::time::Duration) {
+        if let Link::Own(conn, _) = self {
+            let rec = conn.close(linger).await;
+            st.conns.borrow_mut().push(rec);
+        }
+    }
+}
+
+fn create_request(cfg: &WatchConfig, w: usize, start_revision: i64) -> WatchRequest {
     let (key, range_end) = cfg.range(w);
     WatchRequest {
         request_union: Some(RequestUnion::CreateRequest(WatchCreateRequest {
             key: key.into(),
             range_end: range_end.unwrap_or_default().into(),
+            start_revision,
             ..Default::default()
         })),
     }
 }
 
-/// One bidi Watch stream: the create requests of `watchers`, then their events until stopped.
+/// One watch stream of `watchers`: created on its first member, and after a break that left
+/// them created, again on the next live member from each watcher's resume revision, until the
+/// run stops.
 async fn stream(
     st: Rc<WatchState>,
     cfg: Arc<WatchConfig>,
-    conn: Rc<GrpcConn>,
-    uri: Uri,
+    members: Rc<[Endpoint]>,
+    mut link: Link,
+    index: usize,
     watchers: Vec<usize>,
 ) {
+    let mut moved: Option<usize> = None;
+    loop {
+        let member = &members[link.member()];
+        let ended = watch_on(&st, &cfg, link.conn(), member, &watchers, moved).await;
+        if ended == Ended::Stopped || st.stopped.get() {
+            break;
+        }
+        // Only an established stream moves: one that never had its watchers created fails the
+        // run's setup as before.
+        let established = {
+            let confirmed = st.confirmed.borrow();
+            watchers.iter().all(|&w| confirmed[w])
+        };
+        if !established {
+            break;
+        }
+        let broke = Instant::now();
+        let from = link.member();
+        link.close(&st, std::time::Duration::ZERO).await;
+        let Some((conn, to)) = super::next_member(&st, &members, from, |m| {
+            let ep = &members[m];
+            GrpcConn::connect(ep.addr, &ep.host, m, &cfg.net, &cfg.h2)
+        })
+        .await
+        else {
+            return;
+        };
+        let mut moves = st.moves.borrow_mut();
+        moved = Some(moves.len());
+        moves.push(StreamMove {
+            stream: index,
+            from: members[from].url.clone(),
+            to: members[to].url.clone(),
+            watchers: watchers.len(),
+            broke,
+            recreated: None,
+        });
+        link = Link::Own(conn, to);
+    }
+    link.close(&st, cfg.drain).await;
+}
+
+/// How a stream's run on one connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// the run is over
+    Stopped,
+    /// the stream, its connection or its member failed (the failure is in the state)
+    Broken,
+}
+
+/// Creates `watchers` on `conn` (from their resume revisions when the stream `moved`) and
+/// takes their events until the run stops or the stream breaks.
+async fn watch_on(
+    st: &WatchState,
+    cfg: &WatchConfig,
+    conn: &GrpcConn,
+    member: &Endpoint,
+    watchers: &[usize],
+    moved: Option<usize>,
+) -> Ended {
+    let uri: Uri = match format!("http://{}/etcdserverpb.Watch/Watch", member.authority).parse() {
+        Ok(u) => u,
+        Err(e) => {
+            st.error(Failure::with(
+                FailureKind::Watch,
+                format_args!("{}: {e}", member.authority),
+            ));
+            return Ended::Stopped;
+        }
+    };
     let mut send = conn.handle();
     let ledger = conn.ledger().clone();
     let call = Call::new(uri, Vec::new(), FailureKind::Etcd);
@@ -99,28 +202,30 @@ async fn stream(
         Ok(b) => b,
         Err(f) => {
             st.error(f);
-            return;
+            return Ended::Broken;
         }
     };
     let mut frame = BytesMut::new();
-    for &w in &watchers {
+    for &w in watchers {
         frame.clear();
-        grpc::encode(&create_request(&cfg, w), &mut frame);
-        st.create_sent.borrow_mut()[w] = Some(Instant::now());
+        grpc::encode(&create_request(cfg, w, st.start_revision(w)), &mut frame);
+        if moved.is_none() {
+            st.create_sent.borrow_mut()[w] = Some(Instant::now());
+        }
         if let Err(f) = bidi.send(frame.split().freeze()) {
             st.error(f);
-            return;
+            return Ended::Broken;
         }
     }
     let head = tokio::select! {
         h = bidi.head() => h,
-        _ = st.stop.notified() => return,
+        _ = st.stop.notified() => return Ended::Stopped,
     };
     let head = match head {
         Ok(h) => h,
         Err(f) => {
             st.error(f);
-            return;
+            return Ended::Broken;
         }
     };
     // the response head's uncompressed header list, for the ledger's HPACK ratio (a watch
@@ -133,42 +238,44 @@ async fn stream(
             .message
             .unwrap_or_else(|| format!("HTTP {}", head.status));
         st.error(Failure::with(FailureKind::Etcd, status));
-        return;
+        return Ended::Broken;
     }
     let mut pending: VecDeque<usize> = watchers.iter().copied().collect();
     let mut ids: HashMap<i64, usize> = HashMap::new();
     let mut rx = BytesMut::with_capacity(16 * 1024);
     loop {
         if st.stopped.get() {
-            break;
+            return Ended::Stopped;
         }
         let more = tokio::select! {
             r = bidi.recv(&mut rx) => r,
-            _ = st.stop.notified() => break,
+            _ = st.stop.notified() => return Ended::Stopped,
         };
         match more {
             Ok(true) => {}
             Err(f) => {
                 st.error(f);
-                break;
+                return Ended::Broken;
             }
             Ok(false) => {
                 st.error(Failure::with(
                     FailureKind::Watch,
                     "etcd ended the watch stream",
                 ));
-                break;
+                return Ended::Broken;
             }
         }
         loop {
             match grpc::decode_message::<WatchResponse>(&mut rx, MAX_WATCH_MESSAGE) {
                 Ok(Some(r)) => {
+                    let revision = r.header.as_ref().map_or(0, |h| h.revision);
                     let revision_events = r.events.into_iter().map(|e| {
                         let kv = e.kv.unwrap_or_default();
                         (e.r#type == 1, kv.mod_revision, kv.value.to_vec())
                     });
                     st.response(
                         r.watch_id,
+                        revision,
                         r.created,
                         r.canceled,
                         r.compact_revision,
@@ -177,15 +284,16 @@ async fn stream(
                         &mut pending,
                         &mut ids,
                     );
+                    st.recreated_all(moved, pending.is_empty());
                 }
                 Ok(None) => break,
                 Err(e) => {
                     st.error(Failure::with(FailureKind::GrpcFraming, e));
-                    return;
+                    return Ended::Broken;
                 }
             }
         }
     }
-    // Ends the stream: the request side is reset (CANCEL), which cancels its watches.
-    drop(bidi);
+    // Dropping `bidi` ends the stream: the request side is reset (CANCEL), which cancels its
+    // watches.
 }

@@ -11,15 +11,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::config::{WatchConfig, stream_watchers};
 use super::state::WatchState;
+use crate::config::Endpoint;
 use crate::net::{self, Layers};
 use crate::outcome::{Failure, FailureKind};
+use crate::stats::StreamMove;
 use wirebench_wire::http1::{self as h1, BodyKind, ChunkedDecoder, RequestTemplate};
 use wirebench_wire::watch as wline;
 
-/// Opens one connection per stream and starts its `POST /v3/watch` task.
+/// Opens one connection per stream and starts its `POST /v3/watch` task. A stream that breaks
+/// after its watchers were created moves to the next member of `members` that accepts a
+/// connection (the given endpoints first).
 pub(super) async fn open(
     cfg: &Arc<WatchConfig>,
     st: &Rc<WatchState>,
+    members: &Rc<[Endpoint]>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
     let mut tasks = Vec::with_capacity(cfg.streams);
     for s in 0..cfg.streams {
@@ -32,26 +37,98 @@ pub(super) async fn open(
         tasks.push(tokio::task::spawn_local(stream(
             st.clone(),
             cfg.clone(),
+            members.clone(),
             opened,
             e,
-            ep.authority.clone(),
+            s,
             watchers,
         )));
     }
     Ok(tasks)
 }
 
-/// One `POST /v3/watch` on its own connection: the create requests of `watchers` in the body,
-/// then their events from the chunked response until stopped. The connection's record joins
-/// the state when the stream ends.
+/// How a stream's run on one connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// the run is over
+    Stopped,
+    /// the stream, its connection or its member failed (the failure is in the state)
+    Broken,
+}
+
+/// One watch stream of `watchers`: created on its first member, and after a break that left
+/// them created, again on the next live member from each watcher's resume revision, until the
+/// run stops.
 async fn stream(
     st: Rc<WatchState>,
     cfg: Arc<WatchConfig>,
-    opened: net::Opened,
-    endpoint: usize,
-    authority: String,
+    members: Rc<[Endpoint]>,
+    mut opened: net::Opened,
+    mut member: usize,
+    index: usize,
     watchers: Vec<usize>,
 ) {
+    let mut moved: Option<usize> = None;
+    loop {
+        let ended = watch_on(
+            &st,
+            &cfg,
+            opened,
+            member,
+            &members[member],
+            &watchers,
+            moved,
+        )
+        .await;
+        if ended == Ended::Stopped || st.stopped.get() {
+            return;
+        }
+        // Only an established stream moves: one that never had its watchers created fails the
+        // run's setup as before.
+        let established = {
+            let confirmed = st.confirmed.borrow();
+            watchers.iter().all(|&w| confirmed[w])
+        };
+        if !established {
+            return;
+        }
+        let broke = Instant::now();
+        let Some((next, to)) = super::next_member(&st, &members, member, |m| {
+            let ep = &members[m];
+            net::open(ep.addr, &ep.host, &cfg.net, net::Alpn::Http1, Layers::Http1)
+        })
+        .await
+        else {
+            return;
+        };
+        let mut moves = st.moves.borrow_mut();
+        moved = Some(moves.len());
+        moves.push(StreamMove {
+            stream: index,
+            from: members[member].url.clone(),
+            to: members[to].url.clone(),
+            watchers: watchers.len(),
+            broke,
+            recreated: None,
+        });
+        (opened, member) = (next, to);
+    }
+}
+
+/// One `POST /v3/watch` on `opened`, a connection to `ep` (member `endpoint`): the create
+/// requests of `watchers` in the body (from their resume revisions when the stream `moved`),
+/// then their events from the chunked response until the run stops or the stream breaks. The
+/// connection's record joins the state when it ends.
+async fn watch_on(
+    st: &WatchState,
+    cfg: &WatchConfig,
+    opened: net::Opened,
+    endpoint: usize,
+    ep: &Endpoint,
+    watchers: &[usize],
+    moved: Option<usize>,
+) -> Ended {
+    let authority = &ep.authority;
     let (mut io, ledger, local_port) = (opened.io, opened.ledger, opened.local_port);
     let opened = Instant::now();
     let record = |io: &net::Io| {
@@ -66,13 +143,13 @@ async fn stream(
     let template = match RequestTemplate::new(
         "POST",
         "/v3/watch",
-        &authority,
+        authority,
         &[("Content-Type", "application/json")],
     ) {
         Ok(t) => t,
         Err(e) => {
             st.error(Failure::with(FailureKind::Http1, e));
-            return;
+            return Ended::Stopped;
         }
     };
     let mut body = BytesMut::new();
@@ -81,20 +158,28 @@ async fn stream(
             body.put_u8(b'\n');
         }
         let (key, range_end) = cfg.range(w);
-        wline::render_create_request(&key, range_end.as_deref(), 0, None, &mut body);
+        wline::render_create_request(
+            &key,
+            range_end.as_deref(),
+            st.start_revision(w),
+            None,
+            &mut body,
+        );
     }
     let mut wbuf = BytesMut::new();
     let head_len = template.encode(&body, &mut wbuf);
     ledger.count_request();
     ledger.http1_request(head_len, body.len());
-    let now = Instant::now();
-    for &w in &watchers {
-        st.create_sent.borrow_mut()[w] = Some(now);
+    if moved.is_none() {
+        let now = Instant::now();
+        for &w in watchers {
+            st.create_sent.borrow_mut()[w] = Some(now);
+        }
     }
     if let Err(e) = io.write_all(&wbuf).await {
         st.error(crate::client::io_failure(&e));
         st.conns.borrow_mut().push(record(&io));
-        return;
+        return Ended::Broken;
     }
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
     let mut lines = BytesMut::with_capacity(16 * 1024);
@@ -102,13 +187,13 @@ async fn stream(
     let mut pending: VecDeque<usize> = watchers.iter().copied().collect();
     let mut ids: HashMap<i64, usize> = HashMap::new();
     let mut head: Option<h1::ResponseHead> = None;
-    loop {
+    let ended = loop {
         if st.stopped.get() {
-            break;
+            break Ended::Stopped;
         }
         let n = tokio::select! {
             r = io.read_buf(&mut rbuf) => r,
-            _ = st.stop.notified() => break,
+            _ = st.stop.notified() => break Ended::Stopped,
         };
         match n {
             Ok(0) => {
@@ -116,12 +201,12 @@ async fn stream(
                     FailureKind::Closed,
                     "etcd closed the watch connection",
                 ));
-                break;
+                break Ended::Broken;
             }
             Ok(_) => {}
             Err(e) => {
                 st.error(crate::client::io_failure(&e));
-                break;
+                break Ended::Broken;
             }
         }
         if head.is_none() {
@@ -133,14 +218,14 @@ async fn stream(
                             FailureKind::Etcd,
                             format_args!("HTTP {}: {}", h.status, msg.trim()),
                         ));
-                        break;
+                        break Ended::Broken;
                     }
                     head = Some(h);
                 }
                 Ok(None) => continue,
                 Err(e) => {
                     st.error(Failure::with(FailureKind::Http1, e));
-                    break;
+                    break Ended::Broken;
                 }
             }
         }
@@ -148,7 +233,7 @@ async fn stream(
             Ok(ended) => ended,
             Err(e) => {
                 st.error(Failure::with(FailureKind::Http1, e));
-                break;
+                break Ended::Broken;
             }
         };
         loop {
@@ -162,24 +247,29 @@ async fn stream(
                 Ok(Some(line)) => match wline::parse_line(&line) {
                     Ok(wline::WatchLine::Response {
                         watch_id,
+                        revision,
                         created,
                         canceled,
                         compact_revision,
                         cancel_reason,
                         events,
                         ..
-                    }) => st.response(
-                        watch_id,
-                        created,
-                        canceled,
-                        compact_revision,
-                        cancel_reason.as_deref().unwrap_or(""),
-                        events
-                            .into_iter()
-                            .map(|e| (e.delete, e.mod_revision, e.value)),
-                        &mut pending,
-                        &mut ids,
-                    ),
+                    }) => {
+                        st.response(
+                            watch_id,
+                            revision,
+                            created,
+                            canceled,
+                            compact_revision,
+                            cancel_reason.as_deref().unwrap_or(""),
+                            events
+                                .into_iter()
+                                .map(|e| (e.delete, e.mod_revision, e.value)),
+                            &mut pending,
+                            &mut ids,
+                        );
+                        st.recreated_all(moved, pending.is_empty());
+                    }
                     Ok(wline::WatchLine::Error { message, .. }) => {
                         st.error(Failure::with(FailureKind::Etcd, message))
                     }
@@ -197,9 +287,9 @@ async fn stream(
                 FailureKind::Watch,
                 "etcd ended the watch response",
             ));
-            break;
+            break Ended::Broken;
         }
-    }
+    };
     if let Some(h) = head {
         ledger.http1_response(
             h.head_len,
@@ -209,4 +299,5 @@ async fn stream(
     }
     st.chunks.set(st.chunks.get() + chunked.chunks());
     st.conns.borrow_mut().push(record(&io));
+    ended
 }

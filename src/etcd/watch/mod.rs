@@ -7,6 +7,10 @@
 //! process-wide `Instant` (the epoch), so "put sent -> event received" needs no clock sync. The
 //! application runs the phases (`app::watch`): watchers created, puts, the drain;
 //! `report::watch` derives the figures.
+//!
+//! A stream whose member goes away (after its watchers were created) is created again on the
+//! next member that accepts a connection, each watcher from the revision after the last event
+//! it received, so the zero-loss proof holds across the move.
 
 mod config;
 mod grpc;
@@ -18,3 +22,52 @@ pub use crate::stats::{Loss, WatchOutcome};
 pub use crate::workload::etcd::{STAMP_LEN, stamp};
 pub use config::WatchConfig;
 pub use run::Watchers;
+
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+use crate::config::Endpoint;
+use crate::outcome::{Failure, FailureKind};
+use state::WatchState;
+
+/// How long a stream waits before trying every member again when none accepted it.
+const RETRY: Duration = Duration::from_millis(50);
+
+/// After a stream broke on member `from`: a connection to the next member after it (in turn,
+/// ending with `from` itself) that accepts one, every member tried again every `RETRY`, until
+/// the run stops (None). Each refusal is counted as a `connect` error.
+async fn next_member<C, Fut>(
+    st: &WatchState,
+    members: &[Endpoint],
+    from: usize,
+    connect: impl Fn(usize) -> Fut,
+) -> Option<(C, usize)>
+where
+    Fut: Future<Output = io::Result<C>>,
+{
+    let n = members.len();
+    loop {
+        for i in 1..=n {
+            if st.stopped.get() {
+                return None;
+            }
+            let m = (from + i) % n;
+            let attempt = tokio::select! {
+                r = connect(m) => r,
+                _ = st.stop.notified() => return None,
+            };
+            match attempt {
+                Ok(c) => return Some((c, m)),
+                Err(e) => st.error(Failure::with(
+                    FailureKind::Connect,
+                    format_args!("{}: {e}", members[m].url),
+                )),
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(RETRY) => {}
+            _ = st.stop.notified() => return None,
+        }
+    }
+}

@@ -12,7 +12,7 @@ use super::config::WatchConfig;
 use super::state::{Expected, WatchState};
 use super::{grpc, http};
 use crate::client::block_on;
-use crate::config::Proto;
+use crate::config::{Endpoint, Proto, WatchKind};
 use crate::stats::WatchOutcome;
 
 /// Slack on top of the connect timeout for every watch to be created.
@@ -28,14 +28,21 @@ pub struct Watchers {
 
 impl Watchers {
     /// Starts the watch thread over `proto` and waits until every watch is confirmed (created),
-    /// bounded; an error says why not.
-    pub fn start(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<Watchers, String> {
+    /// bounded; an error says why not. `members`: where a broken stream may move, the
+    /// configured endpoints first. `from`: the revision every watch starts at (0: from now).
+    pub fn start(
+        cfg: &Arc<WatchConfig>,
+        proto: Proto,
+        members: &[Endpoint],
+        from: i64,
+    ) -> Result<Watchers, String> {
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
         let (done, done_rx) = oneshot::channel::<Arc<Vec<Vec<i64>>>>();
         let wcfg = cfg.clone();
+        let members = members.to_vec();
         let thread = std::thread::Builder::new()
             .name("wirebench-watch".into())
-            .spawn(move || watch_thread(wcfg, proto, ready_tx, done_rx))
+            .spawn(move || watch_thread(wcfg, proto, members, from, ready_tx, done_rx))
             .map_err(|e| format!("cannot start the watch thread: {e}"))?;
         let watchers = Watchers { thread, done };
         let setup_limit = cfg.net.connect_timeout + SETUP_SLACK;
@@ -62,14 +69,23 @@ impl Watchers {
 fn watch_thread(
     cfg: Arc<WatchConfig>,
     proto: Proto,
+    members: Vec<Endpoint>,
+    from: i64,
     ready: mpsc::Sender<Result<(), String>>,
     done: oneshot::Receiver<Arc<Vec<Vec<i64>>>>,
 ) -> WatchOutcome {
-    let st = Rc::new(WatchState::new(cfg.watchers));
+    let st = Rc::new(WatchState::new(
+        cfg.watchers,
+        cfg.kind == WatchKind::Latency,
+    ));
+    if from > 0 {
+        st.start_at(from);
+    }
+    let members: Rc<[Endpoint]> = members.into();
     let ran = block_on(async {
         let opened = match proto {
-            Proto::Grpc => grpc::open(&cfg, &st).await,
-            Proto::Http => http::open(&cfg, &st).await,
+            Proto::Grpc => grpc::open(&cfg, &st, &members).await,
+            Proto::Http => http::open(&cfg, &st, &members).await,
             Proto::H2 => Err("etcd watch runs over HTTP/1.1 or gRPC".to_string()),
         };
         let tasks = match opened {

@@ -10,8 +10,8 @@ use std::time::Instant;
 use tokio::sync::Notify;
 
 use crate::outcome::{Failure, FailureKind};
-use crate::stats::{ConnRecord, Latencies, WatchOutcome};
-use crate::workload::etcd::since_stamp;
+use crate::stats::{ConnRecord, Latencies, StreamMove, WatchOutcome};
+use crate::workload::etcd::{epoch_ns, since_stamp};
 
 /// Per-watch-thread state shared by its stream tasks.
 pub(super) struct WatchState {
@@ -33,6 +33,17 @@ pub(super) struct WatchState {
     pub(super) responses: Cell<u64>,
     /// set once the puts are done: what each watcher must still receive
     pub(super) expected: RefCell<Option<Expected>>,
+    /// per watcher, the revision a re-created watch starts at: the one after the last event it
+    /// received, or after its creation's header revision (0: not known yet)
+    pub(super) resume: RefCell<Vec<i64>>,
+    /// per watcher, whether etcd confirmed it once (later confirmations are re-creations)
+    pub(super) confirmed: RefCell<Vec<bool>>,
+    /// watchers created again on a live member after their stream broke
+    pub(super) recreated: Cell<u64>,
+    /// each broken stream re-created on a live member
+    pub(super) moves: RefCell<Vec<StreamMove>>,
+    /// watch-latency: every event's revision and receipt time (None: not kept)
+    pub(super) receipts: Option<RefCell<Vec<(i64, u64)>>>,
 }
 
 /// Per watcher, the revisions of the acknowledged puts it must see (sorted) and which of them
@@ -76,7 +87,8 @@ impl Expected {
 }
 
 impl WatchState {
-    pub(super) fn new(watchers: usize) -> WatchState {
+    /// The state of `watchers` watchers; `receipts`: keep every event's receipt time.
+    pub(super) fn new(watchers: usize, receipts: bool) -> WatchState {
         WatchState {
             seen: RefCell::new(vec![Vec::new(); watchers]),
             create_sent: RefCell::new(vec![None; watchers]),
@@ -92,7 +104,23 @@ impl WatchState {
             stopped: Cell::new(false),
             responses: Cell::new(0),
             expected: RefCell::new(None),
+            resume: RefCell::new(vec![0; watchers]),
+            confirmed: RefCell::new(vec![false; watchers]),
+            recreated: Cell::new(0),
+            moves: RefCell::new(Vec::new()),
+            receipts: receipts.then(|| RefCell::new(Vec::new())),
         }
+    }
+
+    /// Watchers that replay history from `revision` (etcd benchmark's unsynced watchers):
+    /// their first creation starts there too.
+    pub(super) fn start_at(&self, revision: i64) {
+        self.resume.borrow_mut().fill(revision);
+    }
+
+    /// The revision watcher `w` is (re-)created at: 0 means "from now".
+    pub(super) fn start_revision(&self, w: usize) -> i64 {
+        self.resume.borrow().get(w).copied().unwrap_or(0)
     }
 
     /// What the watchers measured, taken out of the state.
@@ -108,6 +136,14 @@ impl WatchState {
             conns: self.conns.take(),
             responses: self.responses.get(),
             chunks: self.chunks.get(),
+            recreated: self.recreated.get(),
+            moves: self.moves.take(),
+            first_create: self.create_sent.borrow().iter().flatten().min().copied(),
+            receipts: self
+                .receipts
+                .as_ref()
+                .map(RefCell::take)
+                .unwrap_or_default(),
         }
     }
 
@@ -125,11 +161,36 @@ impl WatchState {
         }
     }
 
+    /// Once a moved stream has every watcher confirmed again (`done`), its move is complete.
+    pub(super) fn recreated_all(&self, moved: Option<usize>, done: bool) {
+        if let (Some(i), true) = (moved, done)
+            && let Some(m) = self.moves.borrow_mut().get_mut(i)
+            && m.recreated.is_none()
+        {
+            m.recreated = Some(Instant::now());
+        }
+    }
+
     pub(super) fn error(&self, f: Failure) {
         *self.errors.borrow_mut().entry(f).or_insert(0) += 1;
     }
 
-    fn created(&self, w: usize, now: Instant) {
+    /// etcd confirmed watcher `w` at `revision`: its first creation is measured, a later one
+    /// is a re-creation.
+    fn created(&self, w: usize, revision: i64, now: Instant) {
+        let first = match self.confirmed.borrow_mut().get_mut(w) {
+            Some(c) => !std::mem::replace(c, true),
+            None => return,
+        };
+        if !first {
+            self.recreated.set(self.recreated.get() + 1);
+            return;
+        }
+        if let Some(r) = self.resume.borrow_mut().get_mut(w)
+            && *r == 0
+        {
+            *r = revision + 1;
+        }
         let sent = self.create_sent.borrow().get(w).copied().flatten();
         if let Some(sent) = sent {
             self.creation.borrow_mut().record(now.duration_since(sent));
@@ -138,11 +199,17 @@ impl WatchState {
     }
 
     fn event(&self, w: usize, revision: i64, value: &[u8], now: Instant) {
+        if let Some(r) = self.resume.borrow_mut().get_mut(w) {
+            *r = (*r).max(revision + 1);
+        }
         if let Some(seen) = self.seen.borrow_mut().get_mut(w) {
             seen.push(revision);
         }
         if let Some(e) = self.expected.borrow_mut().as_mut() {
             e.arrived(w, revision);
+        }
+        if let Some(r) = &self.receipts {
+            r.borrow_mut().push((revision, epoch_ns(now)));
         }
         if let Some(latency) = since_stamp(value, now) {
             self.latency.borrow_mut().record(latency);
@@ -156,6 +223,7 @@ impl WatchState {
     pub(super) fn response(
         &self,
         watch_id: i64,
+        revision: i64,
         created: bool,
         canceled: bool,
         compact_revision: i64,
@@ -169,7 +237,7 @@ impl WatchState {
         if created {
             if let Some(w) = pending.pop_front() {
                 ids.insert(watch_id, w);
-                self.created(w, now);
+                self.created(w, revision, now);
             } else {
                 self.error(Failure::with(
                     FailureKind::Watch,

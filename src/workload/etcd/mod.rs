@@ -714,14 +714,18 @@ pub fn stamp(value: &mut [u8]) {
     }
 }
 
+/// `at` as ns since the stamps' epoch (the clock of `stamp`).
+pub fn epoch_ns(at: Instant) -> u64 {
+    at.saturating_duration_since(*EPOCH).as_nanos() as u64
+}
+
 /// Time from the send stamped in `value` to `now`; None when the value holds no stamp.
 pub fn since_stamp(value: &[u8], now: Instant) -> Option<Duration> {
     let stamp = value.get(..STAMP_LEN)?;
     let mut b = [0u8; STAMP_LEN];
     b.copy_from_slice(stamp);
     let sent = u64::from_le_bytes(b);
-    let at = now.saturating_duration_since(*EPOCH).as_nanos() as u64;
-    Some(Duration::from_nanos(at.saturating_sub(sent)))
+    Some(Duration::from_nanos(epoch_ns(now).saturating_sub(sent)))
 }
 
 #[cfg(test)]
