@@ -61,6 +61,7 @@ async fn stream(
             local_port,
             opened.elapsed().as_micros() as u64,
             tcp,
+            None,
         )
     };
     let template = match RequestTemplate::new(
