@@ -34,8 +34,9 @@
 //! - `stats`: HDR latency, per-layer counters, per-connection records, process CPU, per-thread
 //!   kernel counts; what one protocol run measured (`ProtoRun`).
 //! - `wirebench_wire` (crates/wire): the sans-IO protocol cores (HTTP/1.1 request, response and
-//!   chunked, gRPC framing and the unary verdict, gateway JSON, watch lines, h2 sniffing) and
-//!   the protobuf types; no tokio, no clock, no IO in its dependency tree.
+//!   chunked, gRPC framing and the unary verdict, gateway JSON, watch lines, the h2 client
+//!   connection, which counts its own layers, h2 sniffing) and the protobuf types; no tokio,
+//!   no clock, no IO in its dependency tree.
 //!
 //! ## Invariants
 //! - `wire` never imports tokio and never reads the clock.

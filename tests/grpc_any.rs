@@ -341,8 +341,8 @@ fn server_streaming_calls_count_their_messages() {
             first > 0.0 && first <= last,
             "{ctx}: first {first} ms, last {last} ms"
         );
-        // ground truth from the other side of the ledger: the frame sniffer found as many gRPC
-        // messages in what the server sent
+        // ground truth from the other side of the ledger: its h2 layers (the wire client's codec,
+        // the h2 crate's frame sniffer) found as many gRPC messages in what the server sent
         assert_eq!(
             u64_at(run, "/wire/layers/h2/in/grpc_messages"),
             60 * 7,

@@ -1,7 +1,9 @@
 //! The two h2 clients side by side: the same calls through the wire crate's client and through
 //! the `h2` crate's, against the built-in server and against grpcio's interop server where it is
 //! installed, must give the same decoded responses and the same payload-layer bytes (gRPC
-//! prefixes and messages, DATA payload); their HPACK bytes differ by design. Messages from empty
+//! prefixes and messages, DATA payload): out, the same; in, each client's the messages it
+//! decoded (the built-in server's answers carry timestamps, whose size varies with the time;
+//! grpcio's are the same bytes to both). Their HPACK bytes differ by design. Messages from empty
 //! to 1 MiB take DATA across the default 65,535-byte windows in both directions, so flow control
 //! (our WINDOW_UPDATEs and the server's) is part of what is compared.
 
@@ -44,13 +46,14 @@ fn server() -> Server {
 }
 
 /// Every ping of `pings` as a unary Echo call on one connection of `client`, `parallel` calls at
-/// a time (concurrent streams), then the connection's record.
+/// a time (concurrent streams), then the bytes of the response messages and the connection's
+/// record.
 fn calls(
     addr: SocketAddr,
     client: H2Client,
     pings: &[String],
     parallel: usize,
-) -> (Vec<Answer>, ConnRecord) {
+) -> (Vec<Answer>, u64, ConnRecord) {
     block_on(async {
         let h2 = H2Config {
             client,
@@ -65,6 +68,7 @@ fn calls(
             .unwrap();
         let call = Call::new(uri, Vec::new(), FailureKind::GrpcStatus);
         let mut answers = Vec::new();
+        let mut received = 0;
         for batch in pings.chunks(parallel) {
             let futures = batch.iter().map(|ping| {
                 let mut send = conn.handle();
@@ -75,11 +79,15 @@ fn calls(
                     let mut rx = BytesMut::new();
                     grpc::unary(&mut send, ledger, call, frame.freeze(), &mut rx, 8 << 20)
                         .await
-                        .map(|m: Bytes| EchoResponse::decode(m).expect("an EchoResponse"))
+                        .map(|m: Bytes| {
+                            let len = m.len() as u64;
+                            (EchoResponse::decode(m).expect("an EchoResponse"), len)
+                        })
                 }
             });
             for r in join_all(futures.collect()).await {
-                let r = r.unwrap_or_else(|e| panic!("{client:?}: {:?}", e.failure));
+                let (r, len) = r.unwrap_or_else(|e| panic!("{client:?}: {:?}", e.failure));
+                received += len;
                 let mut headers: Vec<(String, String)> = r.headers.into_iter().collect();
                 headers.sort();
                 answers.push(Answer {
@@ -89,7 +97,7 @@ fn calls(
             }
         }
         let record = conn.close(std::time::Duration::from_secs(1)).await;
-        (answers, record)
+        (answers, received, record)
     })
     .expect("a runtime")
 }
@@ -139,8 +147,8 @@ fn both_clients_get_the_same_answers_and_payload_bytes_from_the_built_in_server(
     let srv = server();
     let pings = pings();
     for parallel in [1, 3] {
-        let (wire, wire_rec) = calls(srv.local_addr(), H2Client::Wire, &pings, parallel);
-        let (h2, h2_rec) = calls(srv.local_addr(), H2Client::H2, &pings, parallel);
+        let (wire, wire_got, wire_rec) = calls(srv.local_addr(), H2Client::Wire, &pings, parallel);
+        let (h2, h2_got, h2_rec) = calls(srv.local_addr(), H2Client::H2, &pings, parallel);
         assert_eq!(wire.len(), pings.len());
         for (answer, ping) in wire.iter().zip(&pings) {
             assert_eq!(&answer.body, ping, "the echo of a {}-byte ping", ping.len());
@@ -151,18 +159,40 @@ fn both_clients_get_the_same_answers_and_payload_bytes_from_the_built_in_server(
             wire_rec.h2.expect("h2 layers"),
             h2_rec.h2.expect("h2 layers"),
         );
-        for (dir, w, h) in [("out", w.out, h.out), ("in", w.inbound, h.inbound)] {
+        // the requests are the same bytes
+        let (wo, ho) = (w.out, h.out);
+        assert_eq!(
+            (
+                wo.grpc_messages,
+                wo.grpc_prefix_bytes,
+                wo.grpc_message_bytes
+            ),
+            (
+                ho.grpc_messages,
+                ho.grpc_prefix_bytes,
+                ho.grpc_message_bytes
+            ),
+            "gRPC layer out"
+        );
+        assert_eq!(wo.data_payload_bytes, ho.data_payload_bytes, "DATA out");
+        // the responses are not: the server stamps each with the time, whose protobuf varint
+        // is a byte shorter in the first 268 ms of a second; each client's layer in is the
+        // messages it decoded
+        for (client, d, got) in [("wire", w.inbound, wire_got), ("h2", h.inbound, h2_got)] {
             assert_eq!(
-                (w.grpc_messages, w.grpc_prefix_bytes, w.grpc_message_bytes),
-                (h.grpc_messages, h.grpc_prefix_bytes, h.grpc_message_bytes),
-                "gRPC layer {dir}"
+                (d.grpc_messages, d.grpc_prefix_bytes, d.grpc_message_bytes),
+                (pings.len() as u64, 5 * pings.len() as u64, got),
+                "gRPC layer in, {client} client"
             );
             assert_eq!(
-                w.data_payload_bytes, h.data_payload_bytes,
-                "DATA payload {dir}"
+                d.data_payload_bytes,
+                d.grpc_prefix_bytes + d.grpc_message_bytes,
+                "DATA in, {client} client"
             );
-            assert_eq!(w.data_untracked_bytes, 0, "{dir}");
-            assert_eq!(w.malformed, None, "{dir}");
+        }
+        for d in [w.out, w.inbound] {
+            assert_eq!(d.data_untracked_bytes, 0);
+            assert_eq!(d.malformed, None);
         }
         // both directions crossed the default windows: the wire client sent WINDOW_UPDATEs
         assert!(
@@ -225,8 +255,10 @@ fn both_clients_get_the_same_answers_from_grpcio() {
     let server = Grpcio::start();
     let pings = pings();
     for parallel in [1, 3] {
-        let (wire, wire_rec) = calls(server.addr, H2Client::Wire, &pings, parallel);
-        let (h2, h2_rec) = calls(server.addr, H2Client::H2, &pings, parallel);
+        let (wire, wire_got, wire_rec) = calls(server.addr, H2Client::Wire, &pings, parallel);
+        let (h2, h2_got, h2_rec) = calls(server.addr, H2Client::H2, &pings, parallel);
+        // grpcio's answers carry no time: the same bytes to both
+        assert_eq!(wire_got, h2_got);
         for (answer, ping) in wire.iter().zip(&pings) {
             assert_eq!(&answer.body, ping, "the echo of a {}-byte ping", ping.len());
         }

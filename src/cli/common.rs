@@ -264,8 +264,9 @@ pub struct RunArgs {
     /// Seed for generated keys and values (default: from the clock)
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Protocol-layer accounting (h2 frame sniffing, HTTP/1.1 head/body split); socket
-    /// counters and TCP_INFO stay on either way
+    /// Protocol-layer accounting (h2 layers counted by the wire client's codec, or sniffed
+    /// with --h2-client h2; HTTP/1.1 head/body split); socket counters and TCP_INFO stay on
+    /// either way
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     pub ledger: OnOff,
     /// Report this server process's CPU per request (from /proc/PID/stat)

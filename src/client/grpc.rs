@@ -62,10 +62,13 @@ impl Conn {
         net_cfg: &NetConfig,
         h2_cfg: &H2Config,
     ) -> io::Result<Conn> {
-        let layers = match (h2_cfg.ledger, h2_cfg.plain) {
+        // the wire client's codec counts its own frames; the h2 crate's are sniffed
+        let layers = match (h2_cfg.ledger, h2_cfg.client) {
             (false, _) => Layers::Off,
-            (true, false) => Layers::H2,
-            (true, true) => Layers::H2Plain,
+            (true, H2Client::Wire) => Layers::H2Codec,
+            (true, H2Client::H2) => Layers::H2Sniffed {
+                grpc: !h2_cfg.plain,
+            },
         };
         let opened = net::open(addr, host, net_cfg, Alpn::H2, layers).await?;
         let (io, ledger, local_port, fd) = (opened.io, opened.ledger, opened.local_port, opened.fd);
@@ -127,8 +130,9 @@ impl Conn {
     }
 
     /// Closes the connection and returns its record. Streams still in flight get up to
-    /// `linger` to finish; then the snapshot the record's figures come from (the ledger and
-    /// TCP_INFO, read from the duplicate descriptor). Then the close: dropping the last handle
+    /// `linger` to finish; then the snapshot the record's figures come from (the ledger, the
+    /// wire client's codec counts of its h2 layers, and TCP_INFO, read from the duplicate
+    /// descriptor). Then the close: dropping the last handle
     /// makes h2 write its GOAWAY and shut our side down (FIN; sent here too should h2 not get
     /// to it), and what the server still sends (its GOAWAY, its FIN) is read from the
     /// duplicate, through the ledger, for at most `CLOSE_BOUND`. That exchange goes into the
@@ -149,7 +153,12 @@ impl Conn {
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
         let lifetime_us = opened.elapsed().as_micros() as u64;
-        let mut rec = ledger.record(endpoint, local_port, lifetime_us, net::tcp_info(&fd));
+        let codec = match &send {
+            Sender::Wire(handle) => handle.layers(),
+            Sender::H2(_) => None,
+        };
+        let tcp = net::tcp_info(&fd);
+        let mut rec = ledger.record(endpoint, local_port, lifetime_us, tcp, codec);
         let began = Instant::now();
         let mut driver = driver;
         let drained = match send {

@@ -149,7 +149,7 @@ impl Conn {
         let lifetime_us = self.opened.elapsed().as_micros() as u64;
         let mut rec = self
             .ledger
-            .record(self.endpoint, self.local_port, lifetime_us, tcp);
+            .record(self.endpoint, self.local_port, lifetime_us, tcp, None);
         // The buffers go now, not when the close is done: a replacement connection may be
         // growing its own meanwhile.
         self.rbuf = BytesMut::new();

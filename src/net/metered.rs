@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use std::time::Duration;
 
 use crate::stats::{CloseRecord, ConnRecord, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts};
-use wirebench_wire::h2sniff::H2Sniffer;
+use wirebench_wire::h2sniff::{H2Counts, H2Sniffer};
 
 /// The most one read syscall asks for.
 const MAX_READ: usize = 64 * 1024;
@@ -25,12 +25,43 @@ pub enum Layers {
     Off,
     /// HTTP/1.1: head, body and chunk framing, told by the client that parses them
     Http1,
-    /// gRPC over h2: every byte written and read goes through a frame sniffer per direction,
-    /// which also counts the gRPC message prefixes in DATA
-    H2,
-    /// plain HTTP/2: the frame sniffers without a gRPC layer (DATA is request and response
-    /// bodies)
-    H2Plain,
+    /// h2 through a frame sniffer per direction, fed every plaintext byte written and read:
+    /// the `h2` crate's client, whose frames are not ours to see. `grpc`: the sniffers also
+    /// follow the gRPC messages in DATA; without it DATA is plain HTTP/2's bodies
+    H2Sniffed { grpc: bool },
+    /// h2 counted by the client's own codec (the wire client), which hands its counts over
+    /// when the record is taken; the ledger keeps only the header-list sizes
+    H2Codec,
+}
+
+/// A connection's h2 layers as the ledger keeps them.
+#[derive(Debug)]
+pub struct H2Ledger {
+    /// the frame sniffers (`Layers::H2Sniffed`); `None` when the client's codec counts
+    sniffers: Option<RefCell<Duplex<H2Sniffer>>>,
+    /// uncompressed header-list bytes (out, in), told by the client
+    header_lists: Cell<(u64, u64)>,
+}
+
+impl H2Ledger {
+    /// The layer counts: the sniffers', or `codec`'s when the client's codec counted, with the
+    /// header-list sizes the client told.
+    fn counts(&self, codec: Option<Duplex<H2Counts>>) -> Duplex<H2Counts> {
+        let mut d = match &self.sniffers {
+            Some(s) => {
+                let s = s.borrow();
+                Duplex {
+                    out: *s.out.counts(),
+                    inbound: *s.inbound.counts(),
+                }
+            }
+            None => codec.unwrap_or_default(),
+        };
+        let (out, inbound) = self.header_lists.get();
+        d.out.header_list_bytes += out;
+        d.inbound.header_list_bytes += inbound;
+        d
+    }
 }
 
 /// Counters for one connection, shared (same thread only) between the IO wrapper and its owner.
@@ -52,8 +83,9 @@ pub struct Ledger {
     pub in_flight: Cell<u64>,
     /// HTTP/1.1 layers, told by the client that parses every message
     pub http1: Option<Cell<Http1Counts>>,
-    /// h2 layers: a frame sniffer per direction (the header-list sizes come from the client)
-    pub h2: Option<RefCell<Duplex<H2Sniffer>>>,
+    /// h2 layers: frame sniffers, or the client's codec counts them (the header-list sizes
+    /// come from the client either way)
+    pub h2: Option<H2Ledger>,
     /// bytes the protocol wrote / read above TLS (equal to the socket bytes without TLS)
     pub plain_out: Cell<u64>,
     pub plain_in: Cell<u64>,
@@ -133,14 +165,24 @@ impl Ledger {
         Ledger {
             http1: (layers == Layers::Http1).then(Cell::default),
             h2: match layers {
-                Layers::H2 => Some(RefCell::new(Duplex {
-                    out: H2Sniffer::new(true),
-                    inbound: H2Sniffer::new(false),
-                })),
-                Layers::H2Plain => Some(RefCell::new(Duplex {
-                    out: H2Sniffer::plain(true),
-                    inbound: H2Sniffer::plain(false),
-                })),
+                Layers::H2Sniffed { grpc } => Some(H2Ledger {
+                    sniffers: Some(RefCell::new(if grpc {
+                        Duplex {
+                            out: H2Sniffer::new(true),
+                            inbound: H2Sniffer::new(false),
+                        }
+                    } else {
+                        Duplex {
+                            out: H2Sniffer::plain(true),
+                            inbound: H2Sniffer::plain(false),
+                        }
+                    })),
+                    header_lists: Cell::default(),
+                }),
+                Layers::H2Codec => Some(H2Ledger {
+                    sniffers: None,
+                    header_lists: Cell::default(),
+                }),
                 Layers::Off | Layers::Http1 => None,
             },
             ..Ledger::default()
@@ -176,10 +218,9 @@ impl Ledger {
 
     /// Uncompressed header list sizes of one h2 exchange (for the HPACK compression ratio).
     pub fn h2_header_lists(&self, out: u64, inbound: u64) {
-        if let Some(t) = &self.h2 {
-            let mut t = t.borrow_mut();
-            t.out.add_header_list_bytes(out);
-            t.inbound.add_header_list_bytes(inbound);
+        if let Some(h) = &self.h2 {
+            let (o, i) = h.header_lists.get();
+            h.header_lists.set((o + out, i + inbound));
         }
     }
 
@@ -225,14 +266,14 @@ impl Ledger {
     }
 
     fn sniff_out(&self, bytes: &[u8]) {
-        if let Some(t) = &self.h2 {
-            t.borrow_mut().out.feed(bytes);
+        if let Some(s) = self.h2.as_ref().and_then(|h| h.sniffers.as_ref()) {
+            s.borrow_mut().out.feed(bytes);
         }
     }
 
     fn sniff_in(&self, bytes: &[u8]) {
-        if let Some(t) = &self.h2 {
-            t.borrow_mut().inbound.feed(bytes);
+        if let Some(s) = self.h2.as_ref().and_then(|h| h.sniffers.as_ref()) {
+            s.borrow_mut().inbound.feed(bytes);
         }
     }
 }
@@ -358,13 +399,15 @@ impl AsyncWrite for Metered {
 }
 
 impl Ledger {
-    /// The record of this connection as it stands, with the TCP_INFO snapshot taken with it.
+    /// The record of this connection as it stands, with the TCP_INFO snapshot taken with it;
+    /// `h2`: the h2 layers the client's codec counted (`Layers::H2Codec`), taken with it too.
     pub fn record(
         &self,
         endpoint: usize,
         local_port: u16,
         lifetime_us: u64,
         tcp: Option<TcpInfo>,
+        h2: Option<Duplex<H2Counts>>,
     ) -> ConnRecord {
         let l = self;
         ConnRecord {
@@ -396,13 +439,7 @@ impl Ledger {
             }),
             close: None,
             folded: 0,
-            h2: l.h2.as_ref().map(|t| {
-                let t = t.borrow();
-                Duplex {
-                    out: *t.out.counts(),
-                    inbound: *t.inbound.counts(),
-                }
-            }),
+            h2: l.h2.as_ref().map(|t| t.counts(h2)),
         }
     }
 

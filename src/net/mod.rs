@@ -73,9 +73,10 @@ pub struct H2Config {
     pub max_frame_size: u32,
     /// largest response message accepted (gRPC's receive limit)
     pub max_recv_message: usize,
-    /// break the connection's bytes into h2 layers (frame sniffing)
+    /// break the connection's bytes into h2 layers (counted by the wire client's codec, or by
+    /// frame sniffers on the h2 crate's client)
     pub ledger: bool,
-    /// the connection carries plain HTTP/2 requests, not gRPC: its sniffers count no gRPC
+    /// the connection carries plain HTTP/2 requests, not gRPC: its layers have no gRPC
     /// message layer in DATA
     pub plain: bool,
     /// h2's allowance for buffered small DATA frames before it closes the connection with

@@ -1,5 +1,6 @@
 //! `Io`: the stream a client speaks its protocol on — the metered socket itself, or TLS over
-//! it — counting plaintext bytes and feeding the h2 sniffers with plaintext either way.
+//! it — counting plaintext bytes and feeding the ledger's h2 sniffers, when it has them (the
+//! `h2` crate's client), with plaintext either way.
 
 use std::io;
 use std::net::SocketAddr;

@@ -12,7 +12,8 @@ use crate::grpc::{decode, decode_message_text, parse_status};
 use crate::h2::client::{self, Closed, Connection, Events};
 use crate::h2::frame::{self, Frame, HEADER_LEN, Head, Reason};
 use crate::h2::hpack::{self, Decoder, Encoder, Field, Strategy};
-use crate::h2sniff::H2Sniffer;
+use crate::h2::tally::Layers;
+use crate::h2sniff::{H2Counts, H2Sniffer};
 use crate::http1::{
     self, BodyKind, ChunkedDecoder, Error, RequestLimits, ResponseReader, decode_head_response,
     decode_request_head, decode_response_head,
@@ -365,7 +366,9 @@ fn reencode(f: &Frame<'_>, payload: &[u8], out: &mut Vec<u8>) {
 /// streams are opened (one with a body larger than the default window), then the input is the
 /// rest of what the server sends, fed whole and in pieces (the first byte picks their size).
 /// Both ways give the same events, the same result and the same bytes to write; what is queued
-/// stays within a bound of what came in; no stream is left open twice or over the limit.
+/// stays within a bound of what came in; no stream is left open twice or over the limit. The
+/// connection's own layer counts are a sniffer's fed the same bytes: all of them out, the
+/// frames in (whose gRPC messages it follows only on the streams it knows).
 pub fn h2_client(data: &[u8]) {
     let Some((&first, input)) = data.split_first() else {
         return;
@@ -407,12 +410,17 @@ fn drive_client(input: &[u8], piece: usize) -> (Vec<String>, Result<(), client::
                 .push(format!("goaway {last} {reason} {}", debug.len()));
         }
     }
-    let mut c = Connection::new(client::Config::default());
+    let mut c = Connection::new(client::Config {
+        layers: Layers::Grpc,
+        ..client::Config::default()
+    });
     let mut log = Log(Vec::new());
     let mut written = Vec::new();
     let mut settings = Vec::new();
+    let mut sniff_in = H2Sniffer::new(false);
     frame::encode_settings(&mut settings, &frame::Settings::default());
     assert_eq!(c.recv(&settings, &mut log), Ok(settings.len()));
+    sniff_in.feed(&settings);
     let fields: [(&[u8], &[u8]); 4] = [
         (b":method", b"POST"),
         (b":scheme", b"http"),
@@ -433,6 +441,7 @@ fn drive_client(input: &[u8], piece: usize) -> (Vec<String>, Result<(), client::
     let mut result = Ok(());
     for chunk in input.chunks(piece) {
         buf.extend_from_slice(chunk);
+        sniff_in.feed(chunk);
         let r = c.recv(&buf, &mut log);
         let queued = c.output().len();
         // acknowledgements are bounded by what came in (a PING answered is as long as the
@@ -447,11 +456,30 @@ fn drive_client(input: &[u8], piece: usize) -> (Vec<String>, Result<(), client::
             }
             Err(e) => {
                 result = Err(e);
+                buf.clear();
                 break;
             }
         }
     }
+    let mut sniff_out = H2Sniffer::new(true);
+    sniff_out.feed(&written);
+    assert_eq!(c.counts_out(), Some(*sniff_out.counts()), "counts out");
+    let counted = c.counts_in(&buf).expect("the connection counts");
+    assert_eq!(
+        without_grpc(counted),
+        without_grpc(*sniff_in.counts()),
+        "counts in"
+    );
     (log.0, result, written)
+}
+
+/// The counts with the gRPC layer folded into one figure: the DATA content it covers.
+fn without_grpc(mut c: H2Counts) -> H2Counts {
+    c.data_untracked_bytes += c.grpc_prefix_bytes + c.grpc_message_bytes;
+    c.grpc_prefix_bytes = 0;
+    c.grpc_message_bytes = 0;
+    c.grpc_messages = 0;
+    c
 }
 
 /// HPACK decoding: the first byte picks the decoder's table size (≤ 64 KiB), the encoder's

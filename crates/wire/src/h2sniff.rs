@@ -279,9 +279,10 @@ impl Frame {
     };
 }
 
-/// gRPC message framing state of one stream's DATA content.
+/// gRPC message framing state of one stream's DATA content (the sniffer keeps one per stream it
+/// follows; the client connection keeps one in each of its streams, `h2::tally`).
 #[derive(Debug, Clone, Copy)]
-enum Grpc {
+pub(crate) enum Grpc {
     /// `got` prefix bytes seen; `len` holds the length bytes among them.
     Prefix { got: u8, len: [u8; 4] },
     /// Message bytes still to come (non-zero).
@@ -291,7 +292,7 @@ enum Grpc {
 }
 
 impl Grpc {
-    const START: Grpc = Grpc::Prefix {
+    pub(crate) const START: Grpc = Grpc::Prefix {
         got: 0,
         len: [0; 4],
     };
@@ -342,6 +343,35 @@ impl H2Sniffer {
             first_headers_at: None,
             streams: StreamMap::default(),
             grpc,
+        }
+    }
+
+    /// A sniffer that takes a direction over at a frame boundary `at` bytes in, from a codec
+    /// that counted everything before it into `counts` (its first HEADERS frame header at
+    /// `first_headers_at`): what follows is classified as if this sniffer had seen it all. At 0,
+    /// `expect_preface` makes the preface come first. It follows the gRPC framing of no stream
+    /// until told (`follow`) or until it sees a stream's HEADERS.
+    pub(crate) fn resume(
+        counts: H2Counts,
+        at: u64,
+        first_headers_at: Option<u64>,
+        expect_preface: bool,
+        grpc: bool,
+    ) -> Self {
+        let mut s = Self::with_grpc(expect_preface && at == 0, grpc);
+        s.counts = counts;
+        s.counts.setup_bytes = first_headers_at.unwrap_or(at);
+        s.fed = at;
+        s.frame_start = at;
+        s.first_headers_at = first_headers_at;
+        s
+    }
+
+    /// Follows `stream`'s gRPC framing from `state`, unless the stream is followed already
+    /// (a resumed sniffer learns the states of the streams it did not see open).
+    pub(crate) fn follow(&mut self, stream: u32, state: Grpc) {
+        if self.grpc {
+            self.streams.entry(stream).or_insert(state);
         }
     }
 
@@ -683,7 +713,7 @@ fn split_upto(input: &[u8], n: u32) -> (&[u8], &[u8]) {
 }
 
 /// Advances one stream's gRPC framing over DATA content bytes.
-fn grpc_consume(state: &mut Grpc, mut data: &[u8], c: &mut H2Counts) {
+pub(crate) fn grpc_consume(state: &mut Grpc, mut data: &[u8], c: &mut H2Counts) {
     while !data.is_empty() {
         // Fast path: a whole message (compressed flag 0 or 1) starting at a message boundary.
         if let (Grpc::Prefix { got: 0, .. }, [0 | 1, l0, l1, l2, l3, ..]) = (*state, data) {

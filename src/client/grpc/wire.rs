@@ -7,6 +7,10 @@
 //! thread: a caller woken by a response queues its next request and wakes the driver, which the
 //! runtime polls after the other woken callers, so their requests share that one write.
 //!
+//! With the ledger on, the connection's codec counts the h2 layers of its own frames (no frame
+//! sniffer on this client): `Handle::layers` takes them, with the incomplete frame still in the
+//! read buffer, when the connection's record is taken.
+//!
 //! Nothing here allocates per call in steady state: a call takes a slot (its verdict state and
 //! its caller's response buffer, swapped in for the call) from a free list, the request's
 //! header fields are borrowed from its `Call`, and the connection's buffers keep their capacity.
@@ -28,11 +32,14 @@ use tokio::time::{Instant, Sleep};
 use super::{Call, CallError, Progress, judged_message};
 use crate::net::{H2Config, Io, Ledger};
 use crate::outcome::{Failure, FailureKind};
+use crate::stats::Duplex;
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
 use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::h2::client::{Closed, Config, Connection, Events, OpenError};
 use wirebench_wire::h2::frame::Reason;
 use wirebench_wire::h2::hpack::Field;
+use wirebench_wire::h2::tally::Layers;
+use wirebench_wire::h2sniff::H2Counts;
 
 /// The read buffer's first size; it grows to hold the largest frame we accept.
 const READ_START: usize = 16 << 10;
@@ -41,13 +48,20 @@ const MAX_MESSAGE_TEXT: usize = 1024;
 /// What a bidi stream may hold unread beyond one message at the receive limit.
 const STREAM_SLACK: usize = 1 << 20;
 
-/// The connection settings of `H2Config` as the wire client's.
+/// The connection settings of `H2Config` as the wire client's: with the ledger on, the
+/// connection counts the h2 layers of its frames (the gRPC messages in DATA unless it carries
+/// plain HTTP/2).
 pub fn config(h2: &H2Config) -> Config {
     Config {
         initial_window_size: h2.initial_window_size,
         initial_conn_window_size: h2.initial_conn_window_size,
         max_frame_size: h2.max_frame_size,
         hpack: h2.hpack,
+        layers: match (h2.ledger, h2.plain) {
+            (false, _) => Layers::Off,
+            (true, false) => Layers::Grpc,
+            (true, true) => Layers::H2,
+        },
         ..Config::default()
     }
 }
@@ -177,6 +191,9 @@ impl Slot {
 /// The connection and its calls, shared by the driver and the callers on one thread.
 struct State {
     conn: Connection,
+    /// what was read, `rbuf[..filled]` not yet taken by the connection (an incomplete frame)
+    rbuf: Vec<u8>,
+    filled: usize,
     slots: Vec<Slot>,
     free: Vec<usize>,
     /// streams to reset after the frames at hand are handled (a verdict came early)
@@ -458,8 +475,11 @@ pub struct Handle {
 /// it ends: the preface goes out, and the returned handle opens streams once the server's
 /// SETTINGS are in (callers wait for them, within their timeout).
 pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, tokio::task::JoinHandle<()>) {
+    let max_frame = h2.max_frame_size as usize;
     let state = Rc::new(RefCell::new(State {
         conn: Connection::new(config(h2)),
+        rbuf: vec![0u8; READ_START.min(max_frame + 9 + 4096)],
+        filled: 0,
         slots: Vec::new(),
         free: Vec::new(),
         to_reset: Vec::new(),
@@ -474,14 +494,11 @@ pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, tokio::tas
     let handle = Handle {
         state: state.clone(),
     };
-    let max_frame = h2.max_frame_size as usize;
     let task = tokio::task::spawn_local(async move {
         let mut io = io;
-        let mut buf = vec![0u8; READ_START.min(max_frame + 9 + 4096)];
-        let mut filled = 0;
         let mut timer = None;
         poll_fn(|cx| {
-            let more = drive(&state, &mut io, &mut buf, &mut filled, max_frame, cx);
+            let more = drive(&state, &mut io, max_frame, cx);
             deadlines(&mut state.borrow_mut(), &mut timer, cx);
             more
         })
@@ -512,8 +529,6 @@ fn deadlines(st: &mut State, timer: &mut Option<Pin<Box<Sleep>>>, cx: &mut Conte
 fn drive(
     state: &Rc<RefCell<State>>,
     io: &mut Io,
-    buf: &mut Vec<u8>,
-    filled: &mut usize,
     max_frame: usize,
     cx: &mut Context<'_>,
 ) -> Poll<()> {
@@ -523,17 +538,18 @@ fn drive(
         st.driver = Some(cx.waker().clone());
     }
     while st.dead.is_none() && !st.eof {
-        if *filled == buf.len() {
+        if st.filled == st.rbuf.len() {
             // a frame larger than the buffer: grow towards the largest we accept (the
             // frame decoder refuses larger ones from their header)
             let limit = max_frame + 9 + 4096;
-            if buf.len() >= limit {
+            if st.rbuf.len() >= limit {
                 st.kill(Dead::Io(Failure::with(FailureKind::H2, "read buffer full")));
                 break;
             }
-            buf.resize((buf.len() * 2).min(limit), 0);
+            let grown = (st.rbuf.len() * 2).min(limit);
+            st.rbuf.resize(grown, 0);
         }
-        let mut rb = ReadBuf::new(&mut buf[*filled..]);
+        let mut rb = ReadBuf::new(&mut st.rbuf[st.filled..]);
         match Pin::new(&mut *io).poll_read(cx, &mut rb) {
             Poll::Pending => break,
             Poll::Ready(Err(e)) => st.kill(Dead::Io(crate::client::io_failure(&e))),
@@ -547,18 +563,22 @@ fn drive(
                 }
             }
             Poll::Ready(Ok(())) => {
-                *filled += rb.filled().len();
+                st.filled += rb.filled().len();
                 let mut sink = Sink {
                     slots: &mut st.slots,
                     to_reset: &mut st.to_reset,
                     lost: None,
                 };
-                match st.conn.recv(&buf[..*filled], &mut sink) {
+                match st.conn.recv(&st.rbuf[..st.filled], &mut sink) {
                     Ok(used) => {
-                        buf.copy_within(used..*filled, 0);
-                        *filled -= used;
+                        st.rbuf.copy_within(used..st.filled, 0);
+                        st.filled -= used;
                     }
-                    Err(e) => st.kill(Dead::Protocol(e)),
+                    Err(e) => {
+                        // the connection takes nothing more; its counts took the buffer in
+                        st.filled = 0;
+                        st.kill(Dead::Protocol(e));
+                    }
                 }
                 for id in st.to_reset.drain(..) {
                     st.conn.reset(id, Reason::CANCEL);
@@ -642,6 +662,16 @@ impl Handle {
             Poll::Pending
         })
         .await
+    }
+
+    /// The h2 layers of the bytes written and read so far, counted by the connection's codec,
+    /// the incomplete frame still in the read buffer included; `None` without the ledger.
+    pub fn layers(&self) -> Option<Duplex<H2Counts>> {
+        let st = self.state.borrow();
+        Some(Duplex {
+            out: st.conn.counts_out()?,
+            inbound: st.conn.counts_in(&st.rbuf[..st.filled])?,
+        })
     }
 
     /// Whether the server's FIN arrived.

@@ -138,6 +138,7 @@ async fn watch_on(
             local_port,
             opened.elapsed().as_micros() as u64,
             tcp,
+            None,
         )
     };
     let template = match RequestTemplate::new(

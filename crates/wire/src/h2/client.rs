@@ -23,12 +23,20 @@
 //! decoded header list by `max_header_list_size` (HPACK), the acks a peer makes us queue (PING
 //! and SETTINGS floods) by `max_pending_control`, frames that make no progress by
 //! `max_idle_frames`, and windows by 2^31−1.
+//!
+//! With `Config::layers` on, the connection counts the ledger's h2 layers of its own frames
+//! (`tally`): out, the bytes written (`advance`); in, the frames `recv` decoded and, when asked
+//! (`counts_in`), the incomplete frame the caller still holds. Each stream follows the gRPC
+//! framing of its DATA itself, from its HEADERS to its END_STREAM, for as long as the
+//! connection knows the stream.
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 use super::frame::{self, Frame, Reason, Settings};
 use super::hpack::{self, Decoder, Encoder, Field, Strategy};
+use super::tally::{Layers, Tally};
+use crate::h2sniff::{Grpc, H2Counts};
 // stream ids are small odd integers: the sniffer's multiplicative hash spreads them
 use crate::h2sniff::StreamIdHasher as IdHasher;
 
@@ -59,6 +67,8 @@ pub struct Config {
     /// Frames in a row that neither advance a stream of ours nor acknowledge anything of ours
     /// (PING, SETTINGS, PRIORITY, unknown types, frames on closed streams, empty DATA).
     pub max_idle_frames: u32,
+    /// Which h2 layers the connection counts of its own frames, for the ledger.
+    pub layers: Layers,
 }
 
 impl Default for Config {
@@ -72,6 +82,7 @@ impl Default for Config {
             hpack: Strategy::Index,
             max_pending_control: 64 << 10,
             max_idle_frames: 10_000,
+            layers: Layers::Off,
         }
     }
 }
@@ -170,6 +181,12 @@ struct Stream {
     pending: Vec<u8>,
     pending_at: usize,
     pending_end: bool,
+    /// The gRPC framing of our DATA (counted when `Layers::Grpc`), from the HEADERS to the
+    /// END_STREAM; `None`: not followed.
+    grpc_out: Option<Grpc>,
+    /// The gRPC framing of the peer's DATA, from its first HEADERS without END_STREAM to its
+    /// END_STREAM; `None`: not followed.
+    grpc_in: Option<Grpc>,
 }
 
 impl Stream {
@@ -218,6 +235,8 @@ pub struct Connection {
     goaway_received: Option<u32>,
     goaway_sent: bool,
     failed: Option<Error>,
+    /// The ledger's h2 layers of our frames, when counted.
+    tally: Option<Tally>,
 }
 
 impl Connection {
@@ -243,6 +262,11 @@ impl Connection {
         let conn_window = cfg.initial_conn_window_size.clamp(1, frame::MAX_WINDOW);
         if conn_window > frame::DEFAULT_WINDOW {
             frame::encode_window_update(&mut out, 0, conn_window - frame::DEFAULT_WINDOW);
+        }
+        let mut tally = Tally::new(cfg.layers);
+        if let Some(t) = &mut tally {
+            t.queued_preface(frame::PREFACE.len());
+            t.queued(&out[frame::PREFACE.len()..]);
         }
         Connection {
             encoder: Encoder::new(cfg.hpack),
@@ -270,6 +294,7 @@ impl Connection {
             goaway_received: None,
             goaway_sent: false,
             failed: None,
+            tally,
         }
     }
 
@@ -281,11 +306,44 @@ impl Connection {
     /// `n` bytes of the output were written.
     pub fn advance(&mut self, n: usize) {
         let n = n.min(self.out.len());
+        if let Some(t) = &mut self.tally {
+            t.written(&self.out[..n], n == self.out.len());
+        }
         if n == self.out.len() {
             self.out.clear();
             self.control_pending = 0;
         } else {
             self.out.drain(..n);
+        }
+    }
+
+    /// The h2 layers of the bytes written so far (`None` without `Config::layers`): the
+    /// counts a sniffer fed those bytes reports, kept frame by frame as they were queued.
+    pub fn counts_out(&self) -> Option<H2Counts> {
+        self.tally.as_ref().map(Tally::counts_out)
+    }
+
+    /// The h2 layers of the bytes received so far (`None` without `Config::layers`): the
+    /// frames `recv` took, and `unread`, the bytes after them the caller still holds (an
+    /// incomplete frame), classified as a sniffer does. After a connection error, what `recv`
+    /// refused was classified then, and `unread` is not looked at.
+    pub fn counts_in(&self, unread: &[u8]) -> Option<H2Counts> {
+        let t = self.tally.as_ref()?;
+        Some(t.counts_in(unread, |id| self.grpc_in(id)))
+    }
+
+    /// The gRPC framing state of the peer's DATA on stream `id`, if it is followed.
+    fn grpc_in(&self, id: u32) -> Option<Grpc> {
+        let &slot = self.by_id.get(&id)?;
+        self.streams[slot].grpc_in
+    }
+
+    /// Appends frames to the output (never DATA: `write_data` counts its own).
+    fn emit(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.out.len();
+        encode(&mut self.out);
+        if let Some(t) = &mut self.tally {
+            t.queued(&self.out[start..]);
         }
     }
 
@@ -387,6 +445,8 @@ impl Connection {
             pending: Vec::new(),
             pending_at: 0,
             pending_end: false,
+            grpc_out: (!end_stream).then_some(Grpc::START),
+            grpc_in: None,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -445,6 +505,9 @@ impl Connection {
             self.out.truncate(start);
             frame::encode_headers(&mut self.out, id, &block, end_stream, self.peer_max_frame);
         }
+        if let Some(t) = &mut self.tally {
+            t.queued(&self.out[start..]);
+        }
     }
 
     /// Sends DATA on an open stream: as much as the windows allow now, the rest when they
@@ -465,6 +528,7 @@ impl Connection {
         }
         let sent = Self::write_data(
             &mut self.out,
+            &mut self.tally,
             &mut self.conn_send_window,
             s,
             data,
@@ -486,6 +550,7 @@ impl Connection {
     /// everything fit. Returns the bytes written.
     fn write_data(
         out: &mut Vec<u8>,
+        tally: &mut Option<Tally>,
         conn_window: &mut i64,
         s: &mut Stream,
         data: &[u8],
@@ -500,7 +565,15 @@ impl Connection {
             if n == 0 && !(last && end_stream) {
                 return sent;
             }
-            frame::encode_data(out, s.id, &data[sent..sent + n], last && end_stream);
+            let start = out.len();
+            let chunk = &data[sent..sent + n];
+            frame::encode_data(out, s.id, chunk, last && end_stream);
+            if let Some(t) = tally {
+                t.queued_data(s.id, &out[start..], chunk, s.grpc_out.as_mut());
+                if last && end_stream {
+                    s.grpc_out = None;
+                }
+            }
             *conn_window -= n as i64;
             s.send_window -= n as i64;
             sent += n;
@@ -523,6 +596,7 @@ impl Connection {
             let at = s.pending_at;
             let sent = Self::write_data(
                 &mut self.out,
+                &mut self.tally,
                 &mut self.conn_send_window,
                 s,
                 &data[at..],
@@ -549,21 +623,21 @@ impl Connection {
     /// Resets a stream of ours (we gave up on it): RST_STREAM queued, the stream forgotten.
     pub fn reset(&mut self, id: u32, reason: Reason) {
         if let Some(slot) = self.by_id.get(&id).copied() {
-            frame::encode_rst_stream(&mut self.out, id, reason);
+            self.emit(|out| frame::encode_rst_stream(out, id, reason));
             self.remove(slot);
         }
     }
 
     /// Queues a PING; the answer comes as `Events::pong`.
     pub fn ping(&mut self, data: [u8; 8]) {
-        frame::encode_ping(&mut self.out, false, data);
+        self.emit(|out| frame::encode_ping(out, false, data));
     }
 
     /// Starts a graceful close: a GOAWAY (NO_ERROR; we accept no server streams, so its last
     /// stream id is 0). Streams open may still complete; no new ones open.
     pub fn go_away(&mut self) {
         if !self.goaway_sent {
-            frame::encode_goaway(&mut self.out, 0, Reason::NO_ERROR, &[]);
+            self.emit(|out| frame::encode_goaway(out, 0, Reason::NO_ERROR, &[]));
             self.goaway_sent = true;
         }
     }
@@ -602,7 +676,8 @@ impl Connection {
 
     /// Handles every complete frame at the start of `buf`; returns the bytes consumed (the
     /// caller keeps the rest for the next read). A connection error queues a GOAWAY and is
-    /// returned; the connection takes no more input after it.
+    /// returned; the connection takes no more input after it, and the caller drops what it
+    /// holds: the counts (`Config::layers`) took all of `buf` in.
     pub fn recv(&mut self, buf: &[u8], events: &mut impl Events) -> Result<usize, Error> {
         if let Some(e) = self.failed {
             return Err(e);
@@ -612,19 +687,31 @@ impl Connection {
             let decoded = match frame::decode(&buf[at..], self.cfg.max_frame_size) {
                 Ok(Some(d)) => d,
                 Ok(None) => return Ok(at),
-                Err(e) => return Err(self.fail(e.into())),
+                Err(e) => return Err(self.refuse(&buf[at..], e.into())),
             };
             let (f, used) = decoded;
+            if let Some(t) = &mut self.tally {
+                t.received(&buf[at..at + used]);
+            }
             if let Err(e) = self.handle(f, events) {
-                return Err(self.fail(e));
+                return Err(self.refuse(&buf[at + used..], e));
             }
             at += used;
         }
     }
 
+    /// Fails the connection with `e`, refusing `rest` (the bytes after the last frame taken).
+    fn refuse(&mut self, rest: &[u8], e: Error) -> Error {
+        if let Some(mut t) = self.tally.take() {
+            t.refused(rest, |id| self.grpc_in(id));
+            self.tally = Some(t);
+        }
+        self.fail(e)
+    }
+
     fn fail(&mut self, e: Error) -> Error {
         if self.failed.is_none() {
-            frame::encode_goaway(&mut self.out, 0, e.reason, e.what.as_bytes());
+            self.emit(|out| frame::encode_goaway(out, 0, e.reason, e.what.as_bytes()));
             self.goaway_sent = true;
             self.failed = Some(e);
         }
@@ -743,7 +830,7 @@ impl Connection {
                 let first = !self.settings_received;
                 self.settings_received = true;
                 self.apply_settings(&settings)?;
-                frame::encode_settings_ack(&mut self.out);
+                self.emit(frame::encode_settings_ack);
                 self.control_ack(frame::HEADER_LEN)?;
                 if first { Ok(()) } else { self.idle() }
             }
@@ -754,7 +841,7 @@ impl Connection {
                 Ok(())
             }
             Frame::Ping { ack: false, data } => {
-                frame::encode_ping(&mut self.out, true, data);
+                self.emit(|out| frame::encode_ping(out, true, data));
                 self.control_ack(frame::HEADER_LEN + 8)?;
                 self.idle()
             }
@@ -841,7 +928,7 @@ impl Connection {
         events: &mut impl Events,
     ) {
         let (id, token) = (self.streams[slot].id, self.streams[slot].token);
-        frame::encode_rst_stream(&mut self.out, id, reason);
+        self.emit(|out| frame::encode_rst_stream(out, id, reason));
         self.remove(slot);
         events.closed(token, Closed::Error(reason, what));
     }
@@ -885,6 +972,15 @@ impl Connection {
         flow_len: u32,
         events: &mut impl Events,
     ) -> Result<(), Error> {
+        let slot = self.by_id.get(&stream).copied();
+        if let Some(t) = &mut self.tally {
+            // the gRPC layer before any check ends the stream or the connection
+            let state = slot.and_then(|s| self.streams[s].grpc_in.as_mut());
+            t.received_data(data, state);
+            if end_stream && let Some(s) = slot {
+                self.streams[s].grpc_in = None;
+            }
+        }
         self.check_known(stream)?;
         if i64::from(flow_len) > self.conn_recv_window {
             return Err(Error {
@@ -897,11 +993,12 @@ impl Connection {
         if self.conn_recv_unacked
             >= self.cfg.initial_conn_window_size.max(frame::DEFAULT_WINDOW) / 2
         {
-            frame::encode_window_update(&mut self.out, 0, self.conn_recv_unacked);
+            let n = self.conn_recv_unacked;
+            self.emit(|out| frame::encode_window_update(out, 0, n));
             self.conn_recv_window += i64::from(self.conn_recv_unacked);
             self.conn_recv_unacked = 0;
         }
-        let Some(slot) = self.by_id.get(&stream).copied() else {
+        let Some(slot) = slot else {
             return self.idle();
         };
         let s = &mut self.streams[slot];
@@ -938,9 +1035,10 @@ impl Connection {
         if end_stream {
             s.remote_closed = true;
         } else if s.recv_unacked >= self.cfg.initial_window_size / 2 && s.recv_unacked > 0 {
-            frame::encode_window_update(&mut self.out, stream, s.recv_unacked);
-            s.recv_window += i64::from(s.recv_unacked);
+            let n = s.recv_unacked;
+            s.recv_window += i64::from(n);
             s.recv_unacked = 0;
+            self.emit(|out| frame::encode_window_update(out, stream, n));
         }
         if data.is_empty() && !end_stream {
             self.idle()?;
@@ -1008,6 +1106,10 @@ impl Connection {
         };
         if end_stream {
             s.remote_closed = true;
+            s.grpc_in = None;
+        } else if s.grpc_in.is_none() {
+            // the response's DATA follows this head (an informational one keeps the state)
+            s.grpc_in = Some(Grpc::START);
         }
         events.headers_done(token, trailers, end_stream);
         if end_stream {
