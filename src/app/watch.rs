@@ -138,6 +138,7 @@ fn put_config(cfg: &WatchConfig) -> Config {
         server_pid: None,
         per_conn: false,
         svg: None,
+        outputs: Default::default(),
         thresholds: Vec::new(),
         auth: None,
         target: Target::First,

@@ -13,7 +13,7 @@ mod run;
 mod worker;
 
 pub use failover::Failover;
-pub use run::run_proto;
+pub use run::{run_proto, run_proto_with};
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, LazyLock};
@@ -68,6 +68,16 @@ struct Ctx {
     workload: Workload,
     /// what becomes of what successful requests acknowledge
     acks: Acks,
+    /// the live board and the request log, when asked for
+    taps: Taps,
+}
+
+/// What a run hands on while it goes, besides its `ProtoRun`: each thread's live snapshot
+/// (`--metrics-addr`) and its request log rows (`--log-requests`).
+#[derive(Clone, Default)]
+pub struct Taps {
+    pub live: Option<Arc<crate::stats::live::Board>>,
+    pub log: Option<Arc<crate::stats::reqlog::RequestLog>>,
 }
 
 /// What the engine keeps of the revisions successful writes acknowledge.

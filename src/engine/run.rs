@@ -106,6 +106,27 @@ pub fn run_proto(
     server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
     failover: Option<&super::Failover>,
 ) -> Result<ProtoRun, String> {
+    run_proto_with(
+        cfg,
+        workload,
+        endpoints,
+        proto,
+        server_cpu,
+        failover,
+        &super::Taps::default(),
+    )
+}
+
+/// `run_proto`, handing each thread's live snapshots and request log rows to `taps`.
+pub fn run_proto_with(
+    cfg: &Config,
+    workload: &Workload,
+    endpoints: &[Endpoint],
+    proto: Proto,
+    server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
+    failover: Option<&super::Failover>,
+    taps: &super::Taps,
+) -> Result<ProtoRun, String> {
     let load = &cfg.load;
     let conns = match proto {
         Proto::Http if load.pipeline <= 1 => load.clients,
@@ -189,7 +210,11 @@ pub fn run_proto(
             Workload::Etcd(_) if cfg.verify => super::Acks::Listed,
             _ => super::Acks::Dropped,
         },
+        taps: taps.clone(),
     });
+    if let Some(board) = &taps.live {
+        board.begin(proto, threads);
+    }
     if let (Some(r), Some(f)) = (&ctx.routes, failover) {
         r.settle(f);
     }

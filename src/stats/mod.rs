@@ -2,9 +2,11 @@
 //! merge. Importable from every layer; imports only `outcome` and the wire crate.
 
 mod latency;
+pub mod live;
 pub mod perf;
 mod process;
 mod records;
+pub mod reqlog;
 mod run;
 mod watch;
 
@@ -99,6 +101,8 @@ pub struct Stats {
     pub revisions: Vec<Vec<i64>>,
     /// `--verify`: (key index, revision) of every acknowledged put, checked after the run
     pub acks: Vec<(u64, i64)>,
+    /// `--log-requests`: the rows the threads logged and their waits for the writer
+    pub log: reqlog::Tally,
 }
 
 impl Stats {
@@ -254,6 +258,7 @@ impl Stats {
         }
         self.conns.extend(other.conns);
         self.folded_connect.merge(&other.folded_connect);
+        self.log.add(other.log);
     }
 
     pub fn count(&self) -> u64 {
