@@ -76,13 +76,12 @@ pub fn render(stacks: &[StackFigures], finished: bool, version: &str) -> String 
                 label(&k.to_string())
             );
         }
-        let none = f.without_status();
-        if none > 0 || f.statuses.is_empty() {
-            let _ = writeln!(
-                o,
-                "wirebench_requests_total{{stack=\"{stack}\",status=\"none\"}} {none}"
-            );
-        }
+        // always there, so the series never vanishes between scrapes
+        let _ = writeln!(
+            o,
+            "wirebench_requests_total{{stack=\"{stack}\",status=\"none\"}} {}",
+            f.without_status()
+        );
     }
     family(
         &mut o,
