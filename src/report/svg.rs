@@ -355,6 +355,12 @@ fn nice(max: f64) -> (f64, f64) {
     (10.0 * p, 2.0 * p)
 }
 
+/// Line `i` of `n`, drawn in that order: the earlier ones wider, so a line that another covers
+/// (two stacks on the same open-loop schedule) still shows at its edges.
+fn stroke(i: usize, n: usize) -> f64 {
+    2.0 + 1.5 * n.saturating_sub(i + 1).min(2) as f64
+}
+
 fn dash(dashed: bool) -> &'static str {
     if dashed {
         r#" stroke-dasharray="6 4""#
@@ -363,10 +369,15 @@ fn dash(dashed: bool) -> &'static str {
     }
 }
 
-/// The legend: one entry per series, from `x` along `y`.
+/// The legend: one entry per series, from `x` along `y` (on to a second line past the width).
 fn legend(s: &mut String, series: &[Series<'_>], x: f64, y: f64) {
-    let mut at = x;
+    let (mut at, mut y) = (x, y);
     for se in series {
+        let width = 40.0 + 7.5 * se.label.chars().count() as f64;
+        if at > x && at + width > W - 10.0 {
+            at = x;
+            y += 18.0;
+        }
         let _ = writeln!(
             s,
             r#"<line x1="{at}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="3"{}/>"#,
@@ -382,7 +393,7 @@ fn legend(s: &mut String, series: &[Series<'_>], x: f64, y: f64) {
             at + 30.0,
             esc(&se.label)
         );
-        at += 40.0 + 7.5 * se.label.chars().count() as f64;
+        at += width;
     }
 }
 
@@ -460,7 +471,7 @@ pub fn latency_percentiles(title: &str, top: f64, series: &[Series<'_>]) -> Stri
         (y0 + y1) / 2.0,
         (y0 + y1) / 2.0
     );
-    for se in series {
+    for (i, se) in series.iter().enumerate() {
         if se.points.is_empty() {
             continue;
         }
@@ -471,9 +482,10 @@ pub fn latency_percentiles(title: &str, top: f64, series: &[Series<'_>]) -> Stri
             .collect();
         let _ = writeln!(
             s,
-            r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>"#,
+            r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>"#,
             pts.join(" "),
             color(se.stack),
+            stroke(i, series.len()),
             dash(se.dashed)
         );
     }
@@ -591,7 +603,7 @@ pub fn timeline(title: &str, rate: &[Series<'_>], p99: &[Series<'_>], marks: &[M
             );
             t += tstep;
         }
-        for se in series {
+        for (i, se) in series.iter().enumerate() {
             let pts: Vec<String> = se
                 .points
                 .iter()
@@ -602,9 +614,10 @@ pub fn timeline(title: &str, rate: &[Series<'_>], p99: &[Series<'_>], marks: &[M
             }
             let _ = writeln!(
                 s,
-                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>"#,
+                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>"#,
                 pts.join(" "),
                 color(se.stack),
+                stroke(i, series.len()),
                 dash(se.dashed)
             );
             for p in &pts {
@@ -641,27 +654,27 @@ pub fn report_percentiles(r: &super::Report) -> String {
         series.push(Series {
             stack: run.title,
             dashed: false,
-            label: if open {
-                format!("{} (from the intended send)", run.title)
-            } else {
-                run.title.to_string()
-            },
+            label: run.title.to_string(),
             points: pts(&run.spectrum),
         });
         if !run.uncorrected_spectrum.is_empty() {
             series.push(Series {
                 stack: run.title,
                 dashed: true,
-                label: format!("{} (from the actual send)", run.title),
+                label: format!("{} uncorrected", run.title),
                 points: pts(&run.uncorrected_spectrum),
             });
         }
     }
-    latency_percentiles(
-        &format!("Latency by percentile: {}", r.workload),
-        super::derive::SPECTRUM_TOP,
-        &series,
-    )
+    let title = if open {
+        format!(
+            "Latency by percentile, from the intended send (dashed: the actual): {}",
+            r.workload
+        )
+    } else {
+        format!("Latency by percentile: {}", r.workload)
+    };
+    latency_percentiles(&title, super::derive::SPECTRUM_TOP, &series)
 }
 
 /// The timeline chart of a report: requests/s and p99 per second of every stack's window, its
