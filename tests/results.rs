@@ -587,6 +587,24 @@ fn bad_outputs_are_refused_in_one_line() {
         "--timeline-svg",
     );
     assert!(!svg.exists(), "the file made before the failure is removed");
+    // a run that cannot start leaves no empty page behind
+    let dead = format!("http://127.0.0.1:{}", unused_port());
+    let page = dir.path().join("never.html");
+    let failed = run_bounded(
+        &[
+            "echo",
+            "--target",
+            &dead,
+            "-n",
+            "10",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(failed.code, Some(1), "{failed:#?}");
+    assert!(failed.stderr.contains("connect"), "{failed:#?}");
+    assert!(!page.exists());
     // and a good run writes nothing on stderr about them
     let ok = run_bounded(
         &["echo", "-n", "200", "--latency-svg", svg.to_str().unwrap()],

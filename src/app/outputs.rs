@@ -93,6 +93,15 @@ impl Opened {
         })
     }
 
+    /// The run failed before its report: the picture files, still empty, are removed (the
+    /// log keeps the rows of the stacks that ran).
+    pub fn abandon(self) {
+        for (_, path, f) in self.files {
+            drop(f);
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
     /// What the engine hands its snapshots and rows to.
     pub fn taps(&self) -> Taps {
         Taps {

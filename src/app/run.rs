@@ -82,7 +82,13 @@ fn verify(
 /// Runs, writes the report (and the chart with `--svg`); fails when a protocol had no success.
 pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
     let outputs = super::outputs::Opened::open(cfg)?;
-    let (report, _) = run_with(cfg, prepared, &outputs.taps())?;
+    let (report, _) = match run_with(cfg, prepared, &outputs.taps()) {
+        Ok(r) => r,
+        Err(e) => {
+            outputs.abandon();
+            return Err(e);
+        }
+    };
     let text = match cfg.format {
         Format::Text => report::text::render(&report),
         Format::Json => report.to_json(),
