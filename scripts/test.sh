@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it (.ci/run execs this): install what the tests need when it is
-# absent (etcd, tshark, perf, h2load and nghttp, Python's grpcio with its tools and reflection,
-# cargo-fuzz), then rustfmt, clippy with warnings denied, the test suite, and every fuzz target
+# absent (etcd, tshark, perf, h2load and nghttp, chromium, Python's grpcio with its tools and
+# reflection, cargo-fuzz), then rustfmt, clippy with warnings denied, the test suite, and every fuzz target
 # for 20 s
 # (WIREBENCH_FUZZ_SECONDS; nightly, or the stable toolchain with RUSTC_BOOTSTRAP=1).
 #
@@ -111,6 +111,13 @@ else
         echo "grpcio: installing grpcio grpcio-tools grpcio-reflection with pip"
         PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
             grpcio grpcio-tools grpcio-reflection </dev/null
+    fi
+    # tests/results.rs loads the HTML report in a headless browser and takes a screenshot.
+    if command -v chromium >/dev/null 2>&1; then
+        echo "chromium: $(chromium --version 2>/dev/null | head -n1)"
+    else
+        echo "chromium: installing"
+        apt_install chromium
     fi
     # tests/http.rs: Hypercorn serves HTTP/1.1 and h2c on one port.
     if python3 -c 'import hypercorn' >/dev/null 2>&1; then

@@ -457,6 +457,9 @@ pub struct Config {
     pub per_conn: bool,
     /// write a chart here
     pub svg: Option<PathBuf>,
+    /// where the results go besides the report: live metrics, the request log, the page and
+    /// the charts
+    pub outputs: Outputs,
     /// `--fail-if`: conditions the finished run must meet (exit 3 when one is broken)
     pub thresholds: Vec<crate::threshold::Threshold>,
     /// etcd credentials (user, password): authenticate before the run, again on "invalid auth token"
@@ -466,6 +469,34 @@ pub struct Config {
     /// etcd put `--verify`: after the run, every acknowledged put is looked up in etcd's
     /// history at its revision
     pub verify: bool,
+}
+
+/// Where a run's results go besides its report.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// `--metrics-addr`: serve the live figures as Prometheus text here while the run goes
+    pub metrics_addr: Option<SocketAddr>,
+    /// `--metrics-linger`: and this long after the report is written
+    pub metrics_linger: Duration,
+    /// `--log-requests`: one CSV row per measured request
+    pub log_requests: Option<PathBuf>,
+    /// `--html`: the report as one self-contained page
+    pub html: Option<PathBuf>,
+    /// `--latency-svg`: the latency by percentile chart
+    pub latency_svg: Option<PathBuf>,
+    /// `--timeline-svg`: requests/s and p99 over time
+    pub timeline_svg: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Whether any of them is asked for.
+    pub fn any(&self) -> bool {
+        self.metrics_addr.is_some()
+            || self.log_requests.is_some()
+            || self.html.is_some()
+            || self.latency_svg.is_some()
+            || self.timeline_svg.is_some()
+    }
 }
 
 /// A validated `etcd watch` run (its key helpers are `etcd::watch`'s).

@@ -11,13 +11,16 @@
 //! - `cli`: the clap grammar, one file per command, validated into an `app::Action` holding
 //!   `config` types; nothing else sees raw flags.
 //! - `app`: one file per command (run, call, compare, sweep, watch, serve) and `prepare`: file
-//!   limits, auth token, `--target`, the built-in server, `--server-pid` → `Prepared`.
+//!   limits, auth token, `--target`, the built-in server, `--server-pid` → `Prepared`;
+//!   `outputs`: what a run writes besides its report (opened before, finished after), and
+//!   `metrics`: the bounded `/metrics` endpoint.
 //! - `engine`: thread-per-core runner: `plan` (threads, quotas), `worker` (one thread's clients
 //!   and measured window), `run` (the main thread's side), `pace` (open loop).
 //! - `etcd`: discovery for `--target` (pure selection) and the watch benchmark's watchers; it
 //!   imports nothing of engine, report or app.
 //! - `report`: derived figures (one place), rendered as text or JSON; compare rounds; SVG
-//!   charts; the watch report.
+//!   charts (headline bars, latency by percentile, timeline); the HTML page; the live figures
+//!   as Prometheus text; the watch report.
 //! - `server`: the built-in grpc-echo compatible server (h2 and HTTP/1.1 on one port, TLS).
 //! - `workload`: what request N is and how its answer is judged (echo, etcd's KV and the watch
 //!   puts), one enum, static dispatch; `workload::etcd::client`: one etcd client over both
@@ -32,7 +35,8 @@
 //! - `threshold`: `--fail-if` parsed (figure, comparison, limit), part of the configuration;
 //!   `report::threshold` judges it on a report.
 //! - `stats`: HDR latency, per-layer counters, per-connection records, process CPU, per-thread
-//!   kernel counts; what one protocol run measured (`ProtoRun`).
+//!   kernel counts; what one protocol run measured (`ProtoRun`); the live board of per-thread
+//!   snapshots (`live`) and the request log's buffers and writer (`reqlog`).
 //! - `wirebench_wire` (crates/wire): the sans-IO protocol cores (HTTP/1.1 request, response and
 //!   chunked, gRPC framing and the unary verdict, gateway JSON, watch lines, the h2 client
 //!   connection, which counts its own layers, h2 sniffing) and the protobuf types; no tokio,
@@ -42,7 +46,9 @@
 //! - `wire` never imports tokio and never reads the clock.
 //! - Every length a peer controls is checked against a named limit before allocating for it.
 //! - Timestamps are taken around the client call, never inside codecs.
-//! - A worker thread owns its connections and stats; nothing is shared on the request path.
+//! - A worker thread owns its connections and stats; nothing is shared on the request path
+//!   (with `--log-requests`, a full buffer of 1,024 rows goes to the writer over a bounded
+//!   channel).
 //! - One HTTP/1.1 request is one contiguous buffer, written with one write call.
 //! - A `Config` is not changed once validated: what a run learns is in `app::Prepared`.
 

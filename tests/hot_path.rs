@@ -103,6 +103,16 @@ fn fake_server(response: &'static [u8]) -> String {
 /// Allocations of one in-process `etcd put` run of `n` requests with `shape` (clients and
 /// pipelining flags) against `endpoint`.
 fn allocations_for(endpoint: &str, n: u64, shape: &[&str]) -> (u64, wirebench::stats::ProtoRun) {
+    allocations_with(endpoint, n, shape, &wirebench::engine::Taps::default())
+}
+
+/// `allocations_for`, the run handing its rows to `taps` (the request log).
+fn allocations_with(
+    endpoint: &str,
+    n: u64,
+    shape: &[&str],
+    taps: &wirebench::engine::Taps,
+) -> (u64, wirebench::stats::ProtoRun) {
     let n = n.to_string();
     let mut args = vec![
         "wirebench",
@@ -126,18 +136,59 @@ fn allocations_for(endpoint: &str, n: u64, shape: &[&str]) -> (u64, wirebench::s
     let cfg = cli.into_config().unwrap();
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let run = wirebench::engine::run_proto(
+    let run = wirebench::engine::run_proto_with(
         &cfg,
         &workload,
         &cfg.endpoints,
         Proto::Http,
         None,
         None,
-        None,
+        taps,
     )
     .unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
+}
+
+#[test]
+fn the_request_log_allocates_nothing_per_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let endpoint = fake_server(RESPONSE);
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for n in [200u64, 10_200] {
+        // a log of its own per run: its writer thread and buffers are the run's setup
+        let path = dir.path().join(format!("log-{n}.csv"));
+        let log = std::sync::Arc::new(wirebench::stats::reqlog::RequestLog::create(&path).unwrap());
+        let taps = wirebench::engine::Taps {
+            log: Some(log.clone()),
+            ..wirebench::engine::Taps::default()
+        };
+        let (allocs, run) = allocations_with(&endpoint, n, &["-c", "2"], &taps);
+        drop(taps);
+        let written = std::sync::Arc::try_unwrap(log).ok().unwrap().finish();
+        assert_eq!(run.stats.ok, n);
+        assert_eq!(
+            (written.rows, run.stats.log.rows),
+            (n, n),
+            "{:?}",
+            written.error
+        );
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count() as u64;
+        assert_eq!(lines, n + 1);
+        runs.push(allocs);
+    }
+    // rows go into preallocated buffers that the writer hands back: 10,000 more requests,
+    // about 10 more buffers handed over, no more allocations
+    let extra = runs[1].saturating_sub(runs[0]);
+    println!(
+        "with the request log: {} allocations for 200 requests, {} for 10,200",
+        runs[0], runs[1]
+    );
+    assert!(
+        extra < 50,
+        "10000 extra logged requests made {extra} extra allocations ({runs:?})"
+    );
 }
 
 #[test]
@@ -312,16 +363,9 @@ fn grpc_allocations_for(target: &str, client: &str, n: u64) -> (u64, wirebench::
     let cfg = cli.into_config().unwrap();
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let run = wirebench::engine::run_proto(
-        &cfg,
-        &workload,
-        &cfg.endpoints,
-        Proto::Grpc,
-        None,
-        None,
-        None,
-    )
-    .unwrap();
+    let run =
+        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None, None)
+            .unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
 }

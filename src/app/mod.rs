@@ -3,6 +3,8 @@
 
 pub mod call;
 pub mod compare;
+pub mod metrics;
+pub mod outputs;
 pub mod prepare;
 pub mod run;
 pub mod serve;

@@ -69,6 +69,16 @@ impl Prepared {
     /// Runs one protocol; the server CPU is read from the built-in server's thread clocks, or
     /// from `--server-pid`'s clock.
     pub fn run_proto(&self, cfg: &Config, proto: Proto) -> Result<ProtoRun, String> {
+        self.run_proto_with(cfg, proto, &engine::Taps::default())
+    }
+
+    /// `run_proto`, handing the threads' live snapshots and request log rows to `taps`.
+    pub fn run_proto_with(
+        &self,
+        cfg: &Config,
+        proto: Proto,
+        taps: &engine::Taps,
+    ) -> Result<ProtoRun, String> {
         let in_process = self.server.as_ref().map(|s| move || Ok(s.cpu_time()));
         let by_pid = self.clock.map(|c| move || c.read());
         let cpu: Option<&dyn Fn() -> Result<Duration, String>> = match (&in_process, &by_pid) {
@@ -76,14 +86,14 @@ impl Prepared {
             (None, Some(f)) => Some(f),
             (None, None) => None,
         };
-        engine::run_proto(
+        engine::run_proto_with(
             cfg,
             &self.workload,
             &self.endpoints,
             proto,
             cpu,
             self.failover.as_ref(),
-            None,
+            taps,
         )
     }
 

@@ -10,12 +10,25 @@ use crate::stats::ProtoRun;
 
 /// Runs every configured protocol in turn on what was prepared; the report covers them all.
 pub fn run(cfg: &Config, prepared: &Prepared) -> Result<(Report, Vec<ProtoRun>), RunError> {
+    run_with(cfg, prepared, &engine::Taps::default())
+}
+
+/// `run`, the threads handing their live snapshots and log rows to `taps`.
+pub fn run_with(
+    cfg: &Config,
+    prepared: &Prepared,
+    taps: &engine::Taps,
+) -> Result<(Report, Vec<ProtoRun>), RunError> {
     let mut runs = Vec::with_capacity(cfg.protos.len());
     for &proto in &cfg.protos {
         if engine::INTERRUPTED.load(Ordering::Relaxed) {
             break;
         }
-        runs.push(prepared.run_proto(cfg, proto).map_err(RunError::Setup)?);
+        runs.push(
+            prepared
+                .run_proto_with(cfg, proto, taps)
+                .map_err(RunError::Setup)?,
+        );
     }
     let mut report = prepared.report(cfg, &runs);
     if cfg.verify {
@@ -68,7 +81,14 @@ fn verify(
 
 /// Runs, writes the report (and the chart with `--svg`); fails when a protocol had no success.
 pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
-    let (report, _) = run(cfg, prepared)?;
+    let outputs = super::outputs::Opened::open(cfg)?;
+    let (report, _) = match run_with(cfg, prepared, &outputs.taps()) {
+        Ok(r) => r,
+        Err(e) => {
+            outputs.abandon();
+            return Err(e);
+        }
+    };
     let text = match cfg.format {
         Format::Text => report::text::render(&report),
         Format::Json => report.to_json(),
@@ -81,6 +101,7 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
         .collect();
     let stacks: Vec<report::compare::Stack<'_>> = figs.iter().map(|(t, f)| (*t, f)).collect();
     write_svg(cfg, &stacks)?;
+    outputs.finish(&report)?;
     let mut code = exit::OK;
     for r in &report.runs {
         if let Some(v) = r.verify.as_ref().filter(|v| v.lost > 0) {

@@ -142,15 +142,11 @@ fn run_get(
         std::thread::Builder::new()
             .name("wirebench-watch-get".into())
             .spawn(move || {
-                engine::run_proto(
-                    &gets_cfg,
-                    &workload,
-                    &endpoints,
-                    proto,
-                    None,
-                    None,
-                    Some(&control),
-                )
+                let taps = engine::Taps {
+                    control: Some(control),
+                    ..engine::Taps::default()
+                };
+                engine::run_proto_with(&gets_cfg, &workload, &endpoints, proto, None, None, &taps)
             })
             .map_err(|e| format!("cannot start the range load: {e}"))?
     };
@@ -219,7 +215,6 @@ pub fn put_load(cfg: &WatchConfig, members: &[Endpoint]) -> Result<PutOutcome, S
         cfg.put_proto,
         None,
         failover.as_ref(),
-        None,
     )?;
     PutOutcome::from_run(cfg, run)
 }
@@ -261,6 +256,7 @@ fn put_config(cfg: &WatchConfig) -> Config {
         server_pid: None,
         per_conn: false,
         svg: None,
+        outputs: Default::default(),
         thresholds: Vec::new(),
         auth: None,
         // a dead member's puts move to a live one (the watch run's members)

@@ -278,6 +278,8 @@ pub struct RunArgs {
     /// Write a chart of the headline figures, HTTP/1.1 next to gRPC, as SVG
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: super::outputs::OutputArgs,
     /// A condition the finished run must meet, e.g. 'p99<5ms', 'errors<0.1%', 'rps>1000',
     /// 'grpc.cpu<20' (repeatable): p50, p90, p99, p999, rps, errors, cpu (µs/request), bytes
     /// (on the wire per request), syscalls (per request), or the dotted path of a numeric field
@@ -503,6 +505,7 @@ impl RunArgs {
             server_pid: None,
             per_conn: false,
             svg: None,
+            outputs: Default::default(),
             fail_if: Vec::new(),
             user: None,
             tls,
@@ -758,6 +761,7 @@ impl RunArgs {
             server_pid: self.server_pid,
             per_conn: self.per_conn,
             svg: self.svg,
+            outputs: self.outputs.into_outputs()?,
             thresholds,
             auth,
             target,

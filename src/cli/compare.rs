@@ -50,6 +50,13 @@ impl CompareCmd {
                 (run.into_config(spec, endpoints, Target::All)?, None)
             }
         };
+        if cfg.outputs.any() {
+            return Err(
+                "--metrics-addr, --log-requests, --html, --latency-svg and --timeline-svg are for \
+                 one run (echo, etcd, http, grpc), not compare's rounds"
+                    .into(),
+            );
+        }
         // --proto names the stacks (both by default): at least two, to compare
         if cfg.protos.len() < 2 {
             return Err(format!(

@@ -8,6 +8,7 @@ mod echo;
 mod etcd;
 mod grpc;
 mod http;
+mod outputs;
 mod serve;
 mod sweep;
 mod sweep_payload;

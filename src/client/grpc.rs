@@ -125,6 +125,12 @@ impl Conn {
         self.send.clone()
     }
 
+    /// The connection's local port (its name in the request log and the per-connection
+    /// records).
+    pub fn local_port(&self) -> u16 {
+        self.local_port
+    }
+
     pub fn ledger(&self) -> &Rc<Ledger> {
         &self.ledger
     }

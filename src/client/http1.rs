@@ -77,6 +77,12 @@ impl Conn {
     }
 
     /// Requests written completely on this connection so far.
+    /// The connection's local port (its name in the request log and the per-connection
+    /// records).
+    pub fn local_port(&self) -> u16 {
+        self.local_port
+    }
+
     pub fn requests_written(&self) -> u64 {
         self.ledger.requests.get()
     }

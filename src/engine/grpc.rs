@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use crate::client::grpc::{self as grpc_client, CallError, Conn, Progress};
 use crate::engine::plan::{connect_turn, quota};
 use crate::engine::ramp::Gate;
-use crate::engine::worker::{Reconnect, Worker};
+use crate::engine::worker::{Reconnect, Via, Worker};
 use crate::engine::{Assignment, Ctx};
 use crate::net::Ledger;
 use crate::outcome::{Failure, FailureKind, StatusKey};
@@ -42,6 +42,8 @@ struct Handle {
     generation: u64,
     send: grpc_client::Sender,
     ledger: Rc<Ledger>,
+    /// the connection's local port (the request log's connection)
+    port: u16,
 }
 
 /// A connection for endpoint slot `endpoint`, to the member the slot goes to now.
@@ -125,6 +127,7 @@ impl Slot {
                         generation,
                         send: conn.handle(),
                         ledger: conn.ledger().clone(),
+                        port: conn.local_port(),
                     });
                 }
                 return Ok(());
@@ -299,6 +302,7 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
             }
         };
         let was_reauthed = std::mem::take(&mut reauthed);
+        let via = Via::on(started, handle.as_ref().map(|h| h.port));
         // a request sent again after re-authenticating was written (and counted) the first time
         if progress.sent.get() && !was_reauthed {
             w.wrote(warm);
@@ -320,12 +324,12 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         };
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
-            Err(_) => w.fail(endpoint, warm, None, timed_out("no response", &ctx)),
+            Err(_) => w.fail(endpoint, warm, None, timed_out("no response", &ctx), via),
             // etcd no longer accepts the token: authenticate again, then send again (once).
             Ok(Err(e)) if !was_reauthed && ctx.auth.is_some() && is_invalid_token(&e.failure) => {
                 let Some(((user, password), h)) = ctx.auth.as_ref().zip(handle.as_mut()) else {
                     // no connection to authenticate on: the request fails as it came back
-                    w.fail(endpoint, warm, e.status, e.failure);
+                    w.fail(endpoint, warm, e.status, e.failure, via);
                     continue;
                 };
                 let authority = &ctx.authorities[ctx.member(slot.endpoint)];
@@ -356,20 +360,23 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                         again = Some(turn);
                         continue;
                     }
-                    Err(f) => w.fail(endpoint, warm, e.status, f),
+                    Err(f) => w.fail(endpoint, warm, e.status, f, via),
                 }
             }
-            Ok(Err(e)) => w.fail(endpoint, warm, e.status, e.failure),
+            Ok(Err(e)) => w.fail(endpoint, warm, e.status, e.failure, via),
             Ok(Ok(body)) if plain => match verdict {
                 // a warmup request (its verdict is not taken)
                 None => w.warmup_done(),
                 Some(Ok((status, ack))) => {
-                    w.ok(endpoint, turn, setup_from.unwrap_or(started), status);
+                    let via = via.bytes(body.len());
+                    w.ok(endpoint, turn, setup_from.unwrap_or(started), status, via);
                     w.without_setup(started);
                     w.acked(ack);
                     w.keep_sample(|| work.sample_http(&body));
                 }
-                Some(Err((status, f))) => w.fail(endpoint, warm, Some(status), f),
+                Some(Err((status, f))) => {
+                    w.fail(endpoint, warm, Some(status), f, via.bytes(body.len()))
+                }
             },
             Ok(Ok(message)) => {
                 if warm {
@@ -378,12 +385,13 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                     let ok = StatusKey::Grpc(Code::Ok.as_u32());
                     match work.check_grpc(&message) {
                         Ok(ack) => {
-                            w.ok(endpoint, turn, setup_from.unwrap_or(started), ok);
+                            let via = via.bytes(message.len());
+                            w.ok(endpoint, turn, setup_from.unwrap_or(started), ok, via);
                             w.without_setup(started);
                             w.acked(ack);
                             w.keep_sample(|| work.sample_grpc(&message));
                         }
-                        Err(f) => w.fail(endpoint, warm, Some(ok), f),
+                        Err(f) => w.fail(endpoint, warm, Some(ok), f, via.bytes(message.len())),
                     }
                 }
             }
@@ -408,10 +416,18 @@ async fn stream_call(
     let ctx = &w.ctx;
     let (endpoint, warm) = (slot.endpoint, turn.warm);
     let Some(h) = handle.as_mut() else {
-        w.fail(endpoint, warm, None, Failure::new(FailureKind::Connect));
+        let via = Via::on(ready, None);
+        w.fail(
+            endpoint,
+            warm,
+            None,
+            Failure::new(FailureKind::Connect),
+            via,
+        );
         return;
     };
     let generation = h.generation;
+    let via = Via::on(ready, Some(h.port));
     let progress = Progress::default();
     // the sample: the messages of the first successful call, at most this many
     const SAMPLE_MESSAGES: usize = 100;
@@ -441,16 +457,18 @@ async fn stream_call(
             warm,
             None,
             timed_out("the stream did not end", ctx),
+            via,
         ),
         Ok(Err(e)) => {
             if e.conn_broken {
                 slot.mark_dead(generation);
             }
-            w.fail(endpoint, warm, e.status, e.failure);
+            w.fail(endpoint, warm, e.status, e.failure, via);
         }
         Ok(Ok(_)) if warm => w.warmup_done(),
         Ok(Ok(end)) => {
-            w.ok(endpoint, turn, started, StatusKey::Grpc(Code::Ok.as_u32()));
+            let ok = StatusKey::Grpc(Code::Ok.as_u32());
+            w.ok(endpoint, turn, started, ok, via);
             w.without_setup(ready);
             w.streamed(end.messages, end.first_at.map(|t| t - started));
             if keep > 0 {

@@ -10,7 +10,7 @@ use crate::client::http1::Conn;
 use crate::client::http1::pipeline::Pipe;
 use crate::engine::plan::{connect_turn, quota};
 use crate::engine::ramp::Gate;
-use crate::engine::worker::{Reconnect, Worker};
+use crate::engine::worker::{Reconnect, Via, Worker};
 use crate::engine::{Assignment, Ctx};
 use crate::outcome::{Failure, FailureKind};
 use crate::workload::Workload;
@@ -172,6 +172,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         idx += ctx.clients as u64;
         sent += u64::from(!warm);
         let before = c.requests_written();
+        let via = Via::on(started, Some(c.local_port()));
         let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
         let result = within(timer.as_mut(), deadline, c.round_trip(&wbuf, head_len)).await;
         let mut keep = match result {
@@ -184,12 +185,13 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                         FailureKind::Timeout,
                         format_args!("no response within {:?}", ctx.timeout),
                     ),
+                    via,
                 );
                 // The response may still arrive: this connection's framing is unknown now.
                 false
             }
             Ok(Err(f)) => {
-                w.fail(endpoint, warm, None, f);
+                w.fail(endpoint, warm, None, f, via);
                 c.reusable()
             }
             Ok(Ok(resp)) => {
@@ -201,12 +203,15 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     }
                     _ if warm => w.warmup_done(),
                     Ok((status, ack)) => {
-                        w.ok(endpoint, turn, setup_from.unwrap_or(started), status);
+                        let via = via.bytes(resp.body.len());
+                        w.ok(endpoint, turn, setup_from.unwrap_or(started), status, via);
                         w.without_setup(started);
                         w.acked(ack);
                         w.keep_sample(|| work.sample_http(resp.body));
                     }
-                    Err((status, f)) => w.fail(endpoint, warm, Some(status), f),
+                    Err((status, f)) => {
+                        w.fail(endpoint, warm, Some(status), f, via.bytes(resp.body.len()))
+                    }
                 }
                 c.reusable()
             }
@@ -230,7 +235,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                 Err(f) => {
                     // the authentication's answer may still come: the framing is unknown now
                     keep &= f.kind != FailureKind::Timeout;
-                    w.fail(endpoint, warm, None, f);
+                    w.fail(endpoint, warm, None, f, via);
                 }
             }
         }
@@ -391,6 +396,7 @@ async fn pipe_client(w: Rc<Worker>, id: usize, pipe: Rc<Pipe>, local: usize) {
             }
         }
         let started = Instant::now();
+        let via = Via::on(started, pipe.local_port());
         pipe.submit(local, started + ctx.timeout, |buf| {
             work.encode_http(idx, endpoint, buf)
         });
@@ -405,7 +411,7 @@ async fn pipe_client(w: Rc<Worker>, id: usize, pipe: Rc<Pipe>, local: usize) {
         let status = match out.result {
             Ok(status) => status,
             Err(f) => {
-                w.fail(endpoint, warm, None, f);
+                w.fail(endpoint, warm, None, f, via);
                 continue;
             }
         };
@@ -420,16 +426,20 @@ async fn pipe_client(w: Rc<Worker>, id: usize, pipe: Rc<Pipe>, local: usize) {
                         sent -= u64::from(!warm);
                         again = Some(turn);
                     }
-                    Err(f) => w.fail(endpoint, warm, None, f),
+                    Err(f) => w.fail(endpoint, warm, None, f, via),
                 }
             }
             _ if warm => w.warmup_done(),
             Ok((status, ack)) => {
-                w.ok(endpoint, turn, started, status);
+                let via = via.bytes(pipe.with_body(local, <[u8]>::len));
+                w.ok(endpoint, turn, started, status, via);
                 w.acked(ack);
                 w.keep_sample(|| pipe.with_body(local, |body| work.sample_http(body)));
             }
-            Err((status, f)) => w.fail(endpoint, warm, Some(status), f),
+            Err((status, f)) => {
+                let via = via.bytes(pipe.with_body(local, <[u8]>::len));
+                w.fail(endpoint, warm, Some(status), f, via)
+            }
         }
     }
 }

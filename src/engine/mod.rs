@@ -13,7 +13,7 @@ mod run;
 mod worker;
 
 pub use failover::Failover;
-pub use run::run_proto;
+pub use run::{run_proto, run_proto_with};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -89,8 +89,8 @@ struct Ctx {
     workload: Workload,
     /// what becomes of what successful requests acknowledge
     acks: Acks,
-    /// a stop from outside the run, besides Ctrl-C
-    control: Option<Arc<Control>>,
+    /// the live board, the request log and a stop from outside, when asked for
+    taps: Taps,
 }
 
 impl Ctx {
@@ -98,10 +98,21 @@ impl Ctx {
     fn halted(&self) -> bool {
         INTERRUPTED.load(Ordering::Relaxed)
             || self
+                .taps
                 .control
                 .as_ref()
                 .is_some_and(|c| c.stop.load(Ordering::Relaxed))
     }
+}
+
+/// What a run hands on while it goes, besides its `ProtoRun`: each thread's live snapshot
+/// (`--metrics-addr`) and its request log rows (`--log-requests`); and what it takes: a stop
+/// from outside (`Control`).
+#[derive(Clone, Default)]
+pub struct Taps {
+    pub live: Option<Arc<crate::stats::live::Board>>,
+    pub log: Option<Arc<crate::stats::reqlog::RequestLog>>,
+    pub control: Option<Arc<Control>>,
 }
 
 /// What the engine keeps of the revisions successful writes acknowledge.

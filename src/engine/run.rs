@@ -105,7 +105,27 @@ pub fn run_proto(
     proto: Proto,
     server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
     failover: Option<&super::Failover>,
-    control: Option<&Arc<super::Control>>,
+) -> Result<ProtoRun, String> {
+    run_proto_with(
+        cfg,
+        workload,
+        endpoints,
+        proto,
+        server_cpu,
+        failover,
+        &super::Taps::default(),
+    )
+}
+
+/// `run_proto`, handing each thread's live snapshots and request log rows to `taps`.
+pub fn run_proto_with(
+    cfg: &Config,
+    workload: &Workload,
+    endpoints: &[Endpoint],
+    proto: Proto,
+    server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
+    failover: Option<&super::Failover>,
+    taps: &super::Taps,
 ) -> Result<ProtoRun, String> {
     let load = &cfg.load;
     let conns = match proto {
@@ -190,8 +210,11 @@ pub fn run_proto(
             Workload::Etcd(_) if cfg.verify => super::Acks::Listed,
             _ => super::Acks::Dropped,
         },
-        control: control.cloned(),
+        taps: taps.clone(),
     });
+    if let Some(board) = &taps.live {
+        board.begin(proto, threads);
+    }
     if let (Some(r), Some(f)) = (&ctx.routes, failover) {
         r.settle(f);
     }
@@ -221,7 +244,7 @@ pub fn run_proto(
     sync.go.wait();
     sync.start.wait();
     let started = *sync.t0.get_or_init(Instant::now);
-    if let Some(c) = control {
+    if let Some(c) = &taps.control {
         c.started.store(true, Ordering::Release);
     }
     let rss_connected = rss();

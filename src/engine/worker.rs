@@ -13,7 +13,9 @@ use crate::client::http1::pipeline::Pipe;
 use crate::client::{BACKOFF_MAX, BACKOFF_MIN};
 use crate::config::{Proto, Stop};
 use crate::outcome::{Failure, FailureKind, GAVE_UP, StatusKey};
+use crate::stats::live::{self, Snapshot};
 use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
+use crate::stats::reqlog::{Row, ThreadLog};
 use crate::stats::{At, ConnRecord, ConnSet, CpuTimes, IoCalls, Stats, WindowCost};
 use crate::workload::Ack;
 
@@ -37,6 +39,48 @@ pub(super) struct Worker {
     pub(super) pacer: Option<pace::Pacer>,
     /// the progress bar's counters for this thread
     pub(super) progress: Option<(Arc<[progress::Counters]>, usize)>,
+    /// `--log-requests`: this thread's rows
+    pub(super) log: RefCell<Option<ThreadLog>>,
+}
+
+/// What the request log (`--log-requests`) keeps of a request besides its outcome: when it
+/// started, the connection it went on (its local port), its response's body bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Via {
+    /// None: when it failed (a request that found no connection)
+    pub(super) started: Option<Instant>,
+    /// never sent (an expired open-loop send): no latency
+    pub(super) unsent: bool,
+    pub(super) port: Option<u16>,
+    pub(super) bytes: Option<u64>,
+}
+
+impl Via {
+    /// A request started at `started` on the connection with local port `port`.
+    pub(super) fn on(started: Instant, port: Option<u16>) -> Via {
+        Via {
+            started: Some(started),
+            port,
+            ..Via::default()
+        }
+    }
+
+    /// The same, with a response of `n` body bytes.
+    pub(super) fn bytes(self, n: usize) -> Via {
+        Via {
+            bytes: Some(n as u64),
+            ..self
+        }
+    }
+
+    /// A send due at `at` that never went out.
+    pub(super) fn unsent(at: Instant) -> Via {
+        Via {
+            started: Some(at),
+            unsent: true,
+            ..Via::default()
+        }
+    }
 }
 
 /// A client's next send: warmup or measured, and (open loop) when it was meant to go.
@@ -83,7 +127,7 @@ impl Worker {
                         st.record_scheduled(at);
                         st.expired += 1;
                     }
-                    self.fail(endpoint, t.warm, None, f)
+                    self.fail(endpoint, t.warm, None, f, Via::unsent(t.intended))
                 }
             }
         }
@@ -142,7 +186,14 @@ impl Worker {
     /// (corrected) and from `sent` as well; from `sent` alone in closed loop. The pacer never
     /// releases a send before its intended time; should one still start earlier, the corrected
     /// latency counts from the actual start, so it is never below the uncorrected one.
-    pub(super) fn ok(&self, endpoint: usize, turn: Turn, sent: Instant, status: StatusKey) {
+    pub(super) fn ok(
+        &self,
+        endpoint: usize,
+        turn: Turn,
+        sent: Instant,
+        status: StatusKey,
+        via: Via,
+    ) {
         let now = Instant::now();
         let at = self.at(endpoint, now);
         let from = turn.intended.map_or(sent, |i| i.min(sent));
@@ -152,6 +203,16 @@ impl Worker {
             st.record_uncorrected(now - sent);
         }
         drop(st);
+        if let Some(log) = self.log.borrow_mut().as_mut() {
+            log.push(Row {
+                start_ns: nanos(from.saturating_duration_since(self.warmup_end)),
+                latency_ns: Some(nanos(now - from)),
+                status: Some(status),
+                connection: via.port,
+                bytes: via.bytes,
+                error: None,
+            });
+        }
         if let Some(r) = &self.ctx.routes {
             r.succeeded(endpoint);
         }
@@ -191,7 +252,14 @@ impl Worker {
     }
 
     /// Counts one failed request (warmup requests only as a number).
-    pub(super) fn fail(&self, endpoint: usize, warm: bool, status: Option<StatusKey>, f: Failure) {
+    pub(super) fn fail(
+        &self,
+        endpoint: usize,
+        warm: bool,
+        status: Option<StatusKey>,
+        f: Failure,
+        via: Via,
+    ) {
         if let Some(r) = &self.ctx.routes {
             r.failed(endpoint, &f, !warm);
         }
@@ -199,9 +267,41 @@ impl Worker {
             self.warmup_done();
             return;
         }
-        let at = self.at(endpoint, Instant::now());
+        let now = Instant::now();
+        let at = self.at(endpoint, now);
+        if let Some(log) = self.log.borrow_mut().as_mut() {
+            let started = via.started.unwrap_or(now);
+            log.push(Row {
+                start_ns: nanos(started.saturating_duration_since(self.warmup_end)),
+                latency_ns: (!via.unsent && via.started.is_some())
+                    .then(|| nanos(now.saturating_duration_since(started))),
+                status,
+                connection: via.port,
+                bytes: via.bytes,
+                error: Some(f.kind),
+            });
+        }
         self.stats.borrow_mut().record_failure(at, status, f);
         self.bump_progress(true);
+    }
+
+    /// `n` measured requests that were never sent and failed the same way (a quota given up).
+    fn fail_unsent(&self, endpoint: usize, n: u64, f: Failure) {
+        let now = Instant::now();
+        if let Some(log) = self.log.borrow_mut().as_mut() {
+            for _ in 0..n {
+                log.push(Row {
+                    start_ns: nanos(now.saturating_duration_since(self.warmup_end)),
+                    latency_ns: None,
+                    status: None,
+                    connection: None,
+                    bytes: None,
+                    error: Some(f.kind),
+                });
+            }
+        }
+        let at = self.at(endpoint, now);
+        self.stats.borrow_mut().record_failures(at, n, f);
     }
 
     /// A request's bytes went to the socket: measured ones are the window's denominator.
@@ -282,7 +382,7 @@ impl Reconnect {
             st.connect_error = Some(f.clone());
         }
         if w.deadline.is_none() || w.pacer.is_some() {
-            w.fail(endpoint, warm, None, f);
+            w.fail(endpoint, warm, None, f, Via::default());
             *sent += u64::from(!warm);
         } else if let Some(r) = &w.ctx.routes {
             r.failed(endpoint, &f, false);
@@ -290,9 +390,8 @@ impl Reconnect {
         if self.failed(w).await {
             return true;
         }
-        let at = w.at(endpoint, Instant::now());
-        w.stats.borrow_mut().record_failures(
-            at,
+        w.fail_unsent(
+            endpoint,
             quota.saturating_sub(*sent),
             Failure::with(FailureKind::Connect, GAVE_UP),
         );
@@ -430,6 +529,7 @@ pub(super) fn worker_thread(
         },
         pacer: ctx.rate.map(|_| pace::Pacer::default()),
         progress,
+        log: RefCell::new(ctx.taps.log.as_ref().map(|l| l.thread(ctx.proto))),
     });
     let setup = if sync.abort.load(Ordering::SeqCst) {
         None
@@ -495,12 +595,31 @@ pub(super) fn worker_thread(
     let intervals = ctx.interval.as_ref().map(|(every, sink)| {
         Intervals::start(&local, &worker, a.thread, *every, sink.clone(), ran)
     });
+    if ran && let Some(board) = &ctx.taps.live {
+        live_task(
+            &local,
+            &worker,
+            board,
+            a.thread,
+            &counters,
+            &window_start,
+            &window_over,
+        );
+    }
     let closing = setup.map(|s| local.block_on(&rt, s.run(worker.clone(), &a)));
     let window_end = Reading::now(&counters);
     let ended = ran.then(Instant::now);
     window_over.set(true);
     if let Some(i) = intervals {
         i.finish(&worker);
+    }
+    if ran && let Some(board) = &ctx.taps.live {
+        // the last snapshot: the window's end, as the report will have it
+        let snap = snapshot(&worker, window_start.get(), window_end);
+        board.post(ctx.proto, a.thread, snap);
+    }
+    if let Some(log) = worker.log.borrow_mut().take() {
+        worker.stats.borrow_mut().log = log.finish();
     }
     sync.done.arrive();
     sync.close.wait();
@@ -537,6 +656,63 @@ pub(super) fn worker_thread(
         pacer_timer,
         stage_cpu,
     }
+}
+
+/// A duration in ns (saturating: 584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// How often a worker posts its live snapshot (`--metrics-addr`).
+const LIVE_EVERY: Duration = Duration::from_millis(500);
+
+/// The thread's figures now: outcomes from its stats, bytes and connections from its sockets,
+/// CPU and syscalls since the window's start (`start`) to `now`.
+fn snapshot(w: &Worker, start: Reading, now: Reading) -> Snapshot {
+    let io = crate::net::thread_io_calls();
+    Snapshot::of(
+        &w.stats.borrow(),
+        live::Io {
+            bytes_out: io.bytes_out,
+            bytes_in: io.bytes_in,
+            syscalls: now.kernel.since(start.kernel).syscalls,
+            cpu: now.cpu.since(start.cpu),
+            connections: crate::net::thread_connects(),
+        },
+    )
+}
+
+/// `--metrics-addr` on one worker thread: a timer task posts the thread's snapshot every
+/// `LIVE_EVERY` of the measured window (never on the request path: a copy of its counters and
+/// a pass over its latency histogram); the caller posts the last one at the window's end.
+fn live_task(
+    local: &tokio::task::LocalSet,
+    w: &Rc<Worker>,
+    board: &Arc<live::Board>,
+    thread: usize,
+    counters: &Rc<ThreadCounters>,
+    window_start: &Rc<Cell<Reading>>,
+    over: &Rc<Cell<bool>>,
+) {
+    let (w, board, counters, start, over) = (
+        w.clone(),
+        board.clone(),
+        counters.clone(),
+        window_start.clone(),
+        over.clone(),
+    );
+    local.spawn_local(async move {
+        let mut next = w.warmup_end;
+        loop {
+            next += LIVE_EVERY;
+            tokio::time::sleep_until(next.into()).await;
+            if over.get() {
+                return;
+            }
+            let snap = snapshot(&w, start.get(), Reading::now(&counters));
+            board.post(w.ctx.proto, thread, snap);
+        }
+    });
 }
 
 /// `--interval` on one worker thread: a timer task hands `Stats::interval` to the printer at

@@ -7,7 +7,7 @@ pub(crate) mod timer;
 pub mod tls;
 
 pub use metered::{Layers, Ledger, Metered, thread_io_calls};
-pub use stream::{Alpn, Io, Opened, open};
+pub use stream::{Alpn, Io, Opened, open, thread_connects};
 pub use tcpinfo::tcp_info;
 
 use std::io;

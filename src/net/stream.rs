@@ -43,6 +43,16 @@ pub struct Opened {
     pub fd: OwnedFd,
 }
 
+thread_local! {
+    /// TCP connections this thread has opened.
+    static CONNECTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The TCP connections this thread has opened so far (the live figures' connections).
+pub fn thread_connects() -> u64 {
+    CONNECTS.with(std::cell::Cell::get)
+}
+
 /// Connects to `addr` and, when `cfg.tls` is set, runs the TLS handshake (timed, into the
 /// ledger) presenting `host` (or `--sni`).
 pub async fn open(
@@ -54,6 +64,7 @@ pub async fn open(
 ) -> io::Result<Opened> {
     let connecting = Instant::now();
     let stream = net::connect(addr, cfg).await?;
+    CONNECTS.with(|c| c.set(c.get() + 1));
     let connect_us = connecting.elapsed().as_micros() as u64;
     let local_port = net::local_port(&stream);
     let local_ip = stream.local_addr().ok().map(|a| a.ip());

@@ -91,6 +91,37 @@ pub(super) fn distribution(lat: &Latencies) -> Vec<Percentile> {
         .collect()
 }
 
+/// The highest percentile the spectrum goes to (the charts' right edge).
+pub const SPECTRUM_TOP: f64 = 99.999;
+
+/// The latency percentile spectrum of `lat` (HdrHistogram's percentile iteration, 5 steps per
+/// halving of the distance to 100 %), up to `SPECTRUM_TOP`, which is the last point.
+pub(super) fn spectrum(lat: &Latencies) -> Vec<Percentile> {
+    if lat.count == 0 {
+        return Vec::new();
+    }
+    let mut points: Vec<Percentile> = Vec::new();
+    for v in lat.hist.iter_quantiles(5) {
+        let p = v.quantile_iterated_to() * 100.0;
+        if p >= SPECTRUM_TOP {
+            break;
+        }
+        let latency_ms = ms(v.value_iterated_to() as f64);
+        if points.last().is_some_and(|l| l.percentile == p) {
+            continue;
+        }
+        points.push(Percentile {
+            percentile: p,
+            latency_ms,
+        });
+    }
+    points.push(Percentile {
+        percentile: SPECTRUM_TOP,
+        latency_ms: ms(lat.quantile_ns(SPECTRUM_TOP / 100.0) as f64),
+    });
+    points
+}
+
 pub(super) fn streaming(run: &ProtoRun) -> Option<Streaming> {
     let st = &run.stats;
     let first = st.first_message.as_ref()?;
@@ -487,6 +518,14 @@ impl RunReport {
             memory: memory(run, includes_server),
             per_connection: st.conns.iter().filter(|c| c.folded == 0).cloned().collect(),
             sample_response: run.sample.clone(),
+            request_log: st.log.on.then_some(RequestLogReport {
+                rows: st.log.rows,
+                writer_wait_ms: st.log.waited.as_secs_f64() * 1e3,
+                writer_waits: st.log.waits,
+                longest_thread_wait_ms: st.log.longest.as_secs_f64() * 1e3,
+            }),
+            spectrum: spectrum(lat),
+            uncorrected_spectrum: st.uncorrected.as_ref().map(spectrum).unwrap_or_default(),
         }
     }
 

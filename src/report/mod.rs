@@ -2,6 +2,8 @@
 
 pub mod compare;
 mod derive;
+pub mod html;
+pub mod prometheus;
 pub mod svg;
 pub mod text;
 pub mod threshold;
@@ -120,6 +122,30 @@ pub struct RunReport {
     pub memory: Option<MemoryReport>,
     pub per_connection: Vec<ConnRecord>,
     pub sample_response: Option<Value>,
+    /// `--log-requests`: the rows this run logged and how long its threads waited for the
+    /// writer
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_log: Option<RequestLogReport>,
+    /// the latency percentile spectrum drawn by the charts (HDR's percentile iteration up to
+    /// 99.999); open loop: corrected
+    #[serde(skip)]
+    pub spectrum: Vec<Percentile>,
+    /// open loop: the same from the actual send times
+    #[serde(skip)]
+    pub uncorrected_spectrum: Vec<Percentile>,
+}
+
+/// `--log-requests`: what one run wrote to the log.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestLogReport {
+    /// rows this run logged: one per measured request (= `summary.count`)
+    pub rows: u64,
+    /// how long the worker threads waited for the writer (no empty buffer), summed over the
+    /// threads, and how many times
+    pub writer_wait_ms: f64,
+    pub writer_waits: u64,
+    /// the longest any one thread waited in all
+    pub longest_thread_wait_ms: f64,
 }
 
 /// `--requests-per-conn`: the connections the requests opened and what that cost. The latency

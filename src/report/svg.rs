@@ -299,6 +299,437 @@ pub fn render_lines(
     s
 }
 
+/// One stack's line on a chart: its title (its colour), its points, dashed or not.
+pub struct Series<'a> {
+    pub stack: &'a str,
+    /// drawn dashed (open loop: the uncorrected latency)
+    pub dashed: bool,
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A value as an axis label: up to 3 significant digits, no trailing zeros.
+fn axis_label(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let s = if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A "nice" axis top at or above `max` (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten)
+/// and its tick step.
+fn nice(max: f64) -> (f64, f64) {
+    if max.is_nan() || max <= 0.0 || max.is_infinite() {
+        return (1.0, 0.2);
+    }
+    let p = 10f64.powf(max.log10().floor());
+    for (top, step) in [
+        (1.0, 0.2),
+        (1.5, 0.25),
+        (2.0, 0.5),
+        (2.5, 0.5),
+        (3.0, 0.5),
+        (4.0, 1.0),
+        (5.0, 1.0),
+        (6.0, 1.0),
+        (8.0, 2.0),
+        (10.0, 2.0),
+    ] {
+        if max <= top * p * 1.000_001 {
+            return (top * p, step * p);
+        }
+    }
+    (10.0 * p, 2.0 * p)
+}
+
+/// Line `i` of `n`, drawn in that order: the earlier ones wider, so a line that another covers
+/// (two stacks on the same open-loop schedule) still shows at its edges.
+fn stroke(i: usize, n: usize) -> f64 {
+    2.0 + 1.5 * n.saturating_sub(i + 1).min(2) as f64
+}
+
+fn dash(dashed: bool) -> &'static str {
+    if dashed {
+        r#" stroke-dasharray="6 4""#
+    } else {
+        ""
+    }
+}
+
+/// The legend: one entry per series, from `x` along `y` (on to a second line past the width).
+fn legend(s: &mut String, series: &[Series<'_>], x: f64, y: f64) {
+    let (mut at, mut y) = (x, y);
+    for se in series {
+        let width = 40.0 + 7.5 * se.label.chars().count() as f64;
+        if at > x && at + width > W - 10.0 {
+            at = x;
+            y += 18.0;
+        }
+        let _ = writeln!(
+            s,
+            r#"<line x1="{at}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="3"{}/>"#,
+            y - 4.0,
+            at + 24.0,
+            y - 4.0,
+            color(se.stack),
+            dash(se.dashed)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{y}" font-size="13">{}</text>"#,
+            at + 30.0,
+            esc(&se.label)
+        );
+        at += width;
+    }
+}
+
+/// The latency by percentile chart (HdrHistogram's plotter, wrk2 users' charts): x is the
+/// percentile on a log scale of 1 / (1 - p), from 0 to `top` (99.999); y the latency in ms,
+/// linear from 0. One line per series, each stack in its colour.
+pub fn latency_percentiles(title: &str, top: f64, series: &[Series<'_>]) -> String {
+    const H: f64 = 520.0;
+    let (x0, x1, y0, y1) = (80.0, W - 30.0, 80.0, H - 60.0);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Arial, sans-serif">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="30" font-size="18" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
+    legend(&mut s, series, 20.0, 58.0);
+    let nines = (1.0 / (1.0 - top / 100.0)).log10();
+    let px = |p: f64| {
+        let p = p.clamp(0.0, top);
+        x0 + (1.0 / (1.0 - p / 100.0)).log10() / nines * (x1 - x0)
+    };
+    let max = series
+        .iter()
+        .flat_map(|se| se.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let (ytop, step) = nice(max);
+    let py = |v: f64| y1 - v / ytop * (y1 - y0);
+    // grid and ticks
+    let mut v = 0.0;
+    while v <= ytop * 1.000_001 {
+        let y = py(v);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e2e2e2"/><text x="{}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">{}</text>"##,
+            x0 - 6.0,
+            y + 4.0,
+            axis_label(v)
+        );
+        v += step;
+    }
+    let mut nine = 0.0;
+    while nine <= nines + 1e-9 {
+        let p = 100.0 * (1.0 - 10f64.powf(-nine));
+        let x = px(p);
+        let name = match nine as usize {
+            0 => "0%".to_string(),
+            1 => "90%".to_string(),
+            n => format!("99{}{}%", if n > 2 { "." } else { "" }, "9".repeat(n - 2)),
+        };
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{y1}" stroke="#e2e2e2"/><text x="{x:.1}" y="{}" font-size="11" text-anchor="middle" fill="#555">{name}</text>"##,
+            y1 + 16.0
+        );
+        nine += 1.0;
+    }
+    let _ = writeln!(
+        s,
+        r##"<line x1="{x0}" y1="{y1}" x2="{x1}" y2="{y1}" stroke="#888"/><line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y1}" stroke="#888"/>"##
+    );
+    let _ = writeln!(
+        s,
+        r##"<text x="{}" y="{}" font-size="12" text-anchor="middle" fill="#555">percentile (log scale of 1 / (1 - p))</text>"##,
+        (x0 + x1) / 2.0,
+        H - 18.0
+    );
+    let _ = writeln!(
+        s,
+        r##"<text x="18" y="{}" font-size="12" fill="#555" transform="rotate(-90 18 {})" text-anchor="middle">latency (ms)</text>"##,
+        (y0 + y1) / 2.0,
+        (y0 + y1) / 2.0
+    );
+    for (i, se) in series.iter().enumerate() {
+        if se.points.is_empty() {
+            continue;
+        }
+        let pts: Vec<String> = se
+            .points
+            .iter()
+            .map(|&(p, v)| format!("{:.1},{:.1}", px(p), py(v)))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>"#,
+            pts.join(" "),
+            color(se.stack),
+            stroke(i, series.len()),
+            dash(se.dashed)
+        );
+    }
+    if series.iter().all(|se| se.points.is_empty()) {
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{}" font-size="14" text-anchor="middle" fill="#888">no successful request</text>"##,
+            (x0 + x1) / 2.0,
+            (y0 + y1) / 2.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// A span of the timeline to mark: a stage, its start and end (s) and its name.
+pub struct Mark {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub name: String,
+}
+
+/// The timeline: requests/s (top) and p99 latency in ms (bottom) over the seconds of each
+/// stack's measured window, every stack overlaid; stages as shaded spans with their names.
+/// Each series' points are (t in s, value).
+pub fn timeline(title: &str, rate: &[Series<'_>], p99: &[Series<'_>], marks: &[Mark]) -> String {
+    const H: f64 = 620.0;
+    let (x0, x1) = (80.0, W - 30.0);
+    let panels = [
+        (90.0, 320.0, "requests/s", rate),
+        (370.0, 580.0, "p99 (ms)", p99),
+    ];
+    let tmax = rate
+        .iter()
+        .chain(p99)
+        .flat_map(|se| se.points.iter().map(|p| p.0))
+        .chain(marks.iter().map(|m| m.end_s))
+        .fold(0.0, f64::max);
+    let (ttop, tstep) = nice(tmax);
+    let px = |t: f64| x0 + t / ttop * (x1 - x0);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Arial, sans-serif">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="30" font-size="18" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
+    legend(&mut s, rate, 20.0, 58.0);
+    for (py0, py1, name, series) in panels {
+        // stages: alternate shading, a name at the top of each
+        for (i, m) in marks.iter().enumerate() {
+            let (a, b) = (px(m.start_s), px(m.end_s));
+            if i % 2 == 0 {
+                let _ = writeln!(
+                    s,
+                    r##"<rect x="{a:.1}" y="{py0}" width="{:.1}" height="{}" fill="#f3f0e6"/>"##,
+                    (b - a).max(0.0),
+                    py1 - py0
+                );
+            }
+            let _ = writeln!(
+                s,
+                r##"<line x1="{a:.1}" y1="{py0}" x2="{a:.1}" y2="{py1}" stroke="#b59f5b" stroke-dasharray="3 3"/>"##
+            );
+            if py0 < 100.0 {
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{:.1}" y="{}" font-size="11" fill="#7a6a3a">{}</text>"##,
+                    a + 3.0,
+                    py0 + 12.0,
+                    esc(&m.name)
+                );
+            }
+        }
+        let max = series
+            .iter()
+            .flat_map(|se| se.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max);
+        let (ytop, step) = nice(max);
+        let py = |v: f64| py1 - v / ytop * (py1 - py0);
+        let mut v = 0.0;
+        while v <= ytop * 1.000_001 {
+            let y = py(v);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e2e2e2"/><text x="{}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">{}</text>"##,
+                x0 - 6.0,
+                y + 4.0,
+                axis_label(v)
+            );
+            v += step;
+        }
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" y1="{py1}" x2="{x1}" y2="{py1}" stroke="#888"/><line x1="{x0}" y1="{py0}" x2="{x0}" y2="{py1}" stroke="#888"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="18" y="{}" font-size="12" fill="#555" transform="rotate(-90 18 {})" text-anchor="middle">{name}</text>"##,
+            (py0 + py1) / 2.0,
+            (py0 + py1) / 2.0
+        );
+        let mut t = 0.0;
+        while t <= ttop * 1.000_001 {
+            let _ = writeln!(
+                s,
+                r##"<text x="{:.1}" y="{}" font-size="11" text-anchor="middle" fill="#555">{}</text>"##,
+                px(t),
+                py1 + 15.0,
+                axis_label(t)
+            );
+            t += tstep;
+        }
+        for (i, se) in series.iter().enumerate() {
+            let pts: Vec<String> = se
+                .points
+                .iter()
+                .map(|&(t, v)| format!("{:.1},{:.1}", px(t), py(v)))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>"#,
+                pts.join(" "),
+                color(se.stack),
+                stroke(i, series.len()),
+                dash(se.dashed)
+            );
+            for p in &pts {
+                let (cx, cy) = p.split_once(',').unwrap_or(("0", "0"));
+                let _ = writeln!(
+                    s,
+                    r#"<circle cx="{cx}" cy="{cy}" r="2.5" fill="{}"/>"#,
+                    color(se.stack)
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        s,
+        r##"<text x="{}" y="{}" font-size="12" text-anchor="middle" fill="#555">seconds from the start of each stack's measured window</text>"##,
+        (x0 + x1) / 2.0,
+        H - 8.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The latency by percentile chart of a report: every stack's spectrum, and in open loop its
+/// uncorrected one dashed.
+pub fn report_percentiles(r: &super::Report) -> String {
+    let mut series = Vec::new();
+    let open = r
+        .runs
+        .iter()
+        .any(|run| !run.uncorrected_spectrum.is_empty());
+    for run in &r.runs {
+        let pts =
+            |v: &[super::Percentile]| v.iter().map(|p| (p.percentile, p.latency_ms)).collect();
+        series.push(Series {
+            stack: run.title,
+            dashed: false,
+            label: run.title.to_string(),
+            points: pts(&run.spectrum),
+        });
+        if !run.uncorrected_spectrum.is_empty() {
+            series.push(Series {
+                stack: run.title,
+                dashed: true,
+                label: format!("{} uncorrected", run.title),
+                points: pts(&run.uncorrected_spectrum),
+            });
+        }
+    }
+    let title = if open {
+        format!(
+            "Latency by percentile, from the intended send (dashed: the actual): {}",
+            r.workload
+        )
+    } else {
+        format!("Latency by percentile: {}", r.workload)
+    };
+    latency_percentiles(&title, super::derive::SPECTRUM_TOP, &series)
+}
+
+/// The timeline chart of a report: requests/s and p99 per second of every stack's window, its
+/// stages marked.
+pub fn report_timeline(r: &super::Report) -> String {
+    let mut rate = Vec::new();
+    let mut p99 = Vec::new();
+    for run in &r.runs {
+        let total = run.summary.total_s;
+        let mut rp = Vec::new();
+        let mut lp = Vec::new();
+        for b in &run.timeline {
+            let (t, w) = (b.t_s as f64, b.width_s as f64);
+            // the last bucket may be cut short by the window's end; a sliver of it (the last
+            // responses after the final full second) says nothing about a rate
+            let width = (total - t).clamp(0.0, w);
+            if width < w / 4.0 {
+                continue;
+            }
+            let mid = t + width / 2.0;
+            rp.push((mid, (b.ok + b.errors) as f64 / width));
+            if b.ok > 0 {
+                lp.push((mid, b.p99_ms));
+            }
+        }
+        rate.push(Series {
+            stack: run.title,
+            dashed: false,
+            label: run.title.to_string(),
+            points: rp,
+        });
+        p99.push(Series {
+            stack: run.title,
+            dashed: false,
+            label: run.title.to_string(),
+            points: lp,
+        });
+    }
+    let marks: Vec<Mark> = r
+        .runs
+        .first()
+        .and_then(|run| run.stages.as_ref())
+        .map(|st| {
+            st.iter()
+                .map(|row| Mark {
+                    start_s: row.start_s,
+                    end_s: row.end_s,
+                    name: format!("{} {}", row.stage, row.spec),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    timeline(&format!("Timeline: {}", r.workload), &rate, &p99, &marks)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +760,85 @@ mod tests {
             svg.contains(">HTTP/2</text>") && svg.contains("#38a169"),
             "{svg}"
         );
+    }
+
+    #[test]
+    fn axes_get_nice_tops() {
+        assert_eq!(nice(0.83), (1.0, 0.2));
+        assert_eq!(nice(1.7), (2.0, 0.5));
+        assert_eq!(nice(2.2), (2.5, 0.5));
+        assert_eq!(nice(3.0), (3.0, 0.5));
+        assert_eq!(nice(37_000.0), (40_000.0, 10_000.0));
+        assert_eq!(nice(0.0), (1.0, 0.2));
+        assert_eq!(axis_label(0.25), "0.25");
+        assert_eq!(axis_label(99.999), "100");
+        assert_eq!(axis_label(12.5), "12.5");
+    }
+
+    #[test]
+    fn the_percentile_chart_puts_nines_on_a_log_axis() {
+        let series = [
+            Series {
+                stack: "HTTP/1.1",
+                dashed: false,
+                label: "HTTP/1.1".into(),
+                points: vec![(0.0, 0.1), (90.0, 0.2), (99.0, 0.4), (99.999, 2.0)],
+            },
+            Series {
+                stack: "gRPC",
+                dashed: true,
+                label: "gRPC (uncorrected)".into(),
+                points: vec![(0.0, 0.05), (99.999, 1.0)],
+            },
+        ];
+        let svg = latency_percentiles("echo <1>", 99.999, &series);
+        assert!(svg.contains("echo &lt;1&gt;"));
+        // the x ticks: 0 %, 90 %, 99 %, 99.9 %, 99.99 %, 99.999 %
+        for t in ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%"] {
+            assert!(svg.contains(&format!(">{t}</text>")), "{t}: {svg}");
+        }
+        // 90 % sits a fifth of the way along (1 nine of 5), 99.999 % at the right edge
+        let (x0, x1) = (80.0, W - 30.0);
+        let at = |f: f64| format!("{:.1},", x0 + f * (x1 - x0));
+        assert!(svg.contains(&at(0.2)) && svg.contains(&at(1.0)), "{svg}");
+        assert!(svg.contains("stroke-dasharray"));
+        assert!(svg.contains("#d9822b") && svg.contains("#2b6cb0"));
+        // y: 0 to 2 ms (the highest point) in steps of 0.5
+        assert!(svg.contains(">2</text>") && svg.contains(">1.5</text>"));
+        assert!(!svg.contains(">2.5</text>"));
+    }
+
+    #[test]
+    fn the_timeline_marks_stages() {
+        let rate = [Series {
+            stack: "gRPC",
+            dashed: false,
+            label: "gRPC".into(),
+            points: vec![(0.5, 1000.0), (1.5, 3000.0), (2.5, 2000.0)],
+        }];
+        let p99 = [Series {
+            stack: "gRPC",
+            dashed: false,
+            label: "gRPC".into(),
+            points: vec![(0.5, 0.3), (1.5, 0.9), (2.5, 0.4)],
+        }];
+        let marks = [
+            Mark {
+                start_s: 0.0,
+                end_s: 1.0,
+                name: "1 1s:2000".into(),
+            },
+            Mark {
+                start_s: 1.0,
+                end_s: 3.0,
+                name: "2 2s:0".into(),
+            },
+        ];
+        let svg = timeline("t", &rate, &p99, &marks);
+        assert!(svg.contains(">1 1s:2000</text>") && svg.contains(">2 2s:0</text>"));
+        assert!(svg.contains(">requests/s</text>") && svg.contains(">p99 (ms)</text>"));
+        // 3 points per panel
+        assert_eq!(svg.matches("<circle").count(), 6);
+        assert!(svg.trim_end().ends_with("</svg>"));
     }
 }

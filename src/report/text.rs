@@ -466,6 +466,13 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     if report.per_conn_table {
         render_per_conn(out, run);
     }
+    if let Some(l) = &run.request_log {
+        let _ = writeln!(
+            out,
+            "Request log: {} rows (one per measured request); the workers waited {:.1} ms for the writer ({} times, the longest thread {:.1} ms)",
+            l.rows, l.writer_wait_ms, l.writer_waits, l.longest_thread_wait_ms
+        );
+    }
     let _ = writeln!(out);
 }
 

@@ -2,9 +2,11 @@
 //! merge. Importable from every layer; imports only `outcome` and the wire crate.
 
 mod latency;
+pub mod live;
 pub mod perf;
 mod process;
 mod records;
+pub mod reqlog;
 mod run;
 mod watch;
 
@@ -102,6 +104,8 @@ pub struct Stats {
     /// the watch benchmark's puts: (revision, when its acknowledgement arrived, in ns of the
     /// stamps' clock), for the watch-latency clock that starts there
     pub acked_at: Vec<(i64, u64)>,
+    /// `--log-requests`: the rows the threads logged and their waits for the writer
+    pub log: reqlog::Tally,
 }
 
 impl Stats {
@@ -258,6 +262,7 @@ impl Stats {
         }
         self.conns.extend(other.conns);
         self.folded_connect.merge(&other.folded_connect);
+        self.log.add(other.log);
     }
 
     pub fn count(&self) -> u64 {

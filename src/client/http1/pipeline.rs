@@ -176,6 +176,11 @@ impl Pipe {
         }
     }
 
+    /// The local port of the connection the pipe has now (None: none).
+    pub fn local_port(&self) -> Option<u16> {
+        self.st.borrow().conn.as_ref().map(Conn::local_port)
+    }
+
     /// The outcome of client `client`'s queued request.
     pub fn outcome(&self, client: usize) -> impl Future<Output = Outcome> + '_ {
         poll_fn(move |cx| {

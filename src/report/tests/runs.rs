@@ -266,6 +266,7 @@ fn etcd_put_config() -> Config {
         server_pid: None,
         per_conn: false,
         svg: None,
+        outputs: Default::default(),
         thresholds: Vec::new(),
         auth: None,
         target: Target::First,

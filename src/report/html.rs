@@ -1,0 +1,287 @@
+//! `--html FILE`: the report as one self-contained page (its tables, the charts inline as
+//! SVG, the text report; no script, no stylesheet or font fetched).
+
+use std::fmt::Write;
+
+use super::{Percentile, Report, RunReport};
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A figure for a cell: `-` when not measured.
+fn cell(v: Option<f64>, decimals: usize) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
+        _ => "-".into(),
+    }
+}
+
+const STYLE: &str = "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:24px 32px;color:#222;\
+max-width:1200px}h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;\
+border-bottom:1px solid #ddd;padding-bottom:4px}.meta{color:#555;font-size:13px}\
+table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ddd;\
+padding:3px 10px;text-align:right}th:first-child,td:first-child{text-align:left}\
+th{background:#f4f4f4}svg{max-width:100%;height:auto;display:block;margin:8px 0}\
+pre{font-size:12px;background:#f8f8f8;padding:10px;overflow-x:auto}.note{color:#555;font-size:13px}";
+
+/// One table: a header row of `stacks` after `first`, then `rows` (a name and a cell per
+/// stack).
+fn table(out: &mut String, first: &str, stacks: &[&RunReport], rows: &[(String, Vec<String>)]) {
+    out.push_str("<table><tr>");
+    let _ = write!(out, "<th>{}</th>", esc(first));
+    for r in stacks {
+        let _ = write!(out, "<th>{}</th>", esc(r.title));
+    }
+    out.push_str("</tr>\n");
+    for (name, cells) in rows {
+        let _ = write!(out, "<tr><td>{}</td>", esc(name));
+        for c in cells {
+            let _ = write!(out, "<td>{}</td>", esc(c));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+}
+
+fn row(
+    name: &str,
+    stacks: &[&RunReport],
+    f: impl Fn(&RunReport) -> String,
+) -> (String, Vec<String>) {
+    (name.to_string(), stacks.iter().map(|r| f(r)).collect())
+}
+
+fn percentile(d: &[Percentile], p: f64) -> Option<f64> {
+    d.iter().find(|x| x.percentile == p).map(|x| x.latency_ms)
+}
+
+/// The page: `report`'s tables, the charts (`svgs`: whole SVG documents, drawn in order) and
+/// the text report (`text`), in one file.
+pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
+    let stacks: Vec<&RunReport> = report.runs.iter().collect();
+    let mut o = String::with_capacity(64 * 1024 + text.len());
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = writeln!(
+        o,
+        "<title>wirebench: {}</title><style>{STYLE}</style></head><body>",
+        esc(&report.workload)
+    );
+    let _ = writeln!(o, "<h1>{}</h1>", esc(&report.workload));
+    let s = &report.settings;
+    let stop = match (s.total_requests, s.duration_s) {
+        (Some(n), _) => format!("{n} requests per stack"),
+        (_, Some(d)) => format!("{d} s per stack"),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "<p class=\"meta\">wirebench {} &middot; {} &middot; {} clients, {} h2 connection(s), {} threads &middot; {} &middot; warmup {} s &middot; timeout {} s</p>",
+        esc(report.version),
+        esc(&report.endpoints.join(", ")),
+        s.clients,
+        s.conns,
+        s.threads,
+        esc(&stop),
+        s.warmup_s,
+        s.timeout_s
+    );
+
+    o.push_str("<h2>Summary</h2>\n");
+    let p = |v: f64| format!("{v:.3}");
+    let mut rows = vec![
+        row("Count", &stacks, |r| r.summary.count.to_string()),
+        row("OK", &stacks, |r| r.summary.ok.to_string()),
+        row("Failed", &stacks, |r| r.summary.failed.to_string()),
+        row("Total (s)", &stacks, |r| {
+            format!("{:.2}", r.summary.total_s)
+        }),
+        row("Requests/sec", &stacks, |r| {
+            format!("{:.1}", r.summary.requests_per_sec)
+        }),
+        row("Fastest (ms)", &stacks, |r| p(r.summary.fastest_ms)),
+        row("Average (ms)", &stacks, |r| p(r.summary.average_ms)),
+        row("Slowest (ms)", &stacks, |r| p(r.summary.slowest_ms)),
+        row("Stddev (ms)", &stacks, |r| p(r.summary.stddev_ms)),
+        row("Connections", &stacks, |r| r.connections.to_string()),
+    ];
+    if stacks.iter().any(|r| r.open_loop.is_some()) {
+        rows.push(row("Target rate (/s)", &stacks, |r| {
+            cell(r.open_loop.as_ref().map(|o| o.target_rate), 1)
+        }));
+        rows.push(row("Late sends", &stacks, |r| {
+            cell(r.open_loop.as_ref().map(|o| o.late_sends as f64), 0)
+        }));
+    }
+    table(&mut o, "", &stacks, &rows);
+
+    o.push_str("<h2>Latency distribution (ms)</h2>\n");
+    let rows: Vec<(String, Vec<String>)> = super::PERCENTILES
+        .iter()
+        .map(|&pc| {
+            row(&format!("{pc} %"), &stacks, |r| {
+                cell(percentile(&r.latency_distribution, pc), 3)
+            })
+        })
+        .collect();
+    table(&mut o, "percentile", &stacks, &rows);
+    if stacks.iter().any(|r| r.open_loop.is_some()) {
+        o.push_str(
+            "<p class=\"note\">Open loop: latency from each request's intended send time \
+             (coordinated omission corrected); the charts draw the uncorrected figures dashed.</p>\n",
+        );
+    }
+
+    o.push_str("<h2>Charts</h2>\n");
+    for svg in svgs {
+        o.push_str(svg);
+    }
+
+    o.push_str("<h2>Status and errors</h2>\n");
+    for r in &stacks {
+        let _ = write!(o, "<p><b>{}</b>: ", esc(r.title));
+        let statuses: Vec<String> = r
+            .status_distribution
+            .iter()
+            .map(|s| format!("[{}] {}", s.status, s.count))
+            .collect();
+        o.push_str(&esc(&if statuses.is_empty() {
+            "no response".to_string()
+        } else {
+            statuses.join(", ")
+        }));
+        for e in &r.error_distribution {
+            let _ = write!(
+                o,
+                "<br>{} &times; {}{}",
+                e.count,
+                esc(e.kind),
+                e.message
+                    .as_ref()
+                    .map(|m| format!(": {}", esc(m)))
+                    .unwrap_or_default()
+            );
+        }
+        o.push_str("</p>\n");
+    }
+
+    o.push_str("<h2>Cost per request (measured window, worker threads)</h2>\n");
+    let rows = vec![
+        row("Requests written", &stacks, |r| r.cost.requests.to_string()),
+        row("Client CPU (µs)", &stacks, |r| {
+            format!("{:.2}", r.cost.client_cpu_us_per_request)
+        }),
+        row("Syscalls", &stacks, |r| {
+            cell(r.cost.syscalls_per_request, 2)
+        }),
+        row("Context switches", &stacks, |r| {
+            cell(r.cost.context_switches_per_request, 3)
+        }),
+        row("Reads", &stacks, |r| {
+            format!("{:.2}", r.cost.reads_per_request)
+        }),
+        row("Writes", &stacks, |r| {
+            format!("{:.2}", r.cost.writes_per_request)
+        }),
+        row("Server CPU (µs)", &stacks, |r| {
+            cell(r.cost.server_cpu_us_per_request, 2)
+        }),
+    ];
+    table(&mut o, "", &stacks, &rows);
+
+    o.push_str("<h2>Wire (per request on the connections)</h2>\n");
+    let rows = vec![
+        row("Bytes out", &stacks, |r| {
+            format!("{:.1}", r.wire.bytes_out_per_request)
+        }),
+        row("Bytes in", &stacks, |r| {
+            format!("{:.1}", r.wire.bytes_in_per_request)
+        }),
+        row("TCP segments out", &stacks, |r| {
+            format!("{:.2}", r.wire.segments_out_per_request)
+        }),
+        row("TCP segments in", &stacks, |r| {
+            format!("{:.2}", r.wire.segments_in_per_request)
+        }),
+        row("On the wire out (B)", &stacks, |r| {
+            format!("{:.1}", r.wire.wire_bytes_out_per_request)
+        }),
+        row("On the wire in (B)", &stacks, |r| {
+            format!("{:.1}", r.wire.wire_bytes_in_per_request)
+        }),
+        row("Connections opened", &stacks, |r| {
+            r.wire.connections_opened.to_string()
+        }),
+    ];
+    table(&mut o, "", &stacks, &rows);
+
+    if let Some(first) = stacks.first()
+        && let Some(st) = &first.stages
+    {
+        o.push_str("<h2>Stages</h2>\n<table><tr><th>stack</th><th>#</th><th>stage</th><th>seconds</th><th>scheduled</th><th>count</th><th>errors</th><th>req/s</th><th>p50 ms</th><th>p99 ms</th></tr>\n");
+        for r in &stacks {
+            for row in r.stages.as_deref().unwrap_or(st) {
+                let _ = writeln!(
+                    o,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}-{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+                    esc(r.title),
+                    row.stage,
+                    esc(&row.spec),
+                    row.start_s,
+                    row.end_s,
+                    row.scheduled.map_or("-".into(), |n| n.to_string()),
+                    row.count,
+                    row.errors,
+                    row.requests_per_sec,
+                    row.p50_ms,
+                    row.p99_ms
+                );
+            }
+        }
+        o.push_str("</table>\n");
+    }
+
+    if stacks.iter().any(|r| r.per_endpoint.len() > 1) {
+        o.push_str("<h2>Per endpoint</h2>\n<table><tr><th>stack</th><th>endpoint</th><th>role</th><th>count</th><th>failed</th><th>req/s</th><th>p50 ms</th><th>p99 ms</th></tr>\n");
+        for r in &stacks {
+            for e in &r.per_endpoint {
+                let _ = writeln!(
+                    o,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+                    esc(r.title),
+                    esc(&e.endpoint),
+                    esc(e.role.as_deref().unwrap_or("-")),
+                    e.count,
+                    e.failed,
+                    e.requests_per_sec,
+                    e.p50_ms,
+                    e.p99_ms
+                );
+            }
+        }
+        o.push_str("</table>\n");
+    }
+
+    if stacks.iter().any(|r| r.request_log.is_some()) {
+        o.push_str("<h2>Request log</h2>\n");
+        let rows = vec![
+            row("Rows", &stacks, |r| {
+                cell(r.request_log.as_ref().map(|l| l.rows as f64), 0)
+            }),
+            row("Waited for the writer (ms)", &stacks, |r| {
+                cell(r.request_log.as_ref().map(|l| l.writer_wait_ms), 1)
+            }),
+        ];
+        table(&mut o, "", &stacks, &rows);
+    }
+
+    let _ = write!(
+        o,
+        "<h2>The text report</h2>\n<details><summary>as printed</summary><pre>{}</pre></details>\n</body></html>\n",
+        esc(text)
+    );
+    o
+}
