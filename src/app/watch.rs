@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::{RunError, emit, exit};
 use crate::config::{Config, EtcdOp, Format, Load, Proto, Stop, Target, WorkloadSpec};
 use crate::engine;
+use crate::etcd::compact::{self, Compactor};
 use crate::etcd::watch::{Loss, WatchConfig, Watchers};
 use crate::report::watch::{self as report, PutOutcome, WatchReport};
 use crate::workload::Workload;
@@ -62,7 +63,20 @@ pub fn run(cfg: &WatchConfig) -> Result<Vec<WatchReport>, String> {
 /// then the drain for the revisions of the acknowledged puts.
 fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> {
     let watchers = Watchers::start(cfg, proto)?;
-    let puts = match put_load(cfg) {
+    // --compact-interval: a compactor beside the put load (stopped with it, or on its error)
+    let compactor = match cfg.compact {
+        Some(c) => match Compactor::start(c, compact::Target::watch(cfg)) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                let _ = watchers.finish(Arc::default());
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    let puts = put_load(cfg);
+    let compaction = compactor.map(Compactor::stop);
+    let puts = match puts {
         Ok(p) => p,
         Err(e) => {
             let _ = watchers.finish(Arc::default());
@@ -74,14 +88,9 @@ fn run_one(cfg: &Arc<WatchConfig>, proto: Proto) -> Result<WatchReport, String> 
     let expected_events: u64 = expected.iter().map(|v| v.len() as u64).sum();
     let w = watchers.finish(expected.clone())?;
     let loss = Loss::count(&expected, &w.seen);
-    Ok(WatchReport::new(
-        cfg,
-        proto,
-        w,
-        &puts,
-        expected_events,
-        loss,
-    ))
+    let mut report = WatchReport::new(cfg, proto, w, &puts, expected_events, loss);
+    report.compaction = compaction.as_ref().map(crate::report::CompactionReport::of);
+    Ok(report)
 }
 
 /// Runs the put load of `cfg` through the engine (alone, when no watchers run): `--put-total`
@@ -142,5 +151,7 @@ fn put_config(cfg: &WatchConfig) -> Config {
         auth: None,
         target: Target::First,
         verify: false,
+        // the compactor runs beside the put load, started by `run_one`
+        compact: None,
     }
 }

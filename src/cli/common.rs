@@ -761,6 +761,7 @@ impl RunArgs {
             auth,
             target,
             verify: false,
+            compact: None,
         })
     }
 }

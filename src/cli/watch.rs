@@ -76,6 +76,9 @@ pub struct WatchArgs {
     pub seed_preset: bool,
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// --compact-interval, --compact-index-delta: a compactor beside the put load
+    #[command(flatten)]
+    pub compact: super::etcd::CompactArgs,
     /// Report format
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
@@ -182,6 +185,7 @@ impl WatchArgs {
                 FormatArg::Json => Format::Json,
             },
             output: a.output,
+            compact: a.compact.into_config()?,
         })
     }
 }

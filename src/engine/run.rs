@@ -342,6 +342,9 @@ pub fn run_proto(
             None => Vec::new(),
         },
         start_members,
+        classes: workload.classes(),
+        compaction: None,
+        leases: None,
     })
 }
 
