@@ -56,6 +56,8 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         .await
     {
         let warm = turn.warm;
+        // --requests-per-conn: the connect is part of the request it precedes
+        let setup_from = ctx.requests_per_conn.map(|_| Instant::now());
         if let Err(f) = slot.acquire(&w, &mut handle).await {
             // boxed: the backoff's sleep would otherwise be in every client's future
             if Box::pin(reconnect.connect_failed(&w, endpoint, warm, &mut sent, quota, f)).await {
@@ -138,7 +140,8 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 let ok = StatusKey::Grpc(Code::Ok.as_u32());
                 match work.check_grpc(&message) {
                     Ok(ack) => {
-                        w.ok(endpoint, turn, started, ok);
+                        w.ok(endpoint, turn, setup_from.unwrap_or(started), ok);
+                        w.without_setup(started);
                         w.acked(ack);
                         w.keep_sample(|| work.sample_grpc(&message));
                     }
