@@ -17,8 +17,11 @@ use crate::workload::etcd::{self as ops, client};
 /// One run of the sweep.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
-    /// null for lease-keepalive, whose requests have no key
-    pub key_size: Option<usize>,
+    /// 0 for lease-keepalive, whose requests have no key
+    pub key_size: usize,
+    /// the requests have a key (all but lease-keepalive): markdown shows `-` otherwise
+    #[serde(skip)]
+    pub keyed: bool,
     pub clients: usize,
     pub target: &'static str,
     pub proto: &'static str,
@@ -178,8 +181,11 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
     let rows = run(s, token.as_deref(), &mut broken, |i, n, r| {
         eprintln!(
             "wirebench sweep: {i}/{n} {}{} clients, {}, {}: {:.0} req/s, p90 {:.2} ms{}",
-            r.key_size
-                .map_or_else(String::new, |k| format!("key {k} B, ")),
+            if r.keyed {
+                format!("key {} B, ", r.key_size)
+            } else {
+                String::new()
+            },
             r.clients,
             r.target,
             r.proto,
@@ -199,8 +205,11 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
             "error: {} of {} rows had no successful request (first: {}{} clients, {}, {})",
             empty.len(),
             rows.len(),
-            r.key_size
-                .map_or_else(String::new, |k| format!("key {k} B, ")),
+            if r.keyed {
+                format!("key {} B, ", r.key_size)
+            } else {
+                String::new()
+            },
             r.clients,
             r.target,
             r.proto
@@ -254,7 +263,8 @@ pub fn run(
         );
         let (w, cost) = (&r.wire, &r.cost);
         let row = Row {
-            key_size: keyed.then_some(key_size),
+            key_size,
+            keyed,
             clients,
             target: target.name(),
             proto: proto.name(),
@@ -363,7 +373,11 @@ const COLUMNS: [&str; 12] = [
 
 fn cells_of(r: &Row) -> [String; 12] {
     [
-        r.key_size.map_or_else(|| "-".into(), |k| k.to_string()),
+        if r.keyed {
+            r.key_size.to_string()
+        } else {
+            "-".into()
+        },
         r.clients.to_string(),
         r.target.to_string(),
         Proto::title(if r.proto == "http" {
@@ -459,7 +473,7 @@ pub fn csv(rows: &[Row]) -> String {
         let _ = write!(
             out,
             "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.1},{:.3},{},{},{:.2},{},{},{},{},{}",
-            r.key_size.map_or_else(String::new, |k| k.to_string()),
+            r.key_size,
             r.clients,
             r.target,
             r.proto,
@@ -526,7 +540,8 @@ mod tests {
 
     fn row(clients: usize, proto: &'static str) -> Row {
         Row {
-            key_size: Some(64),
+            key_size: 64,
+            keyed: true,
             clients,
             target: "leader",
             proto,
@@ -581,7 +596,7 @@ mod tests {
             class("write", 400.6, 2.25),
         ]);
         let mut lease = row(4, "grpc");
-        lease.key_size = None;
+        (lease.key_size, lease.keyed) = (0, false);
         let text = csv(&[mixed.clone()]);
         let lines: Vec<&str> = text.lines().collect();
         assert!(
@@ -598,13 +613,13 @@ mod tests {
             lines[1]
         );
         assert_eq!(lines[0].split(',').count(), lines[1].split(',').count());
-        // no key: an empty CSV field, a dash in markdown
+        // no key: 0 in CSV and JSON, a dash in markdown
         assert!(
             csv(&[lease.clone()])
                 .lines()
                 .nth(1)
                 .unwrap()
-                .starts_with(",4,leader,grpc,")
+                .starts_with("0,4,leader,grpc,")
         );
         let cfg = crate::cli::Cli::try_parse_from(["wirebench", "sweep", "etcd", "txn-mixed"])
             .unwrap()
