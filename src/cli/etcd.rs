@@ -186,8 +186,8 @@ pub struct TxnMixedArgs {
     #[arg(long, default_value_t = 1000)]
     limit: u64,
     /// Reads: range over the keys from \0 up to this one (default: every key)
-    #[arg(long, default_value = "")]
-    end_key: String,
+    #[arg(long, value_name = "KEY")]
+    end_key: Option<String>,
     /// After the run, look every acknowledged write up in etcd's history; exit 1 if one is
     /// lost
     #[arg(long)]
@@ -407,7 +407,7 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
                 a.rw_ratio,
                 a.limit,
                 a.consistency,
-                a.end_key,
+                a.end_key.unwrap_or_default(),
             )?,
             a.members,
             a.run,
