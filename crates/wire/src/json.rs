@@ -440,6 +440,7 @@ mod tests {
             let _ = serde_json::from_slice::<GwStatus>(&body);
             let _ = serde_json::from_slice::<GwMemberList>(&body);
             let _ = serde_json::from_slice::<GwToken>(&body);
+            let _ = keepalive_answer(&body);
         }
     }
 
