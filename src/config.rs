@@ -36,6 +36,43 @@ pub enum EtcdOp {
         key_space_size: u64,
         ops: usize,
     },
+    /// etcd benchmark's txn-mixed: each request is a transaction of one range (a read) or of
+    /// one put (a write), a read with probability `rw_ratio / (1 + rw_ratio)`
+    TxnMixed(TxnMixed),
+    /// etcd benchmark's lease-keepalive: each client keeps its own lease alive, one keepalive
+    /// per request
+    LeaseKeepalive {
+        /// the TTL each client's lease is granted with, seconds
+        ttl: i64,
+    },
+}
+
+/// txn-mixed's parameters (etcd benchmark's flag names).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxnMixed {
+    pub key_size: usize,
+    pub val_size: usize,
+    /// writes go to key index (request index mod this), as etcd's tool writes them
+    pub key_space_size: u64,
+    /// reads per write
+    pub rw_ratio: f64,
+    /// a read returns at most this many keys (0: no limit)
+    pub limit: i64,
+    /// a read ranges over [`\0`, `end_key`); empty: every key
+    pub end_key: Vec<u8>,
+    /// reads are serializable (`--consistency s`)
+    pub serializable: bool,
+}
+
+impl EtcdOp {
+    /// The classes a run reports apart (txn-mixed: reads and writes), in class index order;
+    /// empty for an operation of one kind.
+    pub fn classes(&self) -> &'static [&'static str] {
+        match self {
+            EtcdOp::TxnMixed(_) => &["read", "write"],
+            _ => &[],
+        }
+    }
 }
 
 /// etcd range's options beyond the key (etcd benchmark's and etcdctl's names).
@@ -190,6 +227,31 @@ impl WorkloadSpec {
                 ops,
             }) => format!(
                 "etcd txn-put: {ops} puts per txn, key {key_size} B, value {val_size} B, {key_space_size} keys"
+            ),
+            WorkloadSpec::Etcd(EtcdOp::TxnMixed(m)) => format!(
+                "etcd txn-mixed: {} reads per write; writes: key {} B, value {} B, {} keys; reads: {}, {}{}",
+                m.rw_ratio,
+                m.key_size,
+                m.val_size,
+                m.key_space_size,
+                if m.end_key.is_empty() {
+                    "every key".to_string()
+                } else {
+                    format!("keys below {:?}", String::from_utf8_lossy(&m.end_key))
+                },
+                if m.serializable {
+                    "serializable"
+                } else {
+                    "linearizable"
+                },
+                if m.limit > 0 {
+                    format!(", limit {}", m.limit)
+                } else {
+                    String::new()
+                }
+            ),
+            WorkloadSpec::Etcd(EtcdOp::LeaseKeepalive { ttl }) => format!(
+                "etcd lease-keepalive: one lease per client (TTL {ttl} s), one keepalive per request"
             ),
             WorkloadSpec::Echo { ping, .. } => format!("echo: ping of {} B", ping.len()),
             WorkloadSpec::Http(h) => {
@@ -469,6 +531,16 @@ pub struct Config {
     /// etcd put `--verify`: after the run, every acknowledged put is looked up in etcd's
     /// history at its revision
     pub verify: bool,
+    /// etcd `--compact-interval`: a compactor runs beside the load
+    pub compact: Option<Compaction>,
+}
+
+/// etcd benchmark's `--compact-interval` and `--compact-index-delta`: every `interval`, etcd's
+/// history is compacted to (its current revision - `index_delta`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compaction {
+    pub interval: Duration,
+    pub index_delta: i64,
 }
 
 /// Where a run's results go besides its report.
@@ -529,6 +601,8 @@ pub struct WatchConfig {
     pub h2: H2Config,
     pub format: Format,
     pub output: Option<std::path::PathBuf>,
+    /// `--compact-interval`: a compactor runs beside the put load
+    pub compact: Option<Compaction>,
 }
 
 /// What a watch run measures (the three watch benchmarks of etcd's tool).
@@ -572,6 +646,16 @@ pub enum SweepOp {
         key_space_size: u64,
         ops: usize,
     },
+    /// etcd txn-mixed: reads and writes of each key size
+    TxnMixed {
+        val_size: usize,
+        key_space_size: u64,
+        rw_ratio: f64,
+        limit: i64,
+        serializable: bool,
+    },
+    /// one lease per client kept alive
+    LeaseKeepalive { ttl: i64 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

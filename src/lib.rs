@@ -16,15 +16,17 @@
 //!   `metrics`: the bounded `/metrics` endpoint.
 //! - `engine`: thread-per-core runner: `plan` (threads, quotas), `worker` (one thread's clients
 //!   and measured window), `run` (the main thread's side), `pace` (open loop).
-//! - `etcd`: discovery for `--target` (pure selection) and the watch benchmark's watchers; it
+//! - `etcd`: discovery for `--target` (pure selection), the watch benchmark's watchers,
+//!   `--verify`'s lookups, `--compact-interval`'s compactor and lease-keepalive's leases; it
 //!   imports nothing of engine, report or app.
 //! - `report`: derived figures (one place), rendered as text or JSON; compare rounds; SVG
 //!   charts (headline bars, latency by percentile, timeline); the HTML page; the live figures
 //!   as Prometheus text; the watch report.
 //! - `server`: the built-in grpc-echo compatible server (h2 and HTTP/1.1 on one port, TLS).
-//! - `workload`: what request N is and how its answer is judged (echo, etcd's KV and the watch
-//!   puts), one enum, static dispatch; `workload::etcd::client`: one etcd client over both
-//!   stacks (authenticate, status, member list, put).
+//! - `workload`: what request N is and how its answer is judged (echo, etcd's KV, transactions,
+//!   lease keepalives and the watch puts), one enum, static dispatch; `workload::etcd::client`:
+//!   one etcd client over both stacks (authenticate, status, member list, put; compact and
+//!   leases over gRPC).
 //! - `client`: thin IO drivers around the wire cores: HTTP/1.1 keepalive, gRPC unary on raw h2.
 //! - `net`: connect with socket options, `Metered` (socket bytes and syscalls), `Io` (plain or
 //!   TLS, plaintext and layer accounting), TCP_INFO; the connection settings.

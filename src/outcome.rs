@@ -78,13 +78,16 @@ pub enum FailureKind {
     Compacted,
     /// a watch canceled by etcd for another reason
     Canceled,
+    /// a lease keepalive answered TTL 0 (the lease is gone: revoked or expired) or for
+    /// another lease
+    Lease,
     /// not sent: the run was interrupted (Ctrl-C)
     Interrupted,
 }
 
 impl FailureKind {
     /// Every kind, in the order docs/METHODOLOGY.md lists them.
-    pub const ALL: [FailureKind; 21] = [
+    pub const ALL: [FailureKind; 22] = [
         FailureKind::Connect,
         FailureKind::Timeout,
         FailureKind::Closed,
@@ -105,6 +108,7 @@ impl FailureKind {
         FailureKind::Watch,
         FailureKind::Compacted,
         FailureKind::Canceled,
+        FailureKind::Lease,
         FailureKind::Interrupted,
     ];
 
@@ -130,6 +134,7 @@ impl FailureKind {
             FailureKind::Watch => "watch",
             FailureKind::Compacted => "compacted",
             FailureKind::Canceled => "canceled",
+            FailureKind::Lease => "lease",
             FailureKind::Interrupted => "interrupted",
         }
     }

@@ -321,3 +321,30 @@ fn re_authentication_is_bounded_by_the_timeout() {
         "{kinds:?}"
     );
 }
+
+#[test]
+fn lease_keepalive_with_a_user_grants_and_keeps_its_leases_over_both_protocols() {
+    let etcd = Etcd::start();
+    enable_auth(&etcd);
+    let report = run_json_within(
+        &[
+            "etcd",
+            "lease-keepalive",
+            "--endpoints",
+            &etcd.endpoint(),
+            "-c",
+            "2",
+            "-n",
+            "200",
+            "--user",
+            "root:pw",
+        ],
+        Duration::from_secs(60),
+    );
+    for proto in ["http", "grpc"] {
+        let r = proto_run(&report, proto);
+        assert_eq!(u64_at(r, "/summary/ok"), 200, "{proto}: {r:#}");
+        assert_eq!(u64_at(r, "/leases/granted"), 2, "{proto}");
+        assert_eq!(u64_at(r, "/leases/revoked"), 2, "{proto}");
+    }
+}

@@ -391,3 +391,124 @@ fn grpc_steady_state_allocates_nothing() {
     println!("the h2 crate: {h2_small} for 200 calls, {h2_large} for 10,200 calls");
     assert!(h2_large - h2_small > 10_000);
 }
+
+/// A minimal h2 server for etcd's LeaseKeepAlive streams: each LeaseKeepAliveRequest message
+/// on a stream is answered on that stream with a LeaseKeepAliveResponse for the same lease
+/// (TTL 100), the response head before the first; the request's bytes go back to both windows.
+fn serve_keepalives(mut s: TcpStream) {
+    use std::collections::HashSet;
+    use wirebench_wire::h2::frame::{self, Frame, Settings};
+    NOT_COUNTED.with(|c| c.set(true));
+    let head: &[u8] = b"\x88\x0f\x10\x10application/grpc"; // :status 200, content-type
+    let mut answered: HashSet<u32> = HashSet::new();
+    let mut out = Vec::with_capacity(64 * 1024);
+    frame::encode_settings(&mut out, &Settings::default());
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut have = 0;
+    let mut preface = false;
+    loop {
+        match s.read(&mut buf[have..]) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => have += n,
+        }
+        let mut at = 0;
+        if !preface {
+            if have < frame::PREFACE.len() {
+                continue;
+            }
+            at = frame::PREFACE.len();
+            preface = true;
+        }
+        while let Ok(Some((f, used))) = frame::decode(&buf[at..have], 16_384) {
+            match f {
+                Frame::Settings { ack: false, .. } => frame::encode_settings_ack(&mut out),
+                Frame::Ping { ack: false, data } => frame::encode_ping(&mut out, true, data),
+                // LeaseKeepAliveRequest{ID (1)} -> LeaseKeepAliveResponse{ID (2), TTL (3): 100}
+                Frame::Data { stream, data, .. } if data.len() >= 7 && data[5] == 0x08 => {
+                    frame::encode_window_update(&mut out, 0, data.len() as u32);
+                    frame::encode_window_update(&mut out, stream, data.len() as u32);
+                    if answered.insert(stream) {
+                        frame::encode_headers(&mut out, stream, head, false, 16_384);
+                    }
+                    let mut message = data.to_vec();
+                    message[5] = 0x10;
+                    message.extend_from_slice(&[0x18, 100]);
+                    let len = (message.len() - 5) as u32;
+                    message[1..5].copy_from_slice(&len.to_be_bytes());
+                    frame::encode_data(&mut out, stream, &message, false);
+                }
+                _ => {}
+            }
+            at += used;
+        }
+        buf.copy_within(at..have, 0);
+        have -= at;
+        if !out.is_empty() {
+            if s.write_all(&out).is_err() {
+                return;
+            }
+            out.clear();
+        }
+    }
+}
+
+/// Allocations of a lease-keepalive run of `n` keepalives over gRPC: 4 clients, each its own
+/// lease and its own stream on one connection.
+fn keepalive_allocations_for(target: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) {
+    let cli = Cli::try_parse_from([
+        "wirebench",
+        "etcd",
+        "lease-keepalive",
+        "--endpoints",
+        target,
+        "--proto",
+        "grpc",
+        "-c",
+        "4",
+        "--conns",
+        "1",
+        "--threads",
+        "1",
+        "-n",
+        &n.to_string(),
+    ])
+    .unwrap();
+    let cfg = cli.into_config().unwrap();
+    // the leases etcd would have granted before the run
+    let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None)
+        .unwrap()
+        .with_leases(&[7_587_888_000_001, 7_587_888_000_002, 300, 4]);
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let run =
+        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None, None)
+            .unwrap();
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    (after - before, run)
+}
+
+#[test]
+fn lease_keepalive_streams_allocate_nothing_per_keepalive() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        NOT_COUNTED.with(|c| c.set(true));
+        for s in l.incoming().flatten() {
+            let _ = s.set_nodelay(true);
+            std::thread::spawn(move || serve_keepalives(s));
+        }
+    });
+    let (small, run_small) = keepalive_allocations_for(&target, 200);
+    let (large, run_large) = keepalive_allocations_for(&target, 10_200);
+    assert_eq!(run_small.stats.ok, 200, "{:?}", run_small.stats.errors);
+    assert_eq!(run_large.stats.ok, 10_200, "{:?}", run_large.stats.errors);
+    // one stream per client, every keepalive a request on the connection
+    let requests: u64 = run_large.stats.conns.iter().map(|c| c.requests).sum();
+    assert_eq!(requests, 10_200);
+    let extra = large.saturating_sub(small);
+    println!("allocations: {small} for 200 keepalives, {large} for 10,200 keepalives");
+    assert!(
+        extra < 50,
+        "10000 extra keepalives made {extra} extra allocations ({small} vs {large})"
+    );
+}

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use super::RunError;
-use crate::config::{Config, Endpoint, GrpcRequest, GrpcSpec, Proto, Target, WorkloadSpec};
+use crate::config::{Config, Endpoint, EtcdOp, GrpcRequest, GrpcSpec, Proto, Target, WorkloadSpec};
 use crate::engine;
-use crate::etcd::discover;
+use crate::etcd::compact::{self, Compactor};
+use crate::etcd::{discover, lease};
 use crate::net;
 use crate::report::Report;
 use crate::server::{ServeConfig, Server};
@@ -67,7 +68,9 @@ impl Prepared {
     }
 
     /// Runs one protocol; the server CPU is read from the built-in server's thread clocks, or
-    /// from `--server-pid`'s clock.
+    /// from `--server-pid`'s clock. Around the engine's run, outside its figures: etcd
+    /// lease-keepalive's leases, one per client, granted before it and revoked after it, and
+    /// `--compact-interval`'s compactor running beside it.
     pub fn run_proto(&self, cfg: &Config, proto: Proto) -> Result<ProtoRun, String> {
         self.run_proto_with(cfg, proto, &engine::Taps::default())
     }
@@ -86,15 +89,63 @@ impl Prepared {
             (None, Some(f)) => Some(f),
             (None, None) => None,
         };
-        engine::run_proto_with(
+        let via = lease::Via {
+            members: self.members(),
+            net: &cfg.net,
+            h2: &cfg.h2,
+            token: self.token.as_deref(),
+            timeout: cfg.load.timeout,
+        };
+        let leased = match cfg.spec {
+            WorkloadSpec::Etcd(EtcdOp::LeaseKeepalive { ttl }) => {
+                Some(lease::grant(&via, cfg.load.clients, ttl)?)
+            }
+            _ => None,
+        };
+        let workload = leased
+            .as_ref()
+            .map(|(ids, _)| self.workload.with_leases(ids));
+        let compactor = match cfg.compact {
+            Some(c) => Some(Compactor::start(c, self.compact_target(cfg))?),
+            None => None,
+        };
+        let run = engine::run_proto_with(
             cfg,
-            &self.workload,
+            workload.as_ref().unwrap_or(&self.workload),
             &self.endpoints,
             proto,
             cpu,
             self.failover.as_ref(),
             taps,
-        )
+        );
+        let compaction = compactor.map(Compactor::stop);
+        let leases = leased.map(|(ids, ttl)| crate::stats::Leases {
+            granted: ids.len() as u64,
+            ttl_s: ttl,
+            ..lease::revoke(&via, &ids)
+        });
+        let mut run = run?;
+        run.compaction = compaction;
+        run.leases = leases;
+        Ok(run)
+    }
+
+    /// The members a run may use: its endpoints first, then the cluster's others.
+    pub fn members(&self) -> &[Endpoint] {
+        self.failover
+            .as_ref()
+            .map_or(&self.endpoints[..], |f| &f.members[..])
+    }
+
+    /// Where `--compact-interval`'s compactor goes: the run's members, with its settings.
+    pub fn compact_target(&self, cfg: &Config) -> compact::Target {
+        compact::Target {
+            members: self.members().to_vec(),
+            net: cfg.net.clone(),
+            h2: cfg.h2,
+            token: self.token.clone(),
+            timeout: cfg.load.timeout,
+        }
     }
 
     /// The report of `runs`, made on these endpoints.

@@ -39,24 +39,49 @@ pub fn run_with(
     Ok((report, runs))
 }
 
-/// `--verify`: the run's acknowledged puts looked up in etcd's history, through the members
+/// `--verify`: the run's acknowledged writes looked up in etcd's history, through the members
 /// the run could use (its endpoints first).
 fn verify(
     cfg: &Config,
     prepared: &Prepared,
     run: &ProtoRun,
 ) -> Result<report::VerifyReport, RunError> {
-    let WorkloadSpec::Etcd(EtcdOp::Put { key_size, .. }) = cfg.spec else {
-        return Err(RunError::Usage("--verify checks etcd puts".into()));
+    use crate::etcd::verify::Keys;
+    let keys = match &cfg.spec {
+        WorkloadSpec::Etcd(EtcdOp::Put {
+            key_size,
+            key_space_size,
+            ..
+        }) => Keys {
+            size: *key_size,
+            ops: 1,
+            space: *key_space_size,
+        },
+        WorkloadSpec::Etcd(EtcdOp::TxnPut {
+            key_size,
+            key_space_size,
+            ops,
+            ..
+        }) => Keys {
+            size: *key_size,
+            ops: *ops,
+            space: *key_space_size,
+        },
+        WorkloadSpec::Etcd(EtcdOp::TxnMixed(m)) => Keys {
+            size: m.key_size,
+            ops: 1,
+            space: m.key_space_size,
+        },
+        _ => {
+            return Err(RunError::Usage(
+                "--verify checks etcd's writes (put, txn-put, txn-mixed)".into(),
+            ));
+        }
     };
-    let members = prepared
-        .failover
-        .as_ref()
-        .map_or(&prepared.endpoints[..], |f| &f.members[..]);
-    let v = crate::etcd::verify::verify_puts(
-        members,
+    let v = crate::etcd::verify::verify_writes(
+        prepared.members(),
         &run.stats.acks,
-        key_size,
+        keys,
         &cfg.net,
         &cfg.h2,
         prepared.token.as_deref(),
@@ -106,7 +131,7 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
     for r in &report.runs {
         if let Some(v) = r.verify.as_ref().filter(|v| v.lost > 0) {
             eprintln!(
-                "error: --verify: {} of {} acknowledged {} puts are not in etcd's history at their revisions",
+                "error: --verify: {} of {} acknowledged {} writes are not in etcd's history at their revisions",
                 v.lost, v.checked, r.title
             );
             code = exit::FAILURE;

@@ -17,7 +17,11 @@ use crate::workload::etcd::{self as ops, client};
 /// One run of the sweep.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
+    /// 0 for lease-keepalive, whose requests have no key
     pub key_size: usize,
+    /// the requests have a key (all but lease-keepalive): markdown shows `-` otherwise
+    #[serde(skip)]
+    pub keyed: bool,
     pub clients: usize,
     pub target: &'static str,
     pub proto: &'static str,
@@ -41,6 +45,22 @@ pub struct Row {
     pub client_cpu_us_per_op: f64,
     /// with --server-pid
     pub server_cpu_us_per_op: Option<f64>,
+    /// txn-mixed: the row's reads and writes apart (absent for the other operations)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassRow>>,
+}
+
+/// One class of a txn-mixed row (reads, writes), over the row's measured window.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassRow {
+    pub class: &'static str,
+    pub count: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub qps: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
 }
 
 /// Rows in etcd's table order: target, then key size, then clients, then protocol.
@@ -86,6 +106,22 @@ fn op_for(s: &SweepConfig, key_size: usize) -> EtcdOp {
             key_space_size,
             ops,
         },
+        SweepOp::TxnMixed {
+            val_size,
+            key_space_size,
+            rw_ratio,
+            limit,
+            serializable,
+        } => EtcdOp::TxnMixed(crate::config::TxnMixed {
+            key_size,
+            val_size,
+            key_space_size,
+            rw_ratio,
+            limit,
+            end_key: Vec::new(),
+            serializable,
+        }),
+        SweepOp::LeaseKeepalive { ttl } => EtcdOp::LeaseKeepalive { ttl },
     }
 }
 
@@ -144,8 +180,12 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
     let mut broken = Vec::new();
     let rows = run(s, token.as_deref(), &mut broken, |i, n, r| {
         eprintln!(
-            "wirebench sweep: {i}/{n} key {} B, {} clients, {}, {}: {:.0} req/s, p90 {:.2} ms{}",
-            r.key_size,
+            "wirebench sweep: {i}/{n} {}{} clients, {}, {}: {:.0} req/s, p90 {:.2} ms{}",
+            if r.keyed {
+                format!("key {} B, ", r.key_size)
+            } else {
+                String::new()
+            },
             r.clients,
             r.target,
             r.proto,
@@ -162,10 +202,14 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
     let empty: Vec<_> = rows.iter().filter(|r| r.ok == 0).collect();
     if let Some(r) = empty.first() {
         eprintln!(
-            "error: {} of {} rows had no successful request (first: key {} B, {} clients, {}, {})",
+            "error: {} of {} rows had no successful request (first: {}{} clients, {}, {})",
             empty.len(),
             rows.len(),
-            r.key_size,
+            if r.keyed {
+                format!("key {} B, ", r.key_size)
+            } else {
+                String::new()
+            },
             r.clients,
             r.target,
             r.proto
@@ -201,8 +245,14 @@ pub fn run(
         let prepared = prepare::prepare_row(&c, token, clock)?;
         let run = prepared.run_proto(&c, proto).map_err(RunError::Setup)?;
         let r = RunReport::from_run(&run, &prepared.endpoints, &prepared.roles, false);
+        let keyed = !matches!(s.op, SweepOp::LeaseKeepalive { .. });
         let row_name = format!(
-            "the row of key {key_size} B, {clients} clients, {}, ",
+            "the row of {}{clients} clients, {}, ",
+            if keyed {
+                format!("key {key_size} B, ")
+            } else {
+                String::new()
+            },
             target.name()
         );
         broken.extend(
@@ -214,6 +264,7 @@ pub fn run(
         let (w, cost) = (&r.wire, &r.cost);
         let row = Row {
             key_size,
+            keyed,
             clients,
             target: target.name(),
             proto: proto.name(),
@@ -232,6 +283,20 @@ pub fn run(
             context_switches_per_op: cost.context_switches_per_request,
             client_cpu_us_per_op: cost.client_cpu_us_per_request,
             server_cpu_us_per_op: cost.server_cpu_us_per_request,
+            classes: r.classes.as_ref().map(|cs| {
+                cs.iter()
+                    .map(|c| ClassRow {
+                        class: c.class,
+                        count: c.count,
+                        ok: c.ok,
+                        failed: c.failed,
+                        qps: c.requests_per_sec,
+                        p50_ms: crate::report::percentile_in(&c.latency_distribution, 50.0),
+                        p90_ms: crate::report::percentile_in(&c.latency_distribution, 90.0),
+                        p99_ms: crate::report::percentile_in(&c.latency_distribution, 99.0),
+                    })
+                    .collect()
+            }),
         };
         progress(i + 1, cells.len(), &row);
         rows.push(row);
@@ -253,6 +318,24 @@ pub fn describe(s: &SweepConfig) -> String {
             ops,
         } => {
             format!("etcd txn-put, {ops} puts per txn, value {val_size} B, {key_space_size} key(s)")
+        }
+        SweepOp::TxnMixed {
+            val_size,
+            key_space_size,
+            rw_ratio,
+            limit,
+            serializable,
+        } => format!(
+            "etcd txn-mixed, {rw_ratio} reads per write; writes: value {val_size} B, \
+             {key_space_size} key(s); reads: every key, limit {limit}, {}",
+            if serializable {
+                "serializable"
+            } else {
+                "linearizable"
+            }
+        ),
+        SweepOp::LeaseKeepalive { ttl } => {
+            format!("etcd lease-keepalive, one lease per client (TTL {ttl} s)")
         }
         SweepOp::Range {
             val_size,
@@ -290,7 +373,11 @@ const COLUMNS: [&str; 12] = [
 
 fn cells_of(r: &Row) -> [String; 12] {
     [
-        r.key_size.to_string(),
+        if r.keyed {
+            r.key_size.to_string()
+        } else {
+            "-".into()
+        },
         r.clients.to_string(),
         r.target.to_string(),
         Proto::title(if r.proto == "http" {
@@ -316,11 +403,33 @@ fn server_cpu(r: &Row) -> String {
         .map_or_else(|| "-".into(), |v| format!("{v:.1}"))
 }
 
+/// txn-mixed: the classes the rows show apart (read, write), from the first row with them.
+fn class_names(rows: &[Row]) -> Vec<&'static str> {
+    rows.iter()
+        .find_map(|r| r.classes.as_ref())
+        .map_or_else(Vec::new, |cs| cs.iter().map(|c| c.class).collect())
+}
+
+/// A row's figure `f` of class `name` (empty when the row has no such class).
+fn class_cell(r: &Row, name: &str, f: impl Fn(&ClassRow) -> String) -> String {
+    r.classes
+        .iter()
+        .flatten()
+        .find(|c| c.class == name)
+        .map_or_else(String::new, f)
+}
+
 pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
     let with_server = rows.iter().any(|r| r.server_cpu_us_per_op.is_some());
-    let mut head: Vec<&str> = COLUMNS.to_vec();
+    let classes = class_names(rows);
+    let mut head: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     if with_server {
-        head.push("server CPU µs/op");
+        head.push("server CPU µs/op".into());
+    }
+    // txn-mixed: each class's QPS and p99 after the row's own columns
+    for name in &classes {
+        head.push(format!("{name} QPS"));
+        head.push(format!("{name} p99 ms"));
     }
     let mut out = String::new();
     let _ = writeln!(out, "<!-- {} -->", describe(s));
@@ -339,17 +448,29 @@ pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
         if with_server {
             c.push(server_cpu(r));
         }
+        for name in &classes {
+            c.push(class_cell(r, name, |k| format!("{:.0}", k.qps)));
+            c.push(class_cell(r, name, |k| format!("{:.2}", k.p99_ms)));
+        }
         let _ = writeln!(out, "| {} |", c.join(" | "));
     }
     out
 }
 
 pub fn csv(rows: &[Row]) -> String {
+    let classes = class_names(rows);
     let mut out = String::from(
-        "key_size,clients,target,proto,qps,p50_ms,p90_ms,p99_ms,bytes_per_op,packets_per_op,syscalls_per_op,context_switches_per_op,client_cpu_us_per_op,server_cpu_us_per_op,count,ok,failed,connections\n",
+        "key_size,clients,target,proto,qps,p50_ms,p90_ms,p99_ms,bytes_per_op,packets_per_op,syscalls_per_op,context_switches_per_op,client_cpu_us_per_op,server_cpu_us_per_op,count,ok,failed,connections",
     );
+    // txn-mixed: each class's count, QPS and percentiles at the end of the line
+    for name in &classes {
+        for col in ["count", "ok", "failed", "qps", "p50_ms", "p90_ms", "p99_ms"] {
+            let _ = write!(out, ",{name}_{col}");
+        }
+    }
+    out.push('\n');
     for r in rows {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.1},{:.3},{},{},{:.2},{},{},{},{},{}",
             r.key_size,
@@ -374,6 +495,20 @@ pub fn csv(rows: &[Row]) -> String {
             r.failed,
             r.connections
         );
+        for name in &classes {
+            let cell = class_cell(r, name, |k| {
+                format!(
+                    "{},{},{},{:.1},{:.3},{:.3},{:.3}",
+                    k.count, k.ok, k.failed, k.qps, k.p50_ms, k.p90_ms, k.p99_ms
+                )
+            });
+            if cell.is_empty() {
+                out.push_str(",,,,,,,");
+            } else {
+                let _ = write!(out, ",{cell}");
+            }
+        }
+        out.push('\n');
     }
     out
 }
@@ -406,6 +541,7 @@ mod tests {
     fn row(clients: usize, proto: &'static str) -> Row {
         Row {
             key_size: 64,
+            keyed: true,
             clients,
             target: "leader",
             proto,
@@ -424,6 +560,7 @@ mod tests {
             context_switches_per_op: None,
             client_cpu_us_per_op: 20.0,
             server_cpu_us_per_op: None,
+            classes: None,
         }
     }
 
@@ -438,5 +575,71 @@ mod tests {
         );
         let fields = lines[0].split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == fields));
+    }
+
+    #[test]
+    fn txn_mixed_rows_show_reads_and_writes_apart() {
+        use clap::Parser as _;
+        let class = |class, qps, p99_ms| ClassRow {
+            class,
+            count: 50,
+            ok: 50,
+            failed: 0,
+            qps,
+            p50_ms: 0.5,
+            p90_ms: 0.75,
+            p99_ms,
+        };
+        let mut mixed = row(4, "grpc");
+        mixed.classes = Some(vec![
+            class("read", 1200.4, 1.5),
+            class("write", 400.6, 2.25),
+        ]);
+        let mut lease = row(4, "grpc");
+        (lease.key_size, lease.keyed) = (0, false);
+        let text = csv(&[mixed.clone()]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].ends_with(
+                ",read_count,read_ok,read_failed,read_qps,read_p50_ms,read_p90_ms,read_p99_ms,\
+                 write_count,write_ok,write_failed,write_qps,write_p50_ms,write_p90_ms,write_p99_ms"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].ends_with(",50,50,0,1200.4,0.500,0.750,1.500,50,50,0,400.6,0.500,0.750,2.250"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(lines[0].split(',').count(), lines[1].split(',').count());
+        // no key: 0 in CSV and JSON, a dash in markdown
+        assert!(
+            csv(&[lease.clone()])
+                .lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("0,4,leader,grpc,")
+        );
+        let cfg = crate::cli::Cli::try_parse_from(["wirebench", "sweep", "etcd", "txn-mixed"])
+            .unwrap()
+            .into_action()
+            .unwrap();
+        let crate::app::Action::Sweep(cfg) = cfg else {
+            panic!("a sweep");
+        };
+        let md = markdown(&cfg, &[mixed, lease]);
+        let head = md.lines().nth(1).unwrap();
+        assert!(
+            head.ends_with("| read QPS | read p99 ms | write QPS | write p99 ms |"),
+            "{head}"
+        );
+        let mixed_line = md.lines().nth(3).unwrap();
+        assert!(
+            mixed_line.ends_with("| 1200 | 1.50 | 401 | 2.25 |"),
+            "{mixed_line}"
+        );
+        let lease_line = md.lines().nth(4).unwrap();
+        assert!(lease_line.starts_with("| - | 4 |"), "{lease_line}");
     }
 }

@@ -11,6 +11,7 @@ use crate::config::{
     WorkloadSpec,
 };
 use crate::engine;
+use crate::etcd::compact::{self, Compactor};
 use crate::etcd::discover;
 use crate::etcd::watch::{Loss, WatchConfig, Watchers};
 use crate::report::watch::{self as report, GetsReport, PutOutcome, WatchReport};
@@ -92,7 +93,20 @@ fn run_one(
         return run_get(cfg, proto, members, *get_clients, get_key);
     }
     let watchers = Watchers::start(cfg, proto, members, 0)?;
-    let puts = match put_load(cfg, members) {
+    // --compact-interval: a compactor beside the put load (stopped with it, or on its error)
+    let compactor = match cfg.compact {
+        Some(c) => match Compactor::start(c, compact::Target::watch(cfg)) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                let _ = watchers.finish(Arc::default());
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    let puts = put_load(cfg, members);
+    let compaction = compactor.map(Compactor::stop);
+    let puts = match puts {
         Ok(p) => p,
         Err(e) => {
             let _ = watchers.finish(Arc::default());
@@ -104,14 +118,9 @@ fn run_one(
     let expected_events: u64 = expected.iter().map(|v| v.len() as u64).sum();
     let w = watchers.finish(expected.clone())?;
     let loss = Loss::count(&expected, &w.seen);
-    Ok(WatchReport::new(
-        cfg,
-        proto,
-        w,
-        &puts,
-        expected_events,
-        loss,
-    ))
+    let mut report = WatchReport::new(cfg, proto, w, &puts, expected_events, loss);
+    report.compaction = compaction.as_ref().map(crate::report::CompactionReport::of);
+    Ok(report)
 }
 
 /// etcd benchmark's watch-get over `proto`: the puts first (the history), then the range load
@@ -262,5 +271,7 @@ fn put_config(cfg: &WatchConfig) -> Config {
         // a dead member's puts move to a live one (the watch run's members)
         target: Target::All,
         verify: false,
+        // the compactor runs beside the put load, started by `run_one`
+        compact: None,
     }
 }

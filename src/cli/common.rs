@@ -766,6 +766,7 @@ impl RunArgs {
             auth,
             target,
             verify: false,
+            compact: None,
         })
     }
 }

@@ -11,7 +11,7 @@ use crate::config::{Proto, Target};
 
 #[derive(Debug, Subcommand)]
 pub enum CompareCmd {
-    /// etcd put or range
+    /// an etcd load: put, range, txn-put, txn-mixed or lease-keepalive
     Etcd {
         #[command(subcommand)]
         op: EtcdCmd,

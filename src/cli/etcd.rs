@@ -1,13 +1,53 @@
-//! `wirebench etcd put | range | watch`: the etcd benchmarks, and the etcd operations the other
-//! commands share.
+//! `wirebench etcd put | range | txn-put | txn-mixed | lease-keepalive | watch`: the etcd
+//! benchmarks, and the etcd operations and flags the other commands share.
+
+use std::time::Duration;
 
 use clap::Subcommand;
 
 use super::Action;
 use super::common::{Consistency, MAX_GENERATED, RunArgs, parse_endpoints, parse_target};
 use super::watch::{WatchArgs, WatchGetArgs, WatchLatencyArgs};
-use crate::config::{Config, EtcdOp, RangeOptions, Target, WorkloadSpec};
+use crate::config::{
+    Compaction, Config, EtcdOp, Proto, RangeOptions, Target, TxnMixed, WorkloadSpec, parse_duration,
+};
 use crate::workload::etcd::varint_len;
+
+/// etcd benchmark's compaction flags, for the runs that write (put, txn-put, txn-mixed) and the
+/// watch benchmark's put load.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompactArgs {
+    /// Compact etcd's history every interval while the load runs (etcd benchmark's flag; 0:
+    /// never), over gRPC on a connection of its own
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    compact_interval: Option<Duration>,
+    /// Each compaction keeps this many revisions: it compacts to (current revision - delta)
+    /// [default: 1000]
+    #[arg(long, value_name = "REVISIONS", allow_negative_numbers = true)]
+    compact_index_delta: Option<i64>,
+}
+
+impl CompactArgs {
+    /// The validated compaction, None without `--compact-interval` (or with 0).
+    pub(super) fn into_config(self) -> Result<Option<Compaction>, String> {
+        let delta = self.compact_index_delta.unwrap_or(1000);
+        if delta < 0 {
+            return Err(format!(
+                "--compact-index-delta {delta}: a number of revisions, 0 or more"
+            ));
+        }
+        match self.compact_interval {
+            Some(d) if !d.is_zero() => Ok(Some(Compaction {
+                interval: d,
+                index_delta: delta,
+            })),
+            _ if self.compact_index_delta.is_some() => {
+                Err("--compact-index-delta needs --compact-interval".into())
+            }
+            _ => Ok(None),
+        }
+    }
+}
 
 /// Where a load goes: the endpoints, and which of the cluster's members get the clients.
 #[derive(Debug, clap::Args)]
@@ -42,6 +82,8 @@ pub enum EtcdCmd {
         #[arg(long)]
         verify: bool,
         #[command(flatten)]
+        compact: CompactArgs,
+        #[command(flatten)]
         members: Members,
         #[command(flatten)]
         run: RunArgs,
@@ -61,6 +103,29 @@ pub enum EtcdCmd {
         /// Number of distinct keys (at least --txn-ops: a transaction's keys are distinct)
         #[arg(long, default_value_t = 1)]
         key_space_size: u64,
+        /// After the run, look every acknowledged transaction up in etcd's history (each of
+        /// its keys, ranged at its revision, must have that mod revision); exit 1 if one is lost
+        #[arg(long)]
+        verify: bool,
+        #[command(flatten)]
+        compact: CompactArgs,
+        #[command(flatten)]
+        members: Members,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Reads and writes in one run (etcd benchmark's `txn-mixed`): each request is a
+    /// transaction of one range (a read) or of one put (a write); reads and writes are
+    /// reported apart
+    TxnMixed(TxnMixedArgs),
+    /// Lease keepalives (etcd benchmark's `lease-keepalive`): each client grants a lease
+    /// before the run and keeps it alive as fast as it can (HTTP/1.1: one POST
+    /// /v3/lease/keepalive per request; gRPC: one LeaseKeepAlive stream per client, a message
+    /// each way per request); the leases are revoked after the run
+    LeaseKeepalive {
+        /// TTL of each client's lease, seconds (etcd's tool grants 100)
+        #[arg(long, default_value_t = 100)]
+        lease_ttl: i64,
         #[command(flatten)]
         members: Members,
         #[command(flatten)]
@@ -102,6 +167,43 @@ pub enum EtcdCmd {
         #[command(flatten)]
         run: RunArgs,
     },
+}
+
+/// `etcd txn-mixed`'s flags (etcd benchmark's names).
+#[derive(Debug, clap::Args)]
+pub struct TxnMixedArgs {
+    /// Reads per write: a request is a read with probability r / (1 + r)
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    rw_ratio: f64,
+    /// Key size of the writes in bytes; the key's first bytes encode the key index (Go
+    /// PutVarint)
+    #[arg(long, default_value_t = 8)]
+    key_size: usize,
+    /// Value size of the writes in bytes (random bytes, one value for the whole run)
+    #[arg(long, default_value_t = 8)]
+    val_size: usize,
+    /// Number of distinct keys written: request N writes key N mod this
+    #[arg(long, default_value_t = 1)]
+    key_space_size: u64,
+    /// Reads: l linearizable (through the leader), s serializable (local member)
+    #[arg(long, value_enum, default_value_t = Consistency::L)]
+    consistency: Consistency,
+    /// Reads: at most this many keys (0: no limit)
+    #[arg(long, default_value_t = 1000)]
+    limit: u64,
+    /// Reads: range over the keys from \0 up to this one (default: every key)
+    #[arg(long, value_name = "KEY")]
+    end_key: Option<String>,
+    /// After the run, look every acknowledged write up in etcd's history; exit 1 if one is
+    /// lost
+    #[arg(long)]
+    verify: bool,
+    #[command(flatten)]
+    compact: CompactArgs,
+    #[command(flatten)]
+    members: Members,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 impl EtcdCmd {
@@ -176,6 +278,45 @@ pub(super) fn etcd_txn_put(
     })
 }
 
+/// A validated txn-mixed: the put's key and value checks, a ratio, a limit.
+pub(super) fn etcd_txn_mixed(
+    key_size: usize,
+    val_size: usize,
+    key_space_size: u64,
+    rw_ratio: f64,
+    limit: u64,
+    consistency: Consistency,
+    end_key: String,
+) -> Result<EtcdOp, String> {
+    if !(rw_ratio.is_finite() && rw_ratio >= 0.0) {
+        return Err(format!(
+            "--rw-ratio {rw_ratio}: reads per write, a number 0 or more (0: writes only)"
+        ));
+    }
+    etcd_put(key_size, val_size, key_space_size, false)?;
+    Ok(EtcdOp::TxnMixed(TxnMixed {
+        key_size,
+        val_size,
+        key_space_size,
+        rw_ratio,
+        limit: int64("--limit", limit)?,
+        end_key: end_key.into_bytes(),
+        serializable: matches!(consistency, Consistency::S),
+    }))
+}
+
+/// A validated lease-keepalive.
+pub(super) fn etcd_lease_keepalive(ttl: i64) -> Result<EtcdOp, String> {
+    // etcd grants at least its minimum TTL (1.5 election timeouts) whatever is asked, and at
+    // most 9,000,000,000 s
+    if !(1..=9_000_000_000).contains(&ttl) {
+        return Err(format!(
+            "--lease-ttl {ttl}: seconds, between 1 and 9000000000 (etcd's maximum)"
+        ));
+    }
+    Ok(EtcdOp::LeaseKeepalive { ttl })
+}
+
 /// A validated range of one key (or, with `--prefix`, every key under it).
 pub(super) fn etcd_range(
     key: String,
@@ -197,15 +338,21 @@ fn int64(flag: &str, v: u64) -> Result<i64, String> {
     i64::try_from(v).map_err(|_| format!("{flag} {v}: at most {}", i64::MAX))
 }
 
-/// The run configuration of `etcd put` or `etcd range`.
+/// The run configuration of an etcd request load (put, range, txn-put, txn-mixed,
+/// lease-keepalive).
 pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
-    let (op, members, run, verify) = match op {
+    let no_compaction = CompactArgs {
+        compact_interval: None,
+        compact_index_delta: None,
+    };
+    let (op, members, run, verify, compact) = match op {
         EtcdCmd::Put {
             key_size,
             val_size,
             key_space_size,
             sequential_keys,
             verify,
+            compact,
             members,
             run,
         } => (
@@ -213,6 +360,7 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             members,
             run,
             verify,
+            compact,
         ),
         EtcdCmd::Range {
             range_key,
@@ -240,6 +388,7 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
                 members,
                 run,
                 false,
+                no_compaction,
             )
         }
         EtcdCmd::TxnPut {
@@ -247,19 +396,79 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             key_size,
             val_size,
             key_space_size,
+            verify,
+            compact,
             members,
             run,
         } => (
             etcd_txn_put(txn_ops, key_size, val_size, key_space_size)?,
             members,
             run,
+            verify,
+            compact,
+        ),
+        EtcdCmd::TxnMixed(a) => (
+            etcd_txn_mixed(
+                a.key_size,
+                a.val_size,
+                a.key_space_size,
+                a.rw_ratio,
+                a.limit,
+                a.consistency,
+                a.end_key.unwrap_or_default(),
+            )?,
+            a.members,
+            a.run,
+            a.verify,
+            a.compact,
+        ),
+        EtcdCmd::LeaseKeepalive {
+            lease_ttl,
+            members,
+            run,
+        } => (
+            etcd_lease_keepalive(lease_ttl)?,
+            members,
+            run,
             false,
+            no_compaction,
         ),
         EtcdCmd::Watch(_) | EtcdCmd::WatchLatency(_) | EtcdCmd::WatchGet(_) => {
             return Err("watch has its own report; it cannot run as a request load".into());
         }
     };
+    let compact = compact.into_config()?;
+    if verify && compact.is_some() {
+        return Err(
+            "--verify with --compact-interval: compaction drops the history --verify reads \
+             (choose one)"
+                .into(),
+        );
+    }
     let endpoints = parse_endpoints(&members.endpoints)?;
-    let cfg = run.into_config(WorkloadSpec::Etcd(op), endpoints, members.target)?;
-    Ok(Config { verify, ..cfg })
+    let spec = WorkloadSpec::Etcd(op);
+    let cfg = run.into_config(spec, endpoints, members.target)?;
+    refuse_plain_h2(&cfg)?;
+    Ok(Config {
+        verify,
+        compact,
+        ..cfg
+    })
+}
+
+/// txn-mixed and lease-keepalive run over HTTP/1.1 and gRPC: a plain HTTP/2 request carries
+/// its Content-Length in a header prepared once, and their bodies differ in length (a read's
+/// and a write's; each client's lease id).
+pub(super) fn refuse_plain_h2(cfg: &Config) -> Result<(), String> {
+    let name = match &cfg.spec {
+        WorkloadSpec::Etcd(EtcdOp::TxnMixed(_)) => "txn-mixed",
+        WorkloadSpec::Etcd(EtcdOp::LeaseKeepalive { .. }) => "lease-keepalive",
+        _ => return Ok(()),
+    };
+    if cfg.protos.contains(&Proto::H2) {
+        return Err(format!(
+            "etcd {name} runs over http and grpc (--proto http, grpc or both), not plain HTTP/2"
+        ));
+    }
+    Ok(())
 }

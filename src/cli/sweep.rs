@@ -1,4 +1,4 @@
-//! `wirebench sweep etcd put | range` (and the payload sweeps `sweep echo | http | grpc`, in
+//! `wirebench sweep etcd put | range | txn-put | txn-mixed | lease-keepalive` (and the payload sweeps `sweep echo | http | grpc`, in
 //! `sweep_payload`): the swept dimensions and the flags every row shares.
 
 use std::path::PathBuf;
@@ -10,13 +10,13 @@ use super::common::{
     CallProto, Consistency, LimitArgs, ProtoArg, RunArgs, TlsArgs, nonzero, parse_endpoints,
     parse_target,
 };
-use super::etcd::{etcd_put, etcd_txn_put};
+use super::etcd::{etcd_lease_keepalive, etcd_put, etcd_txn_mixed, etcd_txn_put};
 use super::sweep_payload::{SweepEchoArgs, SweepGrpcArgs, SweepHttpArgs};
 use crate::config::{EtcdOp, Proto, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec};
 
 #[derive(Debug, Subcommand)]
 pub enum SweepCmd {
-    /// etcd put or range
+    /// etcd put, range, txn-put, txn-mixed or lease-keepalive
     Etcd {
         #[command(subcommand)]
         op: SweepEtcd,
@@ -43,6 +43,33 @@ pub enum SweepEtcd {
     Range(SweepArgs),
     /// Transactions of --txn-ops puts (etcd benchmark's txn-put), one revision each
     TxnPut(SweepTxnArgs),
+    /// Reads and writes (etcd benchmark's txn-mixed): each row's reads and writes are shown
+    /// apart too (their QPS and p99; in JSON and CSV their counts and p50 / p90 / p99)
+    TxnMixed(SweepMixedArgs),
+    /// Lease keepalives (etcd benchmark's lease-keepalive): one lease per client, granted
+    /// before each row and revoked after it; no key size (--key-size is refused)
+    LeaseKeepalive(SweepLeaseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SweepMixedArgs {
+    /// Reads per write: a request is a read with probability r / (1 + r)
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub rw_ratio: f64,
+    /// Reads: at most this many keys (0: no limit)
+    #[arg(long, default_value_t = 1000)]
+    pub limit: u64,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepLeaseArgs {
+    /// TTL of each client's lease, seconds
+    #[arg(long, default_value_t = 100)]
+    pub lease_ttl: i64,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
 }
 
 #[derive(Debug, Args)]
@@ -66,8 +93,8 @@ pub struct SweepArgs {
     /// Client counts (requests in flight), comma-separated
     #[arg(short = 'c', long, value_delimiter = ',', default_value = "1,64,256")]
     pub clients: Vec<usize>,
-    /// Key sizes in bytes, comma-separated
-    #[arg(long, value_delimiter = ',', default_value = "64,256")]
+    /// Key sizes in bytes, comma-separated [default: 64,256]
+    #[arg(long, value_delimiter = ',')]
     pub key_size: Vec<usize>,
     /// Targets, comma-separated: leader, followers, all, first
     #[arg(long, value_delimiter = ',', default_value = "leader,all", value_parser = parse_target)]
@@ -131,6 +158,11 @@ impl SweepCmd {
             SweepEtcd::Put(a) => a.into_config(Swept::Put)?,
             SweepEtcd::Range(a) => a.into_config(Swept::Range)?,
             SweepEtcd::TxnPut(a) => a.sweep.into_config(Swept::TxnPut(a.txn_ops))?,
+            SweepEtcd::TxnMixed(a) => a.sweep.into_config(Swept::TxnMixed {
+                rw_ratio: a.rw_ratio,
+                limit: a.limit,
+            })?,
+            SweepEtcd::LeaseKeepalive(a) => a.sweep.into_config(Swept::Lease(a.lease_ttl))?,
         }))
     }
 }
@@ -142,10 +174,25 @@ enum Swept {
     Range,
     /// with its puts per transaction
     TxnPut(usize),
+    TxnMixed {
+        rw_ratio: f64,
+        limit: u64,
+    },
+    /// with its leases' TTL
+    Lease(i64),
 }
 
 impl SweepArgs {
-    fn into_config(self, swept: Swept) -> Result<SweepConfig, String> {
+    fn into_config(mut self, swept: Swept) -> Result<SweepConfig, String> {
+        if matches!(swept, Swept::Lease(_)) {
+            if !self.key_size.is_empty() {
+                return Err("sweep etcd lease-keepalive has no key size: drop --key-size".into());
+            }
+            // one cell per client count and target: a keepalive has no key (0 stands for none)
+            self.key_size = vec![0];
+        } else if self.key_size.is_empty() {
+            self.key_size = vec![64, 256];
+        }
         let nonempty = |name: &str, n: usize| {
             if n == 0 {
                 Err(format!("--{name} needs at least one value"))
@@ -189,6 +236,34 @@ impl SweepArgs {
                     key_space_size: self.key_space_size,
                     ops,
                 }
+            }
+            Swept::TxnMixed { rw_ratio, limit } => {
+                let mut m = None;
+                for &k in &self.key_size {
+                    m = Some(etcd_txn_mixed(
+                        k,
+                        self.val_size,
+                        self.key_space_size,
+                        rw_ratio,
+                        limit,
+                        self.consistency,
+                        String::new(),
+                    )?);
+                }
+                let Some(EtcdOp::TxnMixed(m)) = m else {
+                    return Err("--key-size needs at least one value".into());
+                };
+                SweepOp::TxnMixed {
+                    val_size: self.val_size,
+                    key_space_size: self.key_space_size,
+                    rw_ratio: m.rw_ratio,
+                    limit: m.limit,
+                    serializable: m.serializable,
+                }
+            }
+            Swept::Lease(ttl) => {
+                etcd_lease_keepalive(ttl)?;
+                SweepOp::LeaseKeepalive { ttl }
             }
         };
         let max_clients = self.clients.iter().copied().max().unwrap_or(1);

@@ -92,6 +92,9 @@ pub struct WatchArgs {
     /// The seed's run: 10 put clients, 80,000 puts, one watcher counting every event
     #[arg(long)]
     pub seed_preset: bool,
+    /// --compact-interval, --compact-index-delta: a compactor beside the put load
+    #[command(flatten)]
+    pub compact: super::etcd::CompactArgs,
     #[command(flatten)]
     pub shared: WatchShared,
 }
@@ -117,6 +120,9 @@ pub struct WatchLatencyArgs {
     /// Value size; the first 8 bytes carry the send time
     #[arg(long, default_value_t = 32)]
     pub val_size: usize,
+    /// --compact-interval, --compact-index-delta: a compactor beside the put load
+    #[command(flatten)]
+    pub compact: super::etcd::CompactArgs,
     #[command(flatten)]
     pub shared: WatchShared,
 }
@@ -183,7 +189,7 @@ impl WatchArgs {
             put_clients: a.put_clients,
             val_size: a.val_size,
         };
-        config(layout, a.shared)
+        config(layout, a.shared, a.compact.into_config()?)
     }
 }
 
@@ -215,7 +221,7 @@ impl WatchLatencyArgs {
             put_clients: 1,
             val_size: self.val_size,
         };
-        config(layout, self.shared)
+        config(layout, self.shared, self.compact.into_config()?)
     }
 }
 
@@ -244,7 +250,8 @@ impl WatchGetArgs {
             put_clients: 1,
             val_size: self.val_size,
         };
-        config(layout, self.shared)
+        // no compactor: the watchers replay the history it would remove
+        config(layout, self.shared, None)
     }
 }
 
@@ -262,8 +269,13 @@ fn latency_key_prefix(len: usize) -> String {
     key
 }
 
-/// The validated configuration of `layout` with the `shared` flags.
-fn config(l: Layout, a: WatchShared) -> Result<WatchConfig, String> {
+/// The validated configuration of `layout` with the `shared` flags and the compaction beside
+/// the puts.
+fn config(
+    l: Layout,
+    a: WatchShared,
+    compact: Option<crate::config::Compaction>,
+) -> Result<WatchConfig, String> {
     let watchers = nonzero("watchers", l.watchers)?;
     let streams = nonzero("streams", l.streams)?;
     let conns = nonzero("conns", a.conns)?;
@@ -353,6 +365,7 @@ fn config(l: Layout, a: WatchShared) -> Result<WatchConfig, String> {
             FormatArg::Json => Format::Json,
         },
         output: a.output,
+        compact,
     })
 }
 

@@ -25,7 +25,7 @@ const MAX_RETRIES: u32 = 3;
 
 /// One h2 connection slot: the live connection, replaced when it dies.
 pub(super) struct Slot {
-    endpoint: usize,
+    pub(super) endpoint: usize,
     conn: RefCell<Option<Conn>>,
     /// bumped on every new connection so clients notice their cached handle is stale
     generation: Cell<u64>,
@@ -38,12 +38,12 @@ pub(super) struct Slot {
 }
 
 /// A client's cached handle to its slot's current connection.
-struct Handle {
-    generation: u64,
-    send: grpc_client::Sender,
-    ledger: Rc<Ledger>,
+pub(super) struct Handle {
+    pub(super) generation: u64,
+    pub(super) send: grpc_client::Sender,
+    pub(super) ledger: Rc<Ledger>,
     /// the connection's local port (the request log's connection)
-    port: u16,
+    pub(super) port: u16,
 }
 
 /// A connection for endpoint slot `endpoint`, to the member the slot goes to now.
@@ -99,7 +99,11 @@ impl Slot {
     /// Ensures `handle` points at a live connection, reconnecting if needed. With
     /// `--requests-per-conn N` each connection is handed out for N calls, then replaced (it
     /// closes once its streams are done).
-    async fn acquire(&self, w: &Worker, handle: &mut Option<Handle>) -> Result<(), Failure> {
+    pub(super) async fn acquire(
+        &self,
+        w: &Worker,
+        handle: &mut Option<Handle>,
+    ) -> Result<(), Failure> {
         let churn = w.ctx.requests_per_conn;
         loop {
             if churn.is_some()
@@ -164,12 +168,15 @@ impl Slot {
 
 pub(super) async fn run(w: Rc<Worker>, a: &Assignment, slots: &[Rc<Slot>]) {
     let mut tasks = Vec::with_capacity(a.clients.len());
+    // etcd's lease keepalives: a bidi stream per client (`bidi`), off the unary path
+    let bidi = super::bidi::runs(&w.ctx.workload, w.ctx.proto);
     for &(id, k) in &a.clients {
-        tasks.push(tokio::task::spawn_local(client(
-            w.clone(),
-            id,
-            slots[k].clone(),
-        )));
+        let (w, slot) = (w.clone(), slots[k].clone());
+        tasks.push(if bidi {
+            tokio::task::spawn_local(super::bidi::client(w, id, slot))
+        } else {
+            tokio::task::spawn_local(client(w, id, slot))
+        });
     }
     for t in tasks {
         let _ = t.await;
@@ -322,14 +329,20 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
             },
             r => (r, None),
         };
+        // txn-mixed: the class of the request just judged (reads and writes counted apart)
+        let class = work.class();
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
-            Err(_) => w.fail(endpoint, warm, None, timed_out("no response", &ctx), via),
+            Err(_) => {
+                w.fail(endpoint, warm, None, timed_out("no response", &ctx), via);
+                w.classed(class, warm, None);
+            }
             // etcd no longer accepts the token: authenticate again, then send again (once).
             Ok(Err(e)) if !was_reauthed && ctx.auth.is_some() && is_invalid_token(&e.failure) => {
                 let Some(((user, password), h)) = ctx.auth.as_ref().zip(handle.as_mut()) else {
                     // no connection to authenticate on: the request fails as it came back
                     w.fail(endpoint, warm, e.status, e.failure, via);
+                    w.classed(class, warm, None);
                     continue;
                 };
                 let authority = &ctx.authorities[ctx.member(slot.endpoint)];
@@ -360,22 +373,30 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                         again = Some(turn);
                         continue;
                     }
-                    Err(f) => w.fail(endpoint, warm, e.status, f, via),
+                    Err(f) => {
+                        w.fail(endpoint, warm, e.status, f, via);
+                        w.classed(class, warm, None);
+                    }
                 }
             }
-            Ok(Err(e)) => w.fail(endpoint, warm, e.status, e.failure, via),
+            Ok(Err(e)) => {
+                w.fail(endpoint, warm, e.status, e.failure, via);
+                w.classed(class, warm, None);
+            }
             Ok(Ok(body)) if plain => match verdict {
                 // a warmup request (its verdict is not taken)
                 None => w.warmup_done(),
                 Some(Ok((status, ack))) => {
                     let via = via.bytes(body.len());
-                    w.ok(endpoint, turn, setup_from.unwrap_or(started), status, via);
+                    let latency = w.ok(endpoint, turn, setup_from.unwrap_or(started), status, via);
+                    w.classed(class, warm, Some(latency));
                     w.without_setup(started);
                     w.acked(ack);
                     w.keep_sample(|| work.sample_http(&body));
                 }
                 Some(Err((status, f))) => {
-                    w.fail(endpoint, warm, Some(status), f, via.bytes(body.len()))
+                    w.fail(endpoint, warm, Some(status), f, via.bytes(body.len()));
+                    w.classed(class, warm, None);
                 }
             },
             Ok(Ok(message)) => {
@@ -386,12 +407,17 @@ async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                     match work.check_grpc(&message) {
                         Ok(ack) => {
                             let via = via.bytes(message.len());
-                            w.ok(endpoint, turn, setup_from.unwrap_or(started), ok, via);
+                            let latency =
+                                w.ok(endpoint, turn, setup_from.unwrap_or(started), ok, via);
+                            w.classed(class, warm, Some(latency));
                             w.without_setup(started);
                             w.acked(ack);
                             w.keep_sample(|| work.sample_grpc(&message));
                         }
-                        Err(f) => w.fail(endpoint, warm, Some(ok), f, via.bytes(message.len())),
+                        Err(f) => {
+                            w.fail(endpoint, warm, Some(ok), f, via.bytes(message.len()));
+                            w.classed(class, warm, None);
+                        }
                     }
                 }
             }
@@ -489,7 +515,7 @@ async fn stream_call(
 }
 
 /// A call that did not end within the request timeout: "`what` within 2s".
-fn timed_out(what: &str, ctx: &Ctx) -> Failure {
+pub(super) fn timed_out(what: &str, ctx: &Ctx) -> Failure {
     Failure::with(
         FailureKind::Timeout,
         format_args!("{what} within {:?}", ctx.timeout),

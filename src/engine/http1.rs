@@ -175,6 +175,8 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
         let via = Via::on(started, Some(c.local_port()));
         let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
         let result = within(timer.as_mut(), deadline, c.round_trip(&wbuf, head_len)).await;
+        // txn-mixed: the class of the request at hand (reads and writes counted apart)
+        let class = work.class();
         let mut keep = match result {
             Err(_) => {
                 w.fail(
@@ -187,11 +189,13 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     ),
                     via,
                 );
+                w.classed(class, warm, None);
                 // The response may still arrive: this connection's framing is unknown now.
                 false
             }
             Ok(Err(f)) => {
                 w.fail(endpoint, warm, None, f, via);
+                w.classed(class, warm, None);
                 c.reusable()
             }
             Ok(Ok(resp)) => {
@@ -204,13 +208,16 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     _ if warm => w.warmup_done(),
                     Ok((status, ack)) => {
                         let via = via.bytes(resp.body.len());
-                        w.ok(endpoint, turn, setup_from.unwrap_or(started), status, via);
+                        let latency =
+                            w.ok(endpoint, turn, setup_from.unwrap_or(started), status, via);
+                        w.classed(class, warm, Some(latency));
                         w.without_setup(started);
                         w.acked(ack);
                         w.keep_sample(|| work.sample_http(resp.body));
                     }
                     Err((status, f)) => {
-                        w.fail(endpoint, warm, Some(status), f, via.bytes(resp.body.len()))
+                        w.fail(endpoint, warm, Some(status), f, via.bytes(resp.body.len()));
+                        w.classed(class, warm, None);
                     }
                 }
                 c.reusable()
@@ -236,6 +243,7 @@ async fn client(w: Rc<Worker>, id: usize, endpoint: usize, mut conn: Option<Conn
                     // the authentication's answer may still come: the framing is unknown now
                     keep &= f.kind != FailureKind::Timeout;
                     w.fail(endpoint, warm, None, f, via);
+                    w.classed(class, warm, None);
                 }
             }
         }
@@ -408,10 +416,12 @@ async fn pipe_client(w: Rc<Worker>, id: usize, pipe: Rc<Pipe>, local: usize) {
         if out.written && !was_reauthed {
             w.wrote(warm);
         }
+        let class = work.class();
         let status = match out.result {
             Ok(status) => status,
             Err(f) => {
                 w.fail(endpoint, warm, None, f, via);
+                w.classed(class, warm, None);
                 continue;
             }
         };
@@ -426,19 +436,24 @@ async fn pipe_client(w: Rc<Worker>, id: usize, pipe: Rc<Pipe>, local: usize) {
                         sent -= u64::from(!warm);
                         again = Some(turn);
                     }
-                    Err(f) => w.fail(endpoint, warm, None, f, via),
+                    Err(f) => {
+                        w.fail(endpoint, warm, None, f, via);
+                        w.classed(class, warm, None);
+                    }
                 }
             }
             _ if warm => w.warmup_done(),
             Ok((status, ack)) => {
                 let via = via.bytes(pipe.with_body(local, <[u8]>::len));
-                w.ok(endpoint, turn, started, status, via);
+                let latency = w.ok(endpoint, turn, started, status, via);
+                w.classed(class, warm, Some(latency));
                 w.acked(ack);
                 w.keep_sample(|| pipe.with_body(local, |body| work.sample_http(body)));
             }
             Err((status, f)) => {
                 let via = via.bytes(pipe.with_body(local, <[u8]>::len));
-                w.fail(endpoint, warm, Some(status), f, via)
+                w.fail(endpoint, warm, Some(status), f, via);
+                w.classed(class, warm, None);
             }
         }
     }

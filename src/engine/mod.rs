@@ -1,6 +1,7 @@
 //! Thread-per-core runner: each thread a current-thread runtime owning its connections, clients
 //! and stats; closed loop, bounded by a total or a duration; merged once at the end.
 
+mod bidi;
 mod failover;
 mod grpc;
 mod http1;

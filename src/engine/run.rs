@@ -370,6 +370,9 @@ pub fn run_proto_with(
             None => Vec::new(),
         },
         start_members,
+        classes: workload.classes(),
+        compaction: None,
+        leases: None,
     })
 }
 

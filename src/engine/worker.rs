@@ -186,6 +186,7 @@ impl Worker {
     /// (corrected) and from `sent` as well; from `sent` alone in closed loop. The pacer never
     /// releases a send before its intended time; should one still start earlier, the corrected
     /// latency counts from the actual start, so it is never below the uncorrected one.
+    /// Returns the latency recorded.
     pub(super) fn ok(
         &self,
         endpoint: usize,
@@ -193,7 +194,7 @@ impl Worker {
         sent: Instant,
         status: StatusKey,
         via: Via,
-    ) {
+    ) -> Duration {
         let now = Instant::now();
         let at = self.at(endpoint, now);
         let from = turn.intended.map_or(sent, |i| i.min(sent));
@@ -217,6 +218,18 @@ impl Worker {
             r.succeeded(endpoint);
         }
         self.bump_progress(false);
+        now - from
+    }
+
+    /// After `ok` or `fail`: a measured request of a workload whose requests have classes
+    /// (txn-mixed: reads, writes) counted in its class as well, with the latency `ok` recorded
+    /// (None: it failed). Nothing for a warmup request or a workload of one kind.
+    pub(super) fn classed(&self, class: Option<u8>, warm: bool, latency: Option<Duration>) {
+        if let Some(c) = class
+            && !warm
+        {
+            self.stats.borrow_mut().record_class(c, latency);
+        }
     }
 
     /// `--requests-per-conn`, after `ok`: the same request's latency from `ready`, when its

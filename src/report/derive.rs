@@ -265,6 +265,40 @@ pub(super) fn timeline(run: &ProtoRun) -> Vec<TimelinePoint> {
         .collect()
 }
 
+/// txn-mixed: each class's measured requests (every class the workload names, those that had
+/// none too), over the run's measured window.
+pub(super) fn classes(run: &ProtoRun) -> Option<Vec<ClassReport>> {
+    if run.classes.is_empty() {
+        return None;
+    }
+    let secs = run.elapsed.as_secs_f64();
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let none = EndpointStats::default();
+    Some(
+        run.classes
+            .iter()
+            .enumerate()
+            .map(|(i, &class)| {
+                let c = run.stats.classes.get(i).unwrap_or(&none);
+                let lat = &c.latency;
+                let edge = |ns: u64| if lat.count == 0 { 0.0 } else { ms(ns as f64) };
+                ClassReport {
+                    class,
+                    count: c.ok + c.failed,
+                    ok: c.ok,
+                    failed: c.failed,
+                    requests_per_sec: rate(c.ok + c.failed),
+                    ok_per_sec: rate(c.ok),
+                    average_ms: ms(lat.mean_ns()),
+                    fastest_ms: edge(lat.min_ns),
+                    slowest_ms: edge(lat.max_ns),
+                    latency_distribution: distribution(lat),
+                }
+            })
+            .collect(),
+    )
+}
+
 /// The failovers of a run whose clients could move (etcd on a cluster).
 pub(super) fn failover(run: &ProtoRun) -> Option<FailoverReport> {
     if run.members.is_empty() {
@@ -513,6 +547,16 @@ impl RunReport {
             per_endpoint: per_endpoint(run, &urls, &roles),
             failover: failover(run),
             verify: None,
+            classes: classes(run),
+            compaction: run.compaction.as_ref().map(CompactionReport::of),
+            leases: run.leases.as_ref().map(|l| LeaseReport {
+                granted: l.granted,
+                ttl_s: l.ttl_s,
+                revoked: l.revoked,
+                gone: l.gone,
+                revoke_failed: l.revoke_failed,
+                revoke_error: l.revoke_error.clone(),
+            }),
             timeline: timeline(run),
             connect_times: connect_times(&st.conns, &st.folded_connect),
             memory: memory(run, includes_server),

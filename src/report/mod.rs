@@ -15,7 +15,9 @@ use serde_json::Value;
 use crate::config::{Config, Endpoint, Stop};
 use crate::stats::IoCalls;
 use crate::stats::ProtoRun;
-use crate::stats::{CloseRecord, ConnRecord, Duplex, Http1Counts, Latencies, TlsCounts};
+use crate::stats::{
+    CloseRecord, ConnRecord, Duplex, EndpointStats, Http1Counts, Latencies, TlsCounts,
+};
 use wirebench_wire::h2sniff::H2Counts;
 
 pub use derive::{error_counts, ip_tcp_header_bytes, percentile_in};
@@ -108,9 +110,20 @@ pub struct RunReport {
     /// etcd on a cluster: the clients moved off a member that was gone or no longer led
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failover: Option<FailoverReport>,
-    /// etcd put `--verify`: the acknowledged puts looked up in etcd's history
+    /// etcd `--verify`: the acknowledged writes looked up in etcd's history
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyReport>,
+    /// etcd txn-mixed: the measured requests of each class (read, write) apart; the summary
+    /// covers them all
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassReport>>,
+    /// etcd `--compact-interval`: what the compactor did beside the load
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionReport>,
+    /// etcd lease-keepalive: the leases the clients kept alive, granted before the run and
+    /// revoked after it
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leases: Option<LeaseReport>,
     /// `--stages` / `--client-stages` only: one row per stage with a duration, outcomes by
     /// the stage they completed in
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -232,11 +245,79 @@ pub struct EndpointReport {
     pub p99_ms: f64,
 }
 
-/// `--verify`: every acknowledged put looked up at its revision.
+/// One class of a run's requests (txn-mixed: reads, writes), over the same measured window as
+/// the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassReport {
+    pub class: &'static str,
+    /// measured requests of the class: ok + failed
+    pub count: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// count / the run's measured window (summary.total_s)
+    pub requests_per_sec: f64,
+    pub ok_per_sec: f64,
+    /// of the class's successful requests
+    pub average_ms: f64,
+    pub fastest_ms: f64,
+    pub slowest_ms: f64,
+    pub latency_distribution: Vec<Percentile>,
+}
+
+/// `--compact-interval`: the compactor's requests beside the load.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactionReport {
+    pub interval_s: f64,
+    pub index_delta: i64,
+    /// `KV/Compact` requests sent: ok + failed
+    pub requests: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// intervals with nothing new to compact (current revision - delta not past the last
+    /// compaction, or below 1): no request
+    pub skipped: u64,
+    /// the revision of the last compaction etcd acknowledged (null: none)
+    pub last_revision: Option<i64>,
+    /// the last failure (a compaction, or the revision read before one)
+    pub last_error: Option<String>,
+}
+
+impl CompactionReport {
+    pub fn of(c: &crate::stats::Compactions) -> CompactionReport {
+        CompactionReport {
+            interval_s: c.interval.as_secs_f64(),
+            index_delta: c.index_delta,
+            requests: c.requests,
+            ok: c.ok,
+            failed: c.failed,
+            skipped: c.skipped,
+            last_revision: c.last_revision,
+            last_error: c.last_error.as_ref().map(ToString::to_string),
+        }
+    }
+}
+
+/// lease-keepalive: one lease per client, granted before the measured window (outside every
+/// figure) and revoked after the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeaseReport {
+    pub granted: u64,
+    /// the TTL etcd granted, seconds
+    pub ttl_s: i64,
+    pub revoked: u64,
+    /// already gone when revoked (expired, or revoked by someone else)
+    pub gone: u64,
+    /// revocations that failed (those leases expire on their own), and the last reason
+    pub revoke_failed: u64,
+    pub revoke_error: Option<String>,
+}
+
+/// `--verify`: every acknowledged write looked up at its revision.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyReport {
+    /// acknowledged writes looked up (a transaction once)
     pub checked: u64,
-    /// acknowledged puts whose key had another mod revision (or none) at their revision
+    /// acknowledged writes of which a key had another mod revision (or none) at their revision
     pub lost: u64,
     /// up to 10 of them
     pub lost_examples: Vec<LostWrite>,
@@ -246,6 +327,7 @@ pub struct VerifyReport {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LostWrite {
+    /// the first key of the write that was not as written
     pub key_index: u64,
     pub revision: i64,
     /// the key's mod revision at `revision` (null: no value)

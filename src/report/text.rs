@@ -250,10 +250,19 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     {
         render_failover(out, f);
     }
+    if let Some(classes) = &run.classes {
+        render_classes(out, classes, s.count);
+    }
+    if let Some(c) = &run.compaction {
+        render_compaction(out, c);
+    }
+    if let Some(l) = &run.leases {
+        render_leases(out, l);
+    }
     if let Some(v) = &run.verify {
         let _ = writeln!(
             out,
-            "Verify: {} acknowledged puts looked up at their revisions (via {}): {} lost",
+            "Verify: {} acknowledged writes looked up at their revisions (via {}): {} lost",
             v.checked, v.via, v.lost
         );
         for l in &v.lost_examples {
@@ -735,6 +744,96 @@ fn render_connection_setup(out: &mut String, c: &crate::report::ConnectionSetup)
         if [50.0, 90.0, 99.0].contains(&p.percentile) {
             let _ = writeln!(out, "    {} % in {}", p.percentile, fmt_ms(p.latency_ms));
         }
+    }
+    let _ = writeln!(out);
+}
+
+/// txn-mixed: each class's figures (the summary above covers them all); `count`: the run's.
+fn render_classes(out: &mut String, classes: &[crate::report::ClassReport], count: u64) {
+    let _ = writeln!(out, "By class (the summary above covers them all):");
+    let _ = writeln!(
+        out,
+        "  {:<6} {:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "class", "count", "ok", "failed", "req/s", "average", "p50", "p90", "p99"
+    );
+    let p = |c: &crate::report::ClassReport, q: f64| {
+        if c.ok == 0 {
+            "-".to_string()
+        } else {
+            fmt_ms(crate::report::percentile_in(&c.latency_distribution, q))
+        }
+    };
+    for c in classes {
+        let _ = writeln!(
+            out,
+            "  {:<6} {:>8} {:>8} {:>7} {:>10.2} {:>10} {:>10} {:>10} {:>10}",
+            c.class,
+            c.count,
+            c.ok,
+            c.failed,
+            c.requests_per_sec,
+            if c.ok == 0 {
+                "-".to_string()
+            } else {
+                fmt_ms(c.average_ms)
+            },
+            p(c, 50.0),
+            p(c, 90.0),
+            p(c, 99.0)
+        );
+    }
+    let classed: u64 = classes.iter().map(|c| c.count).sum();
+    if classed < count {
+        let _ = writeln!(
+            out,
+            "  {} requests failed before they were made (no class: connect, late)",
+            count - classed
+        );
+    }
+    let _ = writeln!(out);
+}
+
+/// `--compact-interval`: the compactor's requests beside the load.
+fn render_compaction(out: &mut String, c: &crate::report::CompactionReport) {
+    let _ = writeln!(
+        out,
+        "Compaction: every {:.3} s to (current revision - {}): {} requests, {} ok, {} failed, {} skipped{}",
+        c.interval_s,
+        c.index_delta,
+        c.requests,
+        c.ok,
+        c.failed,
+        c.skipped,
+        c.last_revision
+            .map_or_else(String::new, |r| format!("; last compacted at revision {r}"))
+    );
+    if let Some(e) = &c.last_error {
+        let _ = writeln!(out, "  last error: {e}");
+    }
+    let _ = writeln!(out);
+}
+
+/// lease-keepalive: the clients' leases, granted before the run and revoked after it.
+fn render_leases(out: &mut String, l: &crate::report::LeaseReport) {
+    let _ = writeln!(
+        out,
+        "Leases: {} granted before the run (TTL {} s, outside the figures), {} revoked after it{}{}",
+        l.granted,
+        l.ttl_s,
+        l.revoked,
+        if l.gone > 0 {
+            format!(", {} already gone", l.gone)
+        } else {
+            String::new()
+        },
+        if l.revoke_failed > 0 {
+            format!(", {} left to expire", l.revoke_failed)
+        } else {
+            String::new()
+        }
+    );
+    if let Some(e) = &l.revoke_error {
+        let _ = writeln!(out, "  revoking: {e}");
     }
     let _ = writeln!(out);
 }

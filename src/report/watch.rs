@@ -161,6 +161,9 @@ pub struct WatchReport {
     /// every stream that broke and was re-created on another member
     pub stream_moves: Vec<StreamMoveReport>,
     pub per_connection: Vec<ConnRecord>,
+    /// `--compact-interval`: what the compactor did beside the put load
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<crate::report::CompactionReport>,
 }
 
 /// watch-get's range load: serializable reads of one key from when the watchers are created
@@ -450,6 +453,7 @@ impl WatchReport {
                 })
                 .collect(),
             per_connection: w.conns,
+            compaction: None,
         }
     }
 }
@@ -670,6 +674,23 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
             let _ = writeln!(
                 out,
                 "  Chunks / event:          {c:.3} ({f:.1} B of chunk framing)"
+            );
+        }
+        if let Some(c) = &r.compaction {
+            let _ = writeln!(
+                out,
+                "  Compaction: every {:.3} s to (revision - {}): {} requests, {} ok, {} failed, {} skipped{}{}",
+                c.interval_s,
+                c.index_delta,
+                c.requests,
+                c.ok,
+                c.failed,
+                c.skipped,
+                c.last_revision
+                    .map_or_else(String::new, |v| format!("; last at revision {v}")),
+                c.last_error
+                    .as_ref()
+                    .map_or_else(String::new, |e| format!("; last error: {e}"))
             );
         }
         let errors: Vec<_> = r.errors.iter().chain(p.errors.iter()).collect();

@@ -1,6 +1,7 @@
 //! Per-worker measurements (latency, outcomes, connection records, CPU and memory) and their
 //! merge. Importable from every layer; imports only `outcome` and the wire crate.
 
+mod etcd;
 mod latency;
 pub mod live;
 pub mod perf;
@@ -10,6 +11,7 @@ pub mod reqlog;
 mod run;
 mod watch;
 
+pub use etcd::{Compactions, Leases};
 pub use latency::{Latencies, TimeSlot, Timeline};
 pub use process::{CpuTimes, ProcessClock, Rss, RssSampler, memory, thread_cpu};
 pub use records::{
@@ -99,13 +101,16 @@ pub struct Stats {
     /// per key index, the revisions etcd assigned to the acknowledged puts of a workload that
     /// reports them (the watch benchmark's put load); empty, never allocated, for the others
     pub revisions: Vec<Vec<i64>>,
-    /// `--verify`: (key index, revision) of every acknowledged put, checked after the run
+    /// `--verify`: (key index, revision) of every acknowledged write, checked after the run
     pub acks: Vec<(u64, i64)>,
     /// the watch benchmark's puts: (revision, when its acknowledgement arrived, in ns of the
     /// stamps' clock), for the watch-latency clock that starts there
     pub acked_at: Vec<(i64, u64)>,
     /// `--log-requests`: the rows the threads logged and their waits for the writer
     pub log: reqlog::Tally,
+    /// txn-mixed: the measured requests by class (reads, writes), indexed as the workload
+    /// names them; empty, never allocated, for a workload of one kind
+    pub classes: Vec<EndpointStats>,
 }
 
 impl Stats {
@@ -144,6 +149,23 @@ impl Stats {
         self.timeline.slot(at.offset).sent += 1;
         if let Some(i) = at.stage {
             self.stage(i).sent += 1;
+        }
+    }
+
+    /// A measured request of class `class` (txn-mixed: 0 a read, 1 a write): its latency when
+    /// it succeeded, None when it failed.
+    pub fn record_class(&mut self, class: u8, latency: Option<Duration>) {
+        let i = usize::from(class);
+        if self.classes.len() <= i {
+            self.classes.resize_with(i + 1, EndpointStats::default);
+        }
+        let c = &mut self.classes[i];
+        match latency {
+            Some(d) => {
+                c.ok += 1;
+                c.latency.record(d);
+            }
+            None => c.failed += 1,
         }
     }
 
@@ -211,6 +233,15 @@ impl Stats {
         }
         self.acks.extend(other.acks);
         self.acked_at.extend(other.acked_at);
+        if self.classes.len() < other.classes.len() {
+            self.classes
+                .resize_with(other.classes.len(), EndpointStats::default);
+        }
+        for (mine, theirs) in self.classes.iter_mut().zip(&other.classes) {
+            mine.ok += theirs.ok;
+            mine.failed += theirs.failed;
+            mine.latency.merge(&theirs.latency);
+        }
         self.latency.merge(&other.latency);
         if let Some(u) = &other.uncorrected {
             self.uncorrected
@@ -286,6 +317,22 @@ mod tests {
         b.record_revision(2, 8);
         a.merge(b);
         assert_eq!(a.revisions, [vec![3], vec![], vec![7, 8], vec![9]]);
+    }
+
+    #[test]
+    fn classes_are_counted_apart_and_merged() {
+        let mut a = Stats::default();
+        assert!(a.classes.is_empty());
+        a.record_class(1, Some(Duration::from_micros(40)));
+        a.record_class(1, None);
+        let mut b = Stats::default();
+        b.record_class(0, Some(Duration::from_micros(10)));
+        b.record_class(1, Some(Duration::from_micros(20)));
+        a.merge(b);
+        let counts: Vec<(u64, u64)> = a.classes.iter().map(|c| (c.ok, c.failed)).collect();
+        assert_eq!(counts, [(1, 0), (2, 1)]);
+        assert_eq!(a.classes[1].latency.min_ns, 20_000);
+        assert_eq!(a.classes[0].latency.count, 1);
     }
 
     #[test]

@@ -86,6 +86,12 @@ pub struct ProtoRun {
     pub members: Vec<String>,
     /// the member each endpoint slot started on (indices into `members`; empty without them)
     pub start_members: Vec<usize>,
+    /// the classes `stats.classes` counts (txn-mixed: "read", "write"); empty otherwise
+    pub classes: &'static [&'static str],
+    /// `--compact-interval`: what the compactor did beside the load
+    pub compaction: Option<crate::stats::Compactions>,
+    /// lease-keepalive: the leases granted before the run and revoked after it
+    pub leases: Option<crate::stats::Leases>,
 }
 
 /// One endpoint slot's clients moved to another member. Times are from the start of the run

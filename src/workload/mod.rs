@@ -221,6 +221,37 @@ impl Workload {
         matches!(self, Workload::Http(w) if w.head_requests())
     }
 
+    /// The classes a run reports apart (txn-mixed: read, write); empty for the others.
+    pub fn classes(&self) -> &'static [&'static str] {
+        match self {
+            Workload::Etcd(w) => w.classes(),
+            _ => &[],
+        }
+    }
+
+    /// The class of the request at hand (an index into `classes`), once it was made; None for
+    /// a workload of one kind.
+    pub fn class(&self) -> Option<u8> {
+        match self {
+            Workload::Etcd(w) => w.class(),
+            _ => None,
+        }
+    }
+
+    /// Whether each gRPC client keeps one bidi stream open and a request is one message on it
+    /// (etcd's lease keepalives).
+    pub fn bidi(&self) -> bool {
+        matches!(self, Workload::Etcd(w) if w.bidi())
+    }
+
+    /// etcd lease-keepalive: the same workload keeping `leases` alive, one per client.
+    pub fn with_leases(&self, leases: &[i64]) -> Workload {
+        match self {
+            Workload::Etcd(w) => Workload::Etcd(Box::new(w.with_leases(leases))),
+            other => other.clone(),
+        }
+    }
+
     /// Sends a new etcd auth token from now on (this client only).
     pub fn set_token(&mut self, token: &str) -> Result<(), String> {
         match self {

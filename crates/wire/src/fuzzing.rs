@@ -219,13 +219,19 @@ pub fn grpc_deframe(data: &[u8]) {
     assert!(text.len() <= 1024);
 }
 
-/// etcd gateway response bodies: the borrowed checks never panic on any bytes.
+/// etcd gateway response bodies (and a lease keepalive's line): the borrowed checks never panic
+/// on any bytes.
 pub fn gateway_json(data: &[u8]) {
     if let Ok(r) = serde_json::from_slice::<GwResponse>(data) {
         let _ = r.header.and_then(|h| h.revision).map(str::len);
     }
     if let Ok(e) = serde_json::from_slice::<GwError>(data) {
         let _ = e.text().len();
+    }
+    // a lease keepalive's line: an answer, etcd's words (no longer than the input they came
+    // from), or malformed; never a panic
+    if let Err(crate::json::KeepAliveError::Stream(m)) = crate::json::keepalive_answer(data) {
+        assert!(m.len() <= data.len());
     }
 }
 

@@ -232,6 +232,117 @@ pub fn range_response_json(r: &RangeResponse) -> Value {
     Value::Object(m)
 }
 
+/// A TxnResponse with its operations' results, as the gateway renders it.
+pub fn txn_results_json(r: &crate::proto::etcd::TxnResults) -> Value {
+    use crate::proto::etcd::response_op::Response;
+    let mut m = Map::new();
+    if let Some(h) = &r.header {
+        m.insert("header".into(), header_json(h));
+    }
+    if r.succeeded {
+        m.insert("succeeded".into(), Value::Bool(true));
+    }
+    if !r.responses.is_empty() {
+        let ops = r.responses.iter().map(|op| {
+            let mut o = Map::new();
+            match &op.response {
+                Some(Response::ResponseRange(rr)) => {
+                    o.insert("response_range".into(), range_response_json(rr));
+                }
+                Some(Response::ResponsePut(p)) => {
+                    o.insert("response_put".into(), put_response_json(p));
+                }
+                None => {}
+            }
+            Value::Object(o)
+        });
+        m.insert("responses".into(), ops.collect());
+    }
+    Value::Object(m)
+}
+
+pub fn lease_keepalive_json(r: &crate::proto::etcd::LeaseKeepAliveResponse) -> Value {
+    let mut m = Map::new();
+    if let Some(h) = &r.header {
+        m.insert("header".into(), header_json(h));
+    }
+    put_i64(&mut m, "ID", r.id);
+    put_i64(&mut m, "TTL", r.ttl);
+    Value::Object(m)
+}
+
+/// One lease keepalive answered through the gateway: `POST /v3/lease/keepalive` streams one
+/// `{"result": LeaseKeepAliveResponse}` line per request (or an `{"error": {...}}` line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepAlive {
+    /// header.revision (0 when absent)
+    pub revision: i64,
+    /// the lease it answers for (0 when absent)
+    pub id: i64,
+    /// the lease's TTL now, seconds; 0 when the lease is gone
+    pub ttl: i64,
+}
+
+/// Why a keepalive answer is no `KeepAlive`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeepAliveError<'a> {
+    /// an `{"error": {...}}` line: etcd's message
+    Stream(Cow<'a, str>),
+    /// not one `{"result": ...}` line of the expected shape
+    Malformed(&'static str),
+}
+
+#[derive(Deserialize)]
+struct GwKeepAliveLine<'a> {
+    #[serde(borrow, default)]
+    result: Option<GwKeepAlive<'a>>,
+    #[serde(borrow, default)]
+    error: Option<GwStreamError<'a>>,
+}
+
+#[derive(Deserialize)]
+struct GwKeepAlive<'a> {
+    #[serde(borrow, default)]
+    header: Option<GwHeader<'a>>,
+    /// quoted int64s: digits (and a sign) only, so they always borrow
+    #[serde(borrow, default, rename = "ID")]
+    id: Option<&'a str>,
+    #[serde(borrow, default, rename = "TTL")]
+    ttl: Option<&'a str>,
+}
+
+/// A mid-stream error object of grpc-gateway (`grpc_code`, `http_code`, `message`, ...).
+#[derive(Deserialize)]
+struct GwStreamError<'a> {
+    #[serde(borrow, default, deserialize_with = "borrowed_text")]
+    message: Option<Cow<'a, str>>,
+}
+
+/// The answer to one keepalive: the de-chunked body, one JSON line (its newline optional).
+pub fn keepalive_answer(body: &[u8]) -> Result<KeepAlive, KeepAliveError<'_>> {
+    let line: GwKeepAliveLine = serde_json::from_slice(body)
+        .map_err(|_| KeepAliveError::Malformed("not one JSON object"))?;
+    if let Some(e) = line.error {
+        return Err(KeepAliveError::Stream(
+            e.message.unwrap_or(Cow::Borrowed("no message")),
+        ));
+    }
+    let r = line
+        .result
+        .ok_or(KeepAliveError::Malformed("neither result nor error"))?;
+    let int = |v: Option<&str>, what: &'static str| match v {
+        None => Ok(0),
+        Some(s) => s
+            .parse::<i64>()
+            .map_err(|_| KeepAliveError::Malformed(what)),
+    };
+    Ok(KeepAlive {
+        revision: r.header.and_then(|h| h.revision()).unwrap_or(0),
+        id: int(r.id, "ID is not an int64")?,
+        ttl: int(r.ttl, "TTL is not an int64")?,
+    })
+}
+
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's method).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
@@ -329,6 +440,7 @@ mod tests {
             let _ = serde_json::from_slice::<GwStatus>(&body);
             let _ = serde_json::from_slice::<GwMemberList>(&body);
             let _ = serde_json::from_slice::<GwToken>(&body);
+            let _ = keepalive_answer(&body);
         }
     }
 
@@ -441,5 +553,48 @@ mod tests {
             v.to_string(),
             r#"{"count":"1","header":{"cluster_id":"1","member_id":"2","revision":"3"},"kvs":[{"create_revision":"2","key":"Zm9v","mod_revision":"3","value":"YmFy","version":"2"}]}"#
         );
+    }
+
+    #[test]
+    fn keepalive_answers_are_one_result_line() {
+        let ok =
+            br#"{"result":{"header":{"cluster_id":"1","revision":"7"},"ID":"694d7a","TTL":"100"}}"#;
+        // a lease id is an int64 in decimal; this one is not, so the answer is malformed
+        assert!(matches!(
+            keepalive_answer(ok),
+            Err(KeepAliveError::Malformed(_))
+        ));
+        let ok =
+            b"{\"result\":{\"header\":{\"revision\":\"7\"},\"ID\":\"7587\",\"TTL\":\"100\"}}\n";
+        assert_eq!(
+            keepalive_answer(ok),
+            Ok(KeepAlive {
+                revision: 7,
+                id: 7587,
+                ttl: 100
+            })
+        );
+        // a lease that is gone: TTL omitted (zero)
+        let gone = br#"{"result":{"header":{"revision":"9"},"ID":"7587"}}"#;
+        assert_eq!(keepalive_answer(gone).map(|k| k.ttl), Ok(0));
+        let err = br#"{"error":{"grpc_code":14,"http_code":503,"message":"etcdserver: no leader","http_status":"Service Unavailable"}}"#;
+        assert_eq!(
+            keepalive_answer(err),
+            Err(KeepAliveError::Stream(Cow::Borrowed(
+                "etcdserver: no leader"
+            )))
+        );
+        for bad in [
+            &b"{}"[..],
+            b"",
+            b"{\"result\":{}}\n{\"result\":{}}\n",
+            b"[1]",
+        ] {
+            assert!(
+                matches!(keepalive_answer(bad), Err(KeepAliveError::Malformed(_))),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 }

@@ -101,6 +101,7 @@ mod tests {
             h2: H2Config::default(),
             format: Format::Text,
             output: None,
+            compact: None,
         };
         let revisions = vec![vec![7, 3], vec![5]];
         assert_eq!(

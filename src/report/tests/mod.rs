@@ -39,6 +39,9 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         rediscovery_failures: (0, None),
         members: Vec::new(),
         start_members: Vec::new(),
+        classes: &[],
+        compaction: None,
+        leases: None,
     }
 }
 

@@ -232,7 +232,7 @@ fn ratio_runs() -> [ProtoRun; 2] {
 }
 
 /// `wirebench etcd put -n 3000` as the cli validates it (the defaults written out).
-fn etcd_put_config() -> Config {
+pub(super) fn etcd_put_config() -> Config {
     use crate::config::{EtcdOp, Format, Load, Target, WorkloadSpec};
     Config {
         endpoints: vec![Endpoint::parse("http://127.0.0.1:2379").expect("an endpoint")],
@@ -271,6 +271,7 @@ fn etcd_put_config() -> Config {
         auth: None,
         target: Target::First,
         verify: false,
+        compact: None,
     }
 }
 

@@ -180,3 +180,103 @@ fn statuses_and_errors_most_frequent_first() {
         ]
     );
 }
+
+#[test]
+fn classes_are_reported_apart_over_the_same_window() {
+    let mut r = run(Proto::Grpc);
+    r.elapsed = Duration::from_secs(2);
+    r.classes = &["read", "write"];
+    // 3 reads of 1, 2, 3 ms; 1 write of 10 ms and 1 failed; no class had no request
+    for ms in [1, 2, 3] {
+        ok(&mut r.stats, 1, Duration::from_millis(ms));
+        r.stats.record_class(0, Some(Duration::from_millis(ms)));
+    }
+    ok(&mut r.stats, 1, Duration::from_millis(10));
+    r.stats.record_class(1, Some(Duration::from_millis(10)));
+    r.stats
+        .record_failures(at(0, 0), 1, Failure::new(FailureKind::Timeout));
+    r.stats.record_class(1, None);
+    let cfg = super::runs::etcd_put_config();
+    let whole = Report::new(&cfg, &cfg.endpoints, &[], &[r], false);
+    let rep = &whole.runs[0];
+    assert_eq!(rep.summary.count, 5, "the summary covers every class");
+    let c = rep.classes.as_ref().expect("classes");
+    let rows: Vec<(&str, u64, u64, u64, f64)> = c
+        .iter()
+        .map(|c| (c.class, c.count, c.ok, c.failed, c.requests_per_sec))
+        .collect();
+    assert_eq!(rows, [("read", 3, 3, 0, 1.5), ("write", 2, 1, 1, 1.0)]);
+    assert_eq!(c[1].ok_per_sec, 0.5);
+    assert_eq!(
+        (c[0].fastest_ms, c[0].slowest_ms, c[0].average_ms),
+        (1.0, 3.0, 2.0)
+    );
+    hdr(percentile_in(&c[1].latency_distribution, 99.0), 10.0);
+    let text = crate::report::text::render(&whole);
+    assert!(
+        text.contains("By class (the summary above covers them all):"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().take(4).eq(["write", "2", "1", "1"])),
+        "{text}"
+    );
+
+    // a run of one kind has no classes
+    assert!(report(&run(Proto::Grpc)).classes.is_none());
+}
+
+#[test]
+fn compaction_and_leases_are_reported_as_measured() {
+    let mut r = run(Proto::Http);
+    r.compaction = Some(crate::stats::Compactions {
+        interval: Duration::from_millis(500),
+        index_delta: 100,
+        requests: 4,
+        ok: 3,
+        failed: 1,
+        skipped: 2,
+        last_revision: Some(812),
+        last_error: Some(Failure::with(
+            FailureKind::Etcd,
+            "mvcc: required revision has been compacted",
+        )),
+    });
+    r.leases = Some(crate::stats::Leases {
+        granted: 8,
+        ttl_s: 100,
+        revoked: 6,
+        gone: 2,
+        revoke_failed: 0,
+        revoke_error: None,
+    });
+    let rep = report(&r);
+    let c = rep.compaction.as_ref().expect("compaction");
+    assert_eq!(
+        (
+            c.interval_s,
+            c.index_delta,
+            c.requests,
+            c.ok,
+            c.failed,
+            c.skipped
+        ),
+        (0.5, 100, 4, 3, 1, 2)
+    );
+    assert_eq!(c.last_revision, Some(812));
+    assert_eq!(
+        c.last_error.as_deref(),
+        Some("etcd: mvcc: required revision has been compacted")
+    );
+    let l = rep.leases.as_ref().expect("leases");
+    assert_eq!((l.granted, l.ttl_s, l.revoked, l.gone), (8, 100, 6, 2));
+    let json: serde_json::Value = serde_json::to_value(&rep).unwrap();
+    assert_eq!(json["compaction"]["last_revision"], 812);
+    assert_eq!(json["leases"]["gone"], 2);
+    // absent, not null, when the run had none
+    let plain = serde_json::to_value(report(&run(Proto::Http))).unwrap();
+    for field in ["classes", "compaction", "leases"] {
+        assert!(plain.get(field).is_none(), "{field}: {plain:#}");
+    }
+}

@@ -1,5 +1,6 @@
-//! One etcd client over both stacks for the one-off calls (Authenticate, Status, MemberList, Put):
-//! gRPC unary calls on an h2 connection, or gateway POSTs on an HTTP/1.1 keepalive connection.
+//! One etcd client over both stacks for the one-off calls (Authenticate, Status, MemberList, Put;
+//! over gRPC alone the range at a revision, Compact, LeaseGrant and LeaseRevoke): gRPC unary
+//! calls on an h2 connection, or gateway POSTs on an HTTP/1.1 keepalive connection.
 //!
 //! `Client` borrows a connection someone else owns (the engine re-authenticates on its own);
 //! `Connection` opens one of its own for calls made before or between runs, and `client::block_on` runs
@@ -22,8 +23,10 @@ use wirebench_wire::grpc as grpc_wire;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::json::{self, GwError, GwMemberList, GwResponse, GwStatus, GwToken};
 use wirebench_wire::proto::etcd::{
-    AuthenticateRequest, AuthenticateResponse, MemberListRequest, MemberListResponse, PutRequest,
-    PutResponse, RangeRequest, RangeResponse, StatusRequest, StatusResponse,
+    AuthenticateRequest, AuthenticateResponse, CompactionRequest, CompactionResponse,
+    LeaseGrantRequest, LeaseGrantResponse, LeaseRevokeRequest, LeaseRevokeResponse,
+    MemberListRequest, MemberListResponse, PutRequest, PutResponse, RangeRequest, RangeResponse,
+    StatusRequest, StatusResponse,
 };
 
 /// Largest answer to a one-off call (a few hundred bytes per member in a member list).
@@ -258,6 +261,87 @@ impl Client<'_> {
             RangeResponse::decode(msg).map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
         Ok(r.kvs.first().map(|kv| kv.mod_revision))
     }
+
+    /// The connection's gRPC sender and ledger: the calls below run over gRPC only.
+    fn grpc_only(&mut self, what: &str) -> Result<(&mut grpc::Sender, &Ledger), Failure> {
+        match &mut self.via {
+            Via::Grpc { send, ledger } => Ok((send, ledger)),
+            Via::Http(_) => Err(Failure::with(
+                FailureKind::H2,
+                format_args!("{what} runs over gRPC"),
+            )),
+        }
+    }
+
+    /// The store's current revision: the header of a count-only range of one key.
+    pub async fn revision(mut self) -> Result<i64, Failure> {
+        let (authority, token) = (self.authority, self.token);
+        let (send, ledger) = self.grpc_only("reading the revision")?;
+        let req = RangeRequest {
+            key: Bytes::from_static(b"\0"),
+            count_only: true,
+            ..Default::default()
+        };
+        let msg = unary(send, ledger, authority, token, RANGE, &req).await?;
+        RangeResponse::decode(msg)
+            .ok()
+            .and_then(|r| r.header)
+            .map(|h| h.revision)
+            .ok_or_else(|| Failure::with(FailureKind::BadResponse, "RangeResponse without header"))
+    }
+
+    /// `KV/Compact`: etcd's history up to `revision` is dropped (not waiting for the backend,
+    /// as etcd's benchmark compacts).
+    pub async fn compact(mut self, revision: i64) -> Result<(), Failure> {
+        let (authority, token) = (self.authority, self.token);
+        let (send, ledger) = self.grpc_only("a compaction")?;
+        let req = CompactionRequest {
+            revision,
+            physical: false,
+        };
+        let msg = unary(send, ledger, authority, token, COMPACT, &req).await?;
+        CompactionResponse::decode(msg)
+            .map(drop)
+            .map_err(|e| Failure::with(FailureKind::BadResponse, e))
+    }
+
+    /// `Lease/LeaseGrant` of a lease of `ttl` seconds: its id and the TTL etcd granted.
+    pub async fn lease_grant(mut self, ttl: i64) -> Result<(i64, i64), Failure> {
+        let (authority, token) = (self.authority, self.token);
+        let (send, ledger) = self.grpc_only("a lease grant")?;
+        let req = LeaseGrantRequest { ttl, id: 0 };
+        let msg = unary(send, ledger, authority, token, LEASE_GRANT, &req).await?;
+        let r = LeaseGrantResponse::decode(msg)
+            .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
+        if !r.error.is_empty() {
+            return Err(Failure::with(FailureKind::Etcd, r.error));
+        }
+        if r.id == 0 {
+            return Err(Failure::with(
+                FailureKind::BadResponse,
+                "LeaseGrantResponse without a lease id",
+            ));
+        }
+        Ok((r.id, r.ttl))
+    }
+
+    /// `Lease/LeaseRevoke` of lease `id`.
+    pub async fn lease_revoke(mut self, id: i64) -> Result<(), Failure> {
+        let (authority, token) = (self.authority, self.token);
+        let (send, ledger) = self.grpc_only("a lease revocation")?;
+        let msg = unary(
+            send,
+            ledger,
+            authority,
+            token,
+            LEASE_REVOKE,
+            &LeaseRevokeRequest { id },
+        )
+        .await?;
+        LeaseRevokeResponse::decode(msg)
+            .map(drop)
+            .map_err(|e| Failure::with(FailureKind::BadResponse, e))
+    }
 }
 
 /// A call's gRPC method and gateway path.
@@ -285,6 +369,18 @@ const PUT: Method = Method {
 const RANGE: Method = Method {
     grpc: "/etcdserverpb.KV/Range",
     gateway: "/v3/kv/range",
+};
+const COMPACT: Method = Method {
+    grpc: "/etcdserverpb.KV/Compact",
+    gateway: "/v3/kv/compaction",
+};
+const LEASE_GRANT: Method = Method {
+    grpc: "/etcdserverpb.Lease/LeaseGrant",
+    gateway: "/v3/lease/grant",
+};
+const LEASE_REVOKE: Method = Method {
+    grpc: "/etcdserverpb.Lease/LeaseRevoke",
+    gateway: "/v3/lease/revoke",
 };
 
 /// The prefix of the failures of a request that could not be built.

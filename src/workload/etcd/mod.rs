@@ -1,5 +1,6 @@
-//! etcd's KV operations as the engine drives them (put, range, the watch benchmark's stamped
-//! puts): request N over the gateway's JSON and over gRPC, and the verdict on its answer.
+//! etcd's operations as the engine drives them (put, range, txn-put, txn-mixed, lease
+//! keepalives, the watch benchmark's stamped puts): request N over the gateway's JSON and over
+//! gRPC, and the verdict on its answer.
 
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use prost::Message;
 use serde_json::Value;
 
 use crate::client::grpc::Call;
-use crate::config::{Endpoint, EtcdOp};
+use crate::config::{Endpoint, EtcdOp, TxnMixed};
 pub mod client;
 
 use crate::config::WatchConfig;
@@ -20,14 +21,18 @@ use client::{gateway_error, put_body, put_revision, put_revision_gateway};
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::json::{self, GwResponse};
-use wirebench_wire::proto::etcd::{PutResponse, RangeRequest, RangeResponse, TxnResponse};
+use wirebench_wire::proto::etcd::{
+    LeaseKeepAliveResponse, PutResponse, RangeRequest, RangeResponse, RequestOp, TxnRequest,
+    TxnResponse, TxnResults, request_op,
+};
 
 /// The gateway path of `op`.
 fn gateway_path(op: &EtcdOp) -> &'static str {
     match op {
         EtcdOp::Put { .. } => "/v3/kv/put",
         EtcdOp::Range { .. } => "/v3/kv/range",
-        EtcdOp::TxnPut { .. } => "/v3/kv/txn",
+        EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_) => "/v3/kv/txn",
+        EtcdOp::LeaseKeepalive { .. } => "/v3/lease/keepalive",
     }
 }
 
@@ -36,7 +41,8 @@ fn grpc_path(op: &EtcdOp) -> &'static str {
     match op {
         EtcdOp::Put { .. } => "/etcdserverpb.KV/Put",
         EtcdOp::Range { .. } => "/etcdserverpb.KV/Range",
-        EtcdOp::TxnPut { .. } => "/etcdserverpb.KV/Txn",
+        EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_) => "/etcdserverpb.KV/Txn",
+        EtcdOp::LeaseKeepalive { .. } => "/etcdserverpb.Lease/LeaseKeepAlive",
     }
 }
 
@@ -109,13 +115,20 @@ fn json_body_len(op: &EtcdOp, json_tail: &[u8]) -> usize {
             br#"{"key":""#.len() + b.len() + json_tail.len()
         }
         EtcdOp::Range { .. } => json_tail.len(),
-        EtcdOp::TxnPut { key_size, ops, .. } => {
-            let mut b = BytesMut::new();
-            json::put_base64(&vec![0; *key_size], &mut b);
-            let op = TXN_OP_HEAD.len() + b.len() + json_tail.len();
-            TXN_HEAD.len() + ops * op + (ops - 1) + TXN_END.len()
-        }
+        EtcdOp::TxnPut { key_size, ops, .. } => txn_body_len(*key_size, *ops, json_tail),
+        // the writes' (`cli` runs neither of these two over plain HTTP/2, where the length is
+        // a header of the call)
+        EtcdOp::TxnMixed(m) => txn_body_len(m.key_size, 1, json_tail),
+        EtcdOp::LeaseKeepalive { .. } => 0,
     }
+}
+
+/// The length of a txn-put's JSON body: `ops` puts of `key_size`-byte keys.
+fn txn_body_len(key_size: usize, ops: usize, json_tail: &[u8]) -> usize {
+    let mut b = BytesMut::new();
+    json::put_base64(&vec![0; key_size], &mut b);
+    let op = TXN_OP_HEAD.len() + b.len() + json_tail.len();
+    TXN_HEAD.len() + ops * op + (ops - 1) + TXN_END.len()
 }
 
 /// A txn-put's gateway body: `{"success":[` ops `]}`, each op `{"request_put":{"key":"K` +
@@ -190,6 +203,13 @@ struct Shared {
     json_tail: Bytes,
     /// put: protobuf field 2 (value) encoded; range: the whole framed request
     proto_tail: Bytes,
+    /// txn-mixed: the read's JSON body and its framed gRPC request (both constant)
+    read_json: Bytes,
+    read_proto: Bytes,
+    /// txn-mixed: a request is a read when a uniform u64 falls below this
+    read_below: u64,
+    /// lease-keepalive: the lease of each client (client `i` keeps `leases[i % len]` alive)
+    leases: Arc<[i64]>,
 }
 
 /// One client's view of an etcd workload: the shared, pre-rendered parts plus scratch space.
@@ -208,6 +228,12 @@ pub struct EtcdWorkload {
     h2_body: Bytes,
     /// put: the key index of the request at hand
     key_index: u64,
+    /// txn-mixed: the request at hand is a write
+    writing: bool,
+    /// txn-mixed: this client's own copy of the constant read request
+    read_request: Bytes,
+    /// lease-keepalive: the lease this client keeps alive
+    lease: i64,
 }
 
 impl EtcdWorkload {
@@ -227,17 +253,21 @@ impl EtcdWorkload {
     ) -> Result<Self, String> {
         let mut rng = Rng::new(seed);
         let (json_tail, proto_tail) = match &op {
-            EtcdOp::Put { val_size, .. } | EtcdOp::TxnPut { val_size, .. } => {
+            EtcdOp::Put { val_size, .. }
+            | EtcdOp::TxnPut { val_size, .. }
+            | EtcdOp::TxnMixed(TxnMixed { val_size, .. }) => {
                 // etcd's benchmark: one random value of val-size bytes for the whole run.
                 let value = put_value(&mut rng, *val_size);
                 let mut jt = BytesMut::new();
                 jt.put_slice(br#"","value":""#);
                 json::put_base64(&value, &mut jt);
-                jt.put_slice(if matches!(op, EtcdOp::TxnPut { .. }) {
-                    br#""}}"#.as_slice()
-                } else {
-                    br#""}"#.as_slice()
-                });
+                jt.put_slice(
+                    if matches!(op, EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_)) {
+                        br#""}}"#.as_slice()
+                    } else {
+                        br#""}"#.as_slice()
+                    },
+                );
                 let mut pt = BytesMut::new();
                 prost::encoding::bytes::encode(2, &value, &mut pt);
                 (jt.freeze(), pt.freeze())
@@ -287,10 +317,18 @@ impl EtcdWorkload {
                 grpc::encode(&req, &mut pt);
                 (jt.freeze(), pt.freeze())
             }
+            // each client's request names its lease (`for_client`)
+            EtcdOp::LeaseKeepalive { .. } => (Bytes::new(), Bytes::new()),
         };
         let key_size = match &op {
-            EtcdOp::Put { key_size, .. } | EtcdOp::TxnPut { key_size, .. } => *key_size,
-            EtcdOp::Range { .. } => 0,
+            EtcdOp::Put { key_size, .. }
+            | EtcdOp::TxnPut { key_size, .. }
+            | EtcdOp::TxnMixed(TxnMixed { key_size, .. }) => *key_size,
+            EtcdOp::Range { .. } | EtcdOp::LeaseKeepalive { .. } => 0,
+        };
+        let (read_json, read_proto, read_below) = match &op {
+            EtcdOp::TxnMixed(m) => mixed_read(m),
+            _ => (Bytes::new(), Bytes::new(), 0),
         };
         let t = targets(&op, endpoints, token, json_body_len(&op, &json_tail))?;
         Ok(EtcdWorkload {
@@ -302,6 +340,10 @@ impl EtcdWorkload {
                 h2_calls: t.h2_calls,
                 json_tail,
                 proto_tail,
+                read_json,
+                read_proto,
+                read_below,
+                leases: Arc::new([]),
             }),
             rng,
             key: vec![0; key_size],
@@ -310,7 +352,48 @@ impl EtcdWorkload {
             request: Bytes::new(),
             h2_body: Bytes::new(),
             key_index: 0,
+            writing: false,
+            read_request: Bytes::new(),
+            lease: 0,
         })
+    }
+
+    /// lease-keepalive: the same workload keeping `leases` alive, client `i` the lease
+    /// `leases[i % len]` (the leases are granted before each run, `etcd::lease`).
+    pub fn with_leases(&self, leases: &[i64]) -> EtcdWorkload {
+        let s = &*self.shared;
+        let mut w = self.clone();
+        w.shared = Arc::new(Shared {
+            op: s.op.clone(),
+            endpoints: s.endpoints.clone(),
+            templates: s.templates.clone(),
+            calls: s.calls.clone(),
+            h2_calls: s.h2_calls.clone(),
+            json_tail: s.json_tail.clone(),
+            proto_tail: s.proto_tail.clone(),
+            read_json: s.read_json.clone(),
+            read_proto: s.read_proto.clone(),
+            read_below: s.read_below,
+            leases: leases.into(),
+        });
+        w
+    }
+
+    /// The classes a run of this workload reports apart (txn-mixed: read, write).
+    pub fn classes(&self) -> &'static [&'static str] {
+        self.shared.op.classes()
+    }
+
+    /// The class of the request at hand (txn-mixed: 0 a read, 1 a write); None for an
+    /// operation of one kind.
+    pub fn class(&self) -> Option<u8> {
+        matches!(self.shared.op, EtcdOp::TxnMixed(_)).then_some(u8::from(self.writing))
+    }
+
+    /// Whether a request is one message on a bidi stream the client keeps open (gRPC): the
+    /// lease keepalives.
+    pub fn bidi(&self) -> bool {
+        matches!(self.shared.op, EtcdOp::LeaseKeepalive { .. })
     }
 
     pub fn for_client(&self, client: u64) -> EtcdWorkload {
@@ -319,6 +402,23 @@ impl EtcdWorkload {
         w.body = BytesMut::with_capacity(256);
         w.frame = BytesMut::with_capacity(256);
         w.request = Bytes::copy_from_slice(&self.shared.proto_tail);
+        w.read_request = Bytes::copy_from_slice(&self.shared.read_proto);
+        if let EtcdOp::LeaseKeepalive { .. } = self.shared.op {
+            let leases = &self.shared.leases;
+            w.lease = match leases.len() {
+                0 => 0,
+                n => leases[(client % n as u64) as usize],
+            };
+            // LeaseKeepAliveRequest{ID = 1}: the gateway's JSON (int64 quoted) and framed
+            w.body
+                .put_slice(format!(r#"{{"ID":"{}"}}"#, w.lease).as_bytes());
+            let mut frame = BytesMut::new();
+            grpc::encode(
+                &wirebench_wire::proto::etcd::LeaseKeepAliveRequest { id: w.lease },
+                &mut frame,
+            );
+            w.request = frame.freeze();
+        }
         w
     }
 
@@ -335,6 +435,10 @@ impl EtcdWorkload {
             h2_calls: t.h2_calls,
             json_tail: s.json_tail.clone(),
             proto_tail: s.proto_tail.clone(),
+            read_json: s.read_json.clone(),
+            read_proto: s.read_proto.clone(),
+            read_below: s.read_below,
+            leases: s.leases.clone(),
         });
         Ok(())
     }
@@ -344,9 +448,40 @@ impl EtcdWorkload {
         let shared = &*self.shared;
         let template = &shared.templates[ep];
         match shared.op {
-            EtcdOp::Put { .. } | EtcdOp::TxnPut { .. } => template.encode(&self.body, dst),
+            EtcdOp::Put { .. } | EtcdOp::TxnPut { .. } | EtcdOp::LeaseKeepalive { .. } => {
+                template.encode(&self.body, dst)
+            }
+            EtcdOp::TxnMixed(_) if !self.writing => template.encode(&shared.read_json, dst),
+            EtcdOp::TxnMixed(_) => template.encode(&self.body, dst),
             EtcdOp::Range { .. } => template.encode(&shared.json_tail, dst),
         }
+    }
+
+    /// txn-mixed: whether request `idx` writes (etcd's tool: a read with probability
+    /// rw-ratio / (1 + rw-ratio)), and for a write its key index (request index mod the key
+    /// space, as etcd's tool writes them).
+    fn next_mixed(&mut self, idx: u64, key_space_size: u64) {
+        self.writing = self.rng.next_u64() >= self.shared.read_below;
+        if self.writing {
+            self.key_index = idx % key_space_size;
+        }
+    }
+
+    /// The JSON body of a transaction of `ops` puts from key index `base` into `body`.
+    fn json_txn_puts(&mut self, base: u64, ops: usize, key_space_size: u64) {
+        let shared = &*self.shared;
+        self.body.clear();
+        self.body.put_slice(TXN_HEAD);
+        for j in 0..ops as u64 {
+            if j > 0 {
+                self.body.put_u8(b',');
+            }
+            put_key_index(&mut self.key, (base + j) % key_space_size);
+            self.body.put_slice(TXN_OP_HEAD);
+            json::put_base64(&self.key, &mut self.body);
+            self.body.put_slice(&shared.json_tail);
+        }
+        self.body.put_slice(TXN_END);
     }
 
     /// Put and txn-put: the JSON body of request `idx` into `body` (range's is constant).
@@ -365,21 +500,17 @@ impl EtcdWorkload {
                 ops,
                 ..
             } => {
-                let base = self.rng.below(key_space_size);
-                self.body.clear();
-                self.body.put_slice(TXN_HEAD);
-                for j in 0..ops as u64 {
-                    if j > 0 {
-                        self.body.put_u8(b',');
-                    }
-                    put_key_index(&mut self.key, (base + j) % key_space_size);
-                    self.body.put_slice(TXN_OP_HEAD);
-                    json::put_base64(&self.key, &mut self.body);
-                    self.body.put_slice(&shared.json_tail);
-                }
-                self.body.put_slice(TXN_END);
+                self.key_index = self.rng.below(key_space_size);
+                self.json_txn_puts(self.key_index, ops, key_space_size);
             }
-            EtcdOp::Range { .. } => {}
+            EtcdOp::TxnMixed(TxnMixed { key_space_size, .. }) => {
+                self.next_mixed(idx, key_space_size);
+                if self.writing {
+                    self.json_txn_puts(self.key_index, 1, key_space_size);
+                }
+            }
+            // each client's body is constant (`for_client`)
+            EtcdOp::Range { .. } | EtcdOp::LeaseKeepalive { .. } => {}
         }
     }
 
@@ -391,6 +522,9 @@ impl EtcdWorkload {
                 self.h2_body = Bytes::new();
                 self.next_json(idx);
                 self.h2_body = self.body.split().freeze();
+            }
+            EtcdOp::TxnMixed(_) | EtcdOp::LeaseKeepalive { .. } => {
+                unreachable!("`cli` runs txn-mixed and lease-keepalive over http and grpc only")
             }
             // this client's own copy of the constant body (no reference count shared between
             // threads)
@@ -412,6 +546,16 @@ impl EtcdWorkload {
         if status != 200 {
             return Err((key, gateway_error(status, body)));
         }
+        if let EtcdOp::LeaseKeepalive { .. } = self.shared.op {
+            return match json::keepalive_answer(body) {
+                Ok(k) => self.kept_alive(k.id, k.ttl).map(|()| (key, None)),
+                Err(json::KeepAliveError::Stream(m)) => Err(Failure::with(FailureKind::Etcd, m)),
+                Err(json::KeepAliveError::Malformed(why)) => {
+                    Err(Failure::with(FailureKind::BadResponse, why))
+                }
+            }
+            .map_err(|f| (key, f));
+        }
         let r: GwResponse = match serde_json::from_slice(body) {
             Ok(r) => r,
             Err(e) => return Err((key, Failure::with(FailureKind::BadResponse, e))),
@@ -425,9 +569,32 @@ impl EtcdWorkload {
         }
     }
 
-    /// Put: the key index of the request at hand and the revision etcd gave it.
+    /// A write's acknowledgement: the key index of the request at hand (a txn-put's first
+    /// key) and the revision etcd gave it; None for a read.
     fn ack(&self, revision: i64) -> Ack {
-        matches!(self.shared.op, EtcdOp::Put { .. }).then_some((self.key_index as usize, revision))
+        let write = match self.shared.op {
+            EtcdOp::Put { .. } | EtcdOp::TxnPut { .. } => true,
+            EtcdOp::TxnMixed(_) => self.writing,
+            EtcdOp::Range { .. } | EtcdOp::LeaseKeepalive { .. } => false,
+        };
+        write.then_some((self.key_index as usize, revision))
+    }
+
+    /// The verdict on a keepalive's answer: for this client's lease, with a TTL left.
+    fn kept_alive(&self, id: i64, ttl: i64) -> Result<(), Failure> {
+        if id != self.lease {
+            return Err(Failure::with(
+                FailureKind::Lease,
+                "the keepalive answered for another lease",
+            ));
+        }
+        if ttl <= 0 {
+            return Err(Failure::with(
+                FailureKind::Lease,
+                "TTL 0: the lease is gone (revoked or expired)",
+            ));
+        }
+        Ok(())
     }
 
     pub fn call(&self, ep: usize) -> &Call {
@@ -457,31 +624,49 @@ impl EtcdWorkload {
                 ops,
                 ..
             } => {
-                use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
-                self.request = Bytes::new();
-                let base = self.rng.below(key_space_size);
-                // TxnRequest{success = 2: [RequestOp{request_put = 2: PutRequest}]}, by hand:
-                // every op has the same length (the keys have one size)
-                let put_len =
-                    prost::encoding::bytes::encoded_len(1, &self.key) + shared.proto_tail.len();
-                let op_len = 1 + encoded_len_varint(put_len as u64) + put_len;
-                let len = ops * (1 + encoded_len_varint(op_len as u64) + op_len);
-                self.frame.reserve(grpc::PREFIX_LEN + len);
-                self.frame.put_u8(0);
-                self.frame.put_u32(len as u32);
-                for j in 0..ops as u64 {
-                    put_key_index(&mut self.key, (base + j) % key_space_size);
-                    encode_key(TXN_FIELD, WireType::LengthDelimited, &mut self.frame);
-                    encode_varint(op_len as u64, &mut self.frame);
-                    encode_key(TXN_FIELD, WireType::LengthDelimited, &mut self.frame);
-                    encode_varint(put_len as u64, &mut self.frame);
-                    prost::encoding::bytes::encode(1, &self.key, &mut self.frame);
-                    self.frame.put_slice(&shared.proto_tail);
-                }
-                self.request = self.frame.split().freeze();
+                self.key_index = self.rng.below(key_space_size);
+                self.grpc_txn_puts(self.key_index, ops, key_space_size);
             }
-            EtcdOp::Range { .. } => {}
+            EtcdOp::TxnMixed(TxnMixed { key_space_size, .. }) => {
+                self.next_mixed(idx, key_space_size);
+                if self.writing {
+                    self.grpc_txn_puts(self.key_index, 1, key_space_size);
+                } else {
+                    // this client's own copy of the constant read: no allocation, no reference
+                    // count shared with other threads
+                    self.request = self.read_request.clone();
+                }
+            }
+            // constant: the range's (`for_client`'s copy), each client's keepalive
+            EtcdOp::Range { .. } | EtcdOp::LeaseKeepalive { .. } => {}
         }
+    }
+
+    /// The framed gRPC request of a transaction of `ops` puts from key index `base` into
+    /// `request`.
+    fn grpc_txn_puts(&mut self, base: u64, ops: usize, key_space_size: u64) {
+        use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
+        let shared = &*self.shared;
+        // the last request's bytes first, so the buffer is reused
+        self.request = Bytes::new();
+        // TxnRequest{success = 2: [RequestOp{request_put = 2: PutRequest}]}, by hand:
+        // every op has the same length (the keys have one size)
+        let put_len = prost::encoding::bytes::encoded_len(1, &self.key) + shared.proto_tail.len();
+        let op_len = 1 + encoded_len_varint(put_len as u64) + put_len;
+        let len = ops * (1 + encoded_len_varint(op_len as u64) + op_len);
+        self.frame.reserve(grpc::PREFIX_LEN + len);
+        self.frame.put_u8(0);
+        self.frame.put_u32(len as u32);
+        for j in 0..ops as u64 {
+            put_key_index(&mut self.key, (base + j) % key_space_size);
+            encode_key(TXN_FIELD, WireType::LengthDelimited, &mut self.frame);
+            encode_varint(op_len as u64, &mut self.frame);
+            encode_key(TXN_FIELD, WireType::LengthDelimited, &mut self.frame);
+            encode_varint(put_len as u64, &mut self.frame);
+            prost::encoding::bytes::encode(1, &self.key, &mut self.frame);
+            self.frame.put_slice(&shared.proto_tail);
+        }
+        self.request = self.frame.split().freeze();
     }
 
     /// The framed request `next_grpc` made.
@@ -494,7 +679,16 @@ impl EtcdWorkload {
         let header = match self.shared.op {
             EtcdOp::Put { .. } => PutResponse::decode(message.clone()).map(|r| r.header),
             EtcdOp::Range { .. } => RangeResponse::decode(message.clone()).map(|r| r.header),
-            EtcdOp::TxnPut { .. } => TxnResponse::decode(message.clone()).map(|r| r.header),
+            // the operations' results are skipped, not decoded
+            EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_) => {
+                TxnResponse::decode(message.clone()).map(|r| r.header)
+            }
+            // no bytes fields: decoded from the slice, nothing allocated
+            EtcdOp::LeaseKeepalive { .. } => {
+                let r = LeaseKeepAliveResponse::decode(&message[..])
+                    .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
+                return self.kept_alive(r.id, r.ttl).map(|()| None);
+            }
         };
         match header {
             Ok(Some(h)) => Ok(self.ack(h.revision)),
@@ -514,12 +708,55 @@ impl EtcdWorkload {
             EtcdOp::Range { .. } => {
                 RangeResponse::decode(message.clone()).map(|r| json::range_response_json(&r))
             }
-            EtcdOp::TxnPut { .. } => {
-                TxnResponse::decode(message.clone()).map(|r| json::txn_response_json(&r))
+            EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_) => {
+                TxnResults::decode(message.clone()).map(|r| json::txn_results_json(&r))
             }
+            EtcdOp::LeaseKeepalive { .. } => LeaseKeepAliveResponse::decode(message.clone())
+                .map(|r| json::lease_keepalive_json(&r)),
         };
         v.unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
     }
+}
+
+/// txn-mixed's read, etcd benchmark's: a transaction of one range from key `\0` to the end key
+/// (`\0`, every key, when none is given) with the limit and the consistency: its JSON body,
+/// its framed gRPC request, and the u64 below which a uniform draw is a read
+/// (rw-ratio / (1 + rw-ratio) of 2^64).
+fn mixed_read(m: &TxnMixed) -> (Bytes, Bytes, u64) {
+    let range_end = if m.end_key.is_empty() {
+        vec![0]
+    } else {
+        m.end_key.clone()
+    };
+    let mut j = BytesMut::new();
+    j.put_slice(br#"{"success":[{"request_range":{"key":"AA==","range_end":""#);
+    json::put_base64(&range_end, &mut j);
+    j.put_slice(b"\"");
+    if m.limit > 0 {
+        j.put_slice(format!(r#","limit":"{}""#, m.limit).as_bytes());
+    }
+    if m.serializable {
+        j.put_slice(br#","serializable":true"#);
+    }
+    j.put_slice(b"}}]}");
+    let req = TxnRequest {
+        success: vec![RequestOp {
+            request: Some(request_op::Request::RequestRange(RangeRequest {
+                key: Bytes::from_static(b"\0"),
+                range_end: range_end.into(),
+                limit: m.limit,
+                serializable: m.serializable,
+                ..Default::default()
+            })),
+        }],
+        failure: Vec::new(),
+    };
+    let mut p = BytesMut::new();
+    grpc::encode(&req, &mut p);
+    let share = m.rw_ratio / (1.0 + m.rw_ratio);
+    // 2^64 as f64; a share of 1 (all reads) saturates to u64::MAX
+    let below = (share * 18_446_744_073_709_551_616.0).min(u64::MAX as f64) as u64;
+    (j.freeze(), p.freeze(), below)
 }
 
 /// What an acknowledged request hands the run besides its status: for the watch benchmark's
@@ -800,6 +1037,233 @@ mod tests {
             b64.decode(v["value"].as_str().unwrap()).unwrap(),
             &req.value[..]
         );
+    }
+
+    fn mixed(rw_ratio: f64) -> EtcdOp {
+        EtcdOp::TxnMixed(TxnMixed {
+            key_size: 8,
+            val_size: 4,
+            key_space_size: 10,
+            rw_ratio,
+            limit: 1000,
+            end_key: Vec::new(),
+            serializable: true,
+        })
+    }
+
+    /// The framed gRPC request `w` made, decoded.
+    fn txn_of(w: &EtcdWorkload) -> TxnRequest {
+        let mut buf = BytesMut::from(&w.grpc_request()[..]);
+        TxnRequest::decode(grpc::decode(&mut buf, 1 << 20).unwrap().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn txn_mixed_reads_range_every_key_and_writes_put_one_over_both_stacks() {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let base = EtcdWorkload::new(mixed(1.0), &[endpoint()], 3, None).unwrap();
+        assert_eq!(base.classes(), ["read", "write"]);
+        let (mut reads, mut writes) = (0, 0);
+        for idx in 0..200u64 {
+            // the same client twice: gRPC and HTTP/1.1 draw the same classes and keys
+            let mut g = base.for_client(1);
+            let mut h = base.for_client(1);
+            for i in 0..idx % 3 {
+                g.next_grpc(i);
+                let mut out = BytesMut::new();
+                h.encode_http(i, 0, &mut out);
+            }
+            g.next_grpc(idx);
+            let mut out = BytesMut::new();
+            h.encode_http(idx, 0, &mut out);
+            assert_eq!(g.class(), h.class());
+            let text = std::str::from_utf8(&out).unwrap();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap();
+            assert!(head.starts_with("POST /v3/kv/txn HTTP/1.1\r\n"), "{head}");
+            assert!(
+                head.contains(&format!("Content-Length: {}", body.len())),
+                "{head}"
+            );
+            let json: Value = serde_json::from_str(body).unwrap();
+            let op = &txn_of(&g).success[0];
+            match (&op.request, g.class()) {
+                (Some(request_op::Request::RequestRange(r)), Some(0)) => {
+                    reads += 1;
+                    // every key, from \0, limited and serializable as asked
+                    assert_eq!((&r.key[..], &r.range_end[..]), (&b"\0"[..], &b"\0"[..]));
+                    assert_eq!((r.limit, r.serializable), (1000, true));
+                    let jr = &json["success"][0]["request_range"];
+                    assert_eq!(jr["key"], "AA==");
+                    assert_eq!(jr["range_end"], "AA==");
+                    assert_eq!(jr["limit"], "1000");
+                    assert_eq!(jr["serializable"], true);
+                    assert_eq!(g.ack(5), None, "a read acknowledges no write");
+                }
+                (Some(request_op::Request::RequestPut(p)), Some(1)) => {
+                    writes += 1;
+                    // request N writes key N mod the key space, as etcd's tool
+                    let mut key = vec![0u8; 8];
+                    put_key_index(&mut key, idx % 10);
+                    assert_eq!(&p.key[..], &key[..]);
+                    assert_eq!(p.value.len(), 4);
+                    let jp = &json["success"][0]["request_put"];
+                    assert_eq!(b64.decode(jp["key"].as_str().unwrap()).unwrap(), key);
+                    assert_eq!(
+                        b64.decode(jp["value"].as_str().unwrap()).unwrap(),
+                        &p.value[..]
+                    );
+                    assert_eq!(g.ack(7), Some(((idx % 10) as usize, 7)));
+                    assert_eq!(h.ack(7), Some(((idx % 10) as usize, 7)));
+                }
+                other => panic!("request {idx}: {other:?}"),
+            }
+        }
+        assert_eq!(reads + writes, 200);
+        assert!(
+            (60..140).contains(&reads),
+            "{reads} reads of 200 at rw-ratio 1"
+        );
+    }
+
+    #[test]
+    fn txn_mixed_honours_the_ratio_and_its_extremes() {
+        let share = |ratio: f64| {
+            let mut w = EtcdWorkload::new(mixed(ratio), &[endpoint()], 11, None)
+                .unwrap()
+                .for_client(0);
+            let reads = (0..10_000u64)
+                .filter(|&i| {
+                    w.next_grpc(i);
+                    w.class() == Some(0)
+                })
+                .count();
+            reads as f64 / 10_000.0
+        };
+        assert_eq!(share(0.0), 0.0, "rw-ratio 0: writes only");
+        let s = share(3.0);
+        assert!((0.73..0.77).contains(&s), "rw-ratio 3: {s} reads");
+        let s = share(0.25);
+        assert!((0.18..0.22).contains(&s), "rw-ratio 0.25: {s} reads");
+        assert_eq!(share(1e12), 1.0, "a huge ratio: reads only");
+    }
+
+    #[test]
+    fn txn_mixed_reads_below_an_end_key() {
+        let op = EtcdOp::TxnMixed(TxnMixed {
+            end_key: b"k".to_vec(),
+            limit: 0,
+            serializable: false,
+            ..match mixed(1e12) {
+                EtcdOp::TxnMixed(m) => m,
+                _ => unreachable!(),
+            }
+        });
+        let mut w = EtcdWorkload::new(op, &[endpoint()], 1, None)
+            .unwrap()
+            .for_client(0);
+        w.next_grpc(0);
+        let Some(request_op::Request::RequestRange(r)) = &txn_of(&w).success[0].request else {
+            panic!("a read");
+        };
+        assert_eq!(
+            (&r.range_end[..], r.limit, r.serializable),
+            (&b"k"[..], 0, false)
+        );
+        let mut out = BytesMut::new();
+        w.encode_http(0, 0, &mut out);
+        let text = String::from_utf8(out.to_vec()).unwrap();
+        assert!(
+            text.ends_with(r#"{"success":[{"request_range":{"key":"AA==","range_end":"aw=="}}]}"#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn txn_put_acknowledges_its_first_key() {
+        let op = EtcdOp::TxnPut {
+            key_size: 8,
+            val_size: 4,
+            key_space_size: 5,
+            ops: 3,
+        };
+        let mut w = EtcdWorkload::new(op, &[endpoint()], 9, None)
+            .unwrap()
+            .for_client(0);
+        for idx in 0..20 {
+            w.next_grpc(idx);
+            let txn = txn_of(&w);
+            let Some((first, 4)) = w.ack(4) else {
+                panic!("a txn-put acknowledges its write");
+            };
+            // its keys: consecutive indices from the first, modulo the key space
+            for (j, op) in txn.success.iter().enumerate() {
+                let Some(request_op::Request::RequestPut(p)) = &op.request else {
+                    panic!("a put");
+                };
+                assert_eq!(&p.key[..], &put_key(8, (first as u64 + j as u64) % 5)[..]);
+            }
+        }
+    }
+
+    #[test]
+    fn lease_keepalives_name_each_clients_lease_and_judge_the_answer() {
+        use wirebench_wire::proto::etcd::{LeaseKeepAliveRequest, ResponseHeader};
+        let base = EtcdWorkload::new(EtcdOp::LeaseKeepalive { ttl: 100 }, &[endpoint()], 1, None)
+            .unwrap()
+            .with_leases(&[11, 22]);
+        assert!(base.bidi());
+        let mut w = base.for_client(3);
+        assert_eq!(w.lease, 22, "client 3 of 2 leases keeps the second");
+        w.next_grpc(3);
+        let mut buf = BytesMut::from(&w.grpc_request()[..]);
+        let req: LeaseKeepAliveRequest = grpc::decode_message(&mut buf, 1 << 20).unwrap().unwrap();
+        assert_eq!(req.id, 22);
+        let mut out = BytesMut::new();
+        w.encode_http(3, 0, &mut out);
+        let text = String::from_utf8(out.to_vec()).unwrap();
+        assert!(
+            text.starts_with("POST /v3/lease/keepalive HTTP/1.1\r\n"),
+            "{text}"
+        );
+        assert!(text.ends_with(r#"{"ID":"22"}"#), "{text}");
+
+        let answer = |id, ttl| {
+            Bytes::from(
+                LeaseKeepAliveResponse {
+                    header: Some(ResponseHeader {
+                        revision: 4,
+                        ..Default::default()
+                    }),
+                    id,
+                    ttl,
+                }
+                .encode_to_vec(),
+            )
+        };
+        assert_eq!(w.check_grpc(&answer(22, 100)), Ok(None));
+        let kind = |m| w.check_grpc(&m).map_err(|f| f.kind);
+        assert_eq!(kind(answer(22, 0)), Err(FailureKind::Lease));
+        assert_eq!(kind(answer(22, -1)), Err(FailureKind::Lease));
+        assert_eq!(kind(answer(11, 100)), Err(FailureKind::Lease));
+        assert_eq!(
+            kind(Bytes::from_static(b"\xff")),
+            Err(FailureKind::BadResponse)
+        );
+
+        let http = |body: &[u8]| {
+            w.check_http(200, body)
+                .map(|(_, a)| a)
+                .map_err(|(_, f)| f.kind)
+        };
+        let line = br#"{"result":{"header":{"revision":"4"},"ID":"22","TTL":"100"}}"#;
+        assert_eq!(http(line), Ok(None));
+        let gone = br#"{"result":{"header":{"revision":"4"},"ID":"22"}}"#;
+        assert_eq!(http(gone), Err(FailureKind::Lease));
+        let other = br#"{"result":{"header":{"revision":"4"},"ID":"11","TTL":"9"}}"#;
+        assert_eq!(http(other), Err(FailureKind::Lease));
+        let err = br#"{"error":{"grpc_code":14,"message":"etcdserver: no leader"}}"#;
+        assert_eq!(http(err), Err(FailureKind::Etcd));
+        assert_eq!(http(b"{}"), Err(FailureKind::BadResponse));
     }
 
     #[test]
