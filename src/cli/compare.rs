@@ -50,6 +50,11 @@ impl CompareCmd {
                 (run.into_config(spec, endpoints, Target::All)?, None)
             }
         };
+        if cfg.agent.is_some() {
+            return Err(
+                "--agent names one run's report for wirebench merge; compare runs rounds".into(),
+            );
+        }
         // --proto names the stacks (both by default): at least two, to compare
         if cfg.protos.len() < 2 {
             return Err(format!(

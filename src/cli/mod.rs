@@ -8,6 +8,7 @@ mod echo;
 mod etcd;
 mod grpc;
 mod http;
+mod merge;
 mod serve;
 mod sweep;
 mod sweep_payload;
@@ -27,6 +28,7 @@ pub use echo::EchoArgs;
 pub use etcd::EtcdCmd;
 pub use grpc::GrpcArgs;
 pub use http::HttpArgs;
+pub use merge::MergeArgs;
 pub use serve::ServeArgs;
 pub use sweep::{SweepArgs, SweepCmd, SweepEtcd, TableArg};
 pub use watch::WatchArgs;
@@ -85,6 +87,9 @@ pub enum Command {
         #[command(subcommand)]
         what: SweepCmd,
     },
+    /// Merge the JSON reports of agents that ran one workload together (--agent, --start-at)
+    /// into one: counts summed, percentiles from the merged histograms, a row per agent
+    Merge(MergeArgs),
     /// Run both protocols in alternating rounds (HTTP/1.1, gRPC, HTTP/1.1, ...): medians,
     /// ratios and findings
     Compare {
@@ -152,6 +157,7 @@ impl Cli {
             Command::Serve(args) => Ok(Action::Serve(args.into_config()?)),
             Command::Sweep { what } => what.into_action(),
             Command::Call { what } => what.into_action(),
+            Command::Merge(args) => args.into_action(),
         }
     }
 
@@ -165,6 +171,7 @@ impl Cli {
             | Action::Watch(_)
             | Action::Sweep(_)
             | Action::SweepPayload(_)
+            | Action::Merge(_)
             | Action::ListGrpc { .. } => {
                 Err("this command has no request-load configuration".into())
             }

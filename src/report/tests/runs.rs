@@ -232,7 +232,7 @@ fn ratio_runs() -> [ProtoRun; 2] {
 }
 
 /// `wirebench etcd put -n 3000` as the cli validates it (the defaults written out).
-fn etcd_put_config() -> Config {
+pub(super) fn etcd_put_config() -> Config {
     use crate::config::{EtcdOp, Format, Load, Target, WorkloadSpec};
     Config {
         endpoints: vec![Endpoint::parse("http://127.0.0.1:2379").expect("an endpoint")],
@@ -245,6 +245,7 @@ fn etcd_put_config() -> Config {
             threads: 2,
             stop: Stop::Total(3000),
             warmup: Duration::ZERO,
+            start_at: None,
             timeout: Duration::from_secs(20),
             rate: None,
             connect_rate: None,
@@ -261,6 +262,7 @@ fn etcd_put_config() -> Config {
             sequential_keys: false,
         }),
         seed: 1,
+        agent: None,
         format: Format::Text,
         output: None,
         server_pid: None,
