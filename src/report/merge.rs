@@ -594,12 +594,11 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
         None => None,
     };
 
-    let verify = match runs
+    let verify = runs
         .iter()
         .map(|r| r.verify.as_ref())
         .collect::<Option<Vec<_>>>()
-    {
-        Some(v) => Some(VerifyReport {
+        .map(|v| VerifyReport {
             checked: v.iter().map(|x| x.checked).sum(),
             lost: v.iter().map(|x| x.lost).sum(),
             lost_examples: v
@@ -608,9 +607,7 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
                 .take(10)
                 .collect(),
             via: v[0].via.clone(),
-        }),
-        None => None,
-    };
+        });
 
     let mut agents = Vec::new();
     for (s, r) in sources.iter().zip(&runs) {
