@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::run::{first_error, judge};
 use super::{RunError, emit, exit};
 use crate::config::Format;
-use crate::report::merge::{self, Source};
+use crate::report::merge::{self, AgentRow, Source};
 use crate::threshold::Threshold;
 
 /// The largest report file read (a report's per-connection records grow with its connections).
@@ -38,6 +38,28 @@ fn read(path: &std::path::Path) -> Result<Source, String> {
     Source::parse(&name, &text)
 }
 
+/// The agents' windows overlap for less than this share of their union: worth a word, since
+/// the merged rates are over the union.
+const FAIR_OVERLAP: f64 = 0.9;
+
+/// When the agents did not run together (no common `--start-at`, different durations), what
+/// that does to the merged rates, in one line.
+fn apart(rows: &[AgentRow]) -> Option<String> {
+    let start = rows.iter().map(|r| r.start_unix_us).min()?;
+    let end = rows.iter().map(|r| r.end_unix_us).max()?;
+    let common_start = rows.iter().map(|r| r.start_unix_us).max()?;
+    let common_end = rows.iter().map(|r| r.end_unix_us).min()?;
+    let union = end.saturating_sub(start) as f64 / 1e6;
+    let common = common_end.saturating_sub(common_start) as f64 / 1e6;
+    (rows.len() > 1 && common < FAIR_OVERLAP * union).then(|| {
+        format!(
+            "the agents ran together for {common:.2} s of the {union:.2} s from the first start \
+             to the last end, and the merged rates are over those {union:.2} s (--start-at \
+             and -z align the windows)"
+        )
+    })
+}
+
 /// Merges, writes the merged report; fails when a stack had no success at all, or on a broken
 /// `--fail-if`.
 pub(super) fn merge_and_write(m: &Merge) -> Result<i32, RunError> {
@@ -56,6 +78,11 @@ pub(super) fn merge_and_write(m: &Merge) -> Result<i32, RunError> {
                 "--fail-if {:?}: the reports have no {s} run",
                 t.text
             )));
+        }
+    }
+    for r in &report.runs {
+        if let Some(note) = r.agents.as_deref().and_then(apart) {
+            eprintln!("warning: {}: {note}", r.title);
         }
     }
     let text = match m.format {
