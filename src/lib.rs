@@ -10,14 +10,15 @@
 //! → `outcome`). No cycle between modules.
 //! - `cli`: the clap grammar, one file per command, validated into an `app::Action` holding
 //!   `config` types; nothing else sees raw flags.
-//! - `app`: one file per command (run, call, compare, sweep, watch, serve) and `prepare`: file
+//! - `app`: one file per command (run, call, compare, sweep, watch, serve, merge) and `prepare`: file
 //!   limits, auth token, `--target`, the built-in server, `--server-pid` → `Prepared`.
 //! - `engine`: thread-per-core runner: `plan` (threads, quotas), `worker` (one thread's clients
 //!   and measured window), `run` (the main thread's side), `pace` (open loop).
 //! - `etcd`: discovery for `--target` (pure selection) and the watch benchmark's watchers; it
 //!   imports nothing of engine, report or app.
 //! - `report`: derived figures (one place), rendered as text or JSON; compare rounds; SVG
-//!   charts; the watch report.
+//!   charts; the watch report; the histograms as the JSON carries them (`hdr`) and the merge
+//!   of several agents' reports (`merge`).
 //! - `server`: the built-in grpc-echo compatible server (h2 and HTTP/1.1 on one port, TLS).
 //! - `workload`: what request N is and how its answer is judged (echo, etcd's KV and the watch
 //!   puts), one enum, static dispatch; `workload::etcd::client`: one etcd client over both
@@ -27,7 +28,7 @@
 //!   TLS, plaintext and layer accounting), TCP_INFO; the connection settings.
 //! - `config`: the validated run description, plain data, never changed after validation;
 //!   `config::stages`: `--stages` / `--client-stages` parsed and their math (level, integral,
-//!   inverse, each client's active stretches).
+//!   inverse, each client's active stretches); `config::clock`: `--start-at`'s times.
 //! - `outcome`: the typed failure kinds and status keys; details interned per thread.
 //! - `threshold`: `--fail-if` parsed (figure, comparison, limit), part of the configuration;
 //!   `report::threshold` judges it on a report.

@@ -110,3 +110,42 @@ pub(super) fn merge_and_write(m: &Merge) -> Result<i32, RunError> {
     }
     Ok(code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(start_s: f64, end_s: f64) -> AgentRow {
+        AgentRow {
+            agent: "a".into(),
+            file: "a.json".into(),
+            start_unix_us: (start_s * 1e6) as u64,
+            end_unix_us: (end_s * 1e6) as u64,
+            start_late_ms: None,
+            clients: 1,
+            connections: 1,
+            count: 1,
+            ok: 1,
+            failed: 0,
+            total_s: end_s - start_s,
+            requests_per_sec: 1.0,
+            p50_ms: 1.0,
+            p99_ms: 1.0,
+            client_cpu_us_per_request: 1.0,
+            server_cpu_us_per_request: None,
+        }
+    }
+
+    #[test]
+    fn agents_that_did_not_run_together_get_a_word() {
+        // aligned within a few ms: nothing to say
+        assert_eq!(apart(&[row(100.0, 110.0), row(100.002, 110.001)]), None);
+        assert_eq!(apart(&[row(100.0, 110.0)]), None);
+        // one agent 5 s late: 5 s together of 15
+        let note = apart(&[row(100.0, 110.0), row(105.0, 115.0)]).unwrap();
+        assert!(note.contains("5.00 s of the 15.00 s"), "{note}");
+        // one after the other: none together
+        let note = apart(&[row(100.0, 101.0), row(102.0, 103.0)]).unwrap();
+        assert!(note.contains("0.00 s of the 3.00 s"), "{note}");
+    }
+}
