@@ -355,12 +355,18 @@ fn an_open_loop_report_reads_the_same_in_hdrhistogram_py() {
         u64s(&p["uncorrected_latency"]["ceil"]),
         ns_of(&r["open_loop"]["uncorrected_distribution"])
     );
-    // the slowest request, exact in the summary, is in the histogram's highest bucket
+    // the fastest and the slowest request, exact in the summary, are in the histogram's
+    // lowest and highest buckets
+    let bucket = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+    let fastest = (f64_at(r, "/summary/fastest_ms") * 1e6).round() as u64;
     let slowest = (f64_at(r, "/summary/slowest_ms") * 1e6).round() as u64;
-    let max = u64_at(p, "/latency/max");
-    assert!(
-        max >= slowest && max - slowest <= slowest / 1000,
-        "{max} vs {slowest}"
+    assert_eq!(
+        u64_at(p, "/latency/lowest_recorded"),
+        bucket.lowest_equivalent(fastest)
+    );
+    assert_eq!(
+        u64_at(p, "/latency/highest_recorded"),
+        bucket.highest_equivalent(slowest)
     );
     // the connect times and the one endpoint
     assert_eq!(

@@ -5,8 +5,8 @@ an implementation independent of the Rust crate wirebench uses, and prints what 
 Usage: hdr_check.py REPORT.json
        hdr_check.py --merge REPORT.json...
 
-Prints one JSON object: per run, each histogram's total count, min, max and the value at each
-percentile of the report's `latency_distribution`, in nanoseconds, computed two ways from the
+Prints one JSON object: per run, each histogram's total count, its lowest and highest recorded
+buckets, and the value at each percentile of the report's `latency_distribution`, in nanoseconds, computed two ways from the
 decoded counts:
 
 - "ceil": the rank HdrHistogram's Java reference and the Rust crate use (wirebench's): the
@@ -52,8 +52,10 @@ def describe_histogram(h, percentiles):
         "lowest_trackable": h.lowest_trackable_value,
         "highest_trackable": h.highest_trackable_value,
         "significant_figures": h.significant_figures,
-        "min": h.get_min_value() if total else None,
-        "max": h.get_max_value() if total else None,
+        # from the decoded counts: the first and the last bucket holding a value (the library's
+        # own min / max tracking is not used)
+        "lowest_recorded": value_at(h, 0.0) if total else None,
+        "highest_recorded": value_at(h, 1.0) if total else None,
         "ceil": [value_at(h, p / 100.0) if total else 0 for p in percentiles],
         "library": [h.get_value_at_percentile(p) if total else 0 for p in percentiles],
     }
