@@ -12,8 +12,8 @@ decoded counts:
 - "ceil": the rank HdrHistogram's Java reference and the Rust crate use (wirebench's): the
   smallest value whose cumulative count reaches ceil(q * total), q = percentile / 100;
 - "library": HdrHistogram_py's own get_value_at_percentile, which rounds q * total to the
-  nearest integer instead, so it names the neighbouring bucket when q * total falls below
-  n + 0.5 for an integer n.
+  nearest integer instead (one request lower when the fraction of q * total is below one half);
+- "nearest": that rounded rank by the same walk as "ceil", which "library" should equal.
 
 With --merge, the latency histograms of the first run of every report are decoded and added
 together (HdrHistogram_py's add), and the sum is described the same way, under "merged".
@@ -30,8 +30,12 @@ from hdrh.histogram import HdrHistogram
 
 def value_at(h, q):
     """The value at quantile q with the rank ceil(q * total) (at least 1)."""
-    total = h.get_total_count()
-    rank = max(1, math.ceil(q * total))
+    return value_at_rank(h, max(1, math.ceil(q * h.get_total_count())), q)
+
+
+def value_at_rank(h, rank, q):
+    """The value of the request of rank `rank` (1-based), as HdrHistogram reports it: the
+    highest value equivalent to its bucket (the lowest for q = 0)."""
     seen = 0
     for i in range(h.counts_len):
         seen += h.get_count_at_index(i)
@@ -57,6 +61,11 @@ def describe_histogram(h, percentiles):
         "lowest_recorded": value_at(h, 0.0) if total else None,
         "highest_recorded": value_at(h, 1.0) if total else None,
         "ceil": [value_at(h, p / 100.0) if total else 0 for p in percentiles],
+        # the rank rounded to nearest, by the same walk: what "library" should equal
+        "nearest": [
+            value_at_rank(h, max(1, int(p / 100.0 * total + 0.5)), p / 100.0) if total else 0
+            for p in percentiles
+        ],
         "library": [h.get_value_at_percentile(p) if total else 0 for p in percentiles],
     }
 
