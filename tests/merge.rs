@@ -529,6 +529,14 @@ fn merge_and_start_at_refuse_bad_input_in_one_line() {
         "more than 24 h ahead",
     );
     refused(&echo(&["--proto", "grpc", "--agent", ""]), 2, "--agent");
+    refused(
+        &run_bounded(
+            &["compare", "echo", "--agent", "a"],
+            Duration::from_secs(10),
+        ),
+        2,
+        "--agent names one run's report",
+    );
     // a time already past: the run starts at once and says how late it was
     let run = echo(&[
         "--proto",
