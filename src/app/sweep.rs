@@ -41,6 +41,8 @@ pub struct Row {
     pub client_cpu_us_per_op: f64,
     /// with --server-pid
     pub server_cpu_us_per_op: Option<f64>,
+    /// the row's latency histogram (HdrHistogram V2 compressed, base64, ns; JSON only)
+    pub latency_hdr: String,
 }
 
 /// Rows in etcd's table order: target, then key size, then clients, then protocol.
@@ -232,6 +234,7 @@ pub fn run(
             context_switches_per_op: cost.context_switches_per_request,
             client_cpu_us_per_op: cost.client_cpu_us_per_request,
             server_cpu_us_per_op: cost.server_cpu_us_per_request,
+            latency_hdr: r.histograms.latency.clone(),
         };
         progress(i + 1, cells.len(), &row);
         rows.push(row);
@@ -424,6 +427,7 @@ mod tests {
             context_switches_per_op: None,
             client_cpu_us_per_op: 20.0,
             server_cpu_us_per_op: None,
+            latency_hdr: String::new(),
         }
     }
 
