@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it (.ci/run execs this): install what the tests need when it is
 # absent (etcd, tshark, perf, h2load and nghttp, chromium, Python's grpcio with its tools and
-# reflection, cargo-fuzz), then rustfmt, clippy with warnings denied, the test suite, and every fuzz target
-# for 20 s
+# reflection, hypercorn, hdrhistogram and kubernetes-validate, cargo-fuzz), then the Kubernetes
+# manifests against the schemas kubernetes-validate ships (offline), rustfmt, clippy with
+# warnings denied, the test suite, and every fuzz target for 20 s
 # (WIREBENCH_FUZZ_SECONDS; nightly, or the stable toolchain with RUSTC_BOOTSTRAP=1).
 #
 # Works unattended as root on a fresh Debian 12 (no stdin, CI=true); as another user it uses
@@ -127,6 +128,16 @@ else
         PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
             hypercorn </dev/null
     fi
+    # tests/merge.rs: HdrHistogram_py (PyPI hdrhistogram) reads the reports' histograms; the
+    # manifests of docs/kubernetes/ are validated offline with kubernetes-validate below.
+    if python3 -c 'import hdrh, kubernetes_validate' >/dev/null 2>&1; then
+        echo "hdrhistogram: $(python3 -c 'import importlib.metadata as m; print(m.version("hdrhistogram"))')," \
+            "kubernetes-validate: $(python3 -m kubernetes_validate --version)"
+    else
+        echo "hdrhistogram, kubernetes-validate: installing with pip"
+        PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+            hdrhistogram kubernetes-validate </dev/null
+    fi
 fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd is missing: the etcd tests need it (apt-get install etcd-server)"
 
@@ -143,6 +154,15 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 cargo --version
 rustc --version
+
+# ---------------------------------------------------------------------------------------------
+section "Kubernetes manifests (docs/kubernetes, offline schema check)"
+# kubernetes-validate carries the API schemas of every Kubernetes release it knows: no cluster
+# and no network. --strict refuses fields the schema does not have (a misspelt one).
+python3 -c 'import kubernetes_validate' >/dev/null 2>&1 ||
+    die "kubernetes-validate is missing: python3 -m pip install kubernetes-validate"
+python3 -m kubernetes_validate --strict --kubernetes-version 1.30.0 \
+    docs/kubernetes/target.yaml docs/kubernetes/agents.yaml
 
 # ---------------------------------------------------------------------------------------------
 section "cargo fmt --check"

@@ -4,6 +4,7 @@
 //! `--target`'s endpoints, the auth token) lives in `app::prepare::Prepared`, and the workload is
 //! rendered there from `spec`. Imports nothing above `net`.
 
+pub mod clock;
 pub mod stages;
 
 use std::fmt;
@@ -456,6 +457,9 @@ pub struct Load {
     pub threads: usize,
     pub stop: Stop,
     pub warmup: Duration,
+    /// `--start-at`: the measured window begins at this wall-clock time (the start line at this
+    /// time less the warmup), or at once when setup ends later
+    pub start_at: Option<std::time::SystemTime>,
     pub timeout: Duration,
     /// open loop: requests per second over all clients (`--rate`); None: closed loop
     pub rate: Option<f64>,
@@ -511,6 +515,8 @@ pub struct Config {
     pub max_body: u64,
     pub spec: WorkloadSpec,
     pub seed: u64,
+    /// `--agent`: this process's name in a distributed run, recorded in the report
+    pub agent: Option<String>,
     pub format: Format,
     pub output: Option<PathBuf>,
     /// a server process whose CPU is reported per request

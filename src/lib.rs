@@ -10,7 +10,7 @@
 //! → `outcome`). No cycle between modules.
 //! - `cli`: the clap grammar, one file per command, validated into an `app::Action` holding
 //!   `config` types; nothing else sees raw flags.
-//! - `app`: one file per command (run, call, compare, sweep, watch, serve) and `prepare`: file
+//! - `app`: one file per command (run, call, compare, sweep, watch, serve, merge) and `prepare`: file
 //!   limits, auth token, `--target`, the built-in server, `--server-pid` → `Prepared`;
 //!   `outputs`: what a run writes besides its report (opened before, finished after), and
 //!   `metrics`: the bounded `/metrics` endpoint.
@@ -21,7 +21,8 @@
 //!   imports nothing of engine, report or app.
 //! - `report`: derived figures (one place), rendered as text or JSON; compare rounds; SVG
 //!   charts (headline bars, latency by percentile, timeline); the HTML page; the live figures
-//!   as Prometheus text; the watch report.
+//!   as Prometheus text; the watch report; the histograms as the JSON carries them (`hdr`) and
+//!   the merge of several agents' reports (`merge`).
 //! - `server`: the built-in grpc-echo compatible server (h2 and HTTP/1.1 on one port, TLS).
 //! - `workload`: what request N is and how its answer is judged (echo, etcd's KV, transactions,
 //!   lease keepalives and the watch puts), one enum, static dispatch; `workload::etcd::client`:
@@ -32,7 +33,7 @@
 //!   TLS, plaintext and layer accounting), TCP_INFO; the connection settings.
 //! - `config`: the validated run description, plain data, never changed after validation;
 //!   `config::stages`: `--stages` / `--client-stages` parsed and their math (level, integral,
-//!   inverse, each client's active stretches).
+//!   inverse, each client's active stretches); `config::clock`: `--start-at`'s times.
 //! - `outcome`: the typed failure kinds and status keys; details interned per thread.
 //! - `threshold`: `--fail-if` parsed (figure, comparison, limit), part of the configuration;
 //!   `report::threshold` judges it on a report.

@@ -184,6 +184,19 @@ fn hypercorn_is_loaded_over_http1_and_h2c_side_by_side() {
     for m in ["median_http", "median_h2"] {
         assert_eq!(cmp[m]["count"], 100.0, "{m}: {cmp:#}");
     }
+    // each round's histogram: its successful requests
+    for r in cmp["per_round"].as_array().unwrap() {
+        let text = r["latency_hdr"].as_str().expect("latency_hdr");
+        let h = wirebench::report::hdr::decode(text).expect("a histogram");
+        let f = &r["figures"];
+        let ok = f["count"].as_f64().unwrap() - f["failed"].as_f64().unwrap();
+        assert_eq!(h.len() as f64, ok, "{r}");
+        assert_eq!(
+            h.value_at_quantile(0.99) as f64 / 1e6,
+            f["latency_p99_ms"].as_f64().unwrap(),
+            "{r}"
+        );
+    }
     assert!(cmp.get("median_grpc").is_none());
 }
 

@@ -54,6 +54,15 @@ fn check_rows(rows: &[Value], proto: &str, sizes: &[u64], n: u64) -> Vec<Value> 
         assert_eq!(u64_at(r, "/count"), n, "{proto}: {r}");
         assert_eq!(u64_at(r, "/ok"), n, "{proto}: {r}");
         assert_eq!(u64_at(r, "/failed"), 0, "{proto}: {r}");
+        // the row's histogram: every successful request, its p99 the row's
+        let h = wirebench::report::hdr::decode(r["latency_hdr"].as_str().expect("latency_hdr"))
+            .unwrap_or_else(|e| panic!("{proto}: {e}"));
+        assert_eq!(h.len(), n, "{proto}: {r}");
+        assert_eq!(
+            h.value_at_quantile(0.99) as f64 / 1e6,
+            f64_at(r, "/p99_ms"),
+            "{proto}: {r}"
+        );
     }
     for pair in mine.windows(2) {
         let grew = f64_at(&pair[1], "/bytes_out") - f64_at(&pair[0], "/bytes_out");

@@ -41,6 +41,17 @@ fn assert_complete(run: &serde_json::Value, expected: u64) {
         "{run:#}"
     );
     assert!(f64_at(run, "/event_latency_ms/p50") > 0.0, "{run:#}");
+    // every latency summary carries the histogram it came from (ns, V2 compressed)
+    for lat in ["event_latency_ms", "creation_ms", "puts/latency_ms"] {
+        let text = run
+            .pointer(&format!("/{lat}/hdr"))
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{lat}.hdr: {run:#}"));
+        let h = wirebench::report::hdr::decode(text).unwrap_or_else(|e| panic!("{lat}: {e}"));
+        assert_eq!(h.len(), u64_at(run, &format!("/{lat}/count")), "{lat}");
+        let p50 = h.value_at_quantile(0.5) as f64 / 1e6;
+        assert_eq!(p50, f64_at(run, &format!("/{lat}/p50")), "{lat}");
+    }
 }
 
 #[test]

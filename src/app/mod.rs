@@ -3,6 +3,7 @@
 
 pub mod call;
 pub mod compare;
+pub mod merge;
 pub mod metrics;
 pub mod outputs;
 pub mod prepare;
@@ -46,6 +47,8 @@ pub enum Action {
     Sweep(SweepConfig),
     /// A payload sweep (echo, a URL, a gRPC method) over payload sizes and stacks.
     SweepPayload(sweep_payload::PayloadSweep),
+    /// Agents' reports of one workload merged into one.
+    Merge(merge::Merge),
     /// Alternating rounds of both protocols.
     Compare {
         cfg: Config,
@@ -96,6 +99,7 @@ pub fn execute(action: Action) -> i32 {
             prepare(&cfg, embedded).and_then(|p| call::call(&cfg, &p))
         }
         Action::ListGrpc { cfg } => call::list_grpc(&cfg),
+        Action::Merge(m) => merge::merge_and_write(&m),
         Action::Compare {
             cfg,
             embedded,

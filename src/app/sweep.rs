@@ -45,6 +45,8 @@ pub struct Row {
     pub client_cpu_us_per_op: f64,
     /// with --server-pid
     pub server_cpu_us_per_op: Option<f64>,
+    /// the row's latency histogram (HdrHistogram V2 compressed, base64, ns; JSON only)
+    pub latency_hdr: String,
     /// txn-mixed: the row's reads and writes apart (absent for the other operations)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassRow>>,
@@ -297,6 +299,7 @@ pub fn run(
                     })
                     .collect()
             }),
+            latency_hdr: r.histograms.latency.clone(),
         };
         progress(i + 1, cells.len(), &row);
         rows.push(row);
@@ -561,6 +564,7 @@ mod tests {
             client_cpu_us_per_op: 20.0,
             server_cpu_us_per_op: None,
             classes: None,
+            latency_hdr: String::new(),
         }
     }
 

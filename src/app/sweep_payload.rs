@@ -79,6 +79,8 @@ pub struct PayloadRow {
     pub server_cpu_us: Option<f64>,
     /// h2 WINDOW_UPDATE frames per request, both ways (null over HTTP/1.1)
     pub window_updates: Option<f64>,
+    /// the row's latency histogram (HdrHistogram V2 compressed, base64, ns; JSON only)
+    pub latency_hdr: String,
 }
 
 impl PayloadRow {
@@ -112,6 +114,7 @@ impl PayloadRow {
             client_cpu_us: c.client_cpu_us_per_request,
             server_cpu_us: c.server_cpu_us_per_request,
             window_updates,
+            latency_hdr: r.histograms.latency.clone(),
         }
     }
 }
@@ -386,6 +389,7 @@ mod tests {
             client_cpu_us: 8.0,
             server_cpu_us: None,
             window_updates: (proto != "http").then_some(0.5),
+            latency_hdr: String::new(),
         }
     }
 

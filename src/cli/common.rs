@@ -264,6 +264,16 @@ pub struct RunArgs {
     /// Seed for generated keys and values (default: from the clock)
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Begin the measured window at this wall-clock time, RFC 3339 (2025-12-02T10:30:00Z) or
+    /// Unix seconds, so that agents on several machines (clocks in sync, e.g. by NTP) measure
+    /// together; setup comes first, warmup ends at TIME; an agent whose setup ends later starts
+    /// at once and the report says how late. One stack per run
+    #[arg(long, value_name = "TIME", value_parser = crate::config::clock::parse_time)]
+    pub start_at: Option<std::time::SystemTime>,
+    /// This agent's name in a distributed run, recorded in the report (and its row in
+    /// `wirebench merge`)
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
     /// Protocol-layer accounting (h2 layers counted by the wire client's codec, or sniffed
     /// with --h2-client h2; HTTP/1.1 head/body split); socket counters and TCP_INFO stay on
     /// either way
@@ -400,6 +410,46 @@ impl From<ProtoArg> for Stacks {
     }
 }
 
+/// `--start-at`: one stack (each has a window of its own, one after the other), and not
+/// further ahead than `clock::MAX_START_AHEAD` (a time in the past starts at once, late).
+fn check_start_at(
+    at: Option<std::time::SystemTime>,
+    protos: &[Proto],
+) -> Result<Option<std::time::SystemTime>, String> {
+    let Some(at) = at else {
+        return Ok(None);
+    };
+    if protos.len() > 1 {
+        return Err(
+            "--start-at aligns one measured window: choose one stack with --proto (run the \
+             agents once per stack; compare runs several)"
+                .into(),
+        );
+    }
+    let max = crate::config::clock::MAX_START_AHEAD;
+    if at
+        .duration_since(std::time::SystemTime::now())
+        .is_ok_and(|ahead| ahead > max)
+    {
+        return Err(format!(
+            "--start-at {}: more than {} h ahead (Unix seconds, not milliseconds)",
+            crate::config::clock::format_rfc3339(at),
+            max.as_secs() / 3600
+        ));
+    }
+    Ok(Some(at))
+}
+
+/// `--agent`: a name for a report row, 1 to 64 printable characters.
+fn check_agent(name: String) -> Result<String, String> {
+    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+        return Err(format!(
+            "--agent {name:?}: give a name of 1 to 64 printable characters"
+        ));
+    }
+    Ok(name)
+}
+
 /// `-H NAME:VALUE` flags, trimmed.
 pub(super) fn parse_headers(list: &[String]) -> Result<Vec<(String, String)>, String> {
     list.iter()
@@ -501,6 +551,8 @@ impl RunArgs {
             format: FormatArg::Text,
             output: None,
             seed: None,
+            start_at: None,
+            agent: None,
             ledger: OnOff::On,
             server_pid: None,
             per_conn: false,
@@ -731,6 +783,8 @@ impl RunArgs {
                 ));
             }
         }
+        let start_at = check_start_at(self.start_at, &protos)?;
+        let agent = self.agent.map(check_agent).transpose()?;
         Ok(Config {
             endpoints,
             protos,
@@ -742,6 +796,7 @@ impl RunArgs {
                 threads,
                 stop,
                 warmup: self.limits.warmup,
+                start_at,
                 timeout: self.limits.timeout,
                 rate,
                 connect_rate: self.connect_rate,
@@ -753,6 +808,7 @@ impl RunArgs {
             max_body: self.max_body,
             spec,
             seed,
+            agent,
             format: match self.format {
                 FormatArg::Text => Format::Text,
                 FormatArg::Json => Format::Json,

@@ -57,6 +57,11 @@ impl CompareCmd {
                     .into(),
             );
         }
+        if cfg.agent.is_some() {
+            return Err(
+                "--agent names one run's report for wirebench merge; compare runs rounds".into(),
+            );
+        }
         // --proto names the stacks (both by default): at least two, to compare
         if cfg.protos.len() < 2 {
             return Err(format!(

@@ -8,6 +8,7 @@ mod echo;
 mod etcd;
 mod grpc;
 mod http;
+mod merge;
 mod outputs;
 mod serve;
 mod sweep;
@@ -28,6 +29,7 @@ pub use echo::EchoArgs;
 pub use etcd::EtcdCmd;
 pub use grpc::GrpcArgs;
 pub use http::HttpArgs;
+pub use merge::MergeArgs;
 pub use serve::ServeArgs;
 pub use sweep::{SweepArgs, SweepCmd, SweepEtcd, TableArg};
 pub use watch::WatchArgs;
@@ -86,6 +88,9 @@ pub enum Command {
         #[command(subcommand)]
         what: SweepCmd,
     },
+    /// Merge the JSON reports of agents that ran one workload together (--agent, --start-at)
+    /// into one: counts summed, percentiles from the merged histograms, a row per agent
+    Merge(MergeArgs),
     /// Run both protocols in alternating rounds (HTTP/1.1, gRPC, HTTP/1.1, ...): medians,
     /// ratios and findings
     Compare {
@@ -153,6 +158,7 @@ impl Cli {
             Command::Serve(args) => Ok(Action::Serve(args.into_config()?)),
             Command::Sweep { what } => what.into_action(),
             Command::Call { what } => what.into_action(),
+            Command::Merge(args) => args.into_action(),
         }
     }
 
@@ -166,6 +172,7 @@ impl Cli {
             | Action::Watch(_)
             | Action::Sweep(_)
             | Action::SweepPayload(_)
+            | Action::Merge(_)
             | Action::ListGrpc { .. } => {
                 Err("this command has no request-load configuration".into())
             }

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Config, Endpoint, Proto};
 use crate::stats::perf::KernelCounts;
@@ -242,6 +242,10 @@ pub fn run_proto_with(
     sync.ready.wait();
     let rss_baseline = rss();
     sync.go.wait();
+    if let Some(at) = load.start_at {
+        // the workers wait at the start line while this thread waits for the time
+        wait_for_start(at, load.warmup, &sync.abort);
+    }
     sync.start.wait();
     let started = *sync.t0.get_or_init(Instant::now);
     if let Some(c) = &taps.control {
@@ -250,6 +254,7 @@ pub fn run_proto_with(
     let rss_connected = rss();
     // The measured window starts where the workers start it: at the end of the warmup.
     let window_start = started + load.warmup;
+    let started_at = wall_clock(window_start);
     let aborted = sync.abort.load(Ordering::SeqCst);
     if !aborted {
         std::thread::sleep(window_start.saturating_duration_since(Instant::now()));
@@ -354,6 +359,7 @@ pub fn run_proto_with(
         threads,
         stats,
         window_start,
+        started_at,
         elapsed: window_end - window_start,
         cost,
         server_cpu,
@@ -374,6 +380,32 @@ pub fn run_proto_with(
         compaction: None,
         leases: None,
     })
+}
+
+/// Longest single sleep while waiting for `--start-at`: the wall clock is read again after each
+/// (NTP may step it), and a setup failure or Ctrl-C ends the wait within it.
+const START_POLL: Duration = Duration::from_millis(50);
+
+/// `--start-at`: returns when the start line is due (`at` less the warmup, so the measured
+/// window begins at `at`), at once when that has passed, or when setup failed or Ctrl-C came.
+fn wait_for_start(at: SystemTime, warmup: Duration, abort: &AtomicBool) {
+    let line = at.checked_sub(warmup).unwrap_or(at);
+    while !abort.load(Ordering::SeqCst) && !INTERRUPTED.load(Ordering::Relaxed) {
+        match line.duration_since(SystemTime::now()) {
+            Ok(left) if !left.is_zero() => std::thread::sleep(left.min(START_POLL)),
+            _ => return,
+        }
+    }
+}
+
+/// The wall-clock time of `t`, by the distance between the two clocks now.
+fn wall_clock(t: Instant) -> SystemTime {
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    if t <= now {
+        wall.checked_sub(now - t).unwrap_or(wall)
+    } else {
+        wall.checked_add(t - now).unwrap_or(wall)
+    }
 }
 
 /// Where each stage ends, from the start of the measured window; trailing steps (0s stages)

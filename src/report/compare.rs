@@ -143,6 +143,8 @@ pub struct RoundFigures {
     #[serde(skip)]
     pub title: &'static str,
     pub figures: Figures,
+    /// the round's latency histogram (HdrHistogram V2 compressed, base64, ns)
+    pub latency_hdr: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -294,6 +296,7 @@ impl CompareReport {
                     proto: run.proto,
                     title: run.title,
                     figures: Figures::of(run),
+                    latency_hdr: run.histograms.latency.clone(),
                 });
             }
         }

@@ -79,14 +79,19 @@ pub(super) fn layer_totals(conns: &[ConnRecord], requests: u64) -> Option<LayerT
 }
 
 pub(super) fn distribution(lat: &Latencies) -> Vec<Percentile> {
-    if lat.count == 0 {
+    distribution_of(&lat.hist)
+}
+
+/// The percentiles of `PERCENTILES` of a histogram in ns (none when it is empty).
+pub(super) fn distribution_of(hist: &hdrhistogram::Histogram<u64>) -> Vec<Percentile> {
+    if hist.is_empty() {
         return Vec::new();
     }
     PERCENTILES
         .iter()
         .map(|&p| Percentile {
             percentile: p,
-            latency_ms: ms(lat.quantile_ns(p / 100.0) as f64),
+            latency_ms: ms(hist.value_at_quantile(p / 100.0) as f64),
         })
         .collect()
 }
@@ -184,6 +189,7 @@ pub(super) fn open_loop(run: &ProtoRun) -> Option<OpenLoop> {
         expired_sends: st.expired,
         timer: run.pacer_timer,
         late_sends: st.late,
+        sends_taken: st.lagged_sends,
         average_send_lag_ms: if st.lagged_sends == 0 {
             0.0
         } else {
@@ -381,9 +387,30 @@ pub(super) fn staged(report: &mut RunReport, run: &ProtoRun, staged: &crate::con
     report.stages = Some(rows);
 }
 
+/// Every latency histogram of a run, encoded (`hdr`).
+fn histograms(run: &ProtoRun) -> hdr::Histograms {
+    let st = &run.stats;
+    hdr::Histograms {
+        latency: hdr::of(&st.latency),
+        uncorrected_latency: run
+            .rate
+            .map(|_| hdr::of(&st.uncorrected.clone().unwrap_or_default())),
+        connect: connect_latencies(&st.conns, &st.folded_connect).map(|l| hdr::of(&l)),
+        first_message: st.first_message.as_ref().map(hdr::of),
+        without_setup: run
+            .requests_per_conn
+            .map(|_| hdr::of(&st.without_setup.clone().unwrap_or_default())),
+        per_endpoint: st
+            .per_endpoint
+            .iter()
+            .map(|e| hdr::of(&e.latency))
+            .collect(),
+    }
+}
+
 /// The connect times of every connection: the records of single connections and the
-/// histogram of the folded ones (`folded`).
-pub(super) fn connect_times(conns: &[ConnRecord], folded: &Latencies) -> Option<ConnectTimes> {
+/// histogram of the folded ones (`folded`); None without a connection.
+fn connect_latencies(conns: &[ConnRecord], folded: &Latencies) -> Option<Latencies> {
     if conns.is_empty() {
         return None;
     }
@@ -391,6 +418,12 @@ pub(super) fn connect_times(conns: &[ConnRecord], folded: &Latencies) -> Option<
     for c in conns.iter().filter(|c| c.folded == 0) {
         lat.record(std::time::Duration::from_micros(c.connect_us));
     }
+    Some(lat)
+}
+
+/// The distribution of the connect times (`connect_latencies`).
+pub(super) fn connect_times(conns: &[ConnRecord], folded: &Latencies) -> Option<ConnectTimes> {
+    let lat = connect_latencies(conns, folded)?;
     Some(ConnectTimes {
         connections: lat.count,
         average_ms: ms(lat.mean_ns()),
@@ -533,9 +566,16 @@ impl RunReport {
             pipeline: (run.proto == crate::stats::Proto::Http).then_some(run.pipeline),
             threads: run.threads,
             interrupted: run.interrupted,
+            window: Window {
+                start_unix_us: crate::config::clock::unix_us(run.started_at),
+                end_unix_us: crate::config::clock::unix_us(run.started_at + run.elapsed),
+                start_at: None,
+                start_late_ms: None,
+            },
             summary,
             histogram: buckets(lat),
             latency_distribution,
+            histograms: histograms(run),
             status_distribution,
             error_distribution,
             cost: cost(run),
@@ -545,6 +585,7 @@ impl RunReport {
             connection_setup: connection_setup(run),
             streaming: streaming(run),
             per_endpoint: per_endpoint(run, &urls, &roles),
+            agents: None,
             failover: failover(run),
             verify: None,
             classes: classes(run),
@@ -588,18 +629,27 @@ pub fn percentile_in(dist: &[Percentile], p: f64) -> f64 {
 /// ghz's response-time histogram: 10 equal-width buckets from fastest to slowest, each counting
 /// the latencies at or below its mark (HDR-bucket resolution: 0.1%, rounded down).
 pub(super) fn buckets(lat: &Latencies) -> Vec<Bucket> {
-    if lat.count == 0 {
+    buckets_of(&lat.hist, lat.min_ns, lat.max_ns)
+}
+
+/// `buckets` of a histogram in ns whose exact extremes are `min_ns` and `max_ns`.
+pub(super) fn buckets_of(
+    hist: &hdrhistogram::Histogram<u64>,
+    min_ns: u64,
+    max_ns: u64,
+) -> Vec<Bucket> {
+    if hist.is_empty() {
         return Vec::new();
     }
-    let (lo, hi) = (lat.min_ns as f64, lat.max_ns as f64);
+    let (lo, hi) = (min_ns as f64, max_ns as f64);
     const BUCKETS: usize = 10;
     let width = (hi - lo) / BUCKETS as f64;
     let marks: Vec<f64> = (0..=BUCKETS).map(|i| lo + width * i as f64).collect();
     let mut counts = vec![0u64; marks.len()];
-    for v in lat.hist.iter_recorded() {
+    for v in hist.iter_recorded() {
         // The lowest value of the HDR bucket, clamped into [fastest, slowest]: the fastest
         // latency then lands under the first mark (ghz's layout), whatever its bucket's width.
-        let value = (lat.hist.lowest_equivalent(v.value_iterated_to()) as f64).clamp(lo, hi);
+        let value = (hist.lowest_equivalent(v.value_iterated_to()) as f64).clamp(lo, hi);
         let i = marks.iter().position(|&m| value <= m).unwrap_or(BUCKETS);
         counts[i] += v.count_at_value();
     }
@@ -651,6 +701,8 @@ pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
         write_would_block: sum(|c| c.write_would_block),
         read_would_block: sum(|c| c.read_would_block),
         requests_with_tcp_info: tcp_requests,
+        bytes_out_with_tcp_info: tcp_bytes_out,
+        bytes_in_with_tcp_info: tcp_bytes_in,
         segments_out: tcp_sum(|t| t.segs_out),
         segments_in: tcp_sum(|t| t.segs_in),
         data_segments_out: tcp_sum(|t| t.data_segs_out),

@@ -2,14 +2,16 @@
 
 pub mod compare;
 mod derive;
+pub mod hdr;
 pub mod html;
+pub mod merge;
 pub mod prometheus;
 pub mod svg;
 pub mod text;
 pub mod threshold;
 pub mod watch;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::{Config, Endpoint, Stop};
@@ -24,7 +26,7 @@ pub use derive::{error_counts, ip_tcp_header_bytes, percentile_in};
 use derive::{ratio, ratio_opt};
 
 /// Version of the JSON layout below; bumped on any incompatible change (docs/json-schema.md).
-pub const SCHEMA: &str = "wirebench.report.v2";
+pub const SCHEMA: &str = "wirebench.report.v3";
 
 /// Percentiles of the latency distribution, as etcd's benchmark and ghz print them (plus 99.99).
 pub const PERCENTILES: [f64; 9] = [10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
@@ -35,6 +37,9 @@ pub struct Report {
     pub version: &'static str,
     pub workload: String,
     pub endpoints: Vec<String>,
+    /// `--agent`: this process's name in a distributed run (null in a merged report, whose
+    /// runs list their agents)
+    pub agent: Option<String>,
     pub settings: Settings,
     pub runs: Vec<RunReport>,
     /// present when HTTP/1.1 and gRPC ran: gRPC figure divided by HTTP/1.1 figure
@@ -89,9 +94,13 @@ pub struct RunReport {
     pub pipeline: Option<usize>,
     pub threads: usize,
     pub interrupted: bool,
+    /// the measured window on the wall clock
+    pub window: Window,
     pub summary: Summary,
     pub histogram: Vec<Bucket>,
     pub latency_distribution: Vec<Percentile>,
+    /// every latency histogram of the run, HdrHistogram V2 compressed, base64, in ns
+    pub histograms: hdr::Histograms,
     pub status_distribution: Vec<StatusCount>,
     pub error_distribution: Vec<ErrorCount>,
     /// the measured window's cost per request written in it
@@ -107,6 +116,9 @@ pub struct RunReport {
     pub connection_setup: Option<ConnectionSetup>,
     /// outcomes by endpoint, in `--endpoints` order (after `--target` selection)
     pub per_endpoint: Vec<EndpointReport>,
+    /// a merged report only: one row per agent's run
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<merge::AgentRow>>,
     /// etcd on a cluster: the clients moved off a member that was gone or no longer led
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failover: Option<FailoverReport>,
@@ -161,9 +173,21 @@ pub struct RequestLogReport {
     pub longest_thread_wait_ms: f64,
 }
 
+/// The measured window on the wall clock, in microseconds since the Unix epoch: what
+/// `wirebench merge` takes the union of.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Window {
+    pub start_unix_us: u64,
+    pub end_unix_us: u64,
+    /// `--start-at` as asked (RFC 3339, UTC), and how much later the window began (0 when on
+    /// time); both null without it
+    pub start_at: Option<String>,
+    pub start_late_ms: Option<f64>,
+}
+
 /// `--requests-per-conn`: the connections the requests opened and what that cost. The latency
 /// figures of the run include each request's connect and TLS handshake; these exclude them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConnectionSetup {
     pub requests_per_conn: u64,
     /// connections opened / requests written
@@ -178,7 +202,7 @@ pub struct ConnectionSetup {
 }
 
 /// What the TLS handshakes of a run cost, per handshake.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HandshakeCost {
     pub handshakes: u64,
     pub full: u64,
@@ -193,7 +217,7 @@ pub struct HandshakeCost {
 
 /// Server-streaming figures, over the successful calls (the latency distribution is to each
 /// call's last message, its end).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Streaming {
     /// messages the successful calls received
     pub messages: u64,
@@ -220,6 +244,8 @@ pub struct OpenLoop {
     /// measured sends whose intended time came while all -c clients were busy: the in-flight
     /// cap was hit and they went late (their corrected latency includes the wait)
     pub late_sends: u64,
+    /// measured sends a client took: the divisor of `average_send_lag_ms`
+    pub sends_taken: u64,
     /// intended send time to the moment a client took the send (timer wake-up and scheduling
     /// included): part of every corrected latency
     pub average_send_lag_ms: f64,
@@ -231,7 +257,7 @@ pub struct OpenLoop {
 }
 
 /// One endpoint's share of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EndpointReport {
     pub endpoint: String,
     /// etcd role found by `--target` discovery ("leader", "follower"), when known
@@ -313,7 +339,7 @@ pub struct LeaseReport {
 }
 
 /// `--verify`: every acknowledged write looked up at its revision.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VerifyReport {
     /// acknowledged writes looked up (a transaction once)
     pub checked: u64,
@@ -325,7 +351,7 @@ pub struct VerifyReport {
     pub via: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LostWrite {
     /// the first key of the write that was not as written
     pub key_index: u64,
@@ -427,7 +453,7 @@ pub struct StageSetting {
 }
 
 /// The distribution of TCP connect times.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConnectTimes {
     pub connections: u64,
     pub average_ms: f64,
@@ -457,7 +483,7 @@ pub struct MemoryReport {
     pub includes_server: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     /// measured requests: ok + failed (warmup excluded)
     pub count: u64,
@@ -483,20 +509,20 @@ pub struct Summary {
     pub ok_per_sec: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Bucket {
     /// upper edge of the bucket
     pub mark_ms: f64,
     pub count: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Percentile {
     pub percentile: f64,
     pub latency_ms: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct StatusCount {
     pub status: String,
     pub count: u64,
@@ -511,7 +537,7 @@ pub struct ErrorCount {
 
 /// What the measured window cost, on the worker threads only, per measured request written
 /// in it (`requests`). Kernel figures are null where the kernel would not count them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cost {
     /// the denominator: measured requests written to a socket
     pub requests: u64,
@@ -549,7 +575,7 @@ pub struct Cost {
 /// Socket-level cost, from the per-connection ledgers and TCP_INFO. Every figure covers a
 /// connection until its snapshot (last response read, before the close); the close exchange is
 /// `close`. A sum over some connections is divided by the requests on those connections.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Wire {
     pub connections_opened: u64,
     pub reconnects: u64,
@@ -574,6 +600,10 @@ pub struct Wire {
     /// requests written on the connections that have TCP_INFO: the divisor of the segment and
     /// on-the-wire figures
     pub requests_with_tcp_info: u64,
+    /// socket bytes of the connections with TCP_INFO: with their IP/TCP headers, the
+    /// numerators of `wire_bytes_*_per_request`
+    pub bytes_out_with_tcp_info: u64,
+    pub bytes_in_with_tcp_info: u64,
     pub segments_out: u64,
     pub segments_in: u64,
     pub data_segments_out: u64,
@@ -600,7 +630,7 @@ pub struct Wire {
 }
 
 /// The close exchanges of a run's connections, summed.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CloseTotals {
     pub connections: u64,
     /// connections whose peer FIN was read within the bound
@@ -639,7 +669,7 @@ impl CloseTotals {
 }
 
 /// Protocol layers of a run, summed over its connections.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LayerTotals {
     pub http1: Option<Http1Counts>,
     pub h2: Option<Duplex<H2Counts>>,
@@ -751,6 +781,13 @@ impl Report {
             .iter()
             .map(|r| {
                 let mut report = RunReport::from_run(r, endpoints, roles, includes_server);
+                report.window.start_at =
+                    cfg.load.start_at.map(crate::config::clock::format_rfc3339);
+                report.window.start_late_ms = cfg.load.start_at.map(|at| {
+                    r.started_at
+                        .duration_since(at)
+                        .map_or(0.0, |late| late.as_secs_f64() * 1e3)
+                });
                 if let Some(st) = &cfg.load.stages {
                     derive::staged(&mut report, r, st);
                 }
@@ -774,6 +811,7 @@ impl Report {
             version: env!("CARGO_PKG_VERSION"),
             workload: cfg.spec.describe(),
             endpoints: endpoints.iter().map(|e| e.url.clone()).collect(),
+            agent: cfg.agent.clone(),
             settings: Settings {
                 clients: cfg.load.clients,
                 conns: cfg.load.conns,

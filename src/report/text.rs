@@ -160,6 +160,25 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
             ""
         }
     );
+    if report.agent.is_some() || run.window.start_at.is_some() {
+        let at = match (&run.window.start_at, run.window.start_late_ms) {
+            (Some(at), Some(late)) if late > 0.0 => {
+                format!("measured from --start-at {at}, {late:.3} ms late")
+            }
+            (Some(at), _) => format!("measured from --start-at {at}"),
+            _ => String::new(),
+        };
+        let sep = if report.agent.is_some() && !at.is_empty() {
+            "; "
+        } else {
+            ""
+        };
+        let name = report
+            .agent
+            .as_deref()
+            .map_or(String::new(), |a| format!("agent {a}"));
+        let _ = writeln!(out, "  {name}{sep}{at}");
+    }
     let _ = writeln!(out);
     let _ = writeln!(out, "Summary:");
     let _ = writeln!(out, "  Count:        {}", s.count);
@@ -238,6 +257,9 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
             let _ = writeln!(out, "  {} % in {}", p.percentile, fmt_ms(p.latency_ms));
         }
         let _ = writeln!(out);
+    }
+    if let Some(rows) = &run.agents {
+        super::merge::render_agents(out, rows);
     }
     if let Some(o) = &run.open_loop {
         render_open_loop(out, o);

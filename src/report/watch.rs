@@ -279,6 +279,8 @@ pub struct LatencySummary {
     pub p90: f64,
     pub p99: f64,
     pub p999: f64,
+    /// the histogram these were computed from: HdrHistogram V2 compressed, base64, in ns
+    pub hdr: String,
 }
 
 impl LatencySummary {
@@ -294,6 +296,7 @@ impl LatencySummary {
             p90: ms(l.quantile_ns(0.9) as f64),
             p99: ms(l.quantile_ns(0.99) as f64),
             p999: ms(l.quantile_ns(0.999) as f64),
+            hdr: super::hdr::of(l),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What one connection carried, as taken from its ledger: socket counters, TCP_INFO, the
 //! protocol layers, TLS, and the close exchange apart; and the data calls of a thread.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use wirebench_wire::h2sniff::H2Counts;
 
@@ -178,7 +178,7 @@ pub struct CloseRecord {
 }
 
 /// The TLS layer of one connection (or summed over several).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TlsCounts {
     pub handshakes: u64,
     /// handshakes that resumed a session (the rest were full)
@@ -233,7 +233,7 @@ pub struct TcpInfo {
 }
 
 /// HTTP/1.1 bytes by layer on one connection (or summed over several).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Http1Counts {
     pub requests: u64,
     pub responses: u64,
@@ -260,7 +260,7 @@ impl std::ops::AddAssign for Http1Counts {
 }
 
 /// One value per direction of a connection: what we sent, what we received.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Duplex<T> {
     pub out: T,
     #[serde(rename = "in")]
@@ -277,7 +277,7 @@ impl<T: std::ops::AddAssign> std::ops::AddAssign for Duplex<T> {
 /// Data calls on this thread's sockets: reads and writes that moved bytes (a read of EOF
 /// counts), and those the kernel answered EAGAIN. Every socket read and write wirebench makes
 /// goes through `net::Metered` (or the close drain), which counts them here per thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IoCalls {
     pub reads: u64,
     pub writes: u64,

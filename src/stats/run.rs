@@ -2,7 +2,7 @@
 //! derives from.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
@@ -60,6 +60,8 @@ pub struct ProtoRun {
     pub stats: Stats,
     /// when the measured window began (the start line + warmup)
     pub window_start: Instant,
+    /// `window_start` on the wall clock (the report's absolute window, for `wirebench merge`)
+    pub started_at: SystemTime,
     /// the measured window: from the end of the warmup until the last worker's last request
     pub elapsed: Duration,
     /// what the worker threads cost over the measured window (and apart, outside it)

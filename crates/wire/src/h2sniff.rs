@@ -107,7 +107,7 @@ impl FrameType {
 }
 
 /// Frames of one type seen so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FrameCount {
     /// Frames whose header has been accepted.
     pub count: u64,
@@ -233,6 +233,58 @@ impl serde::Serialize for H2Counts {
         st.serialize_field("unparsed_bytes", &self.unparsed_bytes)?;
         st.serialize_field("frames", &Frames(self))?;
         st.end()
+    }
+}
+
+/// As `Serialize` writes it (a report read back, by `wirebench merge`): a frame type name
+/// that is not one of `FrameType::name`'s is an error; the two fields reports leave out
+/// (`headers_frames_with_end_stream`, `malformed`) read as 0 and none.
+impl<'de> serde::Deserialize<'de> for H2Counts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<H2Counts, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Written {
+            preface_bytes: u64,
+            setup_bytes: u64,
+            frame_header_bytes: u64,
+            hpack_bytes: u64,
+            header_list_bytes: u64,
+            data_payload_bytes: u64,
+            padding_bytes: u64,
+            grpc_prefix_bytes: u64,
+            grpc_message_bytes: u64,
+            grpc_messages: u64,
+            data_untracked_bytes: u64,
+            unparsed_bytes: u64,
+            frames: std::collections::BTreeMap<String, FrameCount>,
+        }
+        let w = Written::deserialize(d)?;
+        let mut frames = [FrameCount::default(); 11];
+        for (name, count) in w.frames {
+            let Some(t) = FrameType::ALL.iter().find(|t| t.name() == name) else {
+                return Err(serde::de::Error::custom(format!(
+                    "unknown h2 frame type {name:?}"
+                )));
+            };
+            frames[*t as usize] = count;
+        }
+        Ok(H2Counts {
+            preface_bytes: w.preface_bytes,
+            frames,
+            frame_header_bytes: w.frame_header_bytes,
+            hpack_bytes: w.hpack_bytes,
+            data_payload_bytes: w.data_payload_bytes,
+            padding_bytes: w.padding_bytes,
+            grpc_prefix_bytes: w.grpc_prefix_bytes,
+            grpc_message_bytes: w.grpc_message_bytes,
+            grpc_messages: w.grpc_messages,
+            data_untracked_bytes: w.data_untracked_bytes,
+            setup_bytes: w.setup_bytes,
+            headers_frames_with_end_stream: 0,
+            malformed: None,
+            unparsed_bytes: w.unparsed_bytes,
+            header_list_bytes: w.header_list_bytes,
+        })
     }
 }
 
@@ -794,6 +846,34 @@ mod tests {
         v.extend_from_slice(&sid.to_be_bytes());
         v.extend_from_slice(payload);
         v
+    }
+
+    #[test]
+    fn counts_read_back_as_reports_write_them() {
+        let mut s = H2Sniffer::new(true);
+        let mut bytes = PREFACE.to_vec();
+        bytes.extend(frame(0x4, 0, 0, &[]));
+        bytes.extend(frame(0x1, END_HEADERS, 1, &[0x82, 0x86]));
+        bytes.extend(frame(0x0, 0, 1, &[0, 0, 0, 0, 2, 8, 1]));
+        s.feed(&bytes);
+        let mut c = *s.counts();
+        c.header_list_bytes = 42;
+        let json = serde_json::to_string(&c).unwrap();
+        let back: H2Counts = serde_json::from_str(&json).unwrap();
+        // what the report carries comes back whole (the two fields it leaves out are 0 / none)
+        assert_eq!(
+            back,
+            H2Counts {
+                headers_frames_with_end_stream: 0,
+                malformed: None,
+                ..c
+            }
+        );
+        assert_eq!(back.frame(FrameType::Data).count, 1);
+        assert_eq!(back.grpc_messages, 1);
+        let bad = json.replace("\"DATA\"", "\"DATUM\"");
+        let e = serde_json::from_str::<H2Counts>(&bad).unwrap_err();
+        assert!(e.to_string().contains("DATUM"), "{e}");
     }
 
     /// A PADDED frame: pad-length byte, `lead`, `body`, then `pad` zero bytes.

@@ -26,6 +26,7 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         threads: 1,
         stats: Stats::default(),
         window_start: std::time::Instant::now(),
+        started_at: std::time::SystemTime::now(),
         elapsed: Duration::from_secs(1),
         cost: WindowCost::default(),
         server_cpu: None,
@@ -136,6 +137,7 @@ fn counts(b: &[Bucket]) -> Vec<u64> {
     b.iter().map(|b| b.count).collect()
 }
 
+mod merge;
 mod runs;
 mod summary;
 mod wire;
