@@ -9,7 +9,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Cluster, proto_run, report_of, run_bounded_on_thread, u64_at};
+use support::{Cluster, Run, proto_run, report_of, run_bounded_on_thread, u64_at};
 
 const RUN: &str = "6s";
 /// A third of the run, plus the setup before the start line.
@@ -21,6 +21,16 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 enum Victim {
     Leader,
     Follower,
+}
+
+/// Runs wirebench with `args`, SIGKILLs member `killed` of `cluster` `KILL_AFTER` in, and
+/// waits for the run (at most a minute).
+fn run_through_a_kill(cluster: &mut Cluster, killed: usize, args: &[&str]) -> Run {
+    let started = Instant::now();
+    let run = run_bounded_on_thread(args, Duration::from_secs(60));
+    std::thread::sleep(KILL_AFTER.saturating_sub(started.elapsed()));
+    cluster.kill(killed);
+    run.join().expect("the run's thread")
 }
 
 /// Runs a put load against `cluster` over `proto` with `target`, kills the victim a third of
@@ -35,8 +45,9 @@ fn put_through_a_kill(proto: &str, target: &str, victim: Victim) -> (Value, Stri
     let witness = (killed + 2) % 3;
     let before = cluster.revision_at(witness);
     let endpoints = cluster.endpoints_arg();
-    let started = Instant::now();
-    let run = run_bounded_on_thread(
+    let run = run_through_a_kill(
+        &mut cluster,
+        killed,
         &[
             "etcd",
             "put",
@@ -58,11 +69,7 @@ fn put_through_a_kill(proto: &str, target: &str, victim: Victim) -> (Value, Stri
             "--format",
             "json",
         ],
-        Duration::from_secs(60),
     );
-    std::thread::sleep(KILL_AFTER.saturating_sub(started.elapsed()));
-    cluster.kill(killed);
-    let run = run.join().expect("the run's thread");
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let new_leader = cluster.live_leader();
     let delta = cluster.revision_at(witness) - before;
@@ -153,8 +160,9 @@ fn watch_through_a_kill(proto: &str, victim: usize) {
     let killed = order[victim];
     let endpoints: Vec<String> = order.iter().map(|&i| cluster.endpoint(i)).collect();
     let endpoints = endpoints.join(",");
-    let started = Instant::now();
-    let run = run_bounded_on_thread(
+    let run = run_through_a_kill(
+        &mut cluster,
+        killed,
         &[
             "etcd",
             "watch",
@@ -181,11 +189,7 @@ fn watch_through_a_kill(proto: &str, victim: usize) {
             "--format",
             "json",
         ],
-        Duration::from_secs(60),
     );
-    std::thread::sleep(KILL_AFTER.saturating_sub(started.elapsed()));
-    cluster.kill(killed);
-    let run = run.join().expect("the run's thread");
     let what = format!("{proto}, endpoint {victim} killed");
     assert_eq!(run.code, Some(0), "{what}: {}", run.stderr);
     let report = report_of(&run);

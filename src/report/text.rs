@@ -816,7 +816,7 @@ fn render_classes(out: &mut String, classes: &[crate::report::ClassReport], coun
 }
 
 /// `--compact-interval`: the compactor's requests beside the load.
-fn render_compaction(out: &mut String, c: &crate::report::CompactionReport) {
+pub(super) fn render_compaction(out: &mut String, c: &crate::report::CompactionReport) {
     let _ = writeln!(
         out,
         "Compaction: every {:.3} s to (current revision - {}): {} requests, {} ok, {} failed, {} skipped{}",

@@ -461,6 +461,20 @@ impl WatchReport {
     }
 }
 
+/// One line per error count: `  LEAD[count]\tkind: message`.
+fn error_lines<'a>(out: &mut String, lead: &str, errors: impl IntoIterator<Item = &'a ErrorCount>) {
+    use std::fmt::Write;
+    for e in errors {
+        let _ = writeln!(
+            out,
+            "  {lead}[{}]\t{}: {}",
+            e.count,
+            e.kind,
+            e.message.as_deref().unwrap_or("")
+        );
+    }
+}
+
 /// One latency summary as a line of the text report.
 fn latency_line(out: &mut String, l: &LatencySummary) {
     use std::fmt::Write;
@@ -566,15 +580,7 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
                 g.count, g.key, g.proto, g.clients, g.ok, g.failed, g.requests_per_sec, g.total_s
             );
             latency_line(&mut out, &g.latency_ms);
-            for e in &g.errors {
-                let _ = writeln!(
-                    out,
-                    "  [{}]\t{}: {}",
-                    e.count,
-                    e.kind,
-                    e.message.as_deref().unwrap_or("")
-                );
-            }
+            error_lines(&mut out, "", &g.errors);
         }
         if !r.stream_moves.is_empty() {
             let _ = writeln!(out);
@@ -638,15 +644,7 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
                 e.failed_between
             );
         }
-        for e in &p.not_sent_reasons {
-            let _ = writeln!(
-                out,
-                "  not sent [{}]\t{}: {}",
-                e.count,
-                e.kind,
-                e.message.as_deref().unwrap_or("")
-            );
-        }
+        error_lines(&mut out, "not sent ", &p.not_sent_reasons);
         let w = &r.wire;
         let _ = writeln!(out);
         let _ = writeln!(out, "Wire (watch connections, per event received):");
@@ -680,35 +678,14 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
             );
         }
         if let Some(c) = &r.compaction {
-            let _ = writeln!(
-                out,
-                "  Compaction: every {:.3} s to (revision - {}): {} requests, {} ok, {} failed, {} skipped{}{}",
-                c.interval_s,
-                c.index_delta,
-                c.requests,
-                c.ok,
-                c.failed,
-                c.skipped,
-                c.last_revision
-                    .map_or_else(String::new, |v| format!("; last at revision {v}")),
-                c.last_error
-                    .as_ref()
-                    .map_or_else(String::new, |e| format!("; last error: {e}"))
-            );
+            let _ = writeln!(out);
+            super::text::render_compaction(&mut out, c);
         }
         let errors: Vec<_> = r.errors.iter().chain(p.errors.iter()).collect();
         if !errors.is_empty() {
             let _ = writeln!(out);
             let _ = writeln!(out, "Errors:");
-            for e in errors {
-                let _ = writeln!(
-                    out,
-                    "  [{}]\t{}: {}",
-                    e.count,
-                    e.kind,
-                    e.message.as_deref().unwrap_or("")
-                );
-            }
+            error_lines(&mut out, "", errors);
         }
         let _ = writeln!(out);
     }

@@ -9,12 +9,12 @@ use std::time::Instant;
 use bytes::BytesMut;
 use http::Uri;
 
+use super::Ended;
 use super::config::{WatchConfig, stream_watchers};
 use super::state::WatchState;
 use crate::client::grpc::{Bidi, Call, Conn as GrpcConn};
 use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind};
-use crate::stats::StreamMove;
 use wirebench_wire::grpc;
 use wirebench_wire::proto::etcd::{
     WatchCreateRequest, WatchRequest, WatchResponse, watch_request::RequestUnion,
@@ -128,51 +128,22 @@ async fn stream(
     loop {
         let member = &members[link.member()];
         let ended = watch_on(&st, &cfg, link.conn(), member, &watchers, moved).await;
-        if ended == Ended::Stopped || st.stopped.get() {
+        if ended == Ended::Stopped {
             break;
         }
-        // Only an established stream moves: one that never had its watchers created fails the
-        // run's setup as before.
-        let established = {
-            let confirmed = st.confirmed.borrow();
-            watchers.iter().all(|&w| confirmed[w])
-        };
-        if !established {
-            break;
-        }
-        let broke = Instant::now();
-        let from = link.member();
+        let (broke, from) = (Instant::now(), link.member());
         link.close(&st, std::time::Duration::ZERO).await;
-        let Some((conn, to)) = super::next_member(&st, &members, from, |m| {
+        let next = super::move_stream(&st, &members, (index, &watchers), from, broke, |m| {
             let ep = &members[m];
             GrpcConn::connect(ep.addr, &ep.host, m, &cfg.net, &cfg.h2)
-        })
-        .await
-        else {
+        });
+        let Some((conn, to, m)) = next.await else {
             return;
         };
-        let mut moves = st.moves.borrow_mut();
-        moved = Some(moves.len());
-        moves.push(StreamMove {
-            stream: index,
-            from: members[from].url.clone(),
-            to: members[to].url.clone(),
-            watchers: watchers.len(),
-            broke,
-            recreated: None,
-        });
+        moved = Some(m);
         link = Link::Own(conn, to);
     }
     link.close(&st, cfg.drain).await;
-}
-
-/// How a stream's run on one connection ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ended {
-    /// the run is over
-    Stopped,
-    /// the stream, its connection or its member failed (the failure is in the state)
-    Broken,
 }
 
 /// Creates `watchers` on `conn` (from their resume revisions when the stream `moved`) and

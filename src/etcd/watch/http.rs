@@ -9,12 +9,12 @@ use std::time::Instant;
 use bytes::{BufMut, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::Ended;
 use super::config::{WatchConfig, stream_watchers};
 use super::state::WatchState;
 use crate::config::Endpoint;
 use crate::net::{self, Layers};
 use crate::outcome::{Failure, FailureKind};
-use crate::stats::StreamMove;
 use wirebench_wire::http1::{self as h1, BodyKind, ChunkedDecoder, RequestTemplate};
 use wirebench_wire::watch as wline;
 
@@ -47,15 +47,6 @@ pub(super) async fn open(
     Ok(tasks)
 }
 
-/// How a stream's run on one connection ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ended {
-    /// the run is over
-    Stopped,
-    /// the stream, its connection or its member failed (the failure is in the state)
-    Broken,
-}
-
 /// One watch stream of `watchers`: created on its first member, and after a break that left
 /// them created, again on the next live member from each watcher's resume revision, until the
 /// run stops.
@@ -70,48 +61,21 @@ async fn stream(
 ) {
     let mut moved: Option<usize> = None;
     loop {
-        let ended = watch_on(
-            &st,
-            &cfg,
-            opened,
-            member,
-            &members[member],
-            &watchers,
-            moved,
-        )
-        .await;
-        if ended == Ended::Stopped || st.stopped.get() {
-            return;
-        }
-        // Only an established stream moves: one that never had its watchers created fails the
-        // run's setup as before.
-        let established = {
-            let confirmed = st.confirmed.borrow();
-            watchers.iter().all(|&w| confirmed[w])
-        };
-        if !established {
+        let ep = &members[member];
+        let ended = watch_on(&st, &cfg, opened, member, ep, &watchers, moved).await;
+        if ended == Ended::Stopped {
             return;
         }
         let broke = Instant::now();
-        let Some((next, to)) = super::next_member(&st, &members, member, |m| {
+        let next = super::move_stream(&st, &members, (index, &watchers), member, broke, |m| {
             let ep = &members[m];
             net::open(ep.addr, &ep.host, &cfg.net, net::Alpn::Http1, Layers::Http1)
-        })
-        .await
-        else {
+        });
+        let Some((conn, to, m)) = next.await else {
             return;
         };
-        let mut moves = st.moves.borrow_mut();
-        moved = Some(moves.len());
-        moves.push(StreamMove {
-            stream: index,
-            from: members[member].url.clone(),
-            to: members[to].url.clone(),
-            watchers: watchers.len(),
-            broke,
-            recreated: None,
-        });
-        (opened, member) = (next, to);
+        moved = Some(m);
+        (opened, member) = (conn, to);
     }
 }
 

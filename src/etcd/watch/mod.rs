@@ -31,6 +31,50 @@ use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind};
 use state::WatchState;
 
+/// How a stream's run on one connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// the run is over
+    Stopped,
+    /// the stream, its connection or its member failed (the failure is in the state)
+    Broken,
+}
+
+/// After stream `index` of `watchers` broke (at `broke`) on member `from`: None when it stays
+/// down (the run stopped, or it broke before etcd confirmed all its watchers: the setup fails
+/// as before); else a connection to the next live member (`next_member`), that member, and
+/// the move, recorded in the state.
+async fn move_stream<C, Fut>(
+    st: &WatchState,
+    members: &[Endpoint],
+    (index, watchers): (usize, &[usize]),
+    from: usize,
+    broke: std::time::Instant,
+    connect: impl Fn(usize) -> Fut,
+) -> Option<(C, usize, usize)>
+where
+    Fut: Future<Output = io::Result<C>>,
+{
+    let established = {
+        let confirmed = st.confirmed.borrow();
+        watchers.iter().all(|&w| confirmed[w])
+    };
+    if !established || st.stopped.get() {
+        return None;
+    }
+    let (conn, to) = next_member(st, members, from, connect).await?;
+    let mut moves = st.moves.borrow_mut();
+    moves.push(crate::stats::StreamMove {
+        stream: index,
+        from: members[from].url.clone(),
+        to: members[to].url.clone(),
+        watchers: watchers.len(),
+        broke,
+        recreated: None,
+    });
+    Some((conn, to, moves.len() - 1))
+}
+
 /// How long a stream waits before trying every member again when none accepted it.
 const RETRY: Duration = Duration::from_millis(50);
 

@@ -690,13 +690,35 @@ impl Connection {
                 Err(e) => return Err(self.refuse(&buf[at..], e.into())),
             };
             let (f, used) = decoded;
-            if let Some(t) = &mut self.tally {
-                t.received(&buf[at..at + used]);
+            if self.tally.is_some() {
+                self.tally_received(&buf[at..at + used], &f);
             }
             if let Err(e) = self.handle(f, events) {
                 return Err(self.refuse(&buf[at + used..], e));
             }
             at += used;
+        }
+    }
+
+    /// Counts a whole frame received, and a DATA frame's gRPC layer on its stream, before the
+    /// frame is handled: whatever check then ends the stream or the connection, its content
+    /// is classified once.
+    fn tally_received(&mut self, frame: &[u8], f: &Frame<'_>) {
+        let Some(t) = &mut self.tally else { return };
+        t.received(frame);
+        if let Frame::Data {
+            stream,
+            data,
+            end_stream,
+            ..
+        } = *f
+        {
+            let slot = self.by_id.get(&stream).copied();
+            let state = slot.and_then(|s| self.streams[s].grpc_in.as_mut());
+            t.received_data(data, state);
+            if end_stream && let Some(s) = slot {
+                self.streams[s].grpc_in = None;
+            }
         }
     }
 
@@ -972,15 +994,6 @@ impl Connection {
         flow_len: u32,
         events: &mut impl Events,
     ) -> Result<(), Error> {
-        let slot = self.by_id.get(&stream).copied();
-        if let Some(t) = &mut self.tally {
-            // the gRPC layer before any check ends the stream or the connection
-            let state = slot.and_then(|s| self.streams[s].grpc_in.as_mut());
-            t.received_data(data, state);
-            if end_stream && let Some(s) = slot {
-                self.streams[s].grpc_in = None;
-            }
-        }
         self.check_known(stream)?;
         if i64::from(flow_len) > self.conn_recv_window {
             return Err(Error {
@@ -998,7 +1011,7 @@ impl Connection {
             self.conn_recv_window += i64::from(self.conn_recv_unacked);
             self.conn_recv_unacked = 0;
         }
-        let Some(slot) = slot else {
+        let Some(slot) = self.by_id.get(&stream).copied() else {
             return self.idle();
         };
         let s = &mut self.streams[slot];
