@@ -4,6 +4,10 @@
 # stack, the leader SIGKILLed 2.3 s in. Prints one line per round (first failure, move, first
 # success, the gap, puts lost) and the gaps' median and maximum per stack; exits 1 when a
 # round lost an acknowledged put, moved nowhere, or broke ok <= revision delta <= ok + unknown.
+# Then, per round and stack, on a fresh cluster again, `etcd watch` on every member (a stream
+# each, the puts on the first, a follower) with that follower SIGKILLed 2.3 s in: the line
+# gives its stream's move and the puts' gap; exits 1 when an event is missing or duplicated, or
+# the stream or the puts did not move.
 #
 #   scripts/failover.sh [--rounds 10] [-o DIR]
 set -euo pipefail
@@ -12,7 +16,7 @@ ROUNDS=10
 OUT=/tmp/wirebench-failover
 
 usage() {
-    sed -n '2,9s/^# \{0,1\}//p' "$0"
+    sed -n '2,13s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -89,6 +93,59 @@ print(f"{proto} round {rnd}: first failure {e.get('first_failure_s', 0):.3f} s, 
       f"first success {e.get('first_success_s') or 0:.3f} s, gap {e.get('gap_s') or 0:.3f} s; "
       f"ok {s['ok']}, unknown {s['outcome_unknown']}, revision delta {delta}; verified {v['checked']}, lost {v['lost']}"
       + ("" if ok else "  <-- FAILED"))
+sys.exit(0 if ok else 1)
+EOF
+    done
+done
+# the first follower of $1 (comma-separated URLs), by the members' own statuses
+follower_of() {
+    local u id leader
+    for u in ${1//,/ }; do
+        read -r id leader <<<"$(status_of "$u")"
+        if [[ -n ${id:-} && $id != "$leader" ]]; then
+            echo "$u"
+            return 0
+        fi
+    done
+    return 1
+}
+
+for round in $(seq "$ROUNDS"); do
+    for proto in http grpc; do
+        scripts/etcd-cluster.sh --stop >/dev/null 2>&1 || true
+        scripts/etcd-cluster.sh --background >"$OUT/cluster.log" 2>&1 || die "the cluster did not start: $(tail -n 3 "$OUT/cluster.log")"
+        eps=$(scripts/etcd-cluster.sh --endpoints)
+        victim=$(follower_of "$eps") || die "no follower in $eps"
+        ordered="$victim"
+        for u in ${eps//,/ }; do
+            [[ $u == "$victim" ]] || ordered="$ordered,$u"
+        done
+        (
+            sleep 2.3
+            port=${victim##*:}
+            pid=$(ss -ltnpH "sport = :$port" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+            kill -9 "$pid"
+        ) &
+        killer=$!
+        "$BIN" etcd watch --endpoints "$ordered" --proto "$proto" --watchers 6 --streams 3 \
+            --conns 3 --put-total 3000 --put-rate 500 --put-clients 4 --put-timeout 1s \
+            --timeout 10s --format json >"$OUT/watch-$proto-$round.json" || status=1
+        wait "$killer" || true
+        python3 - "$OUT/watch-$proto-$round.json" "$proto" "$round" "$victim" <<'EOF' || status=1
+import json, sys
+path, proto, rnd, killed = sys.argv[1:5]
+r = json.load(open(path))["runs"][0]
+moves = [m for m in r["stream_moves"] if m["from"] == killed]
+puts = [e for e in ((r["puts"]["failover"] or {}).get("events") or []) if e["from"] == killed]
+m = moves[0] if moves else {}
+e = puts[0] if puts else {}
+ok = r["missing"] == 0 and r["duplicated"] == 0 and bool(moves) \
+    and m.get("recreated_after_ms") is not None and bool(puts) and e.get("gap_s") is not None
+print(f"watch {proto} round {rnd}: stream moved {m.get('from', '-')} -> {m.get('to', '-')}, "
+      f"{m.get('watchers', 0)} watchers re-created after {m.get('recreated_after_ms') or 0:.1f} ms; "
+      f"puts gap {e.get('gap_s') or 0:.3f} s, ok {r['puts']['ok']}; events {r['events']} of "
+      f"{r['expected_events']}, missing {r['missing']}, duplicated {r['duplicated']}, "
+      f"unexpected {r['unexpected']}" + ("" if ok else "  <-- FAILED"))
 sys.exit(0 if ok else 1)
 EOF
     done

@@ -7,7 +7,8 @@
 #   2. stress: scripts/stress.sh (10,000 HTTP/1.1 connections, 1,000 pipelined connections,
 #      a connection per request, 100 gRPC connections x 1,000 streams)
 #   3. peers: scripts/peers.sh (the client against wrk and h2load) and scripts/peers-grpc.sh
-#   4. failover: scripts/failover.sh (10 rounds per stack of a leader SIGKILLed mid-run)
+#   4. failover: scripts/failover.sh (10 rounds per stack of a leader SIGKILLed mid-run, and of a
+#      watch run's follower SIGKILLed mid-run)
 #
 #   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers,failover] [-o DIR]
 #
@@ -21,7 +22,7 @@ SKIP=""
 OUT=/tmp/wirebench-long
 
 usage() {
-    sed -n '2,16s/^# \{0,1\}//p' "$0"
+    sed -n '2,17s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
