@@ -507,36 +507,37 @@ fn txn_put_counts_one_revision_per_transaction_over_both_protocols() {
     assert_refused(&["etcd", "txn-put", "--txn-ops", "0"], 2, "--txn-ops 0");
 }
 
+/// `wirebench sweep etcd ARGS --format json` (bounded, exit 0 asserted), its JSON.
+fn sweep_json(args: &[&str]) -> Value {
+    let mut all = vec!["sweep", "etcd"];
+    all.extend_from_slice(args);
+    all.extend(["--format", "json"]);
+    let run = run_bounded(&all, Duration::from_secs(120));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    serde_json::from_str(&run.stdout).expect("JSON rows")
+}
+
 #[test]
 fn sweep_runs_txn_put_rows_one_revision_per_transaction() {
     let etcd = Etcd::start();
     let before = etcd.revision();
-    let run = run_bounded(
-        &[
-            "sweep",
-            "etcd",
-            "txn-put",
-            "--txn-ops",
-            "2",
-            "--key-space-size",
-            "10",
-            "--endpoints",
-            &etcd.endpoint(),
-            "--clients",
-            "1,4",
-            "--key-size",
-            "16",
-            "--target",
-            "first",
-            "-n",
-            "100",
-            "--format",
-            "json",
-        ],
-        Duration::from_secs(120),
-    );
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).expect("JSON rows");
+    let v = sweep_json(&[
+        "txn-put",
+        "--txn-ops",
+        "2",
+        "--key-space-size",
+        "10",
+        "--endpoints",
+        &etcd.endpoint(),
+        "--clients",
+        "1,4",
+        "--key-size",
+        "16",
+        "--target",
+        "first",
+        "-n",
+        "100",
+    ]);
     let rows = v["rows"].as_array().expect("rows");
     // 2 client counts x 2 stacks, 100 transactions each, every one ok
     assert_eq!(rows.len(), 4, "{v:#}");
@@ -952,32 +953,23 @@ fn compaction_runs_beside_a_watch_runs_put_load() {
 fn sweep_runs_txn_mixed_and_lease_keepalive_rows() {
     let etcd = Etcd::start();
     let before = etcd.revision();
-    let run = run_bounded(
-        &[
-            "sweep",
-            "etcd",
-            "txn-mixed",
-            "--rw-ratio",
-            "1",
-            "--key-space-size",
-            "20",
-            "--endpoints",
-            &etcd.endpoint(),
-            "--clients",
-            "1,4",
-            "--key-size",
-            "16",
-            "--target",
-            "first",
-            "-n",
-            "200",
-            "--format",
-            "json",
-        ],
-        Duration::from_secs(120),
-    );
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).expect("JSON rows");
+    let v = sweep_json(&[
+        "txn-mixed",
+        "--rw-ratio",
+        "1",
+        "--key-space-size",
+        "20",
+        "--endpoints",
+        &etcd.endpoint(),
+        "--clients",
+        "1,4",
+        "--key-size",
+        "16",
+        "--target",
+        "first",
+        "-n",
+        "200",
+    ]);
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 4, "{v:#}");
     let mut writes = 0;
@@ -991,26 +983,17 @@ fn sweep_runs_txn_mixed_and_lease_keepalive_rows() {
     }
     assert_eq!(etcd.revision() - before, writes as i64);
 
-    let run = run_bounded(
-        &[
-            "sweep",
-            "etcd",
-            "lease-keepalive",
-            "--endpoints",
-            &etcd.endpoint(),
-            "--clients",
-            "2",
-            "--target",
-            "first",
-            "-n",
-            "100",
-            "--format",
-            "json",
-        ],
-        Duration::from_secs(120),
-    );
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).expect("JSON rows");
+    let v = sweep_json(&[
+        "lease-keepalive",
+        "--endpoints",
+        &etcd.endpoint(),
+        "--clients",
+        "2",
+        "--target",
+        "first",
+        "-n",
+        "100",
+    ]);
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 2, "{v:#}");
     for r in rows {

@@ -269,11 +269,31 @@ fn http1_failures_allocate_nothing_per_failure() {
 /// response (head, the request's message echoed as an EchoResponse body, trailers). Its header
 /// blocks are literals without indexing, so it keeps no HPACK state; each request's DATA goes
 /// back to the client's connection window at once.
-fn serve_h2(mut s: TcpStream) {
-    use wirebench_wire::h2::frame::{self, Frame, Settings};
-    NOT_COUNTED.with(|c| c.set(true));
+fn serve_h2(s: TcpStream) {
+    use wirebench_wire::h2::frame;
     let head: &[u8] = b"\x88\x0f\x10\x10application/grpc"; // :status 200, content-type
     let trailers: &[u8] = b"\x00\x0bgrpc-status\x010";
+    serve_frames(s, |out, stream, data, end_stream| {
+        if !end_stream || data.len() < 7 {
+            return;
+        }
+        // the request's bytes back to the connection window
+        frame::encode_window_update(out, 0, data.len() as u32);
+        // EchoRequest{ping (1)} -> EchoResponse{body (2)}: same bytes, field 2
+        let mut message = data.to_vec();
+        message[5] = 0x12;
+        frame::encode_headers(out, stream, head, false, 16_384);
+        frame::encode_data(out, stream, &message, false);
+        frame::encode_headers(out, stream, trailers, true, 16_384);
+    });
+}
+
+/// The frame loop of the tests' minimal h2 servers: the server's SETTINGS, SETTINGS and PING
+/// acks, and each DATA frame (its stream, payload and END_STREAM) handed to `on_data`, which
+/// appends the answer to the output; everything queued goes out with one write per read.
+fn serve_frames(mut s: TcpStream, mut on_data: impl FnMut(&mut Vec<u8>, u32, &[u8], bool)) {
+    use wirebench_wire::h2::frame::{self, Frame, Settings};
+    NOT_COUNTED.with(|c| c.set(true));
     let mut out = Vec::with_capacity(64 * 1024);
     frame::encode_settings(&mut out, &Settings::default());
     let mut buf = vec![0u8; 64 * 1024];
@@ -299,18 +319,9 @@ fn serve_h2(mut s: TcpStream) {
                 Frame::Data {
                     stream,
                     data,
-                    end_stream: true,
+                    end_stream,
                     ..
-                } if data.len() >= 7 => {
-                    // the request's bytes back to the connection window
-                    frame::encode_window_update(&mut out, 0, data.len() as u32);
-                    // EchoRequest{ping (1)} -> EchoResponse{body (2)}: same bytes, field 2
-                    let mut message = data.to_vec();
-                    message[5] = 0x12;
-                    frame::encode_headers(&mut out, stream, head, false, 16_384);
-                    frame::encode_data(&mut out, stream, &message, false);
-                    frame::encode_headers(&mut out, stream, trailers, true, 16_384);
-                }
+                } => on_data(&mut out, stream, data, end_stream),
                 _ => {}
             }
             at += used;
@@ -395,61 +406,28 @@ fn grpc_steady_state_allocates_nothing() {
 /// A minimal h2 server for etcd's LeaseKeepAlive streams: each LeaseKeepAliveRequest message
 /// on a stream is answered on that stream with a LeaseKeepAliveResponse for the same lease
 /// (TTL 100), the response head before the first; the request's bytes go back to both windows.
-fn serve_keepalives(mut s: TcpStream) {
+fn serve_keepalives(s: TcpStream) {
     use std::collections::HashSet;
-    use wirebench_wire::h2::frame::{self, Frame, Settings};
-    NOT_COUNTED.with(|c| c.set(true));
+    use wirebench_wire::h2::frame;
     let head: &[u8] = b"\x88\x0f\x10\x10application/grpc"; // :status 200, content-type
     let mut answered: HashSet<u32> = HashSet::new();
-    let mut out = Vec::with_capacity(64 * 1024);
-    frame::encode_settings(&mut out, &Settings::default());
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut have = 0;
-    let mut preface = false;
-    loop {
-        match s.read(&mut buf[have..]) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => have += n,
+    serve_frames(s, |out, stream, data, _| {
+        // LeaseKeepAliveRequest{ID (1)} -> LeaseKeepAliveResponse{ID (2), TTL (3): 100}
+        if data.len() < 7 || data[5] != 0x08 {
+            return;
         }
-        let mut at = 0;
-        if !preface {
-            if have < frame::PREFACE.len() {
-                continue;
-            }
-            at = frame::PREFACE.len();
-            preface = true;
+        frame::encode_window_update(out, 0, data.len() as u32);
+        frame::encode_window_update(out, stream, data.len() as u32);
+        if answered.insert(stream) {
+            frame::encode_headers(out, stream, head, false, 16_384);
         }
-        while let Ok(Some((f, used))) = frame::decode(&buf[at..have], 16_384) {
-            match f {
-                Frame::Settings { ack: false, .. } => frame::encode_settings_ack(&mut out),
-                Frame::Ping { ack: false, data } => frame::encode_ping(&mut out, true, data),
-                // LeaseKeepAliveRequest{ID (1)} -> LeaseKeepAliveResponse{ID (2), TTL (3): 100}
-                Frame::Data { stream, data, .. } if data.len() >= 7 && data[5] == 0x08 => {
-                    frame::encode_window_update(&mut out, 0, data.len() as u32);
-                    frame::encode_window_update(&mut out, stream, data.len() as u32);
-                    if answered.insert(stream) {
-                        frame::encode_headers(&mut out, stream, head, false, 16_384);
-                    }
-                    let mut message = data.to_vec();
-                    message[5] = 0x10;
-                    message.extend_from_slice(&[0x18, 100]);
-                    let len = (message.len() - 5) as u32;
-                    message[1..5].copy_from_slice(&len.to_be_bytes());
-                    frame::encode_data(&mut out, stream, &message, false);
-                }
-                _ => {}
-            }
-            at += used;
-        }
-        buf.copy_within(at..have, 0);
-        have -= at;
-        if !out.is_empty() {
-            if s.write_all(&out).is_err() {
-                return;
-            }
-            out.clear();
-        }
-    }
+        let mut message = data.to_vec();
+        message[5] = 0x10;
+        message.extend_from_slice(&[0x18, 100]);
+        let len = (message.len() - 5) as u32;
+        message[1..5].copy_from_slice(&len.to_be_bytes());
+        frame::encode_data(out, stream, &message, false);
+    });
 }
 
 /// Allocations of a lease-keepalive run of `n` keepalives over gRPC: 4 clients, each its own

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::run::{first_error, judge};
+use super::run::judged;
 use super::{RunError, emit, exit};
 use crate::config::Format;
 use crate::report::merge::{self, AgentRow, Source};
@@ -90,25 +90,7 @@ pub(super) fn merge_and_write(m: &Merge) -> Result<i32, RunError> {
         Format::Json => report.to_json(),
     };
     emit(m.output.as_deref(), &text)?;
-    let mut code = exit::OK;
-    for r in report.runs.iter().filter(|r| r.summary.ok == 0) {
-        eprintln!(
-            "error: no {} request succeeded on any agent ({})",
-            r.title,
-            first_error(r)
-        );
-        code = exit::FAILURE;
-    }
-    if code == exit::OK {
-        code = judge(
-            &m.thresholds,
-            report
-                .runs
-                .iter()
-                .flat_map(|r| m.thresholds.iter().filter_map(|t| t.judge(r))),
-        );
-    }
-    Ok(code)
+    Ok(judged(&report, &m.thresholds, " on any agent", exit::OK))
 }
 
 #[cfg(test)]

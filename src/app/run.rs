@@ -137,24 +137,36 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
             code = exit::FAILURE;
         }
     }
+    code = judged(&report, &cfg.thresholds, "", code);
+    Ok(code)
+}
+
+/// `code`, or `exit::FAILURE` with one line per run of `report` with no success (`where_`
+/// follows "succeeded"), or else the thresholds' verdict on its runs.
+pub(super) fn judged(
+    report: &Report,
+    thresholds: &[report::threshold::Threshold],
+    where_: &str,
+    mut code: i32,
+) -> i32 {
     for r in report.runs.iter().filter(|r| r.summary.ok == 0) {
         eprintln!(
-            "error: no {} request succeeded ({})",
+            "error: no {} request succeeded{where_} ({})",
             r.title,
             first_error(r)
         );
         code = exit::FAILURE;
     }
-    if code == exit::OK {
-        code = judge(
-            &cfg.thresholds,
-            report
-                .runs
-                .iter()
-                .flat_map(|r| cfg.thresholds.iter().filter_map(|t| t.judge(r))),
-        );
+    if code != exit::OK {
+        return code;
     }
-    Ok(code)
+    judge(
+        thresholds,
+        report
+            .runs
+            .iter()
+            .flat_map(|r| thresholds.iter().filter_map(|t| t.judge(r))),
+    )
 }
 
 /// Prints one line per broken threshold; `exit::THRESHOLD` when there was one.

@@ -31,13 +31,18 @@ pub fn error_counts(
             count,
         })
         .collect();
+    sort_errors(&mut v);
+    v
+}
+
+/// Most frequent first; ties by kind, then message.
+pub(super) fn sort_errors(v: &mut [ErrorCount]) {
     v.sort_by(|a, b| {
         b.count
             .cmp(&a.count)
             .then(a.kind.cmp(b.kind))
             .then_with(|| a.message.cmp(&b.message))
     });
-    v
 }
 
 /// IP + TCP header bytes of `segments` segments: IPv4 20 or IPv6 40, TCP 20, plus 12 bytes of

@@ -401,12 +401,7 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
             count,
         })
         .collect();
-    error_distribution.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
-            .then(a.kind.cmp(b.kind))
-            .then_with(|| a.message.cmp(&b.message))
-    });
+    super::derive::sort_errors(&mut error_distribution);
 
     let cost = merge_cost(&runs, &files);
     let wire = merge_wire(&runs);

@@ -42,12 +42,9 @@ fn label(v: f64) -> String {
     }
 }
 
-/// Writes the document's opening, its title and the stacks' legend for `panels` panels (in
-/// rows of `COLS`, below the 70-pixel head); returns the document's height.
-fn header(s: &mut String, title: &str, stacks: &[&str], panels: usize) -> f64 {
-    let rows = panels.div_ceil(COLS).max(1);
-    #[allow(non_snake_case)]
-    let H = 70.0 + rows as f64 * ROW_H + 10.0;
+/// Writes an SVG document's opening, `H` pixels high, its white ground and its title.
+#[allow(non_snake_case)]
+fn open(s: &mut String, title: &str, H: f64) {
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Arial, sans-serif">"#
@@ -58,6 +55,15 @@ fn header(s: &mut String, title: &str, stacks: &[&str], panels: usize) -> f64 {
         r#"<text x="20" y="30" font-size="18" font-weight="bold">{}</text>"#,
         esc(title)
     );
+}
+
+/// Writes the document's opening, its title and the stacks' legend for `panels` panels (in
+/// rows of `COLS`, below the 70-pixel head); returns the document's height.
+fn header(s: &mut String, title: &str, stacks: &[&str], panels: usize) -> f64 {
+    let rows = panels.div_ceil(COLS).max(1);
+    #[allow(non_snake_case)]
+    let H = 70.0 + rows as f64 * ROW_H + 10.0;
+    open(s, title, H);
     for (i, name) in stacks.iter().enumerate() {
         let x = 20.0 + i as f64 * 120.0;
         let _ = writeln!(
@@ -370,6 +376,34 @@ fn dash(dashed: bool) -> &'static str {
 }
 
 /// The legend: one entry per series, from `x` along `y` (on to a second line past the width).
+/// The horizontal grid lines and value ticks of a panel from `x0..x1` and `y0` (top) to `y1`
+/// (bottom), scaled to the largest value of `series`; returns the axis' top value.
+fn y_grid(
+    s: &mut String,
+    series: &[Series<'_>],
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> f64 {
+    let max = series
+        .iter()
+        .flat_map(|se| se.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let (ytop, step) = nice(max);
+    let mut v = 0.0;
+    while v <= ytop * 1.000_001 {
+        let y = y1 - v / ytop * (y1 - y0);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e2e2e2"/><text x="{}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">{}</text>"##,
+            x0 - 6.0,
+            y + 4.0,
+            axis_label(v)
+        );
+        v += step;
+    }
+    ytop
+}
+
 fn legend(s: &mut String, series: &[Series<'_>], x: f64, y: f64) {
     let (mut at, mut y) = (x, y);
     for se in series {
@@ -404,41 +438,16 @@ pub fn latency_percentiles(title: &str, top: f64, series: &[Series<'_>]) -> Stri
     const H: f64 = 520.0;
     let (x0, x1, y0, y1) = (80.0, W - 30.0, 80.0, H - 60.0);
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Arial, sans-serif">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="20" y="30" font-size="18" font-weight="bold">{}</text>"#,
-        esc(title)
-    );
+    open(&mut s, title, H);
     legend(&mut s, series, 20.0, 58.0);
     let nines = (1.0 / (1.0 - top / 100.0)).log10();
     let px = |p: f64| {
         let p = p.clamp(0.0, top);
         x0 + (1.0 / (1.0 - p / 100.0)).log10() / nines * (x1 - x0)
     };
-    let max = series
-        .iter()
-        .flat_map(|se| se.points.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
-    let (ytop, step) = nice(max);
-    let py = |v: f64| y1 - v / ytop * (y1 - y0);
     // grid and ticks
-    let mut v = 0.0;
-    while v <= ytop * 1.000_001 {
-        let y = py(v);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e2e2e2"/><text x="{}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">{}</text>"##,
-            x0 - 6.0,
-            y + 4.0,
-            axis_label(v)
-        );
-        v += step;
-    }
+    let ytop = y_grid(&mut s, series, (x0, x1), (y0, y1));
+    let py = |v: f64| y1 - v / ytop * (y1 - y0);
     let mut nine = 0.0;
     while nine <= nines + 1e-9 {
         let p = 100.0 * (1.0 - 10f64.powf(-nine));
@@ -527,16 +536,7 @@ pub fn timeline(title: &str, rate: &[Series<'_>], p99: &[Series<'_>], marks: &[M
     let (ttop, tstep) = nice(tmax);
     let px = |t: f64| x0 + t / ttop * (x1 - x0);
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Arial, sans-serif">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="20" y="30" font-size="18" font-weight="bold">{}</text>"#,
-        esc(title)
-    );
+    open(&mut s, title, H);
     legend(&mut s, rate, 20.0, 58.0);
     for (py0, py1, name, series) in panels {
         // stages: alternate shading, a name at the top of each
@@ -564,24 +564,8 @@ pub fn timeline(title: &str, rate: &[Series<'_>], p99: &[Series<'_>], marks: &[M
                 );
             }
         }
-        let max = series
-            .iter()
-            .flat_map(|se| se.points.iter().map(|p| p.1))
-            .fold(0.0, f64::max);
-        let (ytop, step) = nice(max);
+        let ytop = y_grid(&mut s, series, (x0, x1), (py0, py1));
         let py = |v: f64| py1 - v / ytop * (py1 - py0);
-        let mut v = 0.0;
-        while v <= ytop * 1.000_001 {
-            let y = py(v);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e2e2e2"/><text x="{}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">{}</text>"##,
-                x0 - 6.0,
-                y + 4.0,
-                axis_label(v)
-            );
-            v += step;
-        }
         let _ = writeln!(
             s,
             r##"<line x1="{x0}" y1="{py1}" x2="{x1}" y2="{py1}" stroke="#888"/><line x1="{x0}" y1="{py0}" x2="{x0}" y2="{py1}" stroke="#888"/>"##
