@@ -105,11 +105,18 @@ async fn watch_on(
             None,
         )
     };
+    // `Connection: close`, because the stream's connection is never reused, and because without
+    // it etcd's HTTP server (Go's net/http) discards whatever part of the body the gateway has
+    // not read yet when it writes the response head, which it does on the first confirmation:
+    // a body of many create requests then loses some of them.
     let template = match RequestTemplate::new(
         "POST",
         "/v3/watch",
         authority,
-        &[("Content-Type", "application/json")],
+        &[
+            ("Content-Type", "application/json"),
+            ("Connection", "close"),
+        ],
     ) {
         Ok(t) => t,
         Err(e) => {
