@@ -83,7 +83,11 @@ for round in $(seq "$ROUNDS"); do
         python3 - "$OUT/$proto-$round.json" "$proto" "$round" "$(cat "$OUT/killed")" "$((after - before))" <<'EOF' || status=1
 import json, sys
 path, proto, rnd, killed, delta = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-r = json.load(open(path))["runs"][0]
+try:
+    r = json.load(open(path))["runs"][0]
+except (OSError, ValueError, KeyError, IndexError):
+    print(f"{proto} round {rnd}: no report  <-- FAILED")
+    sys.exit(1)
 s, v = r["summary"], r["verify"]
 ev = [e for e in r["failover"]["events"] if e["from"] == killed]
 ok = bool(ev) and ev[0]["gap_s"] is not None and v["lost"] == 0 \
@@ -91,7 +95,8 @@ ok = bool(ev) and ev[0]["gap_s"] is not None and v["lost"] == 0 \
 e = ev[0] if ev else {}
 print(f"{proto} round {rnd}: first failure {e.get('first_failure_s', 0):.3f} s, moved {e.get('moved_s', 0):.3f} s, "
       f"first success {e.get('first_success_s') or 0:.3f} s, gap {e.get('gap_s') or 0:.3f} s; "
-      f"ok {s['ok']}, unknown {s['outcome_unknown']}, revision delta {delta}; verified {v['checked']}, lost {v['lost']}"
+      f"ok {s['ok']}, unknown {s['outcome_unknown']}, revision delta {delta}; verified {v['checked']}, lost {v['lost']}, "
+      f"asked again {v.get('retried', 0)}"
       + ("" if ok else "  <-- FAILED"))
 sys.exit(0 if ok else 1)
 EOF
@@ -134,7 +139,11 @@ for round in $(seq "$ROUNDS"); do
         python3 - "$OUT/watch-$proto-$round.json" "$proto" "$round" "$victim" <<'EOF' || status=1
 import json, sys
 path, proto, rnd, killed = sys.argv[1:5]
-r = json.load(open(path))["runs"][0]
+try:
+    r = json.load(open(path))["runs"][0]
+except (OSError, ValueError, KeyError, IndexError):
+    print(f"watch {proto} round {rnd}: no report  <-- FAILED")
+    sys.exit(1)
 moves = [m for m in r["stream_moves"] if m["from"] == killed]
 puts = [e for e in ((r["puts"]["failover"] or {}).get("events") or []) if e["from"] == killed]
 m = moves[0] if moves else {}
@@ -155,7 +164,12 @@ import glob, json, statistics, sys
 for proto in ("http", "grpc"):
     gaps = []
     for f in glob.glob(f"{sys.argv[1]}/{proto}-*.json"):
-        for e in json.load(open(f))["runs"][0]["failover"]["events"]:
+        try:
+            events = json.load(open(f))["runs"][0]["failover"]["events"]
+        except (OSError, ValueError, KeyError, IndexError):
+            print(f"{proto}: {f} holds no report")
+            continue
+        for e in events:
             if e["gap_s"] is not None:
                 gaps.append(e["gap_s"])
     if gaps:

@@ -100,6 +100,7 @@ fn verify(
                 found,
             })
             .collect(),
+        retried: v.retried,
         via: v.via,
     })
 }

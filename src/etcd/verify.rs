@@ -5,11 +5,13 @@
 //! key indices from its first, modulo the key space.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::{Endpoint, Proto};
 use crate::net::{H2Config, NetConfig};
+use crate::outcome::{Failure, FailureKind};
 use crate::workload::etcd::client::{Client, Connection};
 use crate::workload::etcd::put_key;
 
@@ -38,13 +40,94 @@ pub struct Verified {
     /// up to 10 of them: (key index, acknowledged revision, mod revision found), the first key
     /// of the write that was not as written
     pub lost_examples: Vec<(u64, i64, Option<i64>)>,
-    /// the member that answered
+    /// lookups asked again (after an election's error, on another member after a connection's
+    /// loss or a silent member)
+    pub retried: u64,
+    /// the member that answered the last lookups
     pub via: String,
 }
 
-/// Looks up every `(first key index, revision)` of `acks` (their `keys`) on the first of
-/// `members` that accepts a gRPC connection, `IN_FLIGHT` at a time, each bounded by `timeout`.
-/// An error is one line: no member reachable, or a lookup that failed (not a lost write).
+/// How long the lookups may go on without one of them answered before `--verify` gives up: an
+/// election (etcd answers "leader changed" or "no leader", or times out) or the loss of the
+/// member asked takes a few seconds.
+const PATIENCE: Duration = Duration::from_secs(15);
+
+/// The pause before a lookup etcd could not answer is asked again, doubled each time up to
+/// `PAUSE_MAX`.
+const PAUSE_MIN: Duration = Duration::from_millis(20);
+const PAUSE_MAX: Duration = Duration::from_millis(500);
+
+/// What a failed lookup calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// the member is there but cannot answer now (an election): ask it again after a pause
+    Again,
+    /// the connection is gone or the member silent: ask the next member
+    Move,
+    /// an answer that asking again cannot change (compacted, permission denied, ...)
+    Fail,
+}
+
+fn next_step(f: &Failure) -> Next {
+    match f.kind {
+        FailureKind::Connect
+        | FailureKind::Timeout
+        | FailureKind::Closed
+        | FailureKind::Io
+        | FailureKind::Goaway
+        | FailureKind::H2 => Next::Move,
+        FailureKind::RstStream => Next::Again,
+        // etcd's election and overload errors: "leader changed", "no leader", "request timed
+        // out", "too many requests"
+        FailureKind::Etcd
+            if f.detail.as_deref().is_some_and(|d| {
+                ["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]
+                    .iter()
+                    .any(|c| d.starts_with(c))
+            }) =>
+        {
+            Next::Again
+        }
+        _ => Next::Fail,
+    }
+}
+
+/// The lookups' shared state, kept across the members they move to.
+struct Work {
+    acks: Vec<(u64, i64)>,
+    keys: Keys,
+    /// indices into `acks` still to look up
+    queue: RefCell<VecDeque<usize>>,
+    found: RefCell<Verified>,
+    /// a lookup that failed for good
+    fatal: RefCell<Option<String>>,
+    /// the last failure that made a lookup be asked again or elsewhere
+    last: RefCell<String>,
+    /// when a lookup was last answered (or the lookups started)
+    progress: Cell<Instant>,
+    /// the connection in use failed: its tasks end and the next member is asked
+    broken: Cell<bool>,
+}
+
+impl Work {
+    fn out_of_patience(&self) -> bool {
+        self.progress.get().elapsed() > PATIENCE
+    }
+
+    fn give_up(&self) {
+        let last = self.last.borrow();
+        self.fatal.borrow_mut().get_or_insert_with(|| {
+            format!("--verify: no lookup answered for {PATIENCE:?}; the last failure: {last}")
+        });
+    }
+}
+
+/// Looks up every `(first key index, revision)` of `acks` (their `keys`), `IN_FLIGHT` at a
+/// time over one gRPC connection to a member of `members`, each bounded by `timeout`. A
+/// lookup that etcd cannot answer during an election is asked again after a pause; when the
+/// connection fails or the member falls silent, the rest go to the next member (cycling
+/// through them), until every write is looked up or none was answered for `PATIENCE`. An
+/// error is one line: no member reachable, or a lookup that failed for good (not a lost write).
 pub fn verify_writes(
     members: &[Endpoint],
     acks: &[(u64, i64)],
@@ -54,90 +137,146 @@ pub fn verify_writes(
     token: Option<&str>,
     timeout: Duration,
 ) -> Result<Verified, String> {
+    if members.is_empty() {
+        return Err("--verify: no member to ask".into());
+    }
+    let work = Rc::new(Work {
+        acks: acks.to_vec(),
+        keys,
+        queue: RefCell::new((0..acks.len()).collect()),
+        found: RefCell::default(),
+        fatal: RefCell::default(),
+        last: RefCell::new(String::from("none")),
+        progress: Cell::new(Instant::now()),
+        broken: Cell::new(false),
+    });
     crate::client::block_on(async {
-        let mut last = String::from("no member to ask");
-        for (i, ep) in members.iter().enumerate() {
+        for (i, ep) in members.iter().enumerate().cycle() {
+            if work.queue.borrow().is_empty() {
+                break;
+            }
+            if work.out_of_patience() {
+                work.give_up();
+            }
+            if let Some(e) = work.fatal.borrow_mut().take() {
+                return Err(e);
+            }
             match Connection::open(ep, i, Proto::Grpc, net, h2).await {
                 Ok(conn) => {
-                    let out = lookups(conn, ep, acks, keys, token, timeout).await;
-                    return out.map(|v| Verified {
-                        via: ep.url.clone(),
-                        ..v
-                    });
+                    lookups(conn, ep, &work, token, timeout).await;
                 }
-                Err(e) => last = format!("connect to {}: {e}", ep.url),
+                Err(e) => {
+                    *work.last.borrow_mut() = format!("connect to {}: {e}", ep.url);
+                    // every member refused: wait a little before the next round
+                    if i + 1 == members.len() {
+                        tokio::time::sleep(PAUSE_MAX).await;
+                    }
+                }
             }
         }
-        Err(format!("--verify: {last}"))
+        if let Some(e) = work.fatal.borrow_mut().take() {
+            return Err(e);
+        }
+        Ok(work.found.borrow().clone())
     })?
 }
 
+/// Runs the lookups of `work` on `conn` until none is left, the connection fails (`broken`)
+/// or a lookup fails for good (`fatal`).
 async fn lookups(
     conn: Connection,
     ep: &Endpoint,
-    acks: &[(u64, i64)],
-    keys: Keys,
+    work: &Rc<Work>,
     token: Option<&str>,
     timeout: Duration,
-) -> Result<Verified, String> {
+) {
     let Connection::Grpc(grpc_conn, _) = &conn else {
-        return Err("--verify: the lookups run over gRPC".into());
+        work.fatal
+            .borrow_mut()
+            .get_or_insert_with(|| "--verify: the lookups run over gRPC".into());
+        return;
     };
-    let next = Rc::new(Cell::new(0usize));
-    let found = Rc::new(RefCell::new(Verified::default()));
-    let failure: Rc<RefCell<Option<String>>> = Rc::default();
-    let acks: Rc<[(u64, i64)]> = acks.into();
+    work.broken.set(false);
     let mut tasks = Vec::with_capacity(IN_FLIGHT);
-    for _ in 0..IN_FLIGHT.min(acks.len()) {
+    for _ in 0..IN_FLIGHT.min(work.queue.borrow().len()) {
         let mut send = grpc_conn.handle();
         let ledger = grpc_conn.ledger().clone();
-        let (next, found, failure, acks) =
-            (next.clone(), found.clone(), failure.clone(), acks.clone());
-        let (authority, token) = (ep.authority.clone(), token.map(str::to_string));
+        let work = work.clone();
+        let (authority, url) = (ep.authority.clone(), ep.url.clone());
+        let token = token.map(str::to_string);
         tasks.push(tokio::task::spawn_local(async move {
+            let mut pause = PAUSE_MIN;
             loop {
-                let i = next.get();
-                if i >= acks.len() || failure.borrow().is_some() {
+                if work.broken.get() || work.fatal.borrow().is_some() {
                     return;
                 }
-                next.set(i + 1);
-                let (first, rev) = acks[i];
+                let Some(i) = work.queue.borrow_mut().pop_front() else {
+                    return;
+                };
+                let (first, rev) = work.acks[i];
+                let keys = work.keys;
                 // the first key of this write that was not as written
                 let mut lost = None;
+                let mut failed = None;
                 for j in 0..keys.ops as u64 {
                     let n = (first + j) % keys.space.max(1);
                     let key = put_key(keys.size, n);
                     let lookup = Client::grpc(&mut send, &ledger, &authority)
                         .with_token(token.as_deref())
                         .mod_revision_at(&key, rev);
-                    let got = match tokio::time::timeout(timeout, lookup).await {
-                        Ok(Ok(m)) => m,
+                    match tokio::time::timeout(timeout, lookup).await {
+                        Ok(Ok(got)) if got == Some(rev) => {}
+                        Ok(Ok(got)) => {
+                            lost = Some((n, rev, got));
+                            break;
+                        }
                         Ok(Err(f)) => {
-                            failure
-                                .borrow_mut()
-                                .get_or_insert(format!("--verify: range at revision {rev}: {f}"));
-                            return;
+                            failed = Some((next_step(&f), f.to_string()));
+                            break;
                         }
                         Err(_) => {
-                            failure.borrow_mut().get_or_insert(format!(
-                                "--verify: range at revision {rev}: no answer within {timeout:?}"
-                            ));
-                            return;
+                            failed = Some((Next::Move, format!("no answer within {timeout:?}")));
+                            break;
                         }
-                    };
-                    if got != Some(rev) {
-                        lost = Some((n, rev, got));
-                        break;
                     }
                 }
-                let mut v = found.borrow_mut();
-                v.checked += 1;
-                if let Some(example) = lost {
-                    v.lost += 1;
-                    if v.lost_examples.len() < EXAMPLES {
-                        v.lost_examples.push(example);
+                let Some((next, why)) = failed else {
+                    work.progress.set(Instant::now());
+                    pause = PAUSE_MIN;
+                    let mut v = work.found.borrow_mut();
+                    v.checked += 1;
+                    if v.via != url {
+                        v.via.clone_from(&url);
                     }
+                    if let Some(example) = lost {
+                        v.lost += 1;
+                        if v.lost_examples.len() < EXAMPLES {
+                            v.lost_examples.push(example);
+                        }
+                    }
+                    continue;
+                };
+                let why = format!("range at revision {rev} via {url}: {why}");
+                if next == Next::Fail {
+                    work.fatal
+                        .borrow_mut()
+                        .get_or_insert_with(|| format!("--verify: {why}"));
+                    return;
                 }
+                // asked again, here after a pause or on the next member
+                work.queue.borrow_mut().push_back(i);
+                work.found.borrow_mut().retried += 1;
+                *work.last.borrow_mut() = why;
+                if work.out_of_patience() {
+                    work.give_up();
+                    return;
+                }
+                if next == Next::Move {
+                    work.broken.set(true);
+                    return;
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(PAUSE_MAX);
             }
         }));
     }
@@ -145,9 +284,47 @@ async fn lookups(
         let _ = t.await;
     }
     conn.close().await;
-    if let Some(e) = failure.borrow_mut().take() {
-        return Err(e);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_election_is_waited_out_a_lost_connection_moved_from_the_rest_fail() {
+        let etcd = |d: &str| Failure::with(FailureKind::Etcd, d);
+        for again in [
+            etcd("UNAVAILABLE: etcdserver: leader changed"),
+            etcd("UNAVAILABLE: etcdserver: no leader"),
+            etcd("UNAVAILABLE: etcdserver: request timed out"),
+            etcd("DEADLINE_EXCEEDED"),
+            etcd("RESOURCE_EXHAUSTED: etcdserver: too many requests"),
+            Failure::new(FailureKind::RstStream),
+        ] {
+            assert_eq!(next_step(&again), Next::Again, "{again}");
+        }
+        for kind in [
+            FailureKind::Connect,
+            FailureKind::Timeout,
+            FailureKind::Closed,
+            FailureKind::Io,
+            FailureKind::Goaway,
+            FailureKind::H2,
+        ] {
+            assert_eq!(next_step(&Failure::new(kind)), Next::Move, "{kind:?}");
+        }
+        for fail in [
+            etcd("OUT_OF_RANGE: etcdserver: mvcc: required revision has been compacted"),
+            etcd("PERMISSION_DENIED: etcdserver: permission denied"),
+            etcd("INVALID_ARGUMENT: etcdserver: key is not provided"),
+            // UNAVAILABLE inside a message is not the status
+            etcd("UNKNOWN: UNAVAILABLE"),
+            Failure::new(FailureKind::Etcd),
+            Failure::new(FailureKind::BadResponse),
+            Failure::new(FailureKind::Auth),
+            Failure::new(FailureKind::GrpcFraming),
+        ] {
+            assert_eq!(next_step(&fail), Next::Fail, "{fail}");
+        }
     }
-    let v = found.borrow().clone();
-    Ok(v)
 }

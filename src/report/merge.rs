@@ -601,6 +601,7 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
                 .flat_map(|x| x.lost_examples.iter().cloned())
                 .take(10)
                 .collect(),
+            retried: v.iter().map(|x| x.retried).sum(),
             via: v[0].via.clone(),
         });
 

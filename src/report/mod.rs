@@ -347,7 +347,11 @@ pub struct VerifyReport {
     pub lost: u64,
     /// up to 10 of them
     pub lost_examples: Vec<LostWrite>,
-    /// the member the lookups went to
+    /// lookups asked again: after an error etcd gives during an election, or on the next member
+    /// when a connection failed or a member fell silent
+    #[serde(default)]
+    pub retried: u64,
+    /// the member that answered the last lookups
     pub via: String,
 }
 

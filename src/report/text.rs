@@ -287,6 +287,13 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
             "Verify: {} acknowledged writes looked up at their revisions (via {}): {} lost",
             v.checked, v.via, v.lost
         );
+        if v.retried > 0 {
+            let _ = writeln!(
+                out,
+                "  {} lookups asked again (an election's error, or a member lost or silent)",
+                v.retried
+            );
+        }
         for l in &v.lost_examples {
             let _ = writeln!(
                 out,
