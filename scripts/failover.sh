@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Repeated failovers: a fresh 3-member etcd cluster (scripts/etcd-cluster.sh, etcd's default
-# 1 s election timeout) per round, `etcd put --target leader --verify` for 6 s over each
-# stack, the leader SIGKILLed 2.3 s in. Prints one line per round (first failure, move, first
+# 1 s election timeout) per round, `etcd put --target leader --verify` for 9 s over each
+# stack, the leader SIGKILLed 3 s in (6 s left: an election with a split vote takes up to 4 s). Prints one line per round (first failure, move, first
 # success, the gap, puts lost) and the gaps' median and maximum per stack; exits 1 when a
 # round lost an acknowledged put, moved nowhere, or broke ok <= revision delta <= ok + unknown.
 # Then, per round and stack, on a fresh cluster again, `etcd watch` on every member (a stream
@@ -63,7 +63,7 @@ for round in $(seq "$ROUNDS"); do
         eps=$(scripts/etcd-cluster.sh --endpoints)
         before=$(revision_of "$eps")
         (
-            sleep 2.3
+            sleep 3
             for u in ${eps//,/ }; do
                 read -r id leader <<<"$(status_of "$u")"
                 if [[ -n ${id:-} && $id == "$leader" ]]; then
@@ -76,7 +76,7 @@ for round in $(seq "$ROUNDS"); do
             done
         ) &
         killer=$!
-        "$BIN" etcd put --endpoints "$eps" --target leader --proto "$proto" -c 8 -z 6s \
+        "$BIN" etcd put --endpoints "$eps" --target leader --proto "$proto" -c 8 -z 9s \
             --timeout 1s --key-space-size 1000 --verify --format json >"$OUT/$proto-$round.json" || status=1
         wait "$killer" || true
         after=$(revision_of "$eps")

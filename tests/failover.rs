@@ -1,6 +1,6 @@
 //! Runs that survive a member's loss, on a 3-member etcd cluster with etcd's default timing
 //! (100 ms heartbeat, 1 s election timeout): the leader (or a follower) is SIGKILLed a third
-//! into a 6-second put run; the clients move to the member the cluster names, the failover is
+//! into a 9-second put run; the clients move to the member the cluster names, the failover is
 //! in the report, `--verify` finds every acknowledged put in etcd's history, and the revision
 //! accounting holds: ok ≤ revision delta ≤ ok + outcome unknown.
 
@@ -11,9 +11,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::{Cluster, Run, proto_run, report_of, run_bounded_on_thread, u64_at};
 
-const RUN: &str = "6s";
+/// Long enough after the kill for an election with a split vote: etcd's followers notice a lost
+/// leader after 1-2 s (the randomised election timeout) and a split vote costs another 1-2 s;
+/// with 6 s runs killed at 2.3 s, a run sometimes ended before the cluster had a leader again.
+const RUN: &str = "9s";
 /// A third of the run, plus the setup before the start line.
-const KILL_AFTER: Duration = Duration::from_millis(2300);
+const KILL_AFTER: Duration = Duration::from_millis(3000);
 
 /// The cluster's members serialize: each test starts three etcd processes.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -114,7 +117,7 @@ fn check(r: &Value, killed: &str, delta: i64, what: &str) -> Value {
     assert_eq!(u64_at(v, "/checked") as i64, ok, "{what}");
     let total = s["total_s"].as_f64().unwrap();
     assert!(
-        (6.0..7.5).contains(&total),
+        (9.0..10.5).contains(&total),
         "{what}: the run took {total} s"
     );
     e.clone()
