@@ -458,44 +458,82 @@ pub(super) fn per_opt(n: Option<u64>, d: u64) -> Option<f64> {
     n.map(|n| per(n, d))
 }
 
+/// The counts a run's cost is made of: every per-request figure of `Cost` is one of them over
+/// `requests`, for a run as for a merge of runs (whose counts are the runs' sums).
+pub(super) struct CostCounts {
+    pub requests: u64,
+    pub user_us: u64,
+    pub sys_us: u64,
+    pub syscalls: Option<u64>,
+    pub context_switches: Option<u64>,
+    pub instructions: Option<u64>,
+    pub cycles: Option<u64>,
+    pub kernel_unavailable: Option<String>,
+    pub syscalls_outside: Option<u64>,
+    pub context_switches_outside: Option<u64>,
+    pub io: IoCalls,
+    pub server_cpu_ns: Option<u64>,
+    pub server_cpu_error: Option<String>,
+}
+
+impl CostCounts {
+    pub(super) fn cost(self) -> Cost {
+        let (requests, io) = (self.requests, self.io);
+        Cost {
+            requests,
+            client_cpu_user_us: self.user_us,
+            client_cpu_sys_us: self.sys_us,
+            client_cpu_us_per_request: per(self.user_us + self.sys_us, requests),
+            syscalls: self.syscalls,
+            syscalls_per_request: per_opt(self.syscalls, requests),
+            context_switches: self.context_switches,
+            context_switches_per_request: per_opt(self.context_switches, requests),
+            instructions: self.instructions,
+            instructions_per_request: per_opt(self.instructions, requests),
+            cycles: self.cycles,
+            cycles_per_request: per_opt(self.cycles, requests),
+            kernel_counters_unavailable: self.kernel_unavailable,
+            syscalls_outside_window: self.syscalls_outside,
+            context_switches_outside_window: self.context_switches_outside,
+            data_calls: io,
+            reads_per_request: per(io.reads, requests),
+            writes_per_request: per(io.writes, requests),
+            read_would_block_per_request: per(io.read_would_block, requests),
+            write_would_block_per_request: per(io.write_would_block, requests),
+            other_syscalls_per_request: per_opt(
+                self.syscalls.map(|s| s.saturating_sub(io.total())),
+                requests,
+            ),
+            server_cpu_ns: self.server_cpu_ns,
+            server_cpu_us_per_request: self.server_cpu_ns.map(|ns| per(ns, requests) / 1000.0),
+            server_cpu_error: self.server_cpu_error,
+        }
+    }
+}
+
 pub(super) fn cost(run: &ProtoRun) -> Cost {
     let c = &run.cost;
-    let requests = run.stats.written;
-    let io = c.io;
     let (server_cpu_ns, server_cpu_error) = match &run.server_cpu {
         Some(Ok(d)) => (Some(d.as_nanos() as u64), None),
         Some(Err(e)) => (None, Some(e.clone())),
         None => (None, None),
     };
-    Cost {
-        requests,
-        client_cpu_user_us: c.cpu.user_us,
-        client_cpu_sys_us: c.cpu.sys_us,
-        client_cpu_us_per_request: per(c.cpu.total_us(), requests),
+    CostCounts {
+        requests: run.stats.written,
+        user_us: c.cpu.user_us,
+        sys_us: c.cpu.sys_us,
         syscalls: c.kernel.syscalls,
-        syscalls_per_request: per_opt(c.kernel.syscalls, requests),
         context_switches: c.kernel.context_switches,
-        context_switches_per_request: per_opt(c.kernel.context_switches, requests),
         instructions: c.kernel.instructions,
-        instructions_per_request: per_opt(c.kernel.instructions, requests),
         cycles: c.kernel.cycles,
-        cycles_per_request: per_opt(c.kernel.cycles, requests),
-        kernel_counters_unavailable: c.kernel_unavailable.clone(),
-        syscalls_outside_window: c.outside.syscalls,
-        context_switches_outside_window: c.outside.context_switches,
-        data_calls: io,
-        reads_per_request: per(io.reads, requests),
-        writes_per_request: per(io.writes, requests),
-        read_would_block_per_request: per(io.read_would_block, requests),
-        write_would_block_per_request: per(io.write_would_block, requests),
-        other_syscalls_per_request: per_opt(
-            c.kernel.syscalls.map(|s| s.saturating_sub(io.total())),
-            requests,
-        ),
+        kernel_unavailable: c.kernel_unavailable.clone(),
+        syscalls_outside: c.outside.syscalls,
+        context_switches_outside: c.outside.context_switches,
+        io: c.io,
         server_cpu_ns,
-        server_cpu_us_per_request: server_cpu_ns.map(|ns| per(ns, requests) / 1000.0),
         server_cpu_error,
     }
+    .cost()
 }
 
 impl RunReport {

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::derive::{buckets_of, distribution_of, ms, per, per_opt};
+use super::derive::{CostCounts, buckets_of, distribution_of, ms, per};
 use super::hdr::{self, Histograms};
 use super::*;
 use crate::outcome::FailureKind;
@@ -717,9 +717,6 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
 /// server's CPU stays per agent: each agent read it over its own window, so their sum would
 /// count a server shared by the agents more than once.
 fn merge_cost(runs: &[&InRun], files: &[&str]) -> Cost {
-    let requests: u64 = runs.iter().map(|r| r.cost.requests).sum();
-    let user: u64 = runs.iter().map(|r| r.cost.client_cpu_user_us).sum();
-    let sys: u64 = runs.iter().map(|r| r.cost.client_cpu_sys_us).sum();
     let syscalls = sum_all(runs, |r| r.cost.syscalls);
     let mut io = IoCalls::default();
     for r in runs {
@@ -732,41 +729,28 @@ fn merge_cost(runs: &[&InRun], files: &[&str]) -> Cost {
             .map(|why| format!("{f}: {why}"))
     });
     let server_measured = runs.iter().any(|r| r.cost.server_cpu_ns.is_some());
-    Cost {
-        requests,
-        client_cpu_user_us: user,
-        client_cpu_sys_us: sys,
-        client_cpu_us_per_request: per(user + sys, requests),
+    CostCounts {
+        requests: runs.iter().map(|r| r.cost.requests).sum(),
+        user_us: runs.iter().map(|r| r.cost.client_cpu_user_us).sum(),
+        sys_us: runs.iter().map(|r| r.cost.client_cpu_sys_us).sum(),
         syscalls,
-        syscalls_per_request: per_opt(syscalls, requests),
         context_switches: sum_all(runs, |r| r.cost.context_switches),
-        context_switches_per_request: per_opt(sum_all(runs, |r| r.cost.context_switches), requests),
         instructions: sum_all(runs, |r| r.cost.instructions),
-        instructions_per_request: per_opt(sum_all(runs, |r| r.cost.instructions), requests),
         cycles: sum_all(runs, |r| r.cost.cycles),
-        cycles_per_request: per_opt(sum_all(runs, |r| r.cost.cycles), requests),
-        kernel_counters_unavailable: match syscalls {
+        kernel_unavailable: match syscalls {
             Some(_) => None,
             None => kernel_unavailable.or_else(|| Some("an agent did not count them".into())),
         },
-        syscalls_outside_window: sum_all(runs, |r| r.cost.syscalls_outside_window),
-        context_switches_outside_window: sum_all(runs, |r| r.cost.context_switches_outside_window),
-        data_calls: io,
-        reads_per_request: per(io.reads, requests),
-        writes_per_request: per(io.writes, requests),
-        read_would_block_per_request: per(io.read_would_block, requests),
-        write_would_block_per_request: per(io.write_would_block, requests),
-        other_syscalls_per_request: per_opt(
-            syscalls.map(|s| s.saturating_sub(io.total())),
-            requests,
-        ),
+        syscalls_outside: sum_all(runs, |r| r.cost.syscalls_outside_window),
+        context_switches_outside: sum_all(runs, |r| r.cost.context_switches_outside_window),
+        io,
         server_cpu_ns: None,
-        server_cpu_us_per_request: None,
         server_cpu_error: server_measured.then(|| {
             "per agent only (each read the server's CPU over its own window; see the agents' rows)"
                 .to_string()
         }),
     }
+    .cost()
 }
 
 /// The connections' figures: every count summed, every ratio divided again by the summed
