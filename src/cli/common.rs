@@ -7,7 +7,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use crate::config::{
-    Config, Endpoint, Format, Load, Proto, Stop, Target, WorkloadSpec, parse_duration, parse_size,
+    Compaction, Config, Endpoint, Format, Load, Proto, Stop, Target, WorkloadSpec, parse_duration,
+    parse_size,
 };
 use crate::net::{H2Client, H2Config, NetConfig};
 use crate::workload::Workload;
@@ -825,4 +826,48 @@ impl RunArgs {
             compact: None,
         })
     }
+}
+
+/// etcd benchmark's compaction flags, for the runs that write (put, txn-put, txn-mixed) and the
+/// watch benchmark's put load.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CompactArgs {
+    /// Compact etcd's history every interval while the load runs (etcd benchmark's flag; 0:
+    /// never), over gRPC on a connection of its own
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    compact_interval: Option<Duration>,
+    /// Each compaction keeps this many revisions: it compacts to (current revision - delta)
+    /// [default: 1000]
+    #[arg(long, value_name = "REVISIONS", allow_negative_numbers = true)]
+    compact_index_delta: Option<i64>,
+}
+
+impl CompactArgs {
+    /// The validated compaction, None without `--compact-interval` (or with 0).
+    pub(super) fn into_config(self) -> Result<Option<Compaction>, String> {
+        let delta = self.compact_index_delta.unwrap_or(1000);
+        if delta < 0 {
+            return Err(format!(
+                "--compact-index-delta {delta}: a number of revisions, 0 or more"
+            ));
+        }
+        match self.compact_interval {
+            Some(d) if !d.is_zero() => Ok(Some(Compaction {
+                interval: d,
+                index_delta: delta,
+            })),
+            _ if self.compact_index_delta.is_some() => {
+                Err("--compact-index-delta needs --compact-interval".into())
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// A sweep's table format (`sweep ... --format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableArg {
+    Markdown,
+    Csv,
+    Json,
 }

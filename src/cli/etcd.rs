@@ -1,53 +1,15 @@
 //! `wirebench etcd put | range | txn-put | txn-mixed | lease-keepalive | watch`: the etcd
 //! benchmarks, and the etcd operations and flags the other commands share.
 
-use std::time::Duration;
-
 use clap::Subcommand;
 
 use super::Action;
-use super::common::{Consistency, MAX_GENERATED, RunArgs, parse_endpoints, parse_target};
-use super::watch::{WatchArgs, WatchGetArgs, WatchLatencyArgs};
-use crate::config::{
-    Compaction, Config, EtcdOp, Proto, RangeOptions, Target, TxnMixed, WorkloadSpec, parse_duration,
+use super::common::{
+    CompactArgs, Consistency, MAX_GENERATED, RunArgs, parse_endpoints, parse_target,
 };
+use super::watch::{WatchArgs, WatchGetArgs, WatchLatencyArgs};
+use crate::config::{Config, EtcdOp, Proto, RangeOptions, Target, TxnMixed, WorkloadSpec};
 use crate::workload::etcd::varint_len;
-
-/// etcd benchmark's compaction flags, for the runs that write (put, txn-put, txn-mixed) and the
-/// watch benchmark's put load.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CompactArgs {
-    /// Compact etcd's history every interval while the load runs (etcd benchmark's flag; 0:
-    /// never), over gRPC on a connection of its own
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    compact_interval: Option<Duration>,
-    /// Each compaction keeps this many revisions: it compacts to (current revision - delta)
-    /// [default: 1000]
-    #[arg(long, value_name = "REVISIONS", allow_negative_numbers = true)]
-    compact_index_delta: Option<i64>,
-}
-
-impl CompactArgs {
-    /// The validated compaction, None without `--compact-interval` (or with 0).
-    pub(super) fn into_config(self) -> Result<Option<Compaction>, String> {
-        let delta = self.compact_index_delta.unwrap_or(1000);
-        if delta < 0 {
-            return Err(format!(
-                "--compact-index-delta {delta}: a number of revisions, 0 or more"
-            ));
-        }
-        match self.compact_interval {
-            Some(d) if !d.is_zero() => Ok(Some(Compaction {
-                interval: d,
-                index_delta: delta,
-            })),
-            _ if self.compact_index_delta.is_some() => {
-                Err("--compact-index-delta needs --compact-interval".into())
-            }
-            _ => Ok(None),
-        }
-    }
-}
 
 /// Where a load goes: the endpoints, and which of the cluster's members get the clients.
 #[derive(Debug, clap::Args)]
@@ -341,10 +303,7 @@ fn int64(flag: &str, v: u64) -> Result<i64, String> {
 /// The run configuration of an etcd request load (put, range, txn-put, txn-mixed,
 /// lease-keepalive).
 pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
-    let no_compaction = CompactArgs {
-        compact_interval: None,
-        compact_index_delta: None,
-    };
+    let no_compaction = CompactArgs::default();
     let (op, members, run, verify, compact) = match op {
         EtcdCmd::Put {
             key_size,

@@ -21,6 +21,7 @@ use crate::app::{self, Action};
 use crate::config::Config;
 
 pub use call::{CallArgs, CallCmd, CallEtcd};
+pub use common::TableArg;
 pub use common::{
     CallProto, Consistency, FormatArg, LimitArgs, OnOff, PASSWORD_ENV, ProtoArg, RunArgs, TlsArgs,
 };
@@ -31,7 +32,7 @@ pub use grpc::GrpcArgs;
 pub use http::HttpArgs;
 pub use merge::MergeArgs;
 pub use serve::ServeArgs;
-pub use sweep::{SweepArgs, SweepCmd, SweepEtcd, TableArg};
+pub use sweep::{SweepArgs, SweepCmd, SweepEtcd};
 pub use watch::WatchArgs;
 
 #[derive(Debug, Parser)]

@@ -3,12 +3,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 
 use super::Action;
 use super::common::{
-    CallProto, Consistency, LimitArgs, ProtoArg, RunArgs, TlsArgs, nonzero, parse_endpoints,
-    parse_target,
+    CallProto, Consistency, LimitArgs, ProtoArg, RunArgs, TableArg, TlsArgs, nonzero,
+    parse_endpoints, parse_target,
 };
 use super::etcd::{etcd_lease_keepalive, etcd_put, etcd_txn_mixed, etcd_txn_put};
 use super::sweep_payload::{SweepEchoArgs, SweepGrpcArgs, SweepHttpArgs};
@@ -79,13 +79,6 @@ pub struct SweepTxnArgs {
     pub txn_ops: usize,
     #[command(flatten)]
     pub sweep: SweepArgs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TableArg {
-    Markdown,
-    Csv,
-    Json,
 }
 
 #[derive(Debug, Args)]

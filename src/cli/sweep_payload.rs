@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use clap::Args;
 use prost_reflect::DynamicMessage;
 
+use super::common::TableArg;
 use super::common::{LimitArgs, RunArgs, Stacks, TlsArgs, parse_endpoints, parse_proto_arg};
 use super::grpc::GrpcArgs;
 use super::http::HttpArgs;
-use super::sweep::TableArg;
 use crate::app::sweep_payload::{PayloadSweep, SweepTarget};
 use crate::config::{
     Config, Endpoint, GrpcRequest, GrpcSpec, Proto, TableFormat, Target, WorkloadSpec,

@@ -94,7 +94,7 @@ pub struct WatchArgs {
     pub seed_preset: bool,
     /// --compact-interval, --compact-index-delta: a compactor beside the put load
     #[command(flatten)]
-    pub compact: super::etcd::CompactArgs,
+    pub compact: super::common::CompactArgs,
     #[command(flatten)]
     pub shared: WatchShared,
 }
@@ -122,7 +122,7 @@ pub struct WatchLatencyArgs {
     pub val_size: usize,
     /// --compact-interval, --compact-index-delta: a compactor beside the put load
     #[command(flatten)]
-    pub compact: super::etcd::CompactArgs,
+    pub compact: super::common::CompactArgs,
     #[command(flatten)]
     pub shared: WatchShared,
 }

@@ -166,17 +166,17 @@ impl Slot {
     }
 }
 
-pub(super) async fn run(w: Rc<Worker>, a: &Assignment, slots: &[Rc<Slot>]) {
+/// Runs the clients of `a` on `slots`, each as `client`: the unary loop below, or the bidi
+/// stream loop of `engine::bidi` (etcd's lease keepalives), chosen by the worker.
+pub(super) async fn run<F, C>(w: Rc<Worker>, a: &Assignment, slots: &[Rc<Slot>], client: C)
+where
+    C: Fn(Rc<Worker>, usize, Rc<Slot>) -> F,
+    F: std::future::Future<Output = ()> + 'static,
+{
     let mut tasks = Vec::with_capacity(a.clients.len());
-    // etcd's lease keepalives: a bidi stream per client (`bidi`), off the unary path
-    let bidi = super::bidi::runs(&w.ctx.workload, w.ctx.proto);
     for &(id, k) in &a.clients {
         let (w, slot) = (w.clone(), slots[k].clone());
-        tasks.push(if bidi {
-            tokio::task::spawn_local(super::bidi::client(w, id, slot))
-        } else {
-            tokio::task::spawn_local(client(w, id, slot))
-        });
+        tasks.push(tokio::task::spawn_local(client(w, id, slot)));
     }
     for t in tasks {
         let _ = t.await;
@@ -194,7 +194,7 @@ pub(super) fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
     }
 }
 
-async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
+pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
     let ctx = w.ctx.clone();
     let quota = quota(&ctx, id);
     // small: the etcd workloads are boxed inside it

@@ -21,7 +21,7 @@ use crate::workload::Ack;
 
 use super::ramp::{Admit, Gate};
 use super::run::Meeting;
-use super::{Assignment, Ctx, grpc, http1, interval, pace, progress, ramp};
+use super::{Assignment, Ctx, bidi, grpc, http1, interval, pace, progress, ramp};
 
 /// Per-thread state shared by that thread's client tasks.
 pub(super) struct Worker {
@@ -859,7 +859,12 @@ impl Setup {
                 Closing::Pipes(pipes)
             }
             Setup::Grpc(slots) => {
-                grpc::run(w, a, &slots).await;
+                // etcd's lease keepalives: a bidi stream per client, off the unary path
+                if bidi::runs(&w.ctx.workload, w.ctx.proto) {
+                    grpc::run(w, a, &slots, bidi::client).await;
+                } else {
+                    grpc::run(w, a, &slots, grpc::client).await;
+                }
                 Closing::Grpc(slots)
             }
         }
