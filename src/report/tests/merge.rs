@@ -320,3 +320,14 @@ fn start_at_and_agent_are_recorded() {
     let rep = Report::new(&cfg, &cfg.endpoints, &[], &[early], false);
     assert_eq!(rep.runs[0].window.start_late_ms, Some(0.0));
 }
+
+/// A report read back (by merge, by the tests) holds the very numbers written: serde_json parses
+/// floats exactly only with its `float_roundtrip` feature; without it this one came back one
+/// unit in the last place low.
+#[test]
+fn a_float_written_to_a_report_reads_back_exactly() {
+    let written = (86_072u64 - 22_680) as f64 * 1024.0 / 3000.0;
+    let text = serde_json::to_string(&written).unwrap();
+    assert_eq!(text, "21637.802666666666");
+    assert_eq!(serde_json::from_str::<f64>(&text).unwrap(), written);
+}
