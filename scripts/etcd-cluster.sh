@@ -10,7 +10,8 @@
 # Free client and peer ports are picked at start. The endpoints go to stdout as one line,
 # http://127.0.0.1:P1,http://127.0.0.1:P2,http://127.0.0.1:P3 (ready for --endpoints).
 # Environment: CLUSTER_DIR (pids, endpoints, logs, data; default /dev/shm/wirebench-etcd-cluster),
-#   LOG_LEVEL (default warn), READY_TIMEOUT (seconds, default 20), ETCD (binary; Debian's etcd-server is installed when absent).
+#   LOG_LEVEL (default warn), READY_TIMEOUT (seconds, default 20), ETCD (binary; Debian's etcd-server is installed when absent),
+#   HEARTBEAT_MS and ELECTION_MS (raft timing, etcd's --heartbeat-interval and --election-timeout; etcd's defaults, 100 and 1000, when unset).
 set -euo pipefail
 
 MEMBERS=(m1 m2 m3)
@@ -20,9 +21,11 @@ CLUSTER_DIR="${CLUSTER_DIR:-$RUN_DIR/wirebench-etcd-cluster}"
 ENDPOINTS_FILE="$CLUSTER_DIR/endpoints"
 LOG_LEVEL="${LOG_LEVEL:-warn}"
 READY_TIMEOUT="${READY_TIMEOUT:-20}"
+HEARTBEAT_MS="${HEARTBEAT_MS:-}"
+ELECTION_MS="${ELECTION_MS:-}"
 
 usage() {
-    sed -n '2,14s/^# \{0,1\}//p' "$0"
+    sed -n '2,15s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -204,6 +207,8 @@ for i in 0 1 2; do
         --logger zap
         --log-level "$LOG_LEVEL"
     )
+    [[ -z $HEARTBEAT_MS ]] || args+=(--heartbeat-interval "$HEARTBEAT_MS")
+    [[ -z $ELECTION_MS ]] || args+=(--election-timeout "$ELECTION_MS")
     nohup "$ETCD" "${args[@]}" >"$CLUSTER_DIR/$m.log" 2>&1 </dev/null &
     echo "$!" >"$CLUSTER_DIR/$m.pid"
 done

@@ -7,7 +7,7 @@
 #   2. stress: scripts/stress.sh (10,000 HTTP/1.1 connections, 1,000 pipelined connections,
 #      a connection per request, 100 gRPC connections x 1,000 streams)
 #   3. peers: scripts/peers.sh (the client against wrk and h2load) and scripts/peers-grpc.sh
-#   4. failover: scripts/failover.sh (10 rounds per stack of a leader SIGKILLed mid-run, and of a
+#   4. failover: scripts/failover.sh (20 rounds per stack of a leader SIGKILLed mid-run, and of a
 #      watch run's follower SIGKILLed mid-run)
 #
 #   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers,failover] [-o DIR]

@@ -1,25 +1,35 @@
 //! `wirebench compare`: both protocols in alternating rounds; medians, ratios and findings.
 
-use std::sync::atomic::Ordering;
-
 use super::run::{first_error, run, write_svg};
 use super::{Prepared, RunError, emit, exit};
 use crate::config::{Config, Format};
-use crate::engine;
 use crate::report;
 
 /// Runs `rounds` rounds on what was prepared and writes the comparison.
 pub(super) fn compare(cfg: &Config, prepared: &Prepared, rounds: usize) -> Result<i32, RunError> {
-    let mut reports = Vec::with_capacity(rounds);
+    let mut reports: Vec<report::Report> = Vec::with_capacity(rounds);
     for round in 1..=rounds {
-        if engine::INTERRUPTED.load(Ordering::Relaxed) {
+        if super::interrupted() {
             break;
         }
         eprintln!("wirebench compare: round {round} of {rounds}");
-        reports.push(run(cfg, prepared)?.0);
+        match run(cfg, prepared) {
+            // a round Ctrl-C cut short is left out of the medians, unless it is all there is
+            Ok((rep, _)) if super::interrupted() && !reports.is_empty() => {
+                eprintln!(
+                    "wirebench compare: interrupted: round {round} left out, {} rounds compared",
+                    reports.len()
+                );
+                drop(rep);
+            }
+            Ok((rep, _)) => reports.push(rep),
+            Err(RunError::Interrupted) if !reports.is_empty() => break,
+            Err(e) => return Err(e),
+        }
     }
-    let cmp =
+    let mut cmp =
         report::compare::CompareReport::new(cfg.spec.describe(), &reports, cfg.spec.server_name());
+    cmp.interrupted |= super::interrupted();
     let text = match cfg.format {
         Format::Text => cmp.to_text(),
         Format::Json => cmp.to_json(),

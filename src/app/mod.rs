@@ -67,6 +67,9 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The run completed but broke a `--fail-if` threshold.
     pub const THRESHOLD: i32 = 3;
+    /// Ctrl-C (SIGINT) stopped the run: its report is printed, marked interrupted, unless no
+    /// request had been sent (128 + SIGINT, as a shell reports it).
+    pub const INTERRUPTED: i32 = 130;
 }
 
 /// Why a run produced no usable report.
@@ -82,11 +85,21 @@ pub enum RunError {
         path: String,
         source: std::io::Error,
     },
+    /// Ctrl-C came before the first request was sent: there is nothing to report
+    #[error("interrupted before the first request: nothing to report")]
+    Interrupted,
+}
+
+/// Whether Ctrl-C has stopped the run.
+pub(crate) fn interrupted() -> bool {
+    engine::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Runs what the command line asked for: prepare, run, print; the exit code.
 pub fn execute(action: Action) -> i32 {
     install_sigint();
+    // serving ends with Ctrl-C: that is its normal end
+    let serving = matches!(action, Action::Serve(_));
     let result = match action {
         Action::Serve(cfg) => serve::serve(cfg),
         Action::Watch(cfg) => watch::watch_and_write(&cfg),
@@ -106,8 +119,12 @@ pub fn execute(action: Action) -> i32 {
             rounds,
         } => prepare(&cfg, embedded).and_then(|p| compare::compare(&cfg, &p, rounds)),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
+        Err(RunError::Interrupted) => {
+            eprintln!("wirebench: {}", RunError::Interrupted);
+            exit::INTERRUPTED
+        }
         Err(e) => {
             eprintln!("error: {e}");
             match e {
@@ -115,6 +132,12 @@ pub fn execute(action: Action) -> i32 {
                 _ => exit::FAILURE,
             }
         }
+    };
+    // an interrupted run says so in its exit code, whatever else it found
+    if interrupted() && !serving {
+        exit::INTERRUPTED
+    } else {
+        code
     }
 }
 

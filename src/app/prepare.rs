@@ -7,7 +7,8 @@ use super::RunError;
 use crate::config::{Config, Endpoint, EtcdOp, GrpcRequest, GrpcSpec, Proto, Target, WorkloadSpec};
 use crate::engine;
 use crate::etcd::compact::{self, Compactor};
-use crate::etcd::{discover, lease};
+use crate::etcd::discover::{self, MemberStatus};
+use crate::etcd::lease;
 use crate::net;
 use crate::report::Report;
 use crate::server::{ServeConfig, Server};
@@ -273,7 +274,7 @@ pub(super) fn failover(
     engine::Failover {
         members,
         rediscover: Box::new(move |current| {
-            let statuses = discover::survey(
+            let answers = discover::survey(
                 &asked,
                 over_grpc,
                 &net,
@@ -281,7 +282,20 @@ pub(super) fn failover(
                 token.as_deref(),
                 REDISCOVER_LIMIT,
             );
-            discover::reroute(target, &statuses, current)
+            let statuses: Vec<Option<MemberStatus>> =
+                answers.iter().map(|a| a.as_ref().ok().cloned()).collect();
+            let next = discover::reroute(target, &statuses, current);
+            engine::Rediscovery {
+                answers: match next {
+                    Ok(_) => Vec::new(),
+                    Err(_) => asked
+                        .iter()
+                        .zip(&answers)
+                        .map(|(ep, a)| discover::answer_line(ep, a))
+                        .collect(),
+                },
+                next,
+            }
         }),
     }
 }

@@ -1,7 +1,5 @@
 //! `wirebench etcd put | range` and `wirebench echo`: every configured protocol in turn, one report.
 
-use std::sync::atomic::Ordering;
-
 use super::{Prepared, RunError, emit, exit};
 use crate::config::{Config, EtcdOp, Format, WorkloadSpec};
 use crate::engine;
@@ -21,7 +19,7 @@ pub fn run_with(
 ) -> Result<(Report, Vec<ProtoRun>), RunError> {
     let mut runs = Vec::with_capacity(cfg.protos.len());
     for &proto in &cfg.protos {
-        if engine::INTERRUPTED.load(Ordering::Relaxed) {
+        if super::interrupted() {
             break;
         }
         runs.push(
@@ -29,6 +27,11 @@ pub fn run_with(
                 .run_proto_with(cfg, proto, taps)
                 .map_err(RunError::Setup)?,
         );
+    }
+    // Ctrl-C before any stack sent a request: no report, one line (the stacks that ran are
+    // kept: one interrupted between its connects and its first request reports nothing sent)
+    if super::interrupted() && runs.iter().all(|r| r.stats.written == 0) {
+        return Err(RunError::Interrupted);
     }
     let mut report = prepared.report(cfg, &runs);
     if cfg.verify {
@@ -130,6 +133,9 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
     outputs.finish(&report)?;
     let mut code = exit::OK;
     for r in &report.runs {
+        for line in r.failover.iter().flat_map(|f| f.stranded()) {
+            eprintln!("warning: {}: {line}", r.title);
+        }
         if let Some(v) = r.verify.as_ref().filter(|v| v.lost > 0) {
             eprintln!(
                 "error: --verify: {} of {} acknowledged {} writes are not in etcd's history at their revisions",

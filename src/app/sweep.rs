@@ -10,7 +10,6 @@ use super::{RunError, emit, exit};
 use crate::config::{
     Config, EtcdOp, Load, Proto, Stop, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec,
 };
-use crate::engine;
 use crate::report::RunReport;
 use crate::workload::etcd::{self as ops, client};
 
@@ -47,6 +46,8 @@ pub struct Row {
     pub server_cpu_us_per_op: Option<f64>,
     /// the row's latency histogram (HdrHistogram V2 compressed, base64, ns; JSON only)
     pub latency_hdr: String,
+    /// Ctrl-C cut the row's run short (JSON only; the markdown table says so below it)
+    pub interrupted: bool,
     /// txn-mixed: the row's reads and writes apart (absent for the other operations)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassRow>>,
@@ -200,6 +201,9 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
             }
         );
     })?;
+    if super::interrupted() && rows.iter().all(|r| r.count == 0) {
+        return Err(RunError::Interrupted);
+    }
     emit(s.output.as_deref(), &render(s, &rows))?;
     let empty: Vec<_> = rows.iter().filter(|r| r.ok == 0).collect();
     if let Some(r) = empty.first() {
@@ -234,7 +238,7 @@ pub fn run(
     let mut written: Vec<usize> = Vec::new();
     let clock = prepare::server_clock(&s.base)?;
     for (i, &(target, key_size, clients, proto)) in cells.iter().enumerate() {
-        if engine::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+        if super::interrupted() {
             break;
         }
         if let SweepOp::Range { val_size, .. } = s.op
@@ -300,6 +304,7 @@ pub fn run(
                     .collect()
             }),
             latency_hdr: r.histograms.latency.clone(),
+            interrupted: r.interrupted,
         };
         progress(i + 1, cells.len(), &row);
         rows.push(row);
@@ -457,6 +462,18 @@ pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
         }
         let _ = writeln!(out, "| {} |", c.join(" | "));
     }
+    if super::interrupted() {
+        let _ = writeln!(
+            out,
+            "\nInterrupted (Ctrl-C) after {} rows{}.",
+            rows.len(),
+            if rows.last().is_some_and(|r| r.interrupted) {
+                ", the last cut short"
+            } else {
+                ""
+            }
+        );
+    }
     out
 }
 
@@ -522,6 +539,7 @@ pub fn json(s: &SweepConfig, rows: &[Row]) -> String {
         "version": env!("CARGO_PKG_VERSION"),
         "workload": describe(s),
         "endpoints": s.base.endpoints.iter().map(|e| e.url.clone()).collect::<Vec<_>>(),
+        "interrupted": super::interrupted(),
         "rows": rows,
     });
     let mut text = serde_json::to_string_pretty(&v).unwrap_or_default();
@@ -565,6 +583,7 @@ mod tests {
             server_cpu_us_per_op: None,
             classes: None,
             latency_hdr: String::new(),
+            interrupted: false,
         }
     }
 

@@ -4,13 +4,11 @@
 //! request, as a table and an SVG line chart.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
 use super::{RunError, emit, exit, prepare};
 use crate::config::{Config, GrpcRequest, GrpcSpec, Proto, TableFormat, WorkloadSpec};
-use crate::engine;
 use crate::report::RunReport;
 use crate::report::svg::{LinePanel, render_lines};
 use crate::report::threshold::Broken;
@@ -169,12 +167,12 @@ pub(super) fn sweep_payload_and_write(s: &PayloadSweep) -> Result<i32, RunError>
     let mut broken: Vec<Broken> = Vec::new();
     let total: usize = configs.iter().map(|(_, c)| c.protos.len()).sum();
     for (payload, cfg) in configs {
-        if engine::INTERRUPTED.load(Ordering::Relaxed) {
+        if super::interrupted() {
             break;
         }
         let prepared = prepare(cfg, s.embedded.clone())?;
         for &proto in &cfg.protos {
-            if engine::INTERRUPTED.load(Ordering::Relaxed) {
+            if super::interrupted() {
                 break;
             }
             let run = prepared.run_proto(cfg, proto).map_err(RunError::Setup)?;
@@ -200,6 +198,9 @@ pub(super) fn sweep_payload_and_write(s: &PayloadSweep) -> Result<i32, RunError>
             );
             rows.push(row);
         }
+    }
+    if super::interrupted() && rows.iter().all(|r| r.count == 0) {
+        return Err(RunError::Interrupted);
     }
     emit(s.output.as_deref(), &render(s.format, s.target, &rows))?;
     if let Some(path) = &s.svg {

@@ -22,6 +22,10 @@ use crate::workload::etcd::client::MAX_RESPONSE;
 /// Runs, writes the report; fails on lost or doubled events, or when no put was acknowledged.
 pub(super) fn watch_and_write(cfg: &WatchConfig) -> Result<i32, RunError> {
     let runs = run(cfg).map_err(RunError::Setup)?;
+    // Ctrl-C before a put was sent: nothing to report
+    if super::interrupted() && runs.iter().all(|r| r.puts.ok + r.puts.failed == 0) {
+        return Err(RunError::Interrupted);
+    }
     let text = match cfg.format {
         Format::Text => report::render_text(cfg, &runs),
         Format::Json => {
@@ -40,13 +44,16 @@ pub(super) fn watch_and_write(cfg: &WatchConfig) -> Result<i32, RunError> {
     // in which no put was acknowledged at all (nothing was measured).
     let mut code = exit::OK;
     for r in &runs {
+        for line in r.puts.failover.iter().flat_map(|f| f.stranded()) {
+            eprintln!("warning: watch over {}: puts: {line}", r.title);
+        }
         if r.missing > 0 || r.duplicated > 0 {
             eprintln!(
                 "error: watch over {}: {} events missing, {} duplicated",
                 r.title, r.missing, r.duplicated
             );
             code = exit::FAILURE;
-        } else if r.puts.ok == 0 {
+        } else if r.puts.ok == 0 && !r.interrupted {
             eprintln!(
                 "error: watch over {}: no put was acknowledged ({} failed, {} not sent)",
                 r.title, r.puts.failed, r.puts.not_sent
@@ -61,10 +68,15 @@ pub(super) fn watch_and_write(cfg: &WatchConfig) -> Result<i32, RunError> {
 pub fn run(cfg: &WatchConfig) -> Result<Vec<WatchReport>, String> {
     let cfg = Arc::new(cfg.clone());
     let members = members(&cfg);
-    cfg.protos
-        .iter()
-        .map(|&p| run_one(&cfg, p, &members))
-        .collect()
+    let mut runs = Vec::with_capacity(cfg.protos.len());
+    for &p in &cfg.protos {
+        // Ctrl-C: no further stack starts
+        if super::interrupted() {
+            break;
+        }
+        runs.push(run_one(&cfg, p, &members)?);
+    }
+    Ok(runs)
 }
 
 /// Every member a watch run may move to when one goes away: the given endpoints first, then

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind};
-use crate::stats::FailoverEvent;
+use crate::stats::{FailoverEvent, Unresolved};
 
 /// How often the main thread asks the cluster again while clients keep failing.
 pub(super) const RETRY_EVERY: Duration = Duration::from_millis(50);
@@ -23,10 +23,21 @@ pub(super) const RETRY_EVERY: Duration = Duration::from_millis(50);
 pub struct Failover {
     /// the run's endpoints first (slot i starts on member i), then the other members
     pub members: Vec<Endpoint>,
-    /// given each slot's member now, each slot's member as the cluster says it should be; an
-    /// error (no leader yet, every member unreachable) leaves the slots as they are
-    #[allow(clippy::type_complexity)]
-    pub rediscover: Box<dyn Fn(&[usize]) -> Result<Vec<usize>, String> + Send + Sync>,
+    /// given each slot's member now, each slot's member as the cluster says it should be
+    pub rediscover: Rediscover,
+}
+
+/// How a run asks the cluster again (`Failover::rediscover`).
+pub type Rediscover = Box<dyn Fn(&[usize]) -> Rediscovery + Send + Sync>;
+
+/// One asking of the cluster during a run.
+pub struct Rediscovery {
+    /// each slot's member; an error (no leader yet, every member unreachable) leaves the slots
+    /// as they are
+    pub next: Result<Vec<usize>, String>,
+    /// what each member answered, in `Failover::members` order, one line each: what a run that
+    /// finds nowhere to go reports
+    pub answers: Vec<String>,
 }
 
 /// One slot's state, shared by the workers and the main thread.
@@ -40,6 +51,10 @@ struct SlotState {
     /// the slot was moved during the open episode: (from, to, ns after `base`)
     moved: Mutex<Option<(usize, usize, u64)>>,
     has_moved: AtomicBool,
+    /// re-discoveries during the open episode that found nowhere to move, and the last one's
+    /// time (ns after `base`)
+    unresolved: AtomicU64,
+    unresolved_at: AtomicU64,
 }
 
 /// The slots' routes and episodes.
@@ -49,8 +64,8 @@ pub(super) struct Routes {
     /// a worker asks for a re-discovery
     wanted: AtomicBool,
     events: Mutex<Vec<FailoverEvent>>,
-    /// the re-discoveries that failed, and the last reason
-    errors: Mutex<(u64, Option<String>)>,
+    /// the re-discoveries that failed
+    errors: Mutex<Unresolved>,
 }
 
 /// Whether failure `f` can mean its member is gone or no longer leads.
@@ -93,7 +108,7 @@ impl Routes {
     /// another stack) start on the member the cluster names instead; no episode is recorded.
     pub(super) fn settle(&self, f: &Failover) {
         let now: Vec<usize> = (0..self.slots.len()).map(|i| self.member(i)).collect();
-        if let Ok(next) = (f.rediscover)(&now) {
+        if let Ok(next) = (f.rediscover)(&now).next {
             for (s, to) in self.slots.iter().zip(next) {
                 if to < f.members.len() {
                     s.member.store(to, Ordering::Release);
@@ -153,6 +168,8 @@ impl Routes {
             return;
         }
         let failed = s.failed.swap(0, Ordering::Relaxed);
+        let unresolved = s.unresolved.swap(0, Ordering::Relaxed);
+        let unresolved_at = s.unresolved_at.swap(0, Ordering::Relaxed);
         if !s.has_moved.swap(false, Ordering::AcqRel) {
             return;
         }
@@ -163,11 +180,15 @@ impl Routes {
                 ev.push(FailoverEvent {
                     slot,
                     from,
-                    to,
+                    to: Some(to),
                     first_failure: Duration::from_nanos(first),
-                    moved: Duration::from_nanos(at),
+                    moved: Some(Duration::from_nanos(at)),
                     first_success: Some(Duration::from_nanos(now)),
                     failed_between: failed,
+                    unresolved,
+                    unresolved_until: (unresolved_at != 0)
+                        .then(|| Duration::from_nanos(unresolved_at)),
+                    waited: None,
                 });
             }
         }
@@ -180,7 +201,8 @@ impl Routes {
             return;
         }
         let now: Vec<usize> = (0..self.slots.len()).map(|i| self.member(i)).collect();
-        match (f.rediscover)(&now) {
+        let asked = (f.rediscover)(&now);
+        match asked.next {
             Ok(next) => {
                 let at = self.ns(Instant::now());
                 for (slot, (&was, &to)) in now.iter().zip(&next).enumerate() {
@@ -200,43 +222,61 @@ impl Routes {
                 }
             }
             Err(e) => {
-                // asked again on the next failure
+                // asked again on the next failure; the open episodes waited for the cluster
+                let at = self.ns(Instant::now());
+                for s in &self.slots {
+                    if s.first_failure.load(Ordering::Relaxed) != 0 {
+                        s.unresolved.fetch_add(1, Ordering::Relaxed);
+                        s.unresolved_at.store(at, Ordering::Relaxed);
+                    }
+                }
                 if let Ok(mut errs) = self.errors.lock() {
-                    errs.0 += 1;
-                    errs.1 = Some(e);
+                    errs.count += 1;
+                    errs.last_error = Some(e);
+                    errs.last_answers = asked.answers;
                 }
             }
         }
     }
 
-    /// The failovers of the run, with the ones still open at its end (no success yet), and the
-    /// re-discoveries that failed.
-    pub(super) fn finish(&self) -> (Vec<FailoverEvent>, u64, Option<String>) {
+    /// The failovers of the run, with the episodes still open at its end (no success yet):
+    /// those that moved, and those that waited for the cluster and found nowhere to move (a
+    /// failure in the last moments that no re-discovery answered is no episode to report);
+    /// and the re-discoveries that failed.
+    pub(super) fn finish(&self) -> (Vec<FailoverEvent>, Unresolved) {
         let mut events = self.events.lock().map(|e| e.clone()).unwrap_or_default();
         for (slot, s) in self.slots.iter().enumerate() {
             let first = s.first_failure.load(Ordering::Relaxed);
-            if first == 0 || !s.has_moved.load(Ordering::Relaxed) {
+            if first == 0 {
                 continue;
             }
-            if let Some((from, to, at)) = s.moved.lock().ok().and_then(|m| *m) {
-                events.push(FailoverEvent {
-                    slot,
-                    from,
-                    to,
-                    first_failure: Duration::from_nanos(first),
-                    moved: Duration::from_nanos(at),
-                    first_success: None,
-                    failed_between: s.failed.load(Ordering::Relaxed),
-                });
+            let unresolved = s.unresolved.load(Ordering::Relaxed);
+            let unresolved_at = s.unresolved_at.load(Ordering::Relaxed);
+            let moved = if s.has_moved.load(Ordering::Relaxed) {
+                s.moved.lock().ok().and_then(|m| *m)
+            } else {
+                None
+            };
+            if moved.is_none() && unresolved == 0 {
+                continue;
             }
+            events.push(FailoverEvent {
+                slot,
+                from: moved.map_or(self.member(slot), |(from, _, _)| from),
+                to: moved.map(|(_, to, _)| to),
+                first_failure: Duration::from_nanos(first),
+                moved: moved.map(|(_, _, at)| Duration::from_nanos(at)),
+                first_success: None,
+                failed_between: s.failed.load(Ordering::Relaxed),
+                unresolved,
+                unresolved_until: (unresolved_at != 0).then(|| Duration::from_nanos(unresolved_at)),
+                // set by the caller, who knows where the run ended
+                waited: None,
+            });
         }
         events.sort_by_key(|e| e.first_failure);
-        let (n, last) = self
-            .errors
-            .lock()
-            .map(|e| (e.0, e.1.clone()))
-            .unwrap_or_default();
-        (events, n, last)
+        let errors = self.errors.lock().map(|e| e.clone()).unwrap_or_default();
+        (events, errors)
     }
 }
 
@@ -254,7 +294,10 @@ mod tests {
             .iter()
             .map(|u| Endpoint::parse(u).unwrap())
             .collect(),
-            rediscover: Box::new(move |_| Ok(next.clone())),
+            rediscover: Box::new(move |_| Rediscovery {
+                next: Ok(next.clone()),
+                answers: Vec::new(),
+            }),
         }
     }
 
@@ -274,12 +317,13 @@ mod tests {
         // a connect that is no request asks, uncounted
         r.failed(0, &Failure::new(FailureKind::Connect), false);
         r.succeeded(0);
-        let (events, errors, _) = r.finish();
-        assert_eq!(errors, 0);
+        let (events, errors) = r.finish();
+        assert_eq!(errors.count, 0);
         assert_eq!(events.len(), 1, "{events:?}");
         let e = &events[0];
-        assert_eq!((e.from, e.to, e.failed_between), (0, 2, 3));
-        assert!(e.first_failure <= e.moved && Some(e.moved) <= e.first_success);
+        assert_eq!((e.from, e.to, e.failed_between), (0, Some(2), 3));
+        assert_eq!((e.unresolved, e.unresolved_until), (0, None));
+        assert!(Some(e.first_failure) <= e.moved && e.moved <= e.first_success);
         // the episode is over: a success alone adds nothing
         r.succeeded(0);
         assert_eq!(r.finish().0.len(), 1);
@@ -301,8 +345,55 @@ mod tests {
         let f = failover(vec![0, 2]);
         r.failed(1, &Failure::new(FailureKind::Timeout), true);
         r.rediscover(&f);
-        let (events, _, _) = r.finish();
+        let (events, _) = r.finish();
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].first_success, None);
+    }
+
+    #[test]
+    fn an_episode_that_finds_nowhere_to_go_is_reported_with_the_answers() {
+        let r = Routes::new(1, Instant::now());
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let electing = |n: &std::sync::atomic::AtomicUsize| Rediscovery {
+            next: Err(format!(
+                "no leader yet ({})",
+                n.fetch_add(1, Ordering::Relaxed)
+            )),
+            answers: vec!["A: no answer".into(), "B: no leader (term 5)".into()],
+        };
+        let f = Failover {
+            members: failover(vec![0]).members,
+            rediscover: Box::new(move |_| electing(&asked)),
+        };
+        // a failure no re-discovery has answered yet is no episode to report
+        r.failed(0, &Failure::new(FailureKind::Connect), true);
+        assert!(r.finish().0.is_empty());
+        r.rediscover(&f);
+        r.failed(0, &Failure::new(FailureKind::Connect), true);
+        r.rediscover(&f);
+        let (events, errors) = r.finish();
+        assert_eq!(events.len(), 1, "{events:?}");
+        let e = &events[0];
+        assert_eq!(
+            (e.from, e.to, e.moved, e.first_success),
+            (0, None, None, None)
+        );
+        assert_eq!((e.unresolved, e.failed_between), (2, 2));
+        assert!(e.unresolved_until >= Some(e.first_failure));
+        assert_eq!(errors.count, 2);
+        assert_eq!(errors.last_error.as_deref(), Some("no leader yet (1)"));
+        assert_eq!(
+            errors.last_answers,
+            ["A: no answer", "B: no leader (term 5)"]
+        );
+        // the cluster answers at last: the episode ends as a failover that waited for it
+        let f = failover(vec![1]);
+        r.failed(0, &Failure::new(FailureKind::Connect), true);
+        r.rediscover(&f);
+        r.succeeded(0);
+        let (events, _) = r.finish();
+        assert_eq!(events.len(), 1);
+        assert_eq!((events[0].to, events[0].unresolved), (Some(1), 2));
+        assert!(events[0].unresolved_until <= events[0].moved);
     }
 }

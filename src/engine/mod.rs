@@ -13,7 +13,7 @@ mod ramp;
 mod run;
 mod worker;
 
-pub use failover::Failover;
+pub use failover::{Failover, Rediscovery};
 pub use run::{run_proto, run_proto_with};
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -321,17 +321,22 @@ pub fn run_proto_with(
     let window_end = ended.unwrap_or(window_start).max(window_start);
     let (failovers, rediscovery_failures) = match &ctx.routes {
         Some(r) => {
-            let (mut events, n, last) = r.finish();
+            let (mut events, unresolved) = r.finish();
             // from the routes' origin to the start line
             let lead = started.saturating_duration_since(r.base());
             for e in &mut events {
                 e.first_failure = e.first_failure.saturating_sub(lead);
-                e.moved = e.moved.saturating_sub(lead);
+                e.moved = e.moved.map(|t| t.saturating_sub(lead));
                 e.first_success = e.first_success.map(|t| t.saturating_sub(lead));
+                e.unresolved_until = e.unresolved_until.map(|t| t.saturating_sub(lead));
+                if e.to.is_none() {
+                    let end = window_end.saturating_duration_since(started);
+                    e.waited = Some(end.saturating_sub(e.first_failure));
+                }
             }
-            (events, (n, last))
+            (events, unresolved)
         }
-        None => (Vec::new(), (0, None)),
+        None => (Vec::new(), crate::stats::Unresolved::default()),
     };
     let server_cpu = match (server_start, server_end) {
         (Some(Ok(a)), Some(Ok(b))) => Some(Ok(b.saturating_sub(a))),

@@ -99,7 +99,7 @@ pub fn discover(
 }
 
 /// Asks every endpoint for its status at once, each bounded by `limit`; an endpoint that does
-/// not answer is `None` (a member that is gone). For re-discovery during a run.
+/// not answer is an error saying why (a member that is gone). For re-discovery during a run.
 pub fn survey(
     endpoints: &[Endpoint],
     over_grpc: bool,
@@ -107,7 +107,7 @@ pub fn survey(
     h2: &H2Config,
     token: Option<&str>,
     limit: Duration,
-) -> Vec<Option<MemberStatus>> {
+) -> Vec<Result<MemberStatus, String>> {
     let proto = if over_grpc { Proto::Grpc } else { Proto::Http };
     let net = NetConfig {
         connect_timeout: limit,
@@ -122,20 +122,41 @@ pub fn survey(
             })
             .collect();
         let mut out = Vec::with_capacity(probes.len());
-        for p in probes {
+        for (p, ep) in probes.into_iter().zip(endpoints) {
             out.push(match p.await {
-                Ok(Ok(Ok((status, _)))) => Some(status),
-                _ => None,
+                Ok(Ok(Ok((status, _)))) => Ok(status),
+                Ok(Ok(Err(e))) => {
+                    let about = format!("status of {}: ", ep.url);
+                    Err(e.strip_prefix(&about).map_or(e.clone(), str::to_string))
+                }
+                Ok(Err(_)) => Err(format!("no answer within {:?}", limit * 2)),
+                Err(e) => Err(e.to_string()),
             });
         }
         out
     })
-    .unwrap_or_else(|_| vec![None; endpoints.len()])
+    .unwrap_or_else(|e| vec![Err(e.to_string()); endpoints.len()])
+}
+
+/// One member's answer to a survey, as a run that found nowhere to go reports it:
+/// `http://127.0.0.1:2379: member 8e9e05c52164694d, leader none (term 5)`.
+pub fn answer_line(ep: &Endpoint, answer: &Result<MemberStatus, String>) -> String {
+    match answer {
+        Ok(s) if s.leader == 0 => format!(
+            "{}: member {:x}, leader none (term {})",
+            ep.url, s.member_id, s.raft_term
+        ),
+        Ok(s) => format!(
+            "{}: member {:x}, leader {:x} (term {})",
+            ep.url, s.member_id, s.leader, s.raft_term
+        ),
+        Err(e) => format!("{}: {e}", ep.url),
+    }
 }
 
 /// During a run: which member each slot should use now, given each slot's member (`current`,
 /// indices into the members `statuses` answer for; `None`: no answer, gone). `Leader`: every
-/// slot to the member that every answering member names as leader and that answers itself;
+/// slot to the member that says it leads at the highest term an answering member has seen;
 /// `All`: a slot stays while its member answers, else moves to an answering member (in turn
 /// by slot); `Followers`: the same among the answering members that do not lead.
 pub fn reroute(
@@ -147,18 +168,21 @@ pub fn reroute(
     if live.is_empty() {
         return Err("no member answers".into());
     }
+    // Raft elects at most one leader per term: a member that says it leads, at the highest
+    // term any answering member has seen, leads (one still naming no leader at that term has
+    // not had the new leader's first heartbeat yet; one at a lower term is behind).
     let leader = {
-        let mut named = live.iter().map(|s| s.leader);
-        let first = named.next().unwrap_or(0);
-        (first != 0 && named.all(|l| l == first))
-            .then_some(first)
-            .and_then(|id| live.iter().find(|s| s.member_id == id))
+        let term = live.iter().map(|s| s.raft_term).max().unwrap_or(0);
+        live.iter()
+            .find(|s| s.raft_term == term && s.leader == s.member_id && !s.is_learner)
             .map(|s| s.endpoint)
     };
     match target {
         Target::First => Ok(current.to_vec()),
         Target::Leader => {
-            let l = leader.ok_or("no leader yet: the members disagree or an election runs")?;
+            let l = leader.ok_or(
+                "no leader yet: no answering member leads at the newest term (an election runs)",
+            )?;
             Ok(vec![l; current.len()])
         }
         Target::All | Target::Followers => {
@@ -536,6 +560,21 @@ mod tests {
         // still named, but the named leader does not answer
         let stale = vec![None, Some(status(1, 22, 11)), Some(status(2, 33, 11))];
         assert!(reroute(Target::Leader, &stale, &[0]).is_err());
+        // 33 won term 3; 22 has not had its first heartbeat yet
+        let at = |endpoint, id, leader, raft_term| {
+            Some(MemberStatus {
+                raft_term,
+                ..status(endpoint, id, leader)
+            })
+        };
+        let won = vec![None, at(1, 22, 0, 3), at(2, 33, 33, 3)];
+        assert_eq!(reroute(Target::Leader, &won, &[0]).unwrap(), vec![2]);
+        // an old leader cut off at term 2 still says it leads: the term-3 leader does
+        let cut_off = vec![at(0, 11, 11, 2), at(1, 22, 33, 3), at(2, 33, 33, 3)];
+        assert_eq!(reroute(Target::Leader, &cut_off, &[0]).unwrap(), vec![2]);
+        // a member already at term 4 (a new election) outranks the term-3 leader
+        let newer = vec![None, at(1, 22, 0, 4), at(2, 33, 33, 3)];
+        assert!(reroute(Target::Leader, &newer, &[0]).is_err());
         assert!(reroute(Target::All, &[None, None], &[0, 1]).is_err());
     }
 

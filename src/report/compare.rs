@@ -152,6 +152,9 @@ pub struct CompareReport {
     pub schema: &'static str,
     pub workload: String,
     pub rounds: usize,
+    /// Ctrl-C stopped the comparison: `rounds` are those that ran to their end (or the one
+    /// cut short, when none did)
+    pub interrupted: bool,
     pub per_round: Vec<RoundFigures>,
     /// the medians of each stack that ran
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -312,6 +315,9 @@ impl CompareReport {
             schema: "wirebench.compare.v1",
             workload,
             rounds: rounds.len(),
+            interrupted: rounds
+                .iter()
+                .any(|r| r.runs.iter().any(|run| run.interrupted)),
             median_http: median("http"),
             median_h2: median("h2"),
             median_grpc: median("grpc"),
@@ -340,10 +346,15 @@ impl CompareReport {
         let names: Vec<&str> = stacks.iter().map(|(n, _)| *n).collect();
         let _ = writeln!(
             out,
-            "compare — {} — {} rounds ({} alternating)",
+            "compare — {} — {} rounds ({} alternating){}",
             self.workload,
             self.rounds,
-            names.join(", ")
+            names.join(", "),
+            if self.interrupted {
+                " — INTERRUPTED"
+            } else {
+                ""
+            }
         );
         let _ = writeln!(out);
         let _ = writeln!(

@@ -11,6 +11,14 @@ pub(super) fn per(n: u64, d: u64) -> f64 {
     if d == 0 { 0.0 } else { n as f64 / d as f64 }
 }
 
+/// What the headline `Requests/sec` counts: the measured requests (ok + failed) in closed loop,
+/// as ghz and etcd's benchmark count them; in open loop the requests written, since a send the
+/// schedule had due but no client could take within --timeout failed unwritten (`late`) and
+/// would otherwise show a dead server at about the target rate.
+pub(super) fn headline_count(open_loop: bool, count: u64, written: u64) -> u64 {
+    if open_loop { written } else { count }
+}
+
 pub(super) fn ratio(grpc: f64, http: f64) -> Option<f64> {
     (http > 0.0 && grpc.is_finite()).then(|| grpc / http)
 }
@@ -316,6 +324,7 @@ pub(super) fn failover(run: &ProtoRun) -> Option<FailoverReport> {
         return None;
     }
     let url = |i: usize| run.members.get(i).cloned().unwrap_or_default();
+    let secs = |d: std::time::Duration| d.as_secs_f64();
     Some(FailoverReport {
         members: run.members.clone(),
         events: run
@@ -324,18 +333,22 @@ pub(super) fn failover(run: &ProtoRun) -> Option<FailoverReport> {
             .map(|e| FailoverRow {
                 endpoint: e.slot,
                 from: url(e.from),
-                to: url(e.to),
-                first_failure_s: e.first_failure.as_secs_f64(),
-                moved_s: e.moved.as_secs_f64(),
-                first_success_s: e.first_success.map(|t| t.as_secs_f64()),
+                to: e.to.map(url),
+                first_failure_s: secs(e.first_failure),
+                moved_s: e.moved.map(secs),
+                first_success_s: e.first_success.map(secs),
                 gap_s: e
                     .first_success
-                    .map(|t| t.saturating_sub(e.first_failure).as_secs_f64()),
+                    .map(|t| secs(t.saturating_sub(e.first_failure))),
                 failed_between: e.failed_between,
+                unresolved: e.unresolved,
+                unresolved_until_s: e.unresolved_until.map(secs),
+                waited_s: e.waited.map(secs),
             })
             .collect(),
-        rediscovery_failures: run.rediscovery_failures.0,
-        last_rediscovery_error: run.rediscovery_failures.1.clone(),
+        rediscovery_failures: run.rediscovery_failures.count,
+        last_rediscovery_error: run.rediscovery_failures.last_error.clone(),
+        last_answers: run.rediscovery_failures.last_answers.clone(),
     })
 }
 
@@ -586,7 +599,11 @@ impl RunReport {
             },
             average_ms: ms(lat.mean_ns()),
             stddev_ms: ms(lat.stddev_ns()),
-            requests_per_sec: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+            requests_per_sec: if secs > 0.0 {
+                headline_count(run.rate.is_some(), count, st.written) as f64 / secs
+            } else {
+                0.0
+            },
             ok_per_sec: if secs > 0.0 { st.ok as f64 / secs } else { 0.0 },
         };
         let latency_distribution = distribution(lat);

@@ -369,7 +369,11 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
         fastest_ms: fastest.unwrap_or(0.0),
         average_ms: mean,
         stddev_ms: (second - mean * mean).max(0.0).sqrt(),
-        requests_per_sec: per_sec(count),
+        requests_per_sec: per_sec(super::derive::headline_count(
+            runs.iter().any(|r| r.open_loop.is_some()),
+            count,
+            sum(&|r| r.summary.written),
+        )),
         ok_per_sec: per_sec(ok),
     };
 

@@ -371,28 +371,94 @@ pub struct FailoverReport {
     pub members: Vec<String>,
     pub events: Vec<FailoverRow>,
     /// re-discoveries that found nothing to move to (an election running, no member
-    /// answering), and the last reason
+    /// answering), the last reason, and what each member answered it (one line each)
     pub rediscovery_failures: u64,
     pub last_rediscovery_error: Option<String>,
+    pub last_answers: Vec<String>,
 }
 
-/// One endpoint slot's clients moved to another member; seconds from the start line.
+/// One endpoint slot's clients moved to another member, or waiting until the end of the run
+/// for the cluster to name one; seconds from the start line.
 #[derive(Debug, Clone, Serialize)]
 pub struct FailoverRow {
     /// the slot: index into `per_endpoint`
     pub endpoint: usize,
     pub from: String,
-    pub to: String,
+    /// null: the slot never moved, the cluster named nowhere to go before the end
+    pub to: Option<String>,
     /// the failure that opened the episode
     pub first_failure_s: f64,
-    /// the cluster named another member; the slot moved
-    pub moved_s: f64,
+    /// the cluster named another member; the slot moved (null: never)
+    pub moved_s: Option<f64>,
     /// the slot's first success after the move (null: none before the end)
     pub first_success_s: Option<f64>,
     /// first_success_s - first_failure_s
     pub gap_s: Option<f64>,
     /// the slot's failed requests in between
     pub failed_between: u64,
+    /// re-discoveries in the episode that found nowhere to move (the cluster had no leader
+    /// yet, say), and the last one: until then the wait was the cluster's
+    pub unresolved: u64,
+    pub unresolved_until_s: Option<f64>,
+    /// an episode that never moved: from its first failure to the end of the run
+    pub waited_s: Option<f64>,
+}
+
+impl FailoverRow {
+    /// The episode in one line, as the text reports print it.
+    pub fn line(&self) -> String {
+        let waited = match (self.unresolved, self.unresolved_until_s) {
+            (n, Some(t)) if n > 0 => {
+                format!("; {n} re-discoveries found nowhere to move, the last at {t:.3} s")
+            }
+            _ => String::new(),
+        };
+        match (&self.to, self.moved_s) {
+            (Some(to), Some(moved)) => format!(
+                "{} -> {to}: first failure {:.3} s, moved {moved:.3} s, first success {}, {} failed between{waited}",
+                self.from,
+                self.first_failure_s,
+                match (self.first_success_s, self.gap_s) {
+                    (Some(t), Some(g)) => format!("{t:.3} s ({g:.3} s after the first failure)"),
+                    _ => "none before the end".to_string(),
+                },
+                self.failed_between
+            ),
+            _ => format!(
+                "{} -> nowhere: first failure {:.3} s, no member to move to in the {:.3} s to the end of the run, {} failed{waited}",
+                self.from,
+                self.first_failure_s,
+                self.waited_s.unwrap_or(0.0),
+                self.failed_between
+            ),
+        }
+    }
+}
+
+impl FailoverReport {
+    /// One line per episode that found nowhere to move before the run ended: how long it
+    /// waited, how often the cluster was asked, and what each member answered last.
+    pub fn stranded(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter(|e| e.to.is_none())
+            .map(|e| {
+                format!(
+                    "the clients of {} found no member to move to in the {:.2} s from their first failure ({:.3} s) to the end of the run: {} re-discoveries, the last: {}; the members answered: {}",
+                    e.from,
+                    e.waited_s.unwrap_or(0.0),
+                    e.first_failure_s,
+                    e.unresolved,
+                    self.last_rediscovery_error.as_deref().unwrap_or("-"),
+                    if self.last_answers.is_empty() {
+                        "-".to_string()
+                    } else {
+                        self.last_answers.join("; ")
+                    }
+                )
+            })
+            .collect()
+    }
 }
 
 /// One timeline bucket.
@@ -508,7 +574,8 @@ pub struct Summary {
     pub fastest_ms: f64,
     pub average_ms: f64,
     pub stddev_ms: f64,
-    /// count / total_s, as ghz and etcd's benchmark compute it
+    /// count / total_s, as ghz and etcd's benchmark compute it; open loop: written / total_s
+    /// (a send that expired unwritten is in count, as a `late` failure, but sent nothing)
     pub requests_per_sec: f64,
     pub ok_per_sec: f64,
 }

@@ -870,19 +870,7 @@ fn render_leases(out: &mut String, l: &crate::report::LeaseReport) {
 fn render_failover(out: &mut String, f: &crate::report::FailoverReport) {
     let _ = writeln!(out, "Failover (seconds from the start):");
     for e in &f.events {
-        let _ = writeln!(
-            out,
-            "  {} -> {}: first failure {:.3} s, moved {:.3} s, first success {}, {} failed between",
-            e.from,
-            e.to,
-            e.first_failure_s,
-            e.moved_s,
-            match (e.first_success_s, e.gap_s) {
-                (Some(t), Some(g)) => format!("{t:.3} s ({g:.3} s after the first failure)"),
-                _ => "none before the end".to_string(),
-            },
-            e.failed_between
-        );
+        let _ = writeln!(out, "  {}", e.line());
     }
     if f.rediscovery_failures > 0 {
         let _ = writeln!(
@@ -891,6 +879,9 @@ fn render_failover(out: &mut String, f: &crate::report::FailoverReport) {
             f.rediscovery_failures,
             f.last_rediscovery_error.as_deref().unwrap_or("-")
         );
+        for a in &f.last_answers {
+            let _ = writeln!(out, "    {a}");
+        }
     }
     let _ = writeln!(out);
 }

@@ -46,6 +46,8 @@ pub struct PutOutcome {
     /// (revision, when its acknowledgement arrived) of every acknowledged put, in ns of the
     /// stamps' clock
     pub acked_at: Vec<(i64, u64)>,
+    /// Ctrl-C stopped the put load
+    pub interrupted: bool,
 }
 
 impl PutOutcome {
@@ -117,6 +119,7 @@ impl PutOutcome {
             elapsed: run.elapsed,
             failover,
             acked_at: stats.acked_at,
+            interrupted: run.interrupted,
         })
     }
 }
@@ -128,6 +131,9 @@ pub struct WatchReport {
     pub kind: &'static str,
     pub proto: &'static str,
     pub title: &'static str,
+    /// Ctrl-C stopped the put load: the puts it did not send are `not_sent` (interrupted),
+    /// and the watchers were drained for the revisions of those it acknowledged
+    pub interrupted: bool,
     pub watchers: usize,
     pub streams: usize,
     pub connections: usize,
@@ -379,6 +385,7 @@ impl WatchReport {
             kind: cfg.kind.name(),
             proto: proto.name(),
             title: proto.title(),
+            interrupted: puts.interrupted,
             watchers: cfg.watchers,
             streams: cfg.streams,
             connections: conns.len(),
@@ -497,8 +504,13 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         };
         let _ = writeln!(
             out,
-            "{what} over {} — {} watchers on {} streams, {} connections; {} keys{}",
+            "{what} over {}{} — {} watchers on {} streams, {} connections; {} keys{}",
             r.title,
+            if r.interrupted {
+                " — INTERRUPTED"
+            } else {
+                ""
+            },
             r.watchers,
             r.streams,
             r.connections,
@@ -632,17 +644,7 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
             p.timeout_ms, p.reconnects
         );
         for e in p.failover.iter().flat_map(|f| &f.events) {
-            let _ = writeln!(
-                out,
-                "  moved {} -> {}: first failure {:.3} s, moved {:.3} s, first success {}, {} failed between",
-                e.from,
-                e.to,
-                e.first_failure_s,
-                e.moved_s,
-                e.first_success_s
-                    .map_or("none".to_string(), |t| format!("{t:.3} s")),
-                e.failed_between
-            );
+            let _ = writeln!(out, "  puts {}", e.line());
         }
         error_lines(&mut out, "not sent ", &p.not_sent_reasons);
         let w = &r.wire;

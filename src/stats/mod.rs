@@ -17,7 +17,9 @@ pub use process::{CpuTimes, ProcessClock, Rss, RssSampler, memory, thread_cpu};
 pub use records::{
     CloseRecord, ConnRecord, ConnSet, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts,
 };
-pub use run::{FailoverEvent, Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, WindowCost};
+pub use run::{
+    FailoverEvent, Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, Unresolved, WindowCost,
+};
 pub use watch::{Loss, StreamMove, WatchOutcome};
 
 use std::collections::{BTreeMap, HashMap};

@@ -82,8 +82,8 @@ pub struct ProtoRun {
     /// etcd: the clients moved off a member that was gone or no longer led
     pub failovers: Vec<FailoverEvent>,
     /// re-discoveries of the cluster that found nothing to move to (an election running, every
-    /// member unreachable), and the last reason
-    pub rediscovery_failures: (u64, Option<String>),
+    /// member unreachable), the last reason and what each member answered it
+    pub rediscovery_failures: Unresolved,
     /// the members the run could move clients to (its endpoints first), as URLs
     pub members: Vec<String>,
     /// the member each endpoint slot started on (indices into `members`; empty without them)
@@ -96,22 +96,38 @@ pub struct ProtoRun {
     pub leases: Option<crate::stats::Leases>,
 }
 
-/// One endpoint slot's clients moved to another member. Times are from the start of the run
-/// (the start line, before any warmup).
+/// The re-discoveries of a run that found nowhere to move.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Unresolved {
+    pub count: u64,
+    /// the last one's reason, and what each member answered it (one line per member)
+    pub last_error: Option<String>,
+    pub last_answers: Vec<String>,
+}
+
+/// One endpoint slot's clients moved to another member, or waiting for the cluster to name
+/// one until the run ended. Times are from the start of the run (the start line, before any
+/// warmup).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailoverEvent {
     pub slot: usize,
-    /// indices into `ProtoRun::members`
+    /// indices into `ProtoRun::members`; `to` None: the slot never moved (nowhere to go)
     pub from: usize,
-    pub to: usize,
+    pub to: Option<usize>,
     /// the failure that opened the episode
     pub first_failure: Duration,
     /// when the slot was moved
-    pub moved: Duration,
+    pub moved: Option<Duration>,
     /// the slot's first success after the move; None: none before the run ended
     pub first_success: Option<Duration>,
     /// the slot's failed requests from the first failure to the first success
     pub failed_between: u64,
+    /// re-discoveries in the episode that found nowhere to move (an election running), and
+    /// the last one's time
+    pub unresolved: u64,
+    pub unresolved_until: Option<Duration>,
+    /// an episode that never moved: from its first failure to the end of the run
+    pub waited: Option<Duration>,
 }
 
 /// The worker threads' cost, each counted on its own thread: over the measured window (CPU,

@@ -37,7 +37,7 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         memory: None,
         stage_cpu: Vec::new(),
         failovers: Vec::new(),
-        rediscovery_failures: (0, None),
+        rediscovery_failures: crate::stats::Unresolved::default(),
         members: Vec::new(),
         start_members: Vec::new(),
         classes: &[],
