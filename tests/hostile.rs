@@ -1,9 +1,9 @@
 //! Misbehaving servers: the real binary against servers that send oversized heads, endless or
 //! malformed chunked bodies, garbage, truncated responses, nothing at all, 4 GiB gRPC messages,
-//! truncated h2 frames, invalid HPACK and RST_STREAM. Every run must end on its own (well within
-//! a hard limit), never panic, keep its peak RSS bounded, and count each request as failed under
-//! a clear error kind; since no request can succeed, it exits 1 with the JSON report on stdout
-//! and one "error:" line on stderr.
+//! truncated h2 frames, invalid HPACK, RST_STREAM, and endless frames that move no stream. Every
+//! run must end on its own (well within a hard limit), never panic, keep its peak RSS bounded,
+//! and count each request as failed under a clear error kind; since no request can succeed, it
+//! exits 1 with the JSON report on stdout and one "error:" line on stderr.
 //!
 //! The servers are written here, on plain `std::net` (HTTP/1.1 and hand-made h2 frames) or on the
 //! h2 crate's server side, so they share no code with the tool under test.
@@ -858,6 +858,7 @@ fn grpc_http_status_is_shown_beside_its_grpc_code() {
 const CONTINUATION: u8 = 9;
 const WINDOW_UPDATE: u8 = 8;
 const RST_STREAM: u8 = 3;
+const GOAWAY: u8 = 7;
 
 #[test]
 fn grpc_continuation_flood_ends_the_connection() {
@@ -950,6 +951,90 @@ fn grpc_frames_on_a_closed_stream_end_the_connection_within_a_budget() {
         &["INTERNAL_ERROR", "too many frames without progress"],
     );
     assert!(u64_at(&run, "/wire/reconnects") >= 1, "{:#}", run["wire"]);
+}
+
+/// `all_fail` for a server that never answers but keeps sending frames that move no stream:
+/// with a 10 s timeout, the client's bound on such frames ends each request's connection long
+/// before its timeout could, and each request fails by it.
+fn all_fail_without_progress(respond: fn(&mut TcpStream, u32) -> io::Result<()>, n: u64) -> Value {
+    let url = raw_h2_server(respond, Duration::ZERO);
+    let (run, w) = all_fail(&url, "grpc", n, &["-c", "1", "--timeout", "10s"]);
+    assert_errors(
+        &run,
+        &["h2"],
+        &["ENHANCE_YOUR_CALM: too many frames without progress"],
+    );
+    assert!(
+        w.run.elapsed < Duration::from_secs(5),
+        "{:?}: {:#}",
+        w.run.elapsed,
+        run["error_distribution"]
+    );
+    run
+}
+
+#[test]
+fn grpc_endless_unsolicited_ping_acks_end_the_connection() {
+    // answers to PINGs the client never sent, instead of the response, without end
+    fn respond(s: &mut TcpStream, _stream: u32) -> io::Result<()> {
+        for i in 0u64.. {
+            write_frame(s, PING, ACK, 0, &i.to_be_bytes())?;
+        }
+        Ok(())
+    }
+    let run = all_fail_without_progress(respond, 3);
+    assert_eq!(
+        u64_at(&run, "/wire/connections_opened"),
+        3,
+        "{:#}",
+        run["wire"]
+    );
+}
+
+#[test]
+fn grpc_endless_goaways_keeping_the_stream_end_the_connection() {
+    // GOAWAY with the request's stream as the last one (it may still complete: no new streams
+    // on this connection, and this one waits), again and again, and never the response
+    fn respond(s: &mut TcpStream, stream: u32) -> io::Result<()> {
+        let mut goaway = stream.to_be_bytes().to_vec();
+        goaway.extend_from_slice(&0u32.to_be_bytes());
+        loop {
+            write_frame(s, GOAWAY, 0, 0, &goaway)?;
+        }
+    }
+    let run = all_fail_without_progress(respond, 3);
+    // each request on a connection of its own, and not retried: its stream was let through,
+    // so the server may have processed it
+    assert_eq!(
+        u64_at(&run, "/wire/connections_opened"),
+        3,
+        "{:#}",
+        run["wire"]
+    );
+    assert_eq!(u64_at(&run, "/summary/retried"), 0, "{run:#}");
+}
+
+#[test]
+fn grpc_endless_goaways_refusing_the_stream_fail_it_after_its_retries() {
+    // GOAWAY with last stream id 0, without end: the request is refused (never processed),
+    // retried on a new connection, refused again; the refusing connections are closed while
+    // the GOAWAYs still pour in
+    fn respond(s: &mut TcpStream, _stream: u32) -> io::Result<()> {
+        loop {
+            write_frame(s, GOAWAY, 0, 0, &[0; 8])?;
+        }
+    }
+    let url = raw_h2_server(respond, Duration::ZERO);
+    let (run, w) = all_fail(&url, "grpc", 3, &["-c", "1", "--timeout", "10s"]);
+    assert_errors(&run, &["goaway"], &["stream above the GOAWAY's last id"]);
+    // up to 3 retries per request, each refused
+    assert_eq!(u64_at(&run, "/summary/retried"), 9, "{run:#}");
+    assert!(
+        w.run.elapsed < Duration::from_secs(5),
+        "{:?}: {:#}",
+        w.run.elapsed,
+        run["error_distribution"]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

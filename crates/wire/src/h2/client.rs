@@ -21,8 +21,10 @@
 //! SETTINGS_MAX_FRAME_SIZE (the frame decoder rejects them from the header), a header block
 //! (HEADERS + CONTINUATION) by `max_header_list_size` and a count of CONTINUATION frames, the
 //! decoded header list by `max_header_list_size` (HPACK), the acks a peer makes us queue (PING
-//! and SETTINGS floods) by `max_pending_control`, frames that make no progress by
-//! `max_idle_frames`, and windows by 2^31−1.
+//! and SETTINGS floods) by `max_pending_control`, frames in a row that move no stream of ours by
+//! `max_idle_frames`, and windows by 2^31−1. A GOAWAY costs time in the streams it ends, not in
+//! the slots: live streams are also linked in the order they opened, which is the order of their
+//! ids, so the ones above its last stream id are the newest.
 //!
 //! With `Config::layers` on, the connection counts the ledger's h2 layers of its own frames
 //! (`tally`): out, the bytes written (`advance`); in, the frames `recv` decoded and, when asked
@@ -64,8 +66,12 @@ pub struct Config {
     /// Bytes of PING and SETTINGS acknowledgements allowed to wait unwritten: a peer that sends
     /// pings faster than it reads the answers hits this, not our memory.
     pub max_pending_control: usize,
-    /// Frames in a row that neither advance a stream of ours nor acknowledge anything of ours
-    /// (PING, SETTINGS, PRIORITY, unknown types, frames on closed streams, empty DATA).
+    /// Frames in a row that move no stream of ours. Every frame received counts but those that
+    /// do: a final response head, DATA with a payload or END_STREAM, trailers, a frame that
+    /// ends streams of ours (RST_STREAM, a stream error, a GOAWAY that refuses some), and a
+    /// WINDOW_UPDATE or SETTINGS that lets our waiting DATA out. PING, SETTINGS and their ACKs
+    /// (the answer to a PING of ours too), a GOAWAY that ends nothing, PRIORITY, unknown types,
+    /// informational heads, frames on closed streams and empty DATA all count.
     pub max_idle_frames: u32,
     /// Which h2 layers the connection counts of its own frames, for the ledger.
     pub layers: Layers,
@@ -150,8 +156,9 @@ pub trait Events {
     fn closed(&mut self, token: usize, why: Closed);
     /// A PING we sent was answered.
     fn pong(&mut self, _data: [u8; 8]) {}
-    /// The peer sent GOAWAY: no new streams on this connection; streams above `last_stream`
-    /// were refused (each reported through `closed`), the others may still complete.
+    /// The peer sent GOAWAY (each one, repeats too): no new streams on this connection; streams
+    /// above `last_stream` were refused (each reported through `closed`), the others may still
+    /// complete.
     fn go_away(&mut self, _last_stream: u32, _reason: Reason, _debug: &[u8]) {}
 }
 
@@ -187,6 +194,9 @@ struct Stream {
     /// The gRPC framing of the peer's DATA, from its first HEADERS without END_STREAM to its
     /// END_STREAM; `None`: not followed.
     grpc_in: Option<Grpc>,
+    /// The live streams opened just before and just after this one (slots), while live.
+    older: Option<usize>,
+    newer: Option<usize>,
 }
 
 impl Stream {
@@ -209,7 +219,10 @@ pub struct Connection {
     out: Vec<u8>,
     /// Acknowledgement bytes queued since the output was last written out completely.
     control_pending: usize,
+    /// Frames in a row that moved no stream of ours (`Config::max_idle_frames`).
     idle_frames: u32,
+    /// The frame being handled moved a stream of ours.
+    progress: bool,
     encoder: Encoder,
     decoder: Decoder,
     /// Header block being assembled (CONTINUATION), reused.
@@ -218,6 +231,9 @@ pub struct Connection {
     streams: Vec<Stream>,
     free: Vec<usize>,
     by_id: HashMap<u32, usize, BuildHasherDefault<IdHasher>>,
+    /// The live stream opened last (the highest id): the newest end of the list the live
+    /// streams make through `Stream::older` and `Stream::newer`.
+    newest: Option<usize>,
     /// Slots with DATA waiting for window, in the order they blocked.
     blocked: Vec<usize>,
     next_id: u32,
@@ -275,11 +291,13 @@ impl Connection {
             out,
             control_pending: 0,
             idle_frames: 0,
+            progress: false,
             block: Vec::new(),
             partial: None,
             streams: Vec::new(),
             free: Vec::new(),
             by_id: HashMap::default(),
+            newest: None,
             blocked: Vec::new(),
             next_id: 1,
             active: 0,
@@ -447,6 +465,8 @@ impl Connection {
             pending_end: false,
             grpc_out: (!end_stream).then_some(Grpc::START),
             grpc_in: None,
+            older: self.newest,
+            newer: None,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -461,6 +481,10 @@ impl Connection {
                 self.streams.len() - 1
             }
         };
+        if let Some(older) = self.newest {
+            self.streams[older].newer = Some(slot);
+        }
+        self.newest = Some(slot);
         self.by_id.insert(id, slot);
         self.active += 1;
         Ok(id)
@@ -586,8 +610,17 @@ impl Connection {
         }
     }
 
-    /// Sends what waits for window, in the order the streams blocked.
+    /// Sends what waits for window, in the order the streams blocked; anything sent is
+    /// progress for the frame being handled.
     fn flush_blocked(&mut self) {
+        let queued = self.out.len();
+        self.flush_blocked_inner();
+        if self.out.len() > queued {
+            self.progress = true;
+        }
+    }
+
+    fn flush_blocked_inner(&mut self) {
         let mut i = 0;
         while i < self.blocked.len() {
             let slot = self.blocked[i];
@@ -656,10 +689,22 @@ impl Connection {
     fn remove(&mut self, slot: usize) {
         let id = self.streams[slot].id;
         if self.streams[slot].live && self.by_id.remove(&id).is_some() {
-            self.streams[slot].live = false;
+            let s = &mut self.streams[slot];
+            s.live = false;
+            let (older, newer) = (s.older.take(), s.newer.take());
+            match newer {
+                Some(n) => self.streams[n].older = older,
+                None => self.newest = older,
+            }
+            if let Some(o) = older {
+                self.streams[o].newer = newer;
+            }
             self.active -= 1;
             self.free.push(slot);
-            self.blocked.retain(|&b| b != slot);
+            // a stream is in `blocked` exactly while it has DATA waiting
+            if self.streams[slot].has_pending() {
+                self.blocked.retain(|&b| b != slot);
+            }
             let s = &mut self.streams[slot];
             s.pending.clear();
             s.pending_at = 0;
@@ -693,7 +738,8 @@ impl Connection {
             if self.tally.is_some() {
                 self.tally_received(&buf[at..at + used], &f);
             }
-            if let Err(e) = self.handle(f, events) {
+            self.progress = false;
+            if let Err(e) = self.handle(f, events).and_then(|()| self.count_progress()) {
                 return Err(self.refuse(&buf[at + used..], e));
             }
             at += used;
@@ -740,7 +786,13 @@ impl Connection {
         e
     }
 
-    fn idle(&mut self) -> Result<(), Error> {
+    /// After each frame handled: one that moved no stream of ours (`progress` unset) is one
+    /// more in a row without progress, whatever its type.
+    fn count_progress(&mut self) -> Result<(), Error> {
+        if self.progress {
+            self.idle_frames = 0;
+            return Ok(());
+        }
         self.idle_frames += 1;
         if self.idle_frames > self.cfg.max_idle_frames {
             return Err(calm("too many frames without progress"));
@@ -824,69 +876,49 @@ impl Connection {
                 });
                 Ok(())
             }
-            Frame::Priority { .. } | Frame::Unknown { .. } => self.idle(),
+            Frame::Priority { .. } | Frame::Unknown { .. } => Ok(()),
             Frame::RstStream { stream, reason } => {
                 self.check_known(stream)?;
                 if let Some(slot) = self.by_id.get(&stream).copied() {
                     let token = self.streams[slot].token;
                     self.remove(slot);
                     events.closed(token, Closed::Reset(reason));
-                    self.idle_frames = 0;
-                    Ok(())
-                } else {
-                    self.idle()
+                    self.progress = true;
                 }
+                Ok(())
             }
             Frame::Settings { ack: true, .. } => {
                 if self.settings_unacked == 0 {
                     return Err(protocol("SETTINGS ACK without SETTINGS"));
                 }
                 self.settings_unacked -= 1;
-                self.idle_frames = 0;
                 Ok(())
             }
             Frame::Settings {
                 ack: false,
                 settings,
             } => {
-                let first = !self.settings_received;
                 self.settings_received = true;
                 self.apply_settings(&settings)?;
                 self.emit(frame::encode_settings_ack);
-                self.control_ack(frame::HEADER_LEN)?;
-                if first { Ok(()) } else { self.idle() }
+                self.control_ack(frame::HEADER_LEN)
             }
             Frame::PushPromise { .. } => Err(protocol("PUSH_PROMISE with push disabled")),
+            // an answer to a PING of ours is no progress either: no stream moves, and nothing
+            // stops a peer from sending ACKs we never asked for
             Frame::Ping { ack: true, data } => {
-                self.idle_frames = 0;
                 events.pong(data);
                 Ok(())
             }
             Frame::Ping { ack: false, data } => {
                 self.emit(|out| frame::encode_ping(out, true, data));
-                self.control_ack(frame::HEADER_LEN + 8)?;
-                self.idle()
+                self.control_ack(frame::HEADER_LEN + 8)
             }
             Frame::GoAway {
                 last_stream,
                 reason,
                 debug,
-            } => {
-                let last = self
-                    .goaway_received
-                    .map_or(last_stream, |l| l.min(last_stream));
-                self.goaway_received = Some(last);
-                events.go_away(last, reason, debug);
-                for slot in 0..self.streams.len() {
-                    let s = &self.streams[slot];
-                    if s.live && s.id > last {
-                        let token = s.token;
-                        self.remove(slot);
-                        events.closed(token, Closed::Refused);
-                    }
-                }
-                Ok(())
-            }
+            } => self.goaway(last_stream, reason, debug, events),
             Frame::WindowUpdate {
                 stream: 0,
                 increment,
@@ -901,14 +933,14 @@ impl Connection {
                         what: "connection window above 2^31-1",
                     });
                 }
-                self.idle_frames = 0;
+                // progress only if it lets waiting DATA out
                 self.flush_blocked();
                 Ok(())
             }
             Frame::WindowUpdate { stream, increment } => {
                 self.check_known(stream)?;
                 let Some(slot) = self.by_id.get(&stream).copied() else {
-                    return self.idle();
+                    return Ok(());
                 };
                 if increment == 0 {
                     self.stream_error(slot, Reason::PROTOCOL_ERROR, "WINDOW_UPDATE of 0", events);
@@ -925,7 +957,6 @@ impl Connection {
                     );
                     return Ok(());
                 }
-                self.idle_frames = 0;
                 self.flush_blocked();
                 Ok(())
             }
@@ -942,6 +973,8 @@ impl Connection {
         Ok(())
     }
 
+    /// Ends a live stream of ours that broke a stream rule: progress (the stream is done, and
+    /// a stream ends once).
     fn stream_error(
         &mut self,
         slot: usize,
@@ -953,6 +986,49 @@ impl Connection {
         self.emit(|out| frame::encode_rst_stream(out, id, reason));
         self.remove(slot);
         events.closed(token, Closed::Error(reason, what));
+        self.progress = true;
+    }
+
+    /// A GOAWAY: its last stream id may only stay or fall (RFC 9113 §6.8). One that lowers it
+    /// refuses the live streams above it, the newest ones: a walk from the newest down finds
+    /// the oldest of them and stops at the first stream kept, then they are refused in the
+    /// order they opened, so it costs two steps per stream refused. One that keeps the id
+    /// changes nothing. A GOAWAY is progress only when it refuses streams (each stream is
+    /// refused once); the streams it keeps may still complete, and wait for their own frames.
+    fn goaway(
+        &mut self,
+        last_stream: u32,
+        reason: Reason,
+        debug: &[u8],
+        events: &mut impl Events,
+    ) -> Result<(), Error> {
+        match self.goaway_received {
+            Some(last) if last_stream > last => {
+                return Err(protocol("a GOAWAY raises the last stream id"));
+            }
+            Some(last) if last_stream == last => {
+                events.go_away(last, reason, debug);
+                return Ok(());
+            }
+            _ => {}
+        }
+        self.goaway_received = Some(last_stream);
+        events.go_away(last_stream, reason, debug);
+        let mut oldest_refused = None;
+        let mut at = self.newest;
+        while let Some(slot) = at.filter(|&s| self.streams[s].id > last_stream) {
+            oldest_refused = Some(slot);
+            at = self.streams[slot].older;
+        }
+        let mut at = oldest_refused;
+        while let Some(slot) = at {
+            at = self.streams[slot].newer;
+            let token = self.streams[slot].token;
+            self.remove(slot);
+            events.closed(token, Closed::Refused);
+            self.progress = true;
+        }
+        Ok(())
     }
 
     fn apply_settings(&mut self, s: &Settings) -> Result<(), Error> {
@@ -968,16 +1044,18 @@ impl Connection {
         if let Some(n) = s.initial_window_size {
             let delta = i64::from(n) - i64::from(self.peer_initial_window);
             self.peer_initial_window = n;
-            for st in &mut self.streams {
-                if st.live {
-                    st.send_window += delta;
-                    if st.send_window > i64::from(frame::MAX_WINDOW) {
-                        return Err(Error {
-                            reason: Reason::FLOW_CONTROL_ERROR,
-                            what: "SETTINGS_INITIAL_WINDOW_SIZE takes a stream window above 2^31-1",
-                        });
-                    }
+            // the live streams only, through their list
+            let mut at = self.newest;
+            while let Some(slot) = at {
+                let st = &mut self.streams[slot];
+                st.send_window += delta;
+                if st.send_window > i64::from(frame::MAX_WINDOW) {
+                    return Err(Error {
+                        reason: Reason::FLOW_CONTROL_ERROR,
+                        what: "SETTINGS_INITIAL_WINDOW_SIZE takes a stream window above 2^31-1",
+                    });
                 }
+                at = st.older;
             }
             if delta > 0 {
                 self.flush_blocked();
@@ -1012,7 +1090,7 @@ impl Connection {
             self.conn_recv_unacked = 0;
         }
         let Some(slot) = self.by_id.get(&stream).copied() else {
-            return self.idle();
+            return Ok(());
         };
         let s = &mut self.streams[slot];
         if s.remote_closed {
@@ -1053,11 +1131,8 @@ impl Connection {
             s.recv_unacked = 0;
             self.emit(|out| frame::encode_window_update(out, stream, n));
         }
-        if data.is_empty() && !end_stream {
-            self.idle()?;
-        } else {
-            self.idle_frames = 0;
-        }
+        // empty DATA without END_STREAM moves nothing
+        self.progress = !data.is_empty() || end_stream;
         events.data(token, data, end_stream);
         if end_stream {
             self.finish_if_closed(slot);
@@ -1082,7 +1157,7 @@ impl Connection {
             self.decoder
                 .decode(block, max, |_| {})
                 .map_err(hpack_error)?;
-            return self.idle();
+            return Ok(());
         };
         let (token, head) = (self.streams[slot].token, self.streams[slot].head);
         let trailers = head == Head::Received;
@@ -1110,7 +1185,8 @@ impl Connection {
             self.stream_error(slot, Reason::PROTOCOL_ERROR, what, events);
             return Ok(());
         }
-        self.idle_frames = 0;
+        // an informational head is no progress: a peer may send any number of them
+        self.progress = !check.informational;
         let s = &mut self.streams[slot];
         s.head = match (trailers, check.informational) {
             (true, _) => Head::Trailers,

@@ -739,6 +739,261 @@ fn frames_on_closed_streams_are_dropped_within_a_budget() {
     );
 }
 
+/// A frame a flood sends, the `i`th, for the stream `id` left waiting (it may queue a PING of
+/// ours first, for the answers to ours).
+type Flood = fn(&mut Connection, &mut Peer, u32, u64, &mut Vec<u8>);
+
+/// Frames that move no stream of ours, by kind.
+const FLOODS: [(&str, Flood); 10] = [
+    ("unsolicited PING ACKs", |_, _, _, i, b| {
+        frame::encode_ping(b, true, i.to_be_bytes())
+    }),
+    ("PING ACKs answering ours", |c, _, _, i, b| {
+        c.ping(i.to_be_bytes());
+        frame::encode_ping(b, true, i.to_be_bytes());
+    }),
+    ("PINGs", |_, _, _, i, b| {
+        frame::encode_ping(b, false, i.to_be_bytes())
+    }),
+    ("GOAWAYs keeping the stream", |_, _, id, _, b| {
+        frame::encode_goaway(b, id, Reason::NO_ERROR, b"")
+    }),
+    ("SETTINGS", |_, _, _, _, b| {
+        frame::encode_settings(b, &Settings::default())
+    }),
+    ("connection WINDOW_UPDATEs", |_, _, _, _, b| {
+        frame::encode_window_update(b, 0, 1)
+    }),
+    ("stream WINDOW_UPDATEs", |_, _, id, _, b| {
+        frame::encode_window_update(b, id, 1)
+    }),
+    ("PRIORITY", |_, _, id, _, b| {
+        let p = frame::Priority {
+            dependency: 0,
+            exclusive: false,
+            weight: 15,
+        };
+        frame::encode_priority(b, id, p)
+    }),
+    ("unknown types", |_, _, _, _, b| {
+        frame::encode_raw(b, 0x20, 0, 0, b"x")
+    }),
+    ("informational heads", |_, p, id, _, b| {
+        b.extend(p.headers(id, &[(":status", "103")], false).take())
+    }),
+];
+
+/// A connection counting at most `max_idle` frames without progress, whose stream (returned)
+/// waits for its response head right after another stream completed: no frame without
+/// progress is counted yet.
+fn waiting(max_idle: u32) -> (Connection, Peer, u32) {
+    let mut c = ready(Config {
+        max_idle_frames: max_idle,
+        ..Config::default()
+    });
+    let done = c.open(0, request("/x"), true).unwrap();
+    let id = c.open(1, request("/x"), true).unwrap();
+    let mut p = Peer::new();
+    let bytes = p.response(done, b"ok").take();
+    feed(&mut c, &bytes).0.unwrap();
+    let n = c.output().len();
+    c.advance(n);
+    (c, p, id)
+}
+
+/// Feeds `flood`'s frames one at a time, writing the answers out, until one is refused or
+/// `limit` were taken: how many were taken, and the refusal.
+fn flood(
+    c: &mut Connection,
+    p: &mut Peer,
+    id: u32,
+    flood: Flood,
+    limit: u64,
+) -> (u64, Option<Error>) {
+    for i in 0..limit {
+        let mut b = Vec::new();
+        flood(c, p, id, i, &mut b);
+        let r = c.recv(&b, &mut Log::default());
+        let n = c.output().len();
+        c.advance(n);
+        if let Err(e) = r {
+            return (i, Some(e));
+        }
+    }
+    (limit, None)
+}
+
+#[test]
+fn every_frame_that_moves_no_stream_counts_toward_the_bound() {
+    let mixed: Flood = |c, p, id, i, b| (FLOODS[i as usize % FLOODS.len()].1)(c, p, id, i, b);
+    for (name, build) in FLOODS.into_iter().chain([("all of them", mixed)]) {
+        let (mut c, mut p, id) = waiting(100);
+        let (taken, e) = flood(&mut c, &mut p, id, build, 10_000);
+        assert_eq!(
+            (taken, e),
+            (100, Some(calm("too many frames without progress"))),
+            "{name}"
+        );
+        assert_eq!(c.error(), Some(calm("too many frames without progress")));
+    }
+}
+
+#[test]
+fn a_response_interleaved_with_control_frames_completes() {
+    // every kind but the informational heads (the heads here are final), GOAWAY keeping all
+    let kinds = &FLOODS[..9];
+    let mut c = ready(Config {
+        max_idle_frames: 100,
+        ..Config::default()
+    });
+    let ids: Vec<u32> = (0..5)
+        .map(|t| c.open(t, request("/x"), true).unwrap())
+        .collect();
+    let last = *ids.last().unwrap();
+    let mut p = Peer::new();
+    let mut i = 0u64;
+    let mut log = Vec::new();
+    let mut chatter = |c: &mut Connection, p: &mut Peer| {
+        // 99 in a row: the first SETTINGS counted one
+        for _ in 0..99 {
+            let mut b = Vec::new();
+            (kinds[i as usize % kinds.len()].1)(c, p, last, i, &mut b);
+            i += 1;
+            feed(c, &b).0.unwrap();
+            let n = c.output().len();
+            c.advance(n);
+        }
+    };
+    for &id in &ids {
+        for part in 0..3 {
+            chatter(&mut c, &mut p);
+            let bytes = match part {
+                0 => p.headers(id, &[(":status", "200")], false).take(),
+                1 => p.data(id, b"ok", false).take(),
+                _ => p.headers(id, &[("grpc-status", "0")], true).take(),
+            };
+            let (r, evs) = feed(&mut c, &bytes);
+            r.unwrap();
+            log.extend(evs);
+        }
+    }
+    assert_eq!(c.error(), None);
+    assert_eq!(c.active_streams(), 0);
+    for t in 0..5 {
+        assert!(log.contains(&Ev::Done(t, true, true)), "{t}: {log:?}");
+    }
+}
+
+#[test]
+fn window_updates_are_progress_only_when_they_let_data_out() {
+    let mut c = ready(Config {
+        max_idle_frames: 10,
+        ..Config::default()
+    });
+    let id = c.open(0, request("/upload"), false).unwrap();
+    c.send_data(id, &vec![7u8; 100_000], true);
+    frames_out(&mut c);
+    // both windows are used up: the stream's update lets nothing out, the connection's does
+    for round in 0..20u64 {
+        let mut b = Vec::new();
+        for i in 0..8 {
+            frame::encode_ping(&mut b, true, (round * 8 + i).to_be_bytes());
+        }
+        frame::encode_window_update(&mut b, id, 100);
+        feed(&mut c, &b).0.unwrap();
+        assert!(frames_out(&mut c).iter().all(|f| f.0 == frame::kind::PING));
+        b.clear();
+        frame::encode_window_update(&mut b, 0, 100);
+        feed(&mut c, &b).0.unwrap();
+        let out: usize = frames_out(&mut c).iter().map(|f| f.3.len()).sum();
+        assert_eq!(out, 100, "{round}");
+    }
+    // updates of the connection alone open nothing the stream can use
+    let mut b = Vec::new();
+    for _ in 0..11 {
+        frame::encode_window_update(&mut b, 0, 1);
+    }
+    assert_eq!(
+        feed(&mut c, &b).0,
+        Err(calm("too many frames without progress"))
+    );
+}
+
+#[test]
+fn a_goaway_refuses_exactly_the_streams_above_its_last_id_and_repeats_change_nothing() {
+    let mut c = ready(Config::default());
+    // tokens 0..6 on ids 1..=11, in slots 0..6
+    for token in 0..6 {
+        c.open(token, request("/x"), true).unwrap();
+    }
+    let mut p = Peer::new();
+    let bytes = p.response(1, b"ok").take();
+    feed(&mut c, &bytes).0.unwrap();
+    c.reset(7, Reason::CANCEL);
+    // the freed slots take the newest streams: slot order is no longer id order
+    assert_eq!(c.open(6, request("/x"), true), Ok(13));
+    assert_eq!(c.open(7, request("/x"), true), Ok(15));
+    assert_eq!(c.active_streams(), 6);
+
+    let mut b = Vec::new();
+    frame::encode_goaway(&mut b, 11, Reason::NO_ERROR, b"");
+    let (r, evs) = feed(&mut c, &b);
+    r.unwrap();
+    assert_eq!(
+        evs,
+        vec![
+            Ev::GoAway(11, Reason::NO_ERROR),
+            Ev::Closed(6, Closed::Refused),
+            Ev::Closed(7, Closed::Refused)
+        ]
+    );
+    assert_eq!(c.active_streams(), 4);
+
+    // the same last id again, many times: reported, and nothing else moves
+    let mut b = Vec::new();
+    for _ in 0..1000 {
+        frame::encode_goaway(&mut b, 11, Reason::NO_ERROR, b"");
+    }
+    let (r, evs) = feed(&mut c, &b);
+    r.unwrap();
+    assert!(evs.iter().all(|e| *e == Ev::GoAway(11, Reason::NO_ERROR)));
+    assert_eq!(evs.len(), 1000);
+    assert_eq!(c.active_streams(), 4);
+    assert_eq!(c.goaway_received(), Some(11));
+
+    // a lower one refuses the streams between, in the order they opened (7 is gone already)
+    let mut b = Vec::new();
+    frame::encode_goaway(&mut b, 4, Reason::NO_ERROR, b"");
+    let (r, evs) = feed(&mut c, &b);
+    r.unwrap();
+    assert_eq!(
+        evs,
+        vec![
+            Ev::GoAway(4, Reason::NO_ERROR),
+            Ev::Closed(2, Closed::Refused),
+            Ev::Closed(4, Closed::Refused),
+            Ev::Closed(5, Closed::Refused)
+        ]
+    );
+    assert_eq!(c.active_streams(), 1);
+    assert_eq!(c.goaway_received(), Some(4));
+
+    // the one kept completes
+    let bytes = p.response(3, b"ok").take();
+    let (r, evs) = feed(&mut c, &bytes);
+    r.unwrap();
+    assert_eq!(evs.last(), Some(&Ev::Done(1, true, true)));
+    assert_eq!(c.active_streams(), 0);
+
+    // raising the last id is a connection error
+    let mut b = Vec::new();
+    frame::encode_goaway(&mut b, 5, Reason::NO_ERROR, b"");
+    assert_eq!(
+        feed(&mut c, &b).0,
+        Err(protocol("a GOAWAY raises the last stream id"))
+    );
+}
+
 #[test]
 fn protocol_violations_are_connection_errors() {
     type Build = Box<dyn Fn(&mut Vec<u8>, u32)>;
