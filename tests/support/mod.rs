@@ -38,9 +38,10 @@ pub use self::{
     etcd::{Etcd, Paused},
     ports::unused_port,
     process::{
-        RUN_TIMEOUT, Run, assert_one_error_line, assert_refused, die_with_parent, f64_at,
-        proto_run, report_of, run_bounded, run_bounded_on_thread, run_command,
-        run_command_sampling_rss, run_json, run_json_within, try_run_command, u64_at, wirebench,
+        Interrupts, RUN_TIMEOUT, Run, assert_one_error_line, assert_refused, die_with_parent,
+        f64_at, proto_run, report_of, run_bounded, run_bounded_on_thread, run_command,
+        run_command_sampling_rss, run_interrupted, run_json, run_json_within, try_run_command,
+        u64_at, wirebench,
     },
     serve::{ServeProcess, parse_listening},
 };

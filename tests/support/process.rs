@@ -87,7 +87,27 @@ pub fn run_command(cmd: Command, limit: Duration) -> Run {
 
 /// `run_command`, with a command that cannot be started as an error for the caller to word.
 pub fn try_run_command(cmd: Command, limit: Duration) -> std::io::Result<Run> {
-    supervise(cmd, limit, false).map(|(run, _)| run)
+    supervise(cmd, limit, false, None).map(|(run, _)| run)
+}
+
+/// When to send the child SIGINT (Ctrl-C): once `after` its first stderr line that contains
+/// `marker` (from its start without one), and again `then` later when given.
+#[derive(Debug, Clone)]
+pub struct Interrupts {
+    pub marker: Option<&'static str>,
+    pub after: Duration,
+    pub then: Option<Duration>,
+}
+
+/// Runs wirebench with `args`, sending it SIGINT as `interrupts` says; killed (and the test
+/// failed) after `limit`.
+pub fn run_interrupted(args: &[&str], interrupts: &Interrupts, limit: Duration) -> Run {
+    let mut cmd = wirebench();
+    cmd.args(args);
+    let what = format!("{cmd:?}");
+    supervise(cmd, limit, false, Some(interrupts))
+        .map(|(run, _)| run)
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
 /// `run_command`, also sampling the child's peak RSS (VmHWM) every few milliseconds while it
@@ -96,17 +116,22 @@ pub fn try_run_command(cmd: Command, limit: Duration) -> std::io::Result<Run> {
 pub fn run_command_sampling_rss(cmd: Command, limit: Duration) -> (Run, u64) {
     let what = format!("{cmd:?}");
     let (run, max_rss_kib) =
-        supervise(cmd, limit, true).unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+        supervise(cmd, limit, true, None).unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
     assert!(max_rss_kib > 0, "no VmHWM sample of {what}");
     (run, max_rss_kib)
 }
 
 /// The one runner: spawns `cmd` (no stdin, output piped), polls it until it exits, reaps it
-/// with wait4 and, with `sample_rss`, keeps the highest VmHWM seen. Kills it and panics (with
-/// its output) once it runs longer than `limit`.
+/// with wait4 and, with `sample_rss`, keeps the highest VmHWM seen; sends SIGINT as
+/// `interrupts` says. Kills it and panics (with its output) once it runs longer than `limit`.
 // The child is reaped with wait4 (for its rusage), which clippy cannot see.
 #[allow(clippy::zombie_processes)]
-fn supervise(mut cmd: Command, limit: Duration, sample_rss: bool) -> std::io::Result<(Run, u64)> {
+fn supervise(
+    mut cmd: Command,
+    limit: Duration,
+    sample_rss: bool,
+    interrupts: Option<&Interrupts>,
+) -> std::io::Result<(Run, u64)> {
     let what = format!("{cmd:?}");
     let name = comm_name(cmd.get_program());
     let started = Instant::now();
@@ -122,11 +147,34 @@ fn supervise(mut cmd: Command, limit: Duration, sample_rss: bool) -> std::io::Re
         let _ = out.read_to_end(&mut s);
         s
     });
+    // when the marker first showed on stderr (the start, without a marker)
+    let marker = interrupts.and_then(|i| i.marker);
+    let marked = std::sync::Arc::new(std::sync::Mutex::new(marker.is_none().then_some(started)));
+    let seen = marked.clone();
     let err_reader = std::thread::spawn(move || {
         let mut s = Vec::new();
-        let _ = err.read_to_end(&mut s);
+        let mut chunk = [0u8; 4096];
+        loop {
+            match err.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => s.extend_from_slice(&chunk[..n]),
+            }
+            if let Some(m) = marker
+                && String::from_utf8_lossy(&s).contains(m)
+                && let Ok(mut at) = seen.lock()
+            {
+                at.get_or_insert_with(Instant::now);
+            }
+        }
         s
     });
+    let mut signals: Vec<Duration> = interrupts
+        .map(|i| {
+            std::iter::once(i.after)
+                .chain(i.then.map(|t| i.after + t))
+                .collect()
+        })
+        .unwrap_or_default();
     let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
     // Reaped with wait4, for the child's CPU time (std's Child has no rusage).
     let pid = libc::pid_t::try_from(child.id()).expect("a pid");
@@ -146,6 +194,15 @@ fn supervise(mut cmd: Command, limit: Duration, sample_rss: bool) -> std::io::Re
             let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
             let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
             break (code, tv(ru.ru_utime) + tv(ru.ru_stime));
+        }
+        let mark = marked.lock().ok().and_then(|m| *m);
+        if let (Some(&due), Some(mark)) = (signals.first(), mark)
+            && mark.elapsed() >= due
+        {
+            // SAFETY: kill takes plain integers; the child is not reaped yet, so its pid is
+            // still its own.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            signals.remove(0);
         }
         if started.elapsed() > limit {
             let _ = child.kill();
