@@ -235,7 +235,7 @@ fn a_payload_sweep_fills_a_field_of_the_schema_reflection_gives() {
     );
     assert_eq!(run.code, Some(0), "{run:#?}");
     let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
-    assert_eq!(v["schema"], "wirebench.sweep-grpc.v1", "{v:#}");
+    assert_eq!(v["schema"], "wirebench.sweep-grpc.v2", "{v:#}");
     let rows = v["rows"].as_array().unwrap();
     let sizes: Vec<u64> = rows.iter().map(|r| u64_at(r, "/payload_bytes")).collect();
     assert_eq!(sizes, [16, 1024, 16384], "{v:#}");

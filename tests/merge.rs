@@ -465,13 +465,13 @@ fn merge_and_start_at_refuse_bad_input_in_one_line() {
         "cut.json: the JSON ends early",
     );
     write(
-        "v2.json",
-        &a.replace("wirebench.report.v3", "wirebench.report.v2"),
+        "v3.json",
+        &a.replace("wirebench.report.v4", "wirebench.report.v3"),
     );
     refused(
-        &merge(&["a.json", "v2.json"]),
+        &merge(&["a.json", "v3.json"]),
         1,
-        "v2.json: schema wirebench.report.v2",
+        "v3.json: schema wirebench.report.v3",
     );
     refused(
         &merge(&["a.json", "other.json"]),

@@ -99,7 +99,7 @@ fn an_http_sweep_sends_each_payload_as_the_body_over_both_stacks() {
             "--svg",
             svg.to_str().unwrap(),
         ],
-        "wirebench.sweep-http.v1",
+        "wirebench.sweep-http.v2",
     );
     assert_eq!(rows.len(), 6, "{rows:#?}");
     for proto in ["http", "h2"] {
@@ -136,7 +136,7 @@ fn an_http_sweep_sends_each_payload_as_the_body_over_both_stacks() {
             "-n",
             "20",
         ],
-        "wirebench.sweep-http.v1",
+        "wirebench.sweep-http.v2",
     );
     let mine = check_rows(&rows, "http", &[100, 1100], 20);
     // the same head but one more digit of Content-Length: the body is exactly the payload
@@ -166,7 +166,7 @@ fn a_grpc_sweep_fills_the_request_field_with_each_payload() {
             "2",
         ];
         args.extend_from_slice(field);
-        let rows = sweep(&args, "wirebench.sweep-grpc.v1");
+        let rows = sweep(&args, "wirebench.sweep-grpc.v2");
         assert_eq!(rows.len(), 3, "{rows:#?}");
         let mine = check_rows(&rows, "grpc", &SIZES, 100);
         assert!(f64_at(&mine[2], "/bytes_in") > 65536.0, "{}", mine[2]);

@@ -65,7 +65,9 @@ fn judge_medians(cfg: &Config, reports: &[report::Report]) -> Vec<report::thresh
         let rounds: Vec<&report::RunReport> =
             reports.iter().filter_map(|r| r.runs.get(i)).collect();
         for t in &cfg.thresholds {
-            let mut values: Vec<f64> = rounds.iter().filter_map(|r| t.figure.value(r)).collect();
+            // as the medians of the report: none unless every round has the figure
+            let values: Option<Vec<f64>> = rounds.iter().map(|r| t.figure.value(r)).collect();
+            let mut values = values.unwrap_or_default();
             values.sort_by(f64::total_cmp);
             let median = match values.len() {
                 0 => None,

@@ -110,10 +110,10 @@ mod tests {
             ok: 1,
             failed: 0,
             total_s: end_s - start_s,
-            requests_per_sec: 1.0,
-            p50_ms: 1.0,
-            p99_ms: 1.0,
-            client_cpu_us_per_request: 1.0,
+            requests_per_sec: Some(1.0),
+            p50_ms: Some(1.0),
+            p99_ms: Some(1.0),
+            client_cpu_us_per_request: Some(1.0),
             server_cpu_us_per_request: None,
         }
     }

@@ -10,7 +10,8 @@ use super::{RunError, emit, exit};
 use crate::config::{
     Config, EtcdOp, Load, Proto, Stop, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec,
 };
-use crate::report::RunReport;
+use crate::report::show::{self, num};
+use crate::report::{RunReport, plus};
 use crate::workload::etcd::{self as ops, client};
 
 /// One run of the sweep.
@@ -30,18 +31,20 @@ pub struct Row {
     pub count: u64,
     pub ok: u64,
     pub failed: u64,
-    pub qps: f64,
-    pub p50_ms: f64,
-    pub p90_ms: f64,
-    pub p99_ms: f64,
-    /// socket bytes out + in per request
-    pub bytes_per_op: f64,
-    /// TCP segments out + in per request (TCP_INFO)
-    pub packets_per_op: f64,
+    /// null where the run measured none (a window of no length; no successful request)
+    pub qps: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// socket bytes out + in per request (null: no request on the connections)
+    pub bytes_per_op: Option<f64>,
+    /// TCP segments out + in per request (TCP_INFO; null: no connection's could be read)
+    pub packets_per_op: Option<f64>,
     /// syscalls per request written, counted by the kernel (null where it could not count)
     pub syscalls_per_op: Option<f64>,
     pub context_switches_per_op: Option<f64>,
-    pub client_cpu_us_per_op: f64,
+    /// null: no request written
+    pub client_cpu_us_per_op: Option<f64>,
     /// with --server-pid
     pub server_cpu_us_per_op: Option<f64>,
     /// the row's latency histogram (HdrHistogram V2 compressed, base64, ns; JSON only)
@@ -60,10 +63,11 @@ pub struct ClassRow {
     pub count: u64,
     pub ok: u64,
     pub failed: u64,
-    pub qps: f64,
-    pub p50_ms: f64,
-    pub p90_ms: f64,
-    pub p99_ms: f64,
+    pub qps: Option<f64>,
+    /// of the class's successful requests (null: none)
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
 }
 
 /// Rows in etcd's table order: target, then key size, then clients, then protocol.
@@ -183,7 +187,7 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
     let mut broken = Vec::new();
     let rows = run(s, token.as_deref(), &mut broken, |i, n, r| {
         eprintln!(
-            "wirebench sweep: {i}/{n} {}{} clients, {}, {}: {:.0} req/s, p90 {:.2} ms{}",
+            "wirebench sweep: {i}/{n} {}{} clients, {}, {}: {} req/s, p90 {} ms{}",
             if r.keyed {
                 format!("key {} B, ", r.key_size)
             } else {
@@ -192,8 +196,8 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
             r.clients,
             r.target,
             r.proto,
-            r.qps,
-            r.p90_ms,
+            num(r.qps, 0),
+            num(r.p90_ms, 2),
             if r.failed > 0 {
                 format!(", {} failed", r.failed)
             } else {
@@ -283,8 +287,8 @@ pub fn run(
             p50_ms: r.percentile_ms(50.0),
             p90_ms: r.percentile_ms(90.0),
             p99_ms: r.percentile_ms(99.0),
-            bytes_per_op: w.bytes_out_per_request + w.bytes_in_per_request,
-            packets_per_op: w.segments_out_per_request + w.segments_in_per_request,
+            bytes_per_op: plus(w.bytes_out_per_request, w.bytes_in_per_request),
+            packets_per_op: plus(w.segments_out_per_request, w.segments_in_per_request),
             syscalls_per_op: cost.syscalls_per_request,
             context_switches_per_op: cost.context_switches_per_request,
             client_cpu_us_per_op: cost.client_cpu_us_per_request,
@@ -394,21 +398,15 @@ fn cells_of(r: &Row) -> [String; 12] {
             Proto::Grpc
         })
         .to_string(),
-        format!("{:.0}", r.qps),
-        format!("{:.2}", r.p90_ms),
-        format!("{:.2}", r.p99_ms),
-        format!("{:.1}", r.bytes_per_op),
-        format!("{:.2}", r.packets_per_op),
-        r.syscalls_per_op
-            .map_or_else(|| "n/a".into(), |v| format!("{v:.2}")),
-        format!("{:.1}", r.client_cpu_us_per_op),
+        num(r.qps, 0),
+        num(r.p90_ms, 2),
+        num(r.p99_ms, 2),
+        num(r.bytes_per_op, 1),
+        num(r.packets_per_op, 2),
+        num(r.syscalls_per_op, 2),
+        num(r.client_cpu_us_per_op, 1),
         r.failed.to_string(),
     ]
-}
-
-fn server_cpu(r: &Row) -> String {
-    r.server_cpu_us_per_op
-        .map_or_else(|| "-".into(), |v| format!("{v:.1}"))
 }
 
 /// txn-mixed: the classes the rows show apart (read, write), from the first row with them.
@@ -454,11 +452,11 @@ pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
     for r in rows {
         let mut c: Vec<String> = cells_of(r).to_vec();
         if with_server {
-            c.push(server_cpu(r));
+            c.push(num(r.server_cpu_us_per_op, 1));
         }
         for name in &classes {
-            c.push(class_cell(r, name, |k| format!("{:.0}", k.qps)));
-            c.push(class_cell(r, name, |k| format!("{:.2}", k.p99_ms)));
+            c.push(class_cell(r, name, |k| num(k.qps, 0)));
+            c.push(class_cell(r, name, |k| num(k.p99_ms, 2)));
         }
         let _ = writeln!(out, "| {} |", c.join(" | "));
     }
@@ -492,24 +490,21 @@ pub fn csv(rows: &[Row]) -> String {
     for r in rows {
         let _ = write!(
             out,
-            "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.1},{:.3},{},{},{:.2},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.key_size,
             r.clients,
             r.target,
             r.proto,
-            r.qps,
-            r.p50_ms,
-            r.p90_ms,
-            r.p99_ms,
-            r.bytes_per_op,
-            r.packets_per_op,
-            r.syscalls_per_op
-                .map_or_else(String::new, |v| format!("{v:.3}")),
-            r.context_switches_per_op
-                .map_or_else(String::new, |v| format!("{v:.4}")),
-            r.client_cpu_us_per_op,
-            r.server_cpu_us_per_op
-                .map_or_else(String::new, |v| format!("{v:.2}")),
+            show::csv(r.qps, 1),
+            show::csv(r.p50_ms, 3),
+            show::csv(r.p90_ms, 3),
+            show::csv(r.p99_ms, 3),
+            show::csv(r.bytes_per_op, 1),
+            show::csv(r.packets_per_op, 3),
+            show::csv(r.syscalls_per_op, 3),
+            show::csv(r.context_switches_per_op, 4),
+            show::csv(r.client_cpu_us_per_op, 2),
+            show::csv(r.server_cpu_us_per_op, 2),
             r.count,
             r.ok,
             r.failed,
@@ -518,8 +513,14 @@ pub fn csv(rows: &[Row]) -> String {
         for name in &classes {
             let cell = class_cell(r, name, |k| {
                 format!(
-                    "{},{},{},{:.1},{:.3},{:.3},{:.3}",
-                    k.count, k.ok, k.failed, k.qps, k.p50_ms, k.p90_ms, k.p99_ms
+                    "{},{},{},{},{},{},{}",
+                    k.count,
+                    k.ok,
+                    k.failed,
+                    show::csv(k.qps, 1),
+                    show::csv(k.p50_ms, 3),
+                    show::csv(k.p90_ms, 3),
+                    show::csv(k.p99_ms, 3)
                 )
             });
             if cell.is_empty() {
@@ -535,7 +536,7 @@ pub fn csv(rows: &[Row]) -> String {
 
 pub fn json(s: &SweepConfig, rows: &[Row]) -> String {
     let v = serde_json::json!({
-        "schema": "wirebench.sweep.v1",
+        "schema": "wirebench.sweep.v2",
         "version": env!("CARGO_PKG_VERSION"),
         "workload": describe(s),
         "endpoints": s.base.endpoints.iter().map(|e| e.url.clone()).collect::<Vec<_>>(),
@@ -571,15 +572,15 @@ mod tests {
             count: 100,
             ok: 100,
             failed: 0,
-            qps: 1534.4,
-            p50_ms: 0.5,
-            p90_ms: 0.7,
-            p99_ms: 1.25,
-            bytes_per_op: 200.0,
-            packets_per_op: 2.0,
+            qps: Some(1534.4),
+            p50_ms: Some(0.5),
+            p90_ms: Some(0.7),
+            p99_ms: Some(1.25),
+            bytes_per_op: Some(200.0),
+            packets_per_op: Some(2.0),
             syscalls_per_op: Some(3.5),
             context_switches_per_op: None,
-            client_cpu_us_per_op: 20.0,
+            client_cpu_us_per_op: Some(20.0),
             server_cpu_us_per_op: None,
             classes: None,
             latency_hdr: String::new(),
@@ -608,10 +609,10 @@ mod tests {
             count: 50,
             ok: 50,
             failed: 0,
-            qps,
-            p50_ms: 0.5,
-            p90_ms: 0.75,
-            p99_ms,
+            qps: Some(qps),
+            p50_ms: Some(0.5),
+            p90_ms: Some(0.75),
+            p99_ms: Some(p99_ms),
         };
         let mut mixed = row(4, "grpc");
         mixed.classes = Some(vec![

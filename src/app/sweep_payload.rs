@@ -9,9 +9,10 @@ use serde::Serialize;
 
 use super::{RunError, emit, exit, prepare};
 use crate::config::{Config, GrpcRequest, GrpcSpec, Proto, TableFormat, WorkloadSpec};
-use crate::report::RunReport;
+use crate::report::show::{self, num};
 use crate::report::svg::{LinePanel, render_lines};
 use crate::report::threshold::Broken;
+use crate::report::{RunReport, plus};
 use crate::server::ServeConfig;
 use crate::workload::grpc;
 use wirebench_wire::h2sniff::FrameType;
@@ -62,20 +63,24 @@ pub struct PayloadRow {
     pub count: u64,
     pub ok: u64,
     pub failed: u64,
-    pub qps: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    /// socket bytes per request, each way
-    pub bytes_out: f64,
-    pub bytes_in: f64,
-    /// both ways with the estimated IP + TCP headers (TCP_INFO segments)
-    pub wire_bytes: f64,
+    /// null where the run measured none (a window of no length; no successful request)
+    pub qps: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// socket bytes per request, each way (null: no request on the connections)
+    pub bytes_out: Option<f64>,
+    pub bytes_in: Option<f64>,
+    /// both ways with the estimated IP + TCP headers (TCP_INFO segments; null: no
+    /// connection's could be read)
+    pub wire_bytes: Option<f64>,
     /// TCP segments per request, both ways
-    pub segments: f64,
+    pub segments: Option<f64>,
     pub syscalls: Option<f64>,
-    pub client_cpu_us: f64,
+    /// null: no request written
+    pub client_cpu_us: Option<f64>,
     pub server_cpu_us: Option<f64>,
-    /// h2 WINDOW_UPDATE frames per request, both ways (null over HTTP/1.1)
+    /// h2 WINDOW_UPDATE frames per request, both ways (null over HTTP/1.1, or without a
+    /// request on the connections)
     pub window_updates: Option<f64>,
     /// the row's latency histogram (HdrHistogram V2 compressed, base64, ns; JSON only)
     pub latency_hdr: String,
@@ -84,16 +89,13 @@ pub struct PayloadRow {
 impl PayloadRow {
     fn of(payload_bytes: u64, r: &RunReport) -> PayloadRow {
         let (w, c) = (&r.wire, &r.cost);
-        let window_updates = w.layers.as_ref().and_then(|l| l.h2.as_ref()).map(|h| {
+        let window_updates = w.layers.as_ref().and_then(|l| l.h2.as_ref()).and_then(|h| {
             let n = |d: &wirebench_wire::h2sniff::H2Counts| {
                 d.frames[FrameType::WindowUpdate as usize].count
             };
+            // frames / requests on the wire; none without a request
             let total = n(&h.out) + n(&h.inbound);
-            if w.requests_on_wire == 0 {
-                0.0
-            } else {
-                total as f64 / w.requests_on_wire as f64
-            }
+            (w.requests_on_wire > 0).then(|| total as f64 / w.requests_on_wire as f64)
         });
         PayloadRow {
             payload_bytes,
@@ -106,8 +108,8 @@ impl PayloadRow {
             p99_ms: r.percentile_ms(99.0),
             bytes_out: w.bytes_out_per_request,
             bytes_in: w.bytes_in_per_request,
-            wire_bytes: w.wire_bytes_out_per_request + w.wire_bytes_in_per_request,
-            segments: w.segments_out_per_request + w.segments_in_per_request,
+            wire_bytes: plus(w.wire_bytes_out_per_request, w.wire_bytes_in_per_request),
+            segments: plus(w.segments_out_per_request, w.segments_in_per_request),
             syscalls: c.syscalls_per_request,
             client_cpu_us: c.client_cpu_us_per_request,
             server_cpu_us: c.server_cpu_us_per_request,
@@ -185,11 +187,11 @@ pub(super) fn sweep_payload_and_write(s: &PayloadSweep) -> Result<i32, RunError>
             );
             let row = PayloadRow::of(*payload, &r);
             eprintln!(
-                "wirebench sweep: {}/{total} payload {payload} B, {}: {:.0} req/s, {:.0} B on the wire per request{}",
+                "wirebench sweep: {}/{total} payload {payload} B, {}: {} req/s, {} B on the wire per request{}",
                 rows.len() + 1,
                 proto.title(),
-                row.qps,
-                row.wire_bytes,
+                num(row.qps, 0),
+                num(row.wire_bytes, 0),
                 if row.failed > 0 {
                     format!(", {} failed", row.failed)
                 } else {
@@ -225,10 +227,6 @@ pub(super) fn sweep_payload_and_write(s: &PayloadSweep) -> Result<i32, RunError>
     Ok(super::run::judge(thresholds, broken.into_iter()))
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
-}
-
 fn title(proto: &str) -> &'static str {
     match proto {
         "http" => Proto::Http.title(),
@@ -237,12 +235,12 @@ fn title(proto: &str) -> &'static str {
     }
 }
 
-/// The table in `format`; the JSON schema names the target (`wirebench.sweep-echo.v1`,
-/// `wirebench.sweep-http.v1`, `wirebench.sweep-grpc.v1`: the same rows).
+/// The table in `format`; the JSON schema names the target (`wirebench.sweep-echo.v2`,
+/// `wirebench.sweep-http.v2`, `wirebench.sweep-grpc.v2`: the same rows).
 pub fn render(format: TableFormat, target: SweepTarget, rows: &[PayloadRow]) -> String {
     match format {
         TableFormat::Json => {
-            let schema = format!("wirebench.sweep-{}.v1", target.name());
+            let schema = format!("wirebench.sweep-{}.v2", target.name());
             let v = serde_json::json!({ "schema": schema, "rows": rows });
             format!("{v:#}\n")
         }
@@ -252,24 +250,23 @@ pub fn render(format: TableFormat, target: SweepTarget, rows: &[PayloadRow]) -> 
             );
             for r in rows {
                 out.push_str(&format!(
-                    "{},{},{},{},{},{:.1},{:.3},{:.3},{:.1},{:.1},{:.1},{:.2},{},{:.2},{},{}\n",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     r.payload_bytes,
                     r.proto,
                     r.count,
                     r.ok,
                     r.failed,
-                    r.qps,
-                    r.p50_ms,
-                    r.p99_ms,
-                    r.bytes_out,
-                    r.bytes_in,
-                    r.wire_bytes,
-                    r.segments,
-                    r.syscalls.map_or(String::new(), |v| format!("{v:.2}")),
-                    r.client_cpu_us,
-                    r.server_cpu_us.map_or(String::new(), |v| format!("{v:.2}")),
-                    r.window_updates
-                        .map_or(String::new(), |v| format!("{v:.2}")),
+                    show::csv(r.qps, 1),
+                    show::csv(r.p50_ms, 3),
+                    show::csv(r.p99_ms, 3),
+                    show::csv(r.bytes_out, 1),
+                    show::csv(r.bytes_in, 1),
+                    show::csv(r.wire_bytes, 1),
+                    show::csv(r.segments, 2),
+                    show::csv(r.syscalls, 2),
+                    show::csv(r.client_cpu_us, 2),
+                    show::csv(r.server_cpu_us, 2),
+                    show::csv(r.window_updates, 2),
                 ));
             }
             out
@@ -280,20 +277,20 @@ pub fn render(format: TableFormat, target: SweepTarget, rows: &[PayloadRow]) -> 
             );
             for r in rows {
                 out.push_str(&format!(
-                    "| {} | {} | {:.0} | {:.3} | {:.3} | {:.0} | {:.0} | {:.0} | {:.2} | {} | {:.1} | {} | {} | {} |\n",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                     r.payload_bytes,
                     title(r.proto),
-                    r.qps,
-                    r.p50_ms,
-                    r.p99_ms,
-                    r.bytes_out,
-                    r.bytes_in,
-                    r.wire_bytes,
-                    r.segments,
-                    opt(r.syscalls, 2),
-                    r.client_cpu_us,
-                    opt(r.server_cpu_us, 1),
-                    opt(r.window_updates, 2),
+                    num(r.qps, 0),
+                    num(r.p50_ms, 3),
+                    num(r.p99_ms, 3),
+                    num(r.bytes_out, 0),
+                    num(r.bytes_in, 0),
+                    num(r.wire_bytes, 0),
+                    num(r.segments, 2),
+                    num(r.syscalls, 2),
+                    num(r.client_cpu_us, 1),
+                    num(r.server_cpu_us, 1),
+                    num(r.window_updates, 2),
                     r.failed
                 ));
             }
@@ -331,22 +328,22 @@ pub fn chart(target: SweepTarget, rows: &[PayloadRow]) -> String {
         LinePanel {
             title: "Wire bytes / request",
             unit: "both ways",
-            values: series(|r| Some(r.wire_bytes)),
+            values: series(|r| r.wire_bytes),
         },
         LinePanel {
             title: "TCP segments / request",
             unit: "both ways",
-            values: series(|r| Some(r.segments)),
+            values: series(|r| r.segments),
         },
         LinePanel {
             title: "Client CPU / request",
             unit: "µs",
-            values: series(|r| Some(r.client_cpu_us)),
+            values: series(|r| r.client_cpu_us),
         },
         LinePanel {
             title: "Latency p50",
             unit: "ms",
-            values: series(|r| (r.ok > 0).then_some(r.p50_ms)),
+            values: series(|r| r.p50_ms),
         },
         LinePanel {
             title: "Syscalls / request",
@@ -379,15 +376,15 @@ mod tests {
             count: 10,
             ok: 10,
             failed: 0,
-            qps: 1000.0,
-            p50_ms: 0.1,
-            p99_ms: 0.2,
-            bytes_out: wire / 2.0,
-            bytes_in: wire / 2.0,
-            wire_bytes: wire,
-            segments: 2.0,
+            qps: Some(1000.0),
+            p50_ms: Some(0.1),
+            p99_ms: Some(0.2),
+            bytes_out: Some(wire / 2.0),
+            bytes_in: Some(wire / 2.0),
+            wire_bytes: Some(wire),
+            segments: Some(2.0),
             syscalls: Some(3.0),
-            client_cpu_us: 8.0,
+            client_cpu_us: Some(8.0),
             server_cpu_us: None,
             window_updates: (proto != "http").then_some(0.5),
             latency_hdr: String::new(),
@@ -406,7 +403,7 @@ mod tests {
         assert_eq!(md.lines().count(), 2 + 4, "{md}");
         assert!(md.contains("| 65536 | gRPC | 1000 |"), "{md}");
         assert!(
-            md.contains("| 16 | HTTP/1.1 |") && md.contains("| - | 0 |"),
+            md.contains("| 16 | HTTP/1.1 |") && md.contains("| n/a | 0 |"),
             "{md}"
         );
         let csv = render(TableFormat::Csv, SweepTarget::Echo, &rows);
@@ -414,10 +411,10 @@ mod tests {
         let json: serde_json::Value =
             serde_json::from_str(&render(TableFormat::Json, SweepTarget::Echo, &rows)).unwrap();
         assert_eq!(json["rows"].as_array().unwrap().len(), 4);
-        assert_eq!(json["schema"], "wirebench.sweep-echo.v1");
+        assert_eq!(json["schema"], "wirebench.sweep-echo.v2");
         let json: serde_json::Value =
             serde_json::from_str(&render(TableFormat::Json, SweepTarget::Grpc, &rows)).unwrap();
-        assert_eq!(json["schema"], "wirebench.sweep-grpc.v1");
+        assert_eq!(json["schema"], "wirebench.sweep-grpc.v2");
         let svg = chart(SweepTarget::Http, &rows);
         assert!(
             svg.contains("wirebench sweep http: cost per request"),

@@ -30,7 +30,7 @@ pub(super) fn watch_and_write(cfg: &WatchConfig) -> Result<i32, RunError> {
         Format::Text => report::render_text(cfg, &runs),
         Format::Json => {
             let mut s = serde_json::to_string_pretty(&serde_json::json!({
-                "schema": "wirebench.watch.v1",
+                "schema": "wirebench.watch.v2",
                 "runs": runs,
             }))
             .unwrap_or_default();

@@ -126,21 +126,28 @@ fn line(m: &Merged, k: u64, every: Duration, csv: bool, stack: &str) -> String {
     let start = every * k as u32;
     let width = m.end.saturating_sub(start).max(Duration::from_micros(1));
     let secs = width.as_secs_f64();
+    // no successful request in the interval: no latency (an empty CSV cell, n/a in text),
+    // never 0
     let (ok, errors, p50, p99) = match &m.slot {
         Some(s) => (s.ok, s.failed, s.quantile_ms(0.5), s.quantile_ms(0.99)),
-        None => (0, 0, 0.0, 0.0),
+        None => (0, 0, None, None),
     };
     let rps = (ok + errors) as f64 / secs;
     let (out_s, in_s) = (m.bytes_out as f64 / secs, m.bytes_in as f64 / secs);
     let end = m.end.as_secs_f64();
     if csv {
+        let cell = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
         format!(
-            "{stack},{:.3},{secs:.3},{ok},{errors},{rps:.1},{p50},{p99},{out_s:.0},{in_s:.0}",
-            start.as_secs_f64()
+            "{stack},{:.3},{secs:.3},{ok},{errors},{rps:.1},{},{},{out_s:.0},{in_s:.0}",
+            start.as_secs_f64(),
+            cell(p50),
+            cell(p99)
         )
     } else {
+        let ms = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.3}ms"));
+        let (p50, p99) = (ms(p50), ms(p99));
         format!(
-            "{stack:>8} {end:>7.1}s  ok {ok:<8} errors {errors:<6} {rps:>10.0} req/s  p50 {p50:>8.3}ms  p99 {p99:>8.3}ms  out {:>8.2} MB/s  in {:>8.2} MB/s",
+            "{stack:>8} {end:>7.1}s  ok {ok:<8} errors {errors:<6} {rps:>10.0} req/s  p50 {p50:>10}  p99 {p99:>10}  out {:>8.2} MB/s  in {:>8.2} MB/s",
             out_s / 1e6,
             in_s / 1e6
         )

@@ -5,37 +5,39 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::report::show::{self, num};
 use crate::report::svg::Panel;
-use crate::report::{Report, RunReport};
+use crate::report::{Report, RunReport, plus};
 
 /// The headline figures of one protocol run, per request where it says so (each with the
 /// denominator its report names: requests written in the window for CPU and syscalls,
-/// requests on the connections for bytes and segments).
+/// requests on the connections for bytes and segments). A figure is None where the run
+/// measured none (no denominator, no latency, no count), as null in its report.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Figures {
     /// the measured window of the run
     pub total_s: f64,
     /// measured requests (ok + failed) / window
-    pub requests_per_sec: f64,
+    pub requests_per_sec: Option<f64>,
     /// successful requests / window: what the findings compare
-    pub ok_per_sec: f64,
+    pub ok_per_sec: Option<f64>,
     pub count: f64,
     pub failed: f64,
-    pub latency_p50_ms: f64,
-    pub latency_p99_ms: f64,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
     pub connections: f64,
-    pub bytes_out_per_request: f64,
-    pub bytes_in_per_request: f64,
-    pub wire_bytes_out_per_request: f64,
-    pub wire_bytes_in_per_request: f64,
-    pub segments_out_per_request: f64,
-    pub segments_in_per_request: f64,
+    pub bytes_out_per_request: Option<f64>,
+    pub bytes_in_per_request: Option<f64>,
+    pub wire_bytes_out_per_request: Option<f64>,
+    pub wire_bytes_in_per_request: Option<f64>,
+    pub segments_out_per_request: Option<f64>,
+    pub segments_in_per_request: Option<f64>,
     /// counted by the kernel; None where it could not count
     pub syscalls_per_request: Option<f64>,
     /// socket reads and writes (EAGAIN included), the data part of the syscalls
-    pub data_calls_per_request: f64,
+    pub data_calls_per_request: Option<f64>,
     pub context_switches_per_request: Option<f64>,
-    pub client_cpu_us_per_request: f64,
+    pub client_cpu_us_per_request: Option<f64>,
     pub server_cpu_us_per_request: Option<f64>,
 }
 
@@ -58,10 +60,13 @@ impl Figures {
             segments_out_per_request: w.segments_out_per_request,
             segments_in_per_request: w.segments_in_per_request,
             syscalls_per_request: c.syscalls_per_request,
-            data_calls_per_request: c.reads_per_request
-                + c.writes_per_request
-                + c.read_would_block_per_request
-                + c.write_would_block_per_request,
+            data_calls_per_request: plus(
+                plus(c.reads_per_request, c.writes_per_request),
+                plus(
+                    c.read_would_block_per_request,
+                    c.write_would_block_per_request,
+                ),
+            ),
             context_switches_per_request: c.context_switches_per_request,
             client_cpu_us_per_request: c.client_cpu_us_per_request,
             server_cpu_us_per_request: c.server_cpu_us_per_request,
@@ -69,7 +74,8 @@ impl Figures {
     }
 
     /// The median of each figure over rounds (the mean of the middle two for an even count);
-    /// an optional figure has a median only when every round has it.
+    /// an optional figure has a median only when every round has it (a plain one over no
+    /// rounds is 0).
     pub fn median(all: &[Figures]) -> Figures {
         fn med(mut v: Vec<f64>) -> f64 {
             if v.is_empty() {
@@ -90,23 +96,23 @@ impl Figures {
         };
         Figures {
             total_s: m(|f| f.total_s),
-            requests_per_sec: m(|f| f.requests_per_sec),
-            ok_per_sec: m(|f| f.ok_per_sec),
+            requests_per_sec: mo(|f| f.requests_per_sec),
+            ok_per_sec: mo(|f| f.ok_per_sec),
             count: m(|f| f.count),
             failed: m(|f| f.failed),
-            latency_p50_ms: m(|f| f.latency_p50_ms),
-            latency_p99_ms: m(|f| f.latency_p99_ms),
+            latency_p50_ms: mo(|f| f.latency_p50_ms),
+            latency_p99_ms: mo(|f| f.latency_p99_ms),
             connections: m(|f| f.connections),
-            bytes_out_per_request: m(|f| f.bytes_out_per_request),
-            bytes_in_per_request: m(|f| f.bytes_in_per_request),
-            wire_bytes_out_per_request: m(|f| f.wire_bytes_out_per_request),
-            wire_bytes_in_per_request: m(|f| f.wire_bytes_in_per_request),
-            segments_out_per_request: m(|f| f.segments_out_per_request),
-            segments_in_per_request: m(|f| f.segments_in_per_request),
+            bytes_out_per_request: mo(|f| f.bytes_out_per_request),
+            bytes_in_per_request: mo(|f| f.bytes_in_per_request),
+            wire_bytes_out_per_request: mo(|f| f.wire_bytes_out_per_request),
+            wire_bytes_in_per_request: mo(|f| f.wire_bytes_in_per_request),
+            segments_out_per_request: mo(|f| f.segments_out_per_request),
+            segments_in_per_request: mo(|f| f.segments_in_per_request),
             syscalls_per_request: mo(|f| f.syscalls_per_request),
-            data_calls_per_request: m(|f| f.data_calls_per_request),
+            data_calls_per_request: mo(|f| f.data_calls_per_request),
             context_switches_per_request: mo(|f| f.context_switches_per_request),
-            client_cpu_us_per_request: m(|f| f.client_cpu_us_per_request),
+            client_cpu_us_per_request: mo(|f| f.client_cpu_us_per_request),
             server_cpu_us_per_request: mo(|f| f.server_cpu_us_per_request),
         }
     }
@@ -120,19 +126,26 @@ impl Figures {
         };
         vec![
             panel("Total time", "s", &|x| Some(x.total_s)),
-            panel("Throughput", "req/s", &|x| Some(x.requests_per_sec)),
-            panel("Latency p99", "ms", &|x| Some(x.latency_p99_ms)),
-            panel("Bytes on the wire", "B/req, out+in", &|x| {
-                Some(x.wire_bytes_out_per_request + x.wire_bytes_in_per_request)
-            }),
-            panel("TCP segments", "per req, out+in", &|x| {
-                Some(x.segments_out_per_request + x.segments_in_per_request)
-            }),
-            panel("Client CPU", "µs/req", &|x| {
-                Some(x.client_cpu_us_per_request)
-            }),
+            panel("Throughput", "req/s", &|x| x.requests_per_sec),
+            panel("Latency p99", "ms", &|x| x.latency_p99_ms),
+            panel("Bytes on the wire", "B/req, out+in", &|x| x.wire_bytes()),
+            panel("TCP segments", "per req, out+in", &|x| x.segments()),
+            panel("Client CPU", "µs/req", &|x| x.client_cpu_us_per_request),
             panel("Server CPU", "µs/req", &|x| x.server_cpu_us_per_request),
         ]
+    }
+
+    /// Bytes on the wire per request, out + in.
+    pub fn wire_bytes(&self) -> Option<f64> {
+        plus(
+            self.wire_bytes_out_per_request,
+            self.wire_bytes_in_per_request,
+        )
+    }
+
+    /// TCP segments per request, out + in.
+    pub fn segments(&self) -> Option<f64> {
+        plus(self.segments_out_per_request, self.segments_in_per_request)
     }
 }
 
@@ -175,8 +188,14 @@ fn times(r: f64) -> String {
 pub type Stack<'a> = (&'a str, &'a Figures);
 
 /// One sentence comparing a per-request cost where more is worse: `a`'s value `x` against
-/// `b`'s `y`.
-fn cost_line(what: &str, unit: &str, (a, x): (&str, f64), (b, y): (&str, f64)) -> Option<String> {
+/// `b`'s `y` (none unless both were measured and are positive).
+fn cost_line(
+    what: &str,
+    unit: &str,
+    (a, x): (&str, Option<f64>),
+    (b, y): (&str, Option<f64>),
+) -> Option<String> {
+    let (x, y) = (x?, y?);
     if x <= 0.0 || y <= 0.0 {
         return None;
     }
@@ -215,10 +234,12 @@ pub fn findings(stacks: &[Stack<'_>], server: &str) -> Vec<String> {
     for &(n, d) in super::ratio_pairs(stacks.len()) {
         pair_findings(&mut f, stacks[d], stacks[n], server);
     }
-    if stacks.iter().all(|(_, x)| x.latency_p99_ms > 0.0) {
+    let p99: Option<Vec<f64>> = stacks.iter().map(|(_, x)| x.latency_p99_ms).collect();
+    if let Some(p99) = p99.filter(|v| v.iter().all(|&ms| ms > 0.0)) {
         let each: Vec<String> = stacks
             .iter()
-            .map(|(name, x)| format!("{name} {:.3} ms", x.latency_p99_ms))
+            .zip(p99)
+            .map(|((name, _), ms)| format!("{name} {ms:.3} ms"))
             .collect();
         f.push(format!("p99 latency: {}.", each.join(", ")));
     }
@@ -227,26 +248,27 @@ pub fn findings(stacks: &[Stack<'_>], server: &str) -> Vec<String> {
 
 /// The findings of one pair of stacks.
 fn pair_findings(f: &mut Vec<String>, (a, h): Stack<'_>, (b, g): Stack<'_>, server: &str) {
-    if h.ok_per_sec > 0.0 && g.ok_per_sec > 0.0 {
-        let (fast, slow, x, y) = if g.ok_per_sec >= h.ok_per_sec {
-            (b, a, g.ok_per_sec, h.ok_per_sec)
+    if let (Some(ho), Some(go)) = (h.ok_per_sec, g.ok_per_sec)
+        && ho > 0.0
+        && go > 0.0
+    {
+        let (fast, slow, x, y) = if go >= ho {
+            (b, a, go, ho)
         } else {
-            (a, b, h.ok_per_sec, g.ok_per_sec)
+            (a, b, ho, go)
         };
         f.push(format!(
             "{fast} completed {} the successful requests per second of {slow} ({x:.0} vs {y:.0}).",
             times(x / y)
         ));
     }
-    let (hb, gb) = (
-        h.wire_bytes_out_per_request + h.wire_bytes_in_per_request,
-        g.wire_bytes_out_per_request + g.wire_bytes_in_per_request,
-    );
-    let (hs, gs) = (
-        h.segments_out_per_request + h.segments_in_per_request,
-        g.segments_out_per_request + g.segments_in_per_request,
-    );
-    if hb > 0.0 && gb > 0.0 && hs > 0.0 && gs > 0.0 {
+    if let (Some(hb), Some(gb), Some(hs), Some(gs)) =
+        (h.wire_bytes(), g.wire_bytes(), h.segments(), g.segments())
+        && hb > 0.0
+        && gb > 0.0
+        && hs > 0.0
+        && gs > 0.0
+    {
         let (big, small, bb, sb, bs, ss) = if hb >= gb {
             (a, b, hb, gb, hs, gs)
         } else {
@@ -258,12 +280,12 @@ fn pair_findings(f: &mut Vec<String>, (a, h): Stack<'_>, (b, g): Stack<'_>, serv
             times(bs / ss)
         ));
     }
-    if let (Some(hs), Some(gs)) = (h.syscalls_per_request, g.syscalls_per_request) {
+    if h.syscalls_per_request.is_some() && g.syscalls_per_request.is_some() {
         f.extend(cost_line(
             "syscalls per request (counted by the kernel)",
             "calls",
-            (a, hs),
-            (b, gs),
+            (a, h.syscalls_per_request),
+            (b, g.syscalls_per_request),
         ));
     } else {
         f.extend(cost_line(
@@ -279,14 +301,12 @@ fn pair_findings(f: &mut Vec<String>, (a, h): Stack<'_>, (b, g): Stack<'_>, serv
         (a, h.client_cpu_us_per_request),
         (b, g.client_cpu_us_per_request),
     ));
-    if let (Some(hs), Some(gs)) = (h.server_cpu_us_per_request, g.server_cpu_us_per_request) {
-        f.extend(cost_line(
-            &format!("{server} CPU per request"),
-            "µs",
-            (a, hs),
-            (b, gs),
-        ));
-    }
+    f.extend(cost_line(
+        &format!("{server} CPU per request"),
+        "µs",
+        (a, h.server_cpu_us_per_request),
+        (b, g.server_cpu_us_per_request),
+    ));
 }
 
 impl CompareReport {
@@ -312,7 +332,7 @@ impl CompareReport {
             (!all.is_empty()).then(|| Figures::median(&all))
         };
         let mut cmp = CompareReport {
-            schema: "wirebench.compare.v1",
+            schema: "wirebench.compare.v2",
             workload,
             rounds: rounds.len(),
             interrupted: rounds
@@ -377,21 +397,19 @@ impl CompareReport {
             let f = &r.figures;
             let _ = writeln!(
                 out,
-                "  {:<6} {:<9} {:>8.2} {:>10.0} {:>7} {:>9.3} {:>9.3} {:>10.1} {:>9.2} {:>9} {:>9.1} {:>9}",
+                "  {:<6} {:<9} {:>8.2} {:>10} {:>7} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9}",
                 r.round,
                 r.proto,
                 f.total_s,
-                f.requests_per_sec,
+                num(f.requests_per_sec, 0),
                 f.failed,
-                f.latency_p50_ms,
-                f.latency_p99_ms,
-                f.wire_bytes_out_per_request + f.wire_bytes_in_per_request,
-                f.segments_out_per_request + f.segments_in_per_request,
-                f.syscalls_per_request
-                    .map_or("-".into(), |v| format!("{v:.2}")),
-                f.client_cpu_us_per_request,
-                f.server_cpu_us_per_request
-                    .map_or("-".into(), |v| format!("{v:.1}"))
+                num(f.latency_p50_ms, 3),
+                num(f.latency_p99_ms, 3),
+                num(f.wire_bytes(), 1),
+                num(f.segments(), 2),
+                num(f.syscalls_per_request, 2),
+                num(f.client_cpu_us_per_request, 1),
+                num(f.server_cpu_us_per_request, 1)
             );
         }
         let pairs = super::ratio_pairs(stacks.len());
@@ -412,49 +430,40 @@ impl CompareReport {
             }
         }
         let _ = writeln!(out, "{}", head.trim_end());
+        // a row where some stack has the figure: n/a for the others, and no ratio ("-") with
+        // a side that has none or a divisor that is not positive
         let mut row = |name: &str, f: &dyn Fn(&Figures) -> Option<f64>| {
             let v: Vec<Option<f64>> = stacks.iter().map(|(_, x)| f(x)).collect();
-            if v.iter().any(Option::is_none) {
+            if v.iter().all(Option::is_none) {
                 return;
             }
-            let v: Vec<f64> = v.into_iter().flatten().collect();
             let mut line = format!("  {name:<24}");
             for x in &v {
-                let _ = write!(line, " {x:>12.2}");
+                let _ = write!(line, " {:>12}", num(*x, 2));
             }
             for &(n, d) in pairs {
-                let r = if v[d] > 0.0 {
-                    format!("{:.2}x", v[n] / v[d])
-                } else {
-                    "-".into()
-                };
+                let r = show::ratio(super::derive::ratio(v[n], v[d]));
                 let w = if pairs.len() == 1 { 8 } else { 15 };
                 let _ = write!(line, " {r:>w$}");
             }
             let _ = writeln!(out, "{line}");
         };
         row("Total (s)", &|x| Some(x.total_s));
-        row("Requests/sec", &|x| Some(x.requests_per_sec));
-        row("OK/sec", &|x| Some(x.ok_per_sec));
-        row("Latency p50 (ms)", &|x| Some(x.latency_p50_ms));
-        row("Latency p99 (ms)", &|x| Some(x.latency_p99_ms));
+        row("Requests/sec", &|x| x.requests_per_sec);
+        row("OK/sec", &|x| x.ok_per_sec);
+        row("Latency p50 (ms)", &|x| x.latency_p50_ms);
+        row("Latency p99 (ms)", &|x| x.latency_p99_ms);
         row("Connections", &|x| Some(x.connections));
-        row("Bytes out / request", &|x| Some(x.bytes_out_per_request));
-        row("Bytes in / request", &|x| Some(x.bytes_in_per_request));
-        row("Wire bytes / request", &|x| {
-            Some(x.wire_bytes_out_per_request + x.wire_bytes_in_per_request)
-        });
-        row("Segments / request", &|x| {
-            Some(x.segments_out_per_request + x.segments_in_per_request)
-        });
+        row("Bytes out / request", &|x| x.bytes_out_per_request);
+        row("Bytes in / request", &|x| x.bytes_in_per_request);
+        row("Wire bytes / request", &|x| x.wire_bytes());
+        row("Segments / request", &|x| x.segments());
         row("Syscalls / request", &|x| x.syscalls_per_request);
-        row("  socket data calls", &|x| Some(x.data_calls_per_request));
+        row("  socket data calls", &|x| x.data_calls_per_request);
         row("Context switches / req", &|x| {
             x.context_switches_per_request
         });
-        row("Client CPU / req (µs)", &|x| {
-            Some(x.client_cpu_us_per_request)
-        });
+        row("Client CPU / req (µs)", &|x| x.client_cpu_us_per_request);
         row("Server CPU / req (µs)", &|x| x.server_cpu_us_per_request);
         let _ = writeln!(out);
         let _ = writeln!(out, "Findings:");
@@ -478,23 +487,23 @@ mod tests {
     fn fig(rps: f64, bytes: f64, segs: f64, cpu: f64, srv: Option<f64>, conns: f64) -> Figures {
         Figures {
             total_s: 1.0,
-            requests_per_sec: rps,
-            ok_per_sec: rps,
+            requests_per_sec: Some(rps),
+            ok_per_sec: Some(rps),
             count: rps,
             failed: 0.0,
-            latency_p50_ms: 1.0,
-            latency_p99_ms: 2.0,
+            latency_p50_ms: Some(1.0),
+            latency_p99_ms: Some(2.0),
             connections: conns,
-            bytes_out_per_request: bytes / 2.0,
-            bytes_in_per_request: bytes / 2.0,
-            wire_bytes_out_per_request: bytes / 2.0,
-            wire_bytes_in_per_request: bytes / 2.0,
-            segments_out_per_request: segs / 2.0,
-            segments_in_per_request: segs / 2.0,
+            bytes_out_per_request: Some(bytes / 2.0),
+            bytes_in_per_request: Some(bytes / 2.0),
+            wire_bytes_out_per_request: Some(bytes / 2.0),
+            wire_bytes_in_per_request: Some(bytes / 2.0),
+            segments_out_per_request: Some(segs / 2.0),
+            segments_in_per_request: Some(segs / 2.0),
             syscalls_per_request: Some(2.0),
-            data_calls_per_request: 2.0,
+            data_calls_per_request: Some(2.0),
             context_switches_per_request: None,
-            client_cpu_us_per_request: cpu,
+            client_cpu_us_per_request: Some(cpu),
             server_cpu_us_per_request: srv,
         }
     }
@@ -506,14 +515,14 @@ mod tests {
             fig(3.0, 30.0, 3.0, 1.0, Some(3.0), 1.0),
             fig(2.0, 20.0, 2.0, 9.0, Some(2.0), 1.0),
         ]);
-        assert_eq!(m.requests_per_sec, 2.0);
-        assert_eq!(m.client_cpu_us_per_request, 5.0);
+        assert_eq!(m.requests_per_sec, Some(2.0));
+        assert_eq!(m.client_cpu_us_per_request, Some(5.0));
         assert_eq!(m.server_cpu_us_per_request, Some(2.0));
         let even = Figures::median(&[
             fig(1.0, 10.0, 1.0, 5.0, None, 1.0),
             fig(3.0, 30.0, 3.0, 1.0, None, 1.0),
         ]);
-        assert_eq!(even.requests_per_sec, 2.0);
+        assert_eq!(even.requests_per_sec, Some(2.0));
         assert_eq!(even.server_cpu_us_per_request, None);
     }
 
@@ -545,7 +554,7 @@ mod tests {
         // 10 / 2 s, 8 / 2 s
         assert_eq!(
             (f.total_s, f.requests_per_sec, f.ok_per_sec),
-            (2.0, 5.0, 4.0)
+            (2.0, Some(5.0), Some(4.0))
         );
         assert_eq!((f.count, f.failed), (10.0, 2.0));
         // of 8: p50 the 4th, p99 the 8th
@@ -555,21 +564,21 @@ mod tests {
         // per request on the wire: 2000 / 20, 4000 / 20; 40 / 20 and 20 / 20 segments
         assert_eq!(
             (f.bytes_out_per_request, f.bytes_in_per_request),
-            (100.0, 200.0)
+            (Some(100.0), Some(200.0))
         );
         assert_eq!(
             (f.segments_out_per_request, f.segments_in_per_request),
-            (2.0, 1.0)
+            (Some(2.0), Some(1.0))
         );
         // (2000 + 40 × 40) / 20, (4000 + 20 × 40) / 20
         assert_eq!(
             (f.wire_bytes_out_per_request, f.wire_bytes_in_per_request),
-            (180.0, 240.0)
+            (Some(180.0), Some(240.0))
         );
         // per request written: 50 / 10 syscalls, (10 + 10 + 5 + 5) / 10 data calls, 100 / 10 µs
         assert_eq!(f.syscalls_per_request, Some(5.0));
-        assert_eq!(f.data_calls_per_request, 3.0);
-        assert_eq!(f.client_cpu_us_per_request, 10.0);
+        assert_eq!(f.data_calls_per_request, Some(3.0));
+        assert_eq!(f.client_cpu_us_per_request, Some(10.0));
         // not counted: absent, not 0
         assert_eq!(f.context_switches_per_request, None);
         assert_eq!(f.server_cpu_us_per_request, None);
@@ -604,13 +613,17 @@ mod tests {
             (m.syscalls_per_request, m.context_switches_per_request),
             (Some(2.0), Some(5.0))
         );
-        // no rounds at all: absent, and 0 for the plain figures
+        // no rounds at all: every measured figure absent (the counts 0)
         let m = Figures::median(&[]);
         assert_eq!(
             (m.syscalls_per_request, m.server_cpu_us_per_request),
             (None, None)
         );
-        assert_eq!(m.requests_per_sec, 0.0);
+        assert_eq!(
+            (m.requests_per_sec, m.client_cpu_us_per_request),
+            (None, None)
+        );
+        assert_eq!((m.count, m.connections), (0.0, 0.0));
     }
 
     #[test]

@@ -7,8 +7,25 @@ pub(super) fn ms(ns: f64) -> f64 {
     ns / 1e6
 }
 
-pub(super) fn per(n: u64, d: u64) -> f64 {
-    if d == 0 { 0.0 } else { n as f64 / d as f64 }
+/// `n` per `d`: None when there is nothing to divide by (no request written, no connection,
+/// ...): a figure without a denominator was not measured, and reads null, never 0.
+pub(super) fn per(n: u64, d: u64) -> Option<f64> {
+    (d > 0).then(|| n as f64 / d as f64)
+}
+
+/// `n` per second of a window of `secs`: None for a window of no length.
+pub(super) fn per_sec(n: u64, secs: f64) -> Option<f64> {
+    (secs > 0.0).then(|| n as f64 / secs)
+}
+
+/// Milliseconds of a latency in ns that may not exist.
+pub(super) fn ms_of(ns: Option<u64>) -> Option<f64> {
+    ns.map(|ns| ms(ns as f64))
+}
+
+/// The sum of two figures (out + in, reads + writes): None when either is.
+pub fn plus(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(a? + b?)
 }
 
 /// What the headline `Requests/sec` counts: the measured requests (ok + failed) in closed loop,
@@ -19,12 +36,10 @@ pub(super) fn headline_count(open_loop: bool, count: u64, written: u64) -> u64 {
     if open_loop { written } else { count }
 }
 
-pub(super) fn ratio(grpc: f64, http: f64) -> Option<f64> {
-    (http > 0.0 && grpc.is_finite()).then(|| grpc / http)
-}
-
-pub(super) fn ratio_opt(grpc: Option<f64>, http: Option<f64>) -> Option<f64> {
-    ratio(grpc?, http?)
+/// `num` / `den`: None when either figure is, or the divisor is not positive.
+pub(super) fn ratio(num: Option<f64>, den: Option<f64>) -> Option<f64> {
+    let (num, den) = (num?, den?);
+    (den > 0.0 && num.is_finite()).then(|| num / den)
 }
 
 /// Failures by kind and message, most frequent first (ties by kind, then message).
@@ -135,7 +150,7 @@ pub(super) fn spectrum(lat: &Latencies) -> Vec<Percentile> {
     }
     points.push(Percentile {
         percentile: SPECTRUM_TOP,
-        latency_ms: ms(lat.quantile_ns(SPECTRUM_TOP / 100.0) as f64),
+        latency_ms: ms(lat.hist.value_at_quantile(SPECTRUM_TOP / 100.0) as f64),
     });
     points
 }
@@ -147,12 +162,8 @@ pub(super) fn streaming(run: &ProtoRun) -> Option<Streaming> {
     Some(Streaming {
         messages: st.messages,
         messages_per_call: per(st.messages, st.ok),
-        messages_per_sec: if secs > 0.0 {
-            st.messages as f64 / secs
-        } else {
-            0.0
-        },
-        first_message_average_ms: ms(first.mean_ns()),
+        messages_per_sec: per_sec(st.messages, secs),
+        first_message_average_ms: first.mean_ns().map(ms),
         first_message_distribution: distribution(first),
     })
 }
@@ -172,17 +183,17 @@ pub(super) fn connection_setup(run: &ProtoRun) -> Option<ConnectionSetup> {
     Some(ConnectionSetup {
         requests_per_conn,
         connections_per_request: per(opened, written),
-        tcp_connect_average_ms: per(connect_us, opened) / 1000.0,
+        tcp_connect_average_ms: per(connect_us, opened).map(|us| us / 1000.0),
         tls: tls.map(|t| HandshakeCost {
             handshakes: t.handshakes,
             full: t.handshakes - t.resumed,
             resumed: t.resumed,
-            average_ms: per(t.handshake_us, t.handshakes) / 1000.0,
+            average_ms: per(t.handshake_us, t.handshakes).map(|us| us / 1000.0),
             client_cpu_us: per(t.handshake_cpu_us, t.handshakes),
             bytes_out: per(t.handshake_bytes_out, t.handshakes),
             bytes_in: per(t.handshake_bytes_in, t.handshakes),
         }),
-        without_setup_average_ms: ms(without.mean_ns()),
+        without_setup_average_ms: without.mean_ns().map(ms),
         without_setup_distribution: distribution(&without),
     })
 }
@@ -194,27 +205,16 @@ pub(super) fn open_loop(run: &ProtoRun) -> Option<OpenLoop> {
     let unc = st.uncorrected.clone().unwrap_or_default();
     Some(OpenLoop {
         target_rate,
-        achieved_rate: if secs > 0.0 {
-            st.written as f64 / secs
-        } else {
-            0.0
-        },
+        achieved_rate: per_sec(st.written, secs),
         expired_sends: st.expired,
         timer: run.pacer_timer,
         late_sends: st.late,
         sends_taken: st.lagged_sends,
-        average_send_lag_ms: if st.lagged_sends == 0 {
-            0.0
-        } else {
-            ms(st.send_lag_sum.as_nanos() as f64 / st.lagged_sends as f64)
-        },
-        max_send_lag_ms: ms(st.max_send_lag.as_nanos() as f64),
-        uncorrected_average_ms: ms(unc.mean_ns()),
-        uncorrected_slowest_ms: if unc.count == 0 {
-            0.0
-        } else {
-            ms(unc.max_ns as f64)
-        },
+        average_send_lag_ms: (st.lagged_sends > 0)
+            .then(|| ms(st.send_lag_sum.as_nanos() as f64 / st.lagged_sends as f64)),
+        max_send_lag_ms: (st.lagged_sends > 0).then(|| ms(st.max_send_lag.as_nanos() as f64)),
+        uncorrected_average_ms: unc.mean_ns().map(ms),
+        uncorrected_slowest_ms: ms_of(unc.slowest_ns()),
         uncorrected_distribution: distribution(&unc),
     })
 }
@@ -230,24 +230,14 @@ pub(super) fn per_endpoint(
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let q = |p: f64| {
-                if e.latency.count == 0 {
-                    0.0
-                } else {
-                    ms(e.latency.quantile_ns(p) as f64)
-                }
-            };
+            let q = |p: f64| ms_of(e.latency.quantile_ns(p));
             EndpointReport {
                 endpoint: endpoints.get(i).cloned().unwrap_or_default(),
                 role: roles.get(i).cloned(),
                 count: e.ok + e.failed,
                 ok: e.ok,
                 failed: e.failed,
-                requests_per_sec: if secs > 0.0 {
-                    (e.ok + e.failed) as f64 / secs
-                } else {
-                    0.0
-                },
+                requests_per_sec: per_sec(e.ok + e.failed, secs),
                 p50_ms: q(0.5),
                 p90_ms: q(0.9),
                 p99_ms: q(0.99),
@@ -262,19 +252,13 @@ pub(super) fn timeline(run: &ProtoRun) -> Vec<TimelinePoint> {
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            let q = |p: f64| {
-                if b.ok == 0 {
-                    0.0
-                } else {
-                    b.hist.value_at_quantile(p) as f64 / 1000.0
-                }
-            };
+            let q = |p: f64| b.quantile_ms(p);
             TimelinePoint {
                 t_s: i as u64 * t.width_s,
                 width_s: t.width_s,
                 ok: b.ok,
                 errors: b.failed,
-                requests_per_sec: (b.ok + b.failed) as f64 / t.width_s as f64,
+                requests_per_sec: per_sec(b.ok + b.failed, t.width_s as f64),
                 p50_ms: q(0.5),
                 p99_ms: q(0.99),
                 scheduled: run.rate.map(|_| b.sent),
@@ -291,7 +275,7 @@ pub(super) fn classes(run: &ProtoRun) -> Option<Vec<ClassReport>> {
         return None;
     }
     let secs = run.elapsed.as_secs_f64();
-    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let rate = |n: u64| per_sec(n, secs);
     let none = EndpointStats::default();
     Some(
         run.classes
@@ -300,7 +284,6 @@ pub(super) fn classes(run: &ProtoRun) -> Option<Vec<ClassReport>> {
             .map(|(i, &class)| {
                 let c = run.stats.classes.get(i).unwrap_or(&none);
                 let lat = &c.latency;
-                let edge = |ns: u64| if lat.count == 0 { 0.0 } else { ms(ns as f64) };
                 ClassReport {
                     class,
                     count: c.ok + c.failed,
@@ -308,9 +291,9 @@ pub(super) fn classes(run: &ProtoRun) -> Option<Vec<ClassReport>> {
                     failed: c.failed,
                     requests_per_sec: rate(c.ok + c.failed),
                     ok_per_sec: rate(c.ok),
-                    average_ms: ms(lat.mean_ns()),
-                    fastest_ms: edge(lat.min_ns),
-                    slowest_ms: edge(lat.max_ns),
+                    average_ms: lat.mean_ns().map(ms),
+                    fastest_ms: ms_of(lat.fastest_ns()),
+                    slowest_ms: ms_of(lat.slowest_ns()),
                     latency_distribution: distribution(lat),
                 }
             })
@@ -377,7 +360,11 @@ pub(super) fn staged(report: &mut RunReport, run: &ProtoRun, staged: &crate::con
         };
         let slot = run.stats.stages.get(i).unwrap_or(&empty);
         let count = slot.ok + slot.failed;
-        let cpu = run.stage_cpu.get(i).map_or(0, |c| c.user_us + c.sys_us);
+        // a stage the run did not reach has no CPU reading: no figure, not 0
+        let cpu_per_request = run
+            .stage_cpu
+            .get(i)
+            .and_then(|c| per(c.user_us + c.sys_us, count));
         rows.push(StageRow {
             stage: i + 1,
             spec: st.label(i),
@@ -389,14 +376,10 @@ pub(super) fn staged(report: &mut RunReport, run: &ProtoRun, staged: &crate::con
             ok: slot.ok,
             errors: slot.failed,
             scheduled: run.rate.map(|_| slot.sent),
-            requests_per_sec: if end > start {
-                count as f64 / (end - start)
-            } else {
-                0.0
-            },
+            requests_per_sec: per_sec(count, end - start),
             p50_ms: slot.quantile_ms(0.5),
             p99_ms: slot.quantile_ms(0.99),
-            client_cpu_us_per_request: per(cpu, count),
+            client_cpu_us_per_request: cpu_per_request,
         });
     }
     for p in &mut report.timeline {
@@ -444,9 +427,9 @@ pub(super) fn connect_times(conns: &[ConnRecord], folded: &Latencies) -> Option<
     let lat = connect_latencies(conns, folded)?;
     Some(ConnectTimes {
         connections: lat.count,
-        average_ms: ms(lat.mean_ns()),
-        fastest_ms: ms(lat.min_ns as f64),
-        slowest_ms: ms(lat.max_ns as f64),
+        average_ms: ms(lat.mean_ns()?),
+        fastest_ms: ms(lat.fastest_ns()? as f64),
+        slowest_ms: ms(lat.slowest_ns()? as f64),
         histogram: buckets(&lat),
         distribution: distribution(&lat),
     })
@@ -466,9 +449,9 @@ pub(super) fn memory(run: &ProtoRun, includes_server: bool) -> Option<MemoryRepo
     })
 }
 
-/// Per request, or None when the count itself is unknown.
+/// Per request, or None when the count itself is unknown (or there is no request).
 pub(super) fn per_opt(n: Option<u64>, d: u64) -> Option<f64> {
-    n.map(|n| per(n, d))
+    per(n?, d)
 }
 
 /// The counts a run's cost is made of: every per-request figure of `Cost` is one of them over
@@ -518,7 +501,7 @@ impl CostCounts {
                 requests,
             ),
             server_cpu_ns: self.server_cpu_ns,
-            server_cpu_us_per_request: self.server_cpu_ns.map(|ns| per(ns, requests) / 1000.0),
+            server_cpu_us_per_request: per_opt(self.server_cpu_ns, requests).map(|ns| ns / 1000.0),
             server_cpu_error: self.server_cpu_error,
         }
     }
@@ -587,24 +570,12 @@ impl RunReport {
             reauthenticated: st.reauthenticated,
             outcome_unknown: st.written.saturating_sub(st.ok),
             total_s: secs,
-            slowest_ms: if lat.count == 0 {
-                0.0
-            } else {
-                ms(lat.max_ns as f64)
-            },
-            fastest_ms: if lat.count == 0 {
-                0.0
-            } else {
-                ms(lat.min_ns as f64)
-            },
-            average_ms: ms(lat.mean_ns()),
-            stddev_ms: ms(lat.stddev_ns()),
-            requests_per_sec: if secs > 0.0 {
-                headline_count(run.rate.is_some(), count, st.written) as f64 / secs
-            } else {
-                0.0
-            },
-            ok_per_sec: if secs > 0.0 { st.ok as f64 / secs } else { 0.0 },
+            slowest_ms: ms_of(lat.slowest_ns()),
+            fastest_ms: ms_of(lat.fastest_ns()),
+            average_ms: lat.mean_ns().map(ms),
+            stddev_ms: lat.stddev_ns().map(ms),
+            requests_per_sec: per_sec(headline_count(run.rate.is_some(), count, st.written), secs),
+            ok_per_sec: per_sec(st.ok, secs),
         };
         let latency_distribution = distribution(lat);
         let mut status_distribution: Vec<StatusCount> = st
@@ -674,16 +645,17 @@ impl RunReport {
         }
     }
 
-    pub fn percentile_ms(&self, p: f64) -> f64 {
+    /// Percentile `p` of the latency (None without a successful request).
+    pub fn percentile_ms(&self, p: f64) -> Option<f64> {
         percentile_in(&self.latency_distribution, p)
     }
 }
 
-/// Percentile `p` of a distribution (0 when it is empty).
-pub fn percentile_in(dist: &[Percentile], p: f64) -> f64 {
+/// Percentile `p` of a distribution (None when it is empty, or has no such percentile).
+pub fn percentile_in(dist: &[Percentile], p: f64) -> Option<f64> {
     dist.iter()
         .find(|x| x.percentile == p)
-        .map_or(0.0, |x| x.latency_ms)
+        .map(|x| x.latency_ms)
 }
 
 /// ghz's response-time histogram: 10 equal-width buckets from fastest to slowest, each counting

@@ -87,7 +87,7 @@ mod tests {
         assert_eq!(back, l.hist);
         assert_eq!(back.len(), 7);
         for q in [0.1, 0.5, 0.9, 0.99, 0.999, 1.0] {
-            assert_eq!(back.value_at_quantile(q), l.quantile_ns(q));
+            assert_eq!(back.value_at_quantile(q), l.quantile_ns(q).unwrap());
         }
         assert_eq!(back.high(), l.hist.high());
         assert_eq!(back.sigfig(), 3);

@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::{Percentile, Report, RunReport};
+use super::show::num;
+use super::{Report, RunReport};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -12,12 +13,9 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// A figure for a cell: `-` when not measured.
+/// A figure for a cell: `n/a` when not measured.
 fn cell(v: Option<f64>, decimals: usize) -> String {
-    match v {
-        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
-        _ => "-".into(),
-    }
+    num(v.filter(|v| v.is_finite()), decimals)
 }
 
 const STYLE: &str = "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:24px 32px;color:#222;\
@@ -55,10 +53,6 @@ fn row(
     (name.to_string(), stacks.iter().map(|r| f(r)).collect())
 }
 
-fn percentile(d: &[Percentile], p: f64) -> Option<f64> {
-    d.iter().find(|x| x.percentile == p).map(|x| x.latency_ms)
-}
-
 /// The page: `report`'s tables, the charts (`svgs`: whole SVG documents, drawn in order) and
 /// the text report (`text`), in one file.
 pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
@@ -91,7 +85,7 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
     );
 
     o.push_str("<h2>Summary</h2>\n");
-    let p = |v: f64| format!("{v:.3}");
+    let p = |v: Option<f64>| cell(v, 3);
     let mut rows = vec![
         row("Count", &stacks, |r| r.summary.count.to_string()),
         row("OK", &stacks, |r| r.summary.ok.to_string()),
@@ -100,7 +94,7 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
             format!("{:.2}", r.summary.total_s)
         }),
         row("Requests/sec", &stacks, |r| {
-            format!("{:.1}", r.summary.requests_per_sec)
+            cell(r.summary.requests_per_sec, 1)
         }),
         row("Fastest (ms)", &stacks, |r| p(r.summary.fastest_ms)),
         row("Average (ms)", &stacks, |r| p(r.summary.average_ms)),
@@ -123,7 +117,7 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
         .iter()
         .map(|&pc| {
             row(&format!("{pc} %"), &stacks, |r| {
-                cell(percentile(&r.latency_distribution, pc), 3)
+                cell(r.percentile_ms(pc), 3)
             })
         })
         .collect();
@@ -172,7 +166,7 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
     let rows = vec![
         row("Requests written", &stacks, |r| r.cost.requests.to_string()),
         row("Client CPU (µs)", &stacks, |r| {
-            format!("{:.2}", r.cost.client_cpu_us_per_request)
+            cell(r.cost.client_cpu_us_per_request, 2)
         }),
         row("Syscalls", &stacks, |r| {
             cell(r.cost.syscalls_per_request, 2)
@@ -180,12 +174,8 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
         row("Context switches", &stacks, |r| {
             cell(r.cost.context_switches_per_request, 3)
         }),
-        row("Reads", &stacks, |r| {
-            format!("{:.2}", r.cost.reads_per_request)
-        }),
-        row("Writes", &stacks, |r| {
-            format!("{:.2}", r.cost.writes_per_request)
-        }),
+        row("Reads", &stacks, |r| cell(r.cost.reads_per_request, 2)),
+        row("Writes", &stacks, |r| cell(r.cost.writes_per_request, 2)),
         row("Server CPU (µs)", &stacks, |r| {
             cell(r.cost.server_cpu_us_per_request, 2)
         }),
@@ -195,22 +185,22 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
     o.push_str("<h2>Wire (per request on the connections)</h2>\n");
     let rows = vec![
         row("Bytes out", &stacks, |r| {
-            format!("{:.1}", r.wire.bytes_out_per_request)
+            cell(r.wire.bytes_out_per_request, 1)
         }),
         row("Bytes in", &stacks, |r| {
-            format!("{:.1}", r.wire.bytes_in_per_request)
+            cell(r.wire.bytes_in_per_request, 1)
         }),
         row("TCP segments out", &stacks, |r| {
-            format!("{:.2}", r.wire.segments_out_per_request)
+            cell(r.wire.segments_out_per_request, 2)
         }),
         row("TCP segments in", &stacks, |r| {
-            format!("{:.2}", r.wire.segments_in_per_request)
+            cell(r.wire.segments_in_per_request, 2)
         }),
         row("On the wire out (B)", &stacks, |r| {
-            format!("{:.1}", r.wire.wire_bytes_out_per_request)
+            cell(r.wire.wire_bytes_out_per_request, 1)
         }),
         row("On the wire in (B)", &stacks, |r| {
-            format!("{:.1}", r.wire.wire_bytes_in_per_request)
+            cell(r.wire.wire_bytes_in_per_request, 1)
         }),
         row("Connections opened", &stacks, |r| {
             r.wire.connections_opened.to_string()
@@ -226,7 +216,7 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
             for row in r.stages.as_deref().unwrap_or(st) {
                 let _ = writeln!(
                     o,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}-{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}-{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     esc(r.title),
                     row.stage,
                     esc(&row.spec),
@@ -235,9 +225,9 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
                     row.scheduled.map_or("-".into(), |n| n.to_string()),
                     row.count,
                     row.errors,
-                    row.requests_per_sec,
-                    row.p50_ms,
-                    row.p99_ms
+                    cell(row.requests_per_sec, 1),
+                    cell(row.p50_ms, 3),
+                    cell(row.p99_ms, 3)
                 );
             }
         }
@@ -250,15 +240,15 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
             for e in &r.per_endpoint {
                 let _ = writeln!(
                     o,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     esc(r.title),
                     esc(&e.endpoint),
                     esc(e.role.as_deref().unwrap_or("-")),
                     e.count,
                     e.failed,
-                    e.requests_per_sec,
-                    e.p50_ms,
-                    e.p99_ms
+                    cell(e.requests_per_sec, 1),
+                    cell(e.p50_ms, 3),
+                    cell(e.p99_ms, 3)
                 );
             }
         }

@@ -8,8 +8,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::derive::{CostCounts, buckets_of, distribution_of, ms, per};
+use super::derive::{CostCounts, buckets_of, distribution_of, ms, per, per_sec};
 use super::hdr::{self, Histograms};
+use super::show::num;
 use super::*;
 use crate::outcome::FailureKind;
 use crate::stats::{Proto, TIMERFD, TOKIO_FALLBACK};
@@ -32,10 +33,11 @@ pub struct AgentRow {
     pub ok: u64,
     pub failed: u64,
     pub total_s: f64,
-    pub requests_per_sec: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub client_cpu_us_per_request: f64,
+    /// the agent's own figures, null where it measured none (as in its report)
+    pub requests_per_sec: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub client_cpu_us_per_request: Option<f64>,
     /// the server's CPU over this agent's own window (`--server-pid`, the built-in server)
     pub server_cpu_us_per_request: Option<f64>,
 }
@@ -110,10 +112,10 @@ pub struct InOpenLoop {
     pub timer: Option<String>,
     pub late_sends: u64,
     pub sends_taken: u64,
-    pub average_send_lag_ms: f64,
-    pub max_send_lag_ms: f64,
-    pub uncorrected_average_ms: f64,
-    pub uncorrected_slowest_ms: f64,
+    pub average_send_lag_ms: Option<f64>,
+    pub max_send_lag_ms: Option<f64>,
+    pub uncorrected_average_ms: Option<f64>,
+    pub uncorrected_slowest_ms: Option<f64>,
 }
 
 /// One report to merge: where it came from (for the messages and the agent rows) and what it
@@ -262,14 +264,25 @@ fn merged_histogram<'a>(
     Ok(sum)
 }
 
-/// An average over several parts, each weighted by its count.
-fn weighted(parts: impl IntoIterator<Item = (f64, u64)>) -> f64 {
+/// An average over several parts, each weighted by its count: None when no part counts
+/// anything (nothing to average), or when one that does has no average.
+fn weighted(parts: impl IntoIterator<Item = (Option<f64>, u64)>) -> Option<f64> {
     let (mut sum, mut n) = (0.0, 0u64);
-    for (avg, count) in parts {
-        sum += avg * count as f64;
+    for (avg, count) in parts.into_iter().filter(|&(_, count)| count > 0) {
+        sum += avg? * count as f64;
         n += count;
     }
-    if n == 0 { 0.0 } else { sum / n as f64 }
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// The largest of the values that exist (None: none does).
+fn max_known(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    values.into_iter().flatten().reduce(f64::max)
+}
+
+/// The smallest of the values that exist (None: none does).
+fn min_known(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    values.into_iter().flatten().reduce(f64::min)
 }
 
 /// The sum of `f` over the runs when every run has it, else None.
@@ -326,7 +339,7 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
         .unwrap_or(0);
     let end = runs.iter().map(|r| r.window.end_unix_us).max().unwrap_or(0);
     let secs = end.saturating_sub(start) as f64 / 1e6;
-    let per_sec = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let per_sec = |n: u64| per_sec(n, secs);
     let sum = |f: &dyn Fn(&InRun) -> u64| runs.iter().map(|r| f(r)).sum::<u64>();
 
     // Summary: sums, the union window, the exact extremes, and the moments pooled from each
@@ -336,16 +349,10 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
     let mean = weighted(with_ok.iter().map(|r| (r.summary.average_ms, r.summary.ok)));
     let second = weighted(with_ok.iter().map(|r| {
         let (m, sd) = (r.summary.average_ms, r.summary.stddev_ms);
-        (sd * sd + m * m, r.summary.ok)
+        (m.zip(sd).map(|(m, sd)| sd * sd + m * m), r.summary.ok)
     }));
-    let fastest = with_ok
-        .iter()
-        .map(|r| r.summary.fastest_ms)
-        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))));
-    let slowest = with_ok
-        .iter()
-        .map(|r| r.summary.slowest_ms)
-        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+    let fastest = min_known(with_ok.iter().map(|r| r.summary.fastest_ms));
+    let slowest = max_known(with_ok.iter().map(|r| r.summary.slowest_ms));
     let count = sum(&|r| r.summary.count);
     let ok = sum(&|r| r.summary.ok);
     if latency.len() != n_ok {
@@ -365,10 +372,12 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
         reauthenticated: sum(&|r| r.summary.reauthenticated),
         outcome_unknown: sum(&|r| r.summary.outcome_unknown),
         total_s: secs,
-        slowest_ms: slowest.unwrap_or(0.0),
-        fastest_ms: fastest.unwrap_or(0.0),
+        slowest_ms: slowest,
+        fastest_ms: fastest,
         average_ms: mean,
-        stddev_ms: (second - mean * mean).max(0.0).sqrt(),
+        stddev_ms: mean
+            .zip(second)
+            .map(|(mean, second)| (second - mean * mean).max(0.0).sqrt()),
         requests_per_sec: per_sec(super::derive::headline_count(
             runs.iter().any(|r| r.open_loop.is_some()),
             count,
@@ -434,17 +443,14 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
                 average_send_lag_ms: weighted(
                     o.iter().map(|x| (x.average_send_lag_ms, x.sends_taken)),
                 ),
-                max_send_lag_ms: o.iter().map(|x| x.max_send_lag_ms).fold(0.0, f64::max),
+                max_send_lag_ms: max_known(o.iter().map(|x| x.max_send_lag_ms)),
                 uncorrected_average_ms: weighted(o.iter().zip(&runs).map(|(x, r)| {
                     (
                         x.uncorrected_average_ms,
                         recorded(r.histograms.uncorrected_latency.as_deref()),
                     )
                 })),
-                uncorrected_slowest_ms: o
-                    .iter()
-                    .map(|x| x.uncorrected_slowest_ms)
-                    .fold(0.0, f64::max),
+                uncorrected_slowest_ms: max_known(o.iter().map(|x| x.uncorrected_slowest_ms)),
                 uncorrected_distribution: distribution_of(&unc),
             })
         }
@@ -492,7 +498,7 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
                         .map(|(x, r)| (x.tcp_connect_average_ms, r.wire.connections_opened)),
                 ),
                 tls: tls.map(|t| {
-                    let w = |f: fn(&HandshakeCost) -> f64| {
+                    let w = |f: fn(&HandshakeCost) -> Option<f64>| {
                         weighted(t.iter().map(|h| (f(h), h.handshakes)))
                     };
                     HandshakeCost {
@@ -544,13 +550,7 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
             }
         }
     }
-    let q = |h: &Histogram<u64>, p: f64| {
-        if h.is_empty() {
-            0.0
-        } else {
-            ms(h.value_at_quantile(p) as f64)
-        }
-    };
+    let q = |h: &Histogram<u64>, p: f64| (!h.is_empty()).then(|| ms(h.value_at_quantile(p) as f64));
     let (per_endpoint, endpoint_hists): (Vec<EndpointReport>, Vec<String>) = endpoints
         .into_iter()
         .map(|(e, h)| {
@@ -573,25 +573,23 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
         c if c.iter().all(Option::is_none) => None,
         _ => Some(hist("connect", &|h| h.connect.as_deref())?),
     };
-    let connect_times = match &connect {
-        Some(h) => {
-            let times: Vec<&ConnectTimes> = runs
-                .iter()
-                .filter_map(|r| r.connect_times.as_ref())
-                .collect();
-            let fastest = times.iter().map(|c| c.fastest_ms).fold(f64::MAX, f64::min);
-            let slowest = times.iter().map(|c| c.slowest_ms).fold(0.0, f64::max);
-            Some(ConnectTimes {
-                connections: h.len(),
-                average_ms: weighted(times.iter().map(|c| (c.average_ms, c.connections))),
-                fastest_ms: fastest,
-                slowest_ms: slowest,
-                histogram: buckets_of(h, ns_of(fastest), ns_of(slowest)),
-                distribution: distribution_of(h),
-            })
-        }
-        None => None,
-    };
+    // none when no agent had a connection to time
+    let connect_times = connect.as_ref().and_then(|h| {
+        let times: Vec<&ConnectTimes> = runs
+            .iter()
+            .filter_map(|r| r.connect_times.as_ref())
+            .collect();
+        let fastest = min_known(times.iter().map(|c| Some(c.fastest_ms)))?;
+        let slowest = max_known(times.iter().map(|c| Some(c.slowest_ms)))?;
+        Some(ConnectTimes {
+            connections: h.len(),
+            average_ms: weighted(times.iter().map(|c| (Some(c.average_ms), c.connections)))?,
+            fastest_ms: fastest,
+            slowest_ms: slowest,
+            histogram: buckets_of(h, ns_of(fastest), ns_of(slowest)),
+            distribution: distribution_of(h),
+        })
+    });
 
     let verify = runs
         .iter()
@@ -659,11 +657,10 @@ fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, String> {
                 .filter_map(|r| r.window.start_late_ms)
                 .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
         },
-        histogram: buckets_of(
-            &latency,
-            ns_of(summary.fastest_ms),
-            ns_of(summary.slowest_ms),
-        ),
+        histogram: match (summary.fastest_ms, summary.slowest_ms) {
+            (Some(fastest), Some(slowest)) => buckets_of(&latency, ns_of(fastest), ns_of(slowest)),
+            _ => Vec::new(),
+        },
         latency_distribution: distribution_of(&latency),
         summary,
         histograms: Histograms {
@@ -772,16 +769,16 @@ fn merge_wire(runs: &[&InRun]) -> Wire {
     let (segs_out, segs_in) = (sum(&|w| w.segments_out), sum(&|w| w.segments_in));
     let (data_out, data_in) = (sum(&|w| w.data_segments_out), sum(&|w| w.data_segments_in));
     let (write_calls, read_calls) = (sum(&|w| w.write_calls), sum(&|w| w.read_calls));
-    let mut close = CloseTotals::default();
-    for r in runs {
-        let c = &r.wire.close;
-        close.connections += c.connections;
-        close.drained += c.drained;
-        close.bytes_out += c.bytes_out;
-        close.bytes_in += c.bytes_in;
-        close.segments_out += c.segments_out;
-        close.segments_in += c.segments_in;
-    }
+    // the known close segments summed, the unknown ones counted apart (as in a run)
+    let close = CloseTotals {
+        connections: sum(&|w| w.close.connections),
+        drained: sum(&|w| w.close.drained),
+        bytes_out: sum(&|w| w.close.bytes_out),
+        bytes_in: sum(&|w| w.close.bytes_in),
+        segments_out: super::sum_known(runs.iter().map(|r| r.wire.close.segments_out)),
+        segments_in: super::sum_known(runs.iter().map(|r| r.wire.close.segments_in)),
+        connections_without_segments: sum(&|w| w.close.connections_without_segments),
+    };
     let layers = match runs
         .iter()
         .map(|r| r.wire.layers.as_ref())
@@ -951,16 +948,16 @@ pub fn render_agents(out: &mut String, rows: &[AgentRow]) {
         };
         let _ = writeln!(
             out,
-            "  {:<16} {:>9.3} {:>9.3} {:>9} {:>8} {:>10.1} {:>9.3} {:>9.3} {:>10.1}{late}",
+            "  {:<16} {:>9.3} {:>9.3} {:>9} {:>8} {:>10} {:>9} {:>9} {:>10}{late}",
             r.agent,
             r.start_unix_us.saturating_sub(start) as f64 / 1e6,
             r.end_unix_us.saturating_sub(start) as f64 / 1e6,
             r.count,
             r.failed,
-            r.requests_per_sec,
-            r.p50_ms,
-            r.p99_ms,
-            r.client_cpu_us_per_request
+            num(r.requests_per_sec, 1),
+            num(r.p50_ms, 3),
+            num(r.p99_ms, 3),
+            num(r.client_cpu_us_per_request, 1)
         );
     }
     let _ = writeln!(out);

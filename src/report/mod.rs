@@ -6,6 +6,7 @@ pub mod hdr;
 pub mod html;
 pub mod merge;
 pub mod prometheus;
+pub mod show;
 pub mod svg;
 pub mod text;
 pub mod threshold;
@@ -22,11 +23,13 @@ use crate::stats::{
 };
 use wirebench_wire::h2sniff::H2Counts;
 
-pub use derive::{error_counts, ip_tcp_header_bytes, percentile_in};
-use derive::{ratio, ratio_opt};
+use derive::ratio;
+pub use derive::{error_counts, ip_tcp_header_bytes, percentile_in, plus};
 
 /// Version of the JSON layout below; bumped on any incompatible change (docs/json-schema.md).
-pub const SCHEMA: &str = "wirebench.report.v3";
+/// A figure computed over a denominator or a sample is `Option<f64>`: null where nothing was
+/// measured (no request written, no connection, no latency, a window of no length), never 0.
+pub const SCHEMA: &str = "wirebench.report.v4";
 
 /// Percentiles of the latency distribution, as etcd's benchmark and ghz print them (plus 99.99).
 pub const PERCENTILES: [f64; 9] = [10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
@@ -190,14 +193,14 @@ pub struct Window {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConnectionSetup {
     pub requests_per_conn: u64,
-    /// connections opened / requests written
-    pub connections_per_request: f64,
-    /// TCP connect, average over the connections
-    pub tcp_connect_average_ms: f64,
+    /// connections opened / requests written (null: none written)
+    pub connections_per_request: Option<f64>,
+    /// TCP connect, average over the connections (null: none opened)
+    pub tcp_connect_average_ms: Option<f64>,
     /// TLS connections only
     pub tls: Option<HandshakeCost>,
-    /// latency from the moment each request's connection was ready
-    pub without_setup_average_ms: f64,
+    /// latency from the moment each request's connection was ready (null: no success)
+    pub without_setup_average_ms: Option<f64>,
     pub without_setup_distribution: Vec<Percentile>,
 }
 
@@ -207,12 +210,13 @@ pub struct HandshakeCost {
     pub handshakes: u64,
     pub full: u64,
     pub resumed: u64,
-    pub average_ms: f64,
+    /// per handshake: null when none completed
+    pub average_ms: Option<f64>,
     /// the client's CPU inside the handshake (its thread's time in the handshake's polls)
-    pub client_cpu_us: f64,
+    pub client_cpu_us: Option<f64>,
     /// socket bytes until the handshake ended
-    pub bytes_out: f64,
-    pub bytes_in: f64,
+    pub bytes_out: Option<f64>,
+    pub bytes_in: Option<f64>,
 }
 
 /// Server-streaming figures, over the successful calls (the latency distribution is to each
@@ -221,12 +225,12 @@ pub struct HandshakeCost {
 pub struct Streaming {
     /// messages the successful calls received
     pub messages: u64,
-    /// messages / successful calls
-    pub messages_per_call: f64,
+    /// messages / successful calls (null: no call succeeded)
+    pub messages_per_call: Option<f64>,
     /// messages / the measured window
-    pub messages_per_sec: f64,
-    /// from each call's start to its first message (the calls that had one)
-    pub first_message_average_ms: f64,
+    pub messages_per_sec: Option<f64>,
+    /// from each call's start to its first message (the calls that had one; null: none had)
+    pub first_message_average_ms: Option<f64>,
     pub first_message_distribution: Vec<Percentile>,
 }
 
@@ -235,7 +239,7 @@ pub struct Streaming {
 pub struct OpenLoop {
     pub target_rate: f64,
     /// measured requests written / measured window (the window ends with the last response)
-    pub achieved_rate: f64,
+    pub achieved_rate: Option<f64>,
     /// measured sends that waited --timeout for a free client and were never sent (each also a
     /// `late` failure)
     pub expired_sends: u64,
@@ -247,12 +251,13 @@ pub struct OpenLoop {
     /// measured sends a client took: the divisor of `average_send_lag_ms`
     pub sends_taken: u64,
     /// intended send time to the moment a client took the send (timer wake-up and scheduling
-    /// included): part of every corrected latency
-    pub average_send_lag_ms: f64,
-    pub max_send_lag_ms: f64,
-    /// latency from the actual send time, as a closed-loop tool would report it
-    pub uncorrected_average_ms: f64,
-    pub uncorrected_slowest_ms: f64,
+    /// included): part of every corrected latency (both null: no client took a send)
+    pub average_send_lag_ms: Option<f64>,
+    pub max_send_lag_ms: Option<f64>,
+    /// latency from the actual send time, as a closed-loop tool would report it (null: no
+    /// success)
+    pub uncorrected_average_ms: Option<f64>,
+    pub uncorrected_slowest_ms: Option<f64>,
     pub uncorrected_distribution: Vec<Percentile>,
 }
 
@@ -265,10 +270,11 @@ pub struct EndpointReport {
     pub count: u64,
     pub ok: u64,
     pub failed: u64,
-    pub requests_per_sec: f64,
-    pub p50_ms: f64,
-    pub p90_ms: f64,
-    pub p99_ms: f64,
+    pub requests_per_sec: Option<f64>,
+    /// of the endpoint's successful requests (null: none)
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
 }
 
 /// One class of a run's requests (txn-mixed: reads, writes), over the same measured window as
@@ -281,12 +287,12 @@ pub struct ClassReport {
     pub ok: u64,
     pub failed: u64,
     /// count / the run's measured window (summary.total_s)
-    pub requests_per_sec: f64,
-    pub ok_per_sec: f64,
-    /// of the class's successful requests
-    pub average_ms: f64,
-    pub fastest_ms: f64,
-    pub slowest_ms: f64,
+    pub requests_per_sec: Option<f64>,
+    pub ok_per_sec: Option<f64>,
+    /// of the class's successful requests (null: none)
+    pub average_ms: Option<f64>,
+    pub fastest_ms: Option<f64>,
+    pub slowest_ms: Option<f64>,
     pub latency_distribution: Vec<Percentile>,
 }
 
@@ -425,10 +431,10 @@ impl FailoverRow {
                 self.failed_between
             ),
             _ => format!(
-                "{} -> nowhere: first failure {:.3} s, no member to move to in the {:.3} s to the end of the run, {} failed{waited}",
+                "{} -> nowhere: first failure {:.3} s, no member to move to in the {} s to the end of the run, {} failed{waited}",
                 self.from,
                 self.first_failure_s,
-                self.waited_s.unwrap_or(0.0),
+                show::num(self.waited_s, 3),
                 self.failed_between
             ),
         }
@@ -444,9 +450,9 @@ impl FailoverReport {
             .filter(|e| e.to.is_none())
             .map(|e| {
                 format!(
-                    "the clients of {} found no member to move to in the {:.2} s from their first failure ({:.3} s) to the end of the run: {} re-discoveries, the last: {}; the members answered: {}",
+                    "the clients of {} found no member to move to in the {} s from their first failure ({:.3} s) to the end of the run: {} re-discoveries, the last: {}; the members answered: {}",
                     e.from,
-                    e.waited_s.unwrap_or(0.0),
+                    show::num(e.waited_s, 2),
                     e.first_failure_s,
                     e.unresolved,
                     self.last_rediscovery_error.as_deref().unwrap_or("-"),
@@ -469,10 +475,10 @@ pub struct TimelinePoint {
     pub width_s: u64,
     pub ok: u64,
     pub errors: u64,
-    pub requests_per_sec: f64,
-    /// of the successful requests completed in the bucket (2 significant digits)
-    pub p50_ms: f64,
-    pub p99_ms: f64,
+    pub requests_per_sec: Option<f64>,
+    /// of the successful requests completed in the bucket (2 significant digits; null: none)
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
     /// open loop: measured sends whose intended time fell in the bucket (the schedule)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduled: Option<u64>,
@@ -500,12 +506,12 @@ pub struct StageRow {
     /// open loop: measured sends whose intended time fell in the stage
     pub scheduled: Option<u64>,
     /// count / (end_s - start_s)
-    pub requests_per_sec: f64,
-    /// of the successful requests completed in the stage (3 significant digits)
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    /// the worker threads' CPU over the stage / its count
-    pub client_cpu_us_per_request: f64,
+    pub requests_per_sec: Option<f64>,
+    /// of the successful requests completed in the stage (3 significant digits; null: none)
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// the worker threads' CPU over the stage / its count (null: no request completed in it)
+    pub client_cpu_us_per_request: Option<f64>,
 }
 
 /// `--stages` / `--client-stages` as the run used them.
@@ -545,10 +551,10 @@ pub struct MemoryReport {
     /// VmHWM at the end: the process's peak so far
     pub peak_rss_kib: u64,
     /// (steady - baseline) / connections opened at start
-    pub rss_per_connection_bytes: f64,
+    pub rss_per_connection_bytes: Option<f64>,
     /// (steady - baseline) / clients: per request in flight (HTTP/1.1: per connection; gRPC:
     /// per concurrent h2 stream)
-    pub rss_per_in_flight_bytes: f64,
+    pub rss_per_in_flight_bytes: Option<f64>,
     /// the built-in server runs in this process: both ends of every connection are included
     pub includes_server: bool,
 }
@@ -570,14 +576,16 @@ pub struct Summary {
     /// applied), so for etcd ok ≤ revision delta ≤ ok + outcome_unknown
     pub outcome_unknown: u64,
     pub total_s: f64,
-    pub slowest_ms: f64,
-    pub fastest_ms: f64,
-    pub average_ms: f64,
-    pub stddev_ms: f64,
+    /// over the successful requests: null when none succeeded
+    pub slowest_ms: Option<f64>,
+    pub fastest_ms: Option<f64>,
+    pub average_ms: Option<f64>,
+    pub stddev_ms: Option<f64>,
     /// count / total_s, as ghz and etcd's benchmark compute it; open loop: written / total_s
-    /// (a send that expired unwritten is in count, as a `late` failure, but sent nothing)
-    pub requests_per_sec: f64,
-    pub ok_per_sec: f64,
+    /// (a send that expired unwritten is in count, as a `late` failure, but sent nothing);
+    /// null for a window of no length
+    pub requests_per_sec: Option<f64>,
+    pub ok_per_sec: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -607,14 +615,15 @@ pub struct ErrorCount {
 }
 
 /// What the measured window cost, on the worker threads only, per measured request written
-/// in it (`requests`). Kernel figures are null where the kernel would not count them.
+/// in it (`requests`). Kernel figures are null where the kernel would not count them; every
+/// per-request figure is null when no request was written.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cost {
     /// the denominator: measured requests written to a socket
     pub requests: u64,
     pub client_cpu_user_us: u64,
     pub client_cpu_sys_us: u64,
-    pub client_cpu_us_per_request: f64,
+    pub client_cpu_us_per_request: Option<f64>,
     /// every syscall the worker threads entered (perf: raw_syscalls:sys_enter)
     pub syscalls: Option<u64>,
     pub syscalls_per_request: Option<f64>,
@@ -631,10 +640,10 @@ pub struct Cost {
     pub context_switches_outside_window: Option<u64>,
     /// socket reads and writes in the window: the data part of `syscalls`
     pub data_calls: IoCalls,
-    pub reads_per_request: f64,
-    pub writes_per_request: f64,
-    pub read_would_block_per_request: f64,
-    pub write_would_block_per_request: f64,
+    pub reads_per_request: Option<f64>,
+    pub writes_per_request: Option<f64>,
+    pub read_would_block_per_request: Option<f64>,
+    pub write_would_block_per_request: Option<f64>,
     /// syscalls that moved no data: epoll_wait, timers, futex, ...
     pub other_syscalls_per_request: Option<f64>,
     /// the server's CPU over the window (built-in server or --server-pid), and why not
@@ -645,7 +654,8 @@ pub struct Cost {
 
 /// Socket-level cost, from the per-connection ledgers and TCP_INFO. Every figure covers a
 /// connection until its snapshot (last response read, before the close); the close exchange is
-/// `close`. A sum over some connections is divided by the requests on those connections.
+/// `close`. A sum over some connections is divided by the requests on those connections, and
+/// is null when they carried none (no connection, or none with TCP_INFO).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Wire {
     pub connections_opened: u64,
@@ -656,16 +666,16 @@ pub struct Wire {
     /// requests written on every connection (warmup and failed ones included): the divisor of
     /// the byte and call figures
     pub requests_on_wire: u64,
-    pub requests_per_connection: f64,
+    pub requests_per_connection: Option<f64>,
     pub bytes_out: u64,
     pub bytes_in: u64,
-    pub bytes_out_per_request: f64,
-    pub bytes_in_per_request: f64,
+    pub bytes_out_per_request: Option<f64>,
+    pub bytes_in_per_request: Option<f64>,
     /// the connections' data calls (as `cost.data_calls`, but over their whole lives)
     pub write_calls: u64,
     pub read_calls: u64,
-    pub write_calls_per_request: f64,
-    pub read_calls_per_request: f64,
+    pub write_calls_per_request: Option<f64>,
+    pub read_calls_per_request: Option<f64>,
     pub write_would_block: u64,
     pub read_would_block: u64,
     /// requests written on the connections that have TCP_INFO: the divisor of the segment and
@@ -679,10 +689,10 @@ pub struct Wire {
     pub segments_in: u64,
     pub data_segments_out: u64,
     pub data_segments_in: u64,
-    pub segments_out_per_request: f64,
-    pub segments_in_per_request: f64,
-    pub data_segments_out_per_request: f64,
-    pub data_segments_in_per_request: f64,
+    pub segments_out_per_request: Option<f64>,
+    pub segments_in_per_request: Option<f64>,
+    pub data_segments_out_per_request: Option<f64>,
+    pub data_segments_in_per_request: Option<f64>,
     pub retransmits: u64,
     /// connections whose TCP_INFO could not be read (left out of the segment figures)
     pub connections_without_tcp_info: u64,
@@ -690,8 +700,8 @@ pub struct Wire {
     pub ip_tcp_header_bytes_out: u64,
     pub ip_tcp_header_bytes_in: u64,
     /// (socket bytes + estimated IP/TCP headers) / requests, over the connections with TCP_INFO
-    pub wire_bytes_out_per_request: f64,
-    pub wire_bytes_in_per_request: f64,
+    pub wire_bytes_out_per_request: Option<f64>,
+    pub wire_bytes_in_per_request: Option<f64>,
     /// the close exchanges, summed (not per request)
     pub close: CloseTotals,
     /// protocol layers summed over all connections (absent with --ledger off)
@@ -708,34 +718,41 @@ pub struct CloseTotals {
     pub drained: u64,
     pub bytes_out: u64,
     pub bytes_in: u64,
-    /// over the connections with TCP_INFO before and after the close
-    pub segments_out: u64,
-    pub segments_in: u64,
+    /// summed over the closes whose segments are known (TCP_INFO read before and after the
+    /// close): an unknown one is left out, not counted as 0, and counted in
+    /// `connections_without_segments`; null when no close's segments are known
+    pub segments_out: Option<u64>,
+    pub segments_in: Option<u64>,
+    /// closes whose segments are unknown (TCP_INFO missing at either end)
+    pub connections_without_segments: u64,
+}
+
+/// The sum of the known counts: None when none is known.
+pub(super) fn sum_known(counts: impl IntoIterator<Item = Option<u64>>) -> Option<u64> {
+    counts.into_iter().fold(None, |sum, n| match (sum, n) {
+        (Some(s), Some(n)) => Some(s + n),
+        (s, n) => s.or(n),
+    })
 }
 
 impl CloseTotals {
     fn of(conns: &[ConnRecord]) -> CloseTotals {
-        let mut t = CloseTotals::default();
-        for (c, weight) in conns
+        let closes: Vec<(&CloseRecord, u64)> = conns
             .iter()
             .filter_map(|c| c.close.as_ref().map(|x| (x, c.weight())))
-        {
-            let CloseRecord {
-                bytes_out,
-                bytes_in,
-                segs_out,
-                segs_in,
-                drained,
-                ..
-            } = *c;
-            t.connections += weight;
-            t.drained += if drained { weight } else { 0 };
-            t.bytes_out += bytes_out;
-            t.bytes_in += bytes_in;
-            t.segments_out += segs_out.unwrap_or(0);
-            t.segments_in += segs_in.unwrap_or(0);
+            .collect();
+        let weight = |pick: fn(&CloseRecord) -> bool| -> u64 {
+            closes.iter().filter(|(c, _)| pick(c)).map(|(_, w)| w).sum()
+        };
+        CloseTotals {
+            connections: weight(|_| true),
+            drained: weight(|c| c.drained),
+            bytes_out: closes.iter().map(|(c, _)| c.bytes_out).sum(),
+            bytes_in: closes.iter().map(|(c, _)| c.bytes_in).sum(),
+            segments_out: sum_known(closes.iter().map(|(c, _)| c.segs_out)),
+            segments_in: sum_known(closes.iter().map(|(c, _)| c.segs_in)),
+            connections_without_segments: weight(|c| c.segs_out.is_none()),
         }
-        t
     }
 }
 
@@ -749,8 +766,8 @@ pub struct LayerTotals {
     pub setup_bytes_out: u64,
     pub setup_bytes_in: u64,
     /// (socket bytes - setup) / requests on wire: the per-request cost once connections exist
-    pub bytes_out_per_request_after_setup: f64,
-    pub bytes_in_per_request_after_setup: f64,
+    pub bytes_out_per_request_after_setup: Option<f64>,
+    pub bytes_in_per_request_after_setup: Option<f64>,
 }
 
 /// The ratios a side-by-side table shows for `n` stacks in run order (HTTP/1.1, HTTP/2,
@@ -791,8 +808,8 @@ impl Ratios {
             latency_p50: ratio(num.percentile_ms(50.0), den.percentile_ms(50.0)),
             latency_p99: ratio(num.percentile_ms(99.0), den.percentile_ms(99.0)),
             connections: ratio(
-                num.wire.connections_opened as f64,
-                den.wire.connections_opened as f64,
+                Some(num.wire.connections_opened as f64),
+                Some(den.wire.connections_opened as f64),
             ),
             bytes_out_per_request: ratio(
                 num.wire.bytes_out_per_request,
@@ -810,11 +827,11 @@ impl Ratios {
                 num.wire.segments_in_per_request,
                 den.wire.segments_in_per_request,
             ),
-            syscalls_per_request: ratio_opt(
+            syscalls_per_request: ratio(
                 num.cost.syscalls_per_request,
                 den.cost.syscalls_per_request,
             ),
-            context_switches_per_request: ratio_opt(
+            context_switches_per_request: ratio(
                 num.cost.context_switches_per_request,
                 den.cost.context_switches_per_request,
             ),
@@ -822,7 +839,7 @@ impl Ratios {
                 num.cost.client_cpu_us_per_request,
                 den.cost.client_cpu_us_per_request,
             ),
-            server_cpu_us_per_request: ratio_opt(
+            server_cpu_us_per_request: ratio(
                 num.cost.server_cpu_us_per_request,
                 den.cost.server_cpu_us_per_request,
             ),

@@ -680,8 +680,8 @@ pub fn report_timeline(r: &super::Report) -> String {
             }
             let mid = t + width / 2.0;
             rp.push((mid, (b.ok + b.errors) as f64 / width));
-            if b.ok > 0 {
-                lp.push((mid, b.p99_ms));
+            if let Some(p99) = b.p99_ms {
+                lp.push((mid, p99));
             }
         }
         rate.push(Series {

@@ -2,21 +2,9 @@
 
 use std::fmt::Write;
 
-use crate::report::{LayerTotals, Report, RunReport, Wire};
+use super::show::{self, num, or_na};
+use crate::report::{LayerTotals, Report, RunReport, Wire, plus};
 use wirebench_wire::h2sniff::{FrameType, H2Counts};
-
-/// Milliseconds with enough digits for sub-millisecond loopback latencies.
-fn fmt_ms(v: f64) -> String {
-    if v < 10.0 {
-        format!("{v:.3} ms")
-    } else {
-        format!("{v:.2} ms")
-    }
-}
-
-fn fmt_ratio(r: Option<f64>) -> String {
-    r.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
-}
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
@@ -67,62 +55,62 @@ fn render_comparison(out: &mut String, runs: &[RunReport]) {
             let _ = write!(line, " {shown:>12}");
         }
         for (&(n, d), pname) in pairs.iter().zip(&names) {
-            let r = match (figs[n].1, figs[d].1) {
-                (Some(a), Some(b)) => super::derive::ratio(a, b),
-                _ => None,
-            };
+            let r = super::derive::ratio(figs[n].1, figs[d].1);
             let w = 8.max(pname.len().min(9));
-            let _ = write!(line, " {:>w$}", fmt_ratio(r));
+            let _ = write!(line, " {:>w$}", show::ratio(r));
         }
         let _ = writeln!(out, "{line}");
     };
-    let num = |v: f64, digits: usize| (format!("{v:.digits$}"), Some(v));
-    let opt = |v: Option<f64>| match v {
-        Some(v) => (format!("{v:.2}"), Some(v)),
-        None => ("n/a".to_string(), None),
-    };
-    // a ratio only between positive values
-    let pos = |v: f64| (format!("{v:.2}"), (v > 0.0).then_some(v));
-    row("Requests/sec", &|r| num(r.summary.requests_per_sec, 1));
-    row("Latency p50 (ms)", &|r| num(r.percentile_ms(50.0), 3));
-    row("Latency p99 (ms)", &|r| num(r.percentile_ms(99.0), 3));
+    // the figure shown with `digits` decimals (n/a where nothing was measured) and kept for
+    // the ratio (a ratio only over a positive divisor)
+    let fig = |v: Option<f64>, digits: usize| (num(v, digits), v);
+    row("Requests/sec", &|r| fig(r.summary.requests_per_sec, 1));
+    row("Latency p50 (ms)", &|r| fig(r.percentile_ms(50.0), 3));
+    row("Latency p99 (ms)", &|r| fig(r.percentile_ms(99.0), 3));
     row("Connections", &|r| {
         let n = r.wire.connections_opened;
         (n.to_string(), Some(n as f64))
     });
     row("Bytes out / request", &|r| {
-        num(r.wire.bytes_out_per_request, 1)
+        fig(r.wire.bytes_out_per_request, 1)
     });
     row("Bytes in / request", &|r| {
-        num(r.wire.bytes_in_per_request, 1)
+        fig(r.wire.bytes_in_per_request, 1)
     });
     row("TCP segments out / request", &|r| {
-        num(r.wire.segments_out_per_request, 2)
+        fig(r.wire.segments_out_per_request, 2)
     });
     row("TCP segments in / request", &|r| {
-        num(r.wire.segments_in_per_request, 2)
+        fig(r.wire.segments_in_per_request, 2)
     });
-    row("Syscalls / request", &|r| opt(r.cost.syscalls_per_request));
+    row("Syscalls / request", &|r| {
+        fig(r.cost.syscalls_per_request, 2)
+    });
     row("  reads + writes", &|r| {
-        pos(r.cost.reads_per_request + r.cost.writes_per_request)
+        fig(plus(r.cost.reads_per_request, r.cost.writes_per_request), 2)
     });
     row("  would-block", &|r| {
-        pos(r.cost.read_would_block_per_request + r.cost.write_would_block_per_request)
+        fig(
+            plus(
+                r.cost.read_would_block_per_request,
+                r.cost.write_would_block_per_request,
+            ),
+            2,
+        )
     });
-    row("  other", &|r| opt(r.cost.other_syscalls_per_request));
+    row("  other", &|r| fig(r.cost.other_syscalls_per_request, 2));
     row("Context switches / request", &|r| {
-        opt(r.cost.context_switches_per_request)
+        fig(r.cost.context_switches_per_request, 2)
     });
     row("Client CPU / request (µs)", &|r| {
-        num(r.cost.client_cpu_us_per_request, 1)
+        fig(r.cost.client_cpu_us_per_request, 1)
     });
     if cols
         .iter()
-        .all(|c| c.cost.server_cpu_us_per_request.is_some())
+        .any(|c| c.cost.server_cpu_us_per_request.is_some())
     {
         row("Server CPU / request (µs)", &|r| {
-            let v = r.cost.server_cpu_us_per_request.unwrap_or(0.0);
-            num(v, 1)
+            fig(r.cost.server_cpu_us_per_request, 1)
         });
     }
 }
@@ -211,11 +199,11 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         let _ = writeln!(out, "  Warmup:       {} (not counted)", s.warmup_requests);
     }
     let _ = writeln!(out, "  Total:        {:.2} s", s.total_s);
-    let _ = writeln!(out, "  Slowest:      {}", fmt_ms(s.slowest_ms));
-    let _ = writeln!(out, "  Fastest:      {}", fmt_ms(s.fastest_ms));
-    let _ = writeln!(out, "  Average:      {}", fmt_ms(s.average_ms));
-    let _ = writeln!(out, "  Stddev:       {}", fmt_ms(s.stddev_ms));
-    let _ = writeln!(out, "  Requests/sec: {:.2}", s.requests_per_sec);
+    let _ = writeln!(out, "  Slowest:      {}", show::ms(s.slowest_ms));
+    let _ = writeln!(out, "  Fastest:      {}", show::ms(s.fastest_ms));
+    let _ = writeln!(out, "  Average:      {}", show::ms(s.average_ms));
+    let _ = writeln!(out, "  Stddev:       {}", show::ms(s.stddev_ms));
+    let _ = writeln!(out, "  Requests/sec: {}", num(s.requests_per_sec, 2));
     let _ = writeln!(out);
 
     if !run.histogram.is_empty() {
@@ -254,7 +242,7 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
             }
         );
         for p in &run.latency_distribution {
-            let _ = writeln!(out, "  {} % in {}", p.percentile, fmt_ms(p.latency_ms));
+            let _ = writeln!(out, "  {} % in {}", p.percentile, show::ms(p.latency_ms));
         }
         let _ = writeln!(out);
     }
@@ -311,19 +299,21 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     if let Some(s) = &run.streaming {
         let _ = writeln!(
             out,
-            "Streaming: {} messages, {:.2} per call, {:.1} messages/s",
-            s.messages, s.messages_per_call, s.messages_per_sec
+            "Streaming: {} messages, {} per call, {} messages/s",
+            s.messages,
+            num(s.messages_per_call, 2),
+            num(s.messages_per_sec, 1)
         );
         let first: Vec<String> = s
             .first_message_distribution
             .iter()
             .filter(|p| [50.0, 90.0, 99.0].contains(&p.percentile))
-            .map(|p| format!("p{} {}", p.percentile, fmt_ms(p.latency_ms)))
+            .map(|p| format!("p{} {}", p.percentile, show::ms(p.latency_ms)))
             .collect();
         let _ = writeln!(
             out,
             "  latency to the first message: average {}, {} (to the last: the distribution above)",
-            fmt_ms(s.first_message_average_ms),
+            show::ms(s.first_message_average_ms),
             if first.is_empty() {
                 "no call had a message".to_string()
             } else {
@@ -342,15 +332,15 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         for e in &run.per_endpoint {
             let _ = writeln!(
                 out,
-                "  {:<28} {:<9} {:>9} {:>8} {:>10.1} {:>9.3} {:>9.3} {:>9.3}",
+                "  {:<28} {:<9} {:>9} {:>8} {:>10} {:>9} {:>9} {:>9}",
                 e.endpoint,
                 e.role.as_deref().unwrap_or("-"),
                 e.count,
                 e.failed,
-                e.requests_per_sec,
-                e.p50_ms,
-                e.p90_ms,
-                e.p99_ms
+                num(e.requests_per_sec, 1),
+                num(e.p50_ms, 3),
+                num(e.p90_ms, 3),
+                num(e.p99_ms, 3)
             );
         }
         let _ = writeln!(out);
@@ -398,33 +388,36 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     }
     let _ = writeln!(
         out,
-        "  Requests / connection:    {:.1}",
-        w.requests_per_connection
+        "  Requests / connection:    {}",
+        num(w.requests_per_connection, 1)
     );
     if let Some(c) = &run.connect_times {
         let p = |q: f64| crate::report::percentile_in(&c.distribution, q);
         let _ = writeln!(
             out,
             "  TCP connect time:         p50 {}, p99 {}, slowest {} ({} connections)",
-            fmt_ms(p(50.0)),
-            fmt_ms(p(99.0)),
-            fmt_ms(c.slowest_ms),
+            show::ms(p(50.0)),
+            show::ms(p(99.0)),
+            show::ms(c.slowest_ms),
             c.connections
         );
     }
     if let Some(m) = &run.memory {
         let per_stream = if run.proto == "grpc" {
-            format!(", {:.0} B per stream in flight", m.rss_per_in_flight_bytes)
+            format!(
+                ", {} B per stream in flight",
+                num(m.rss_per_in_flight_bytes, 0)
+            )
         } else {
             String::new()
         };
         let _ = writeln!(
             out,
             "  Memory:                   {:.1} MiB RSS mid-run, {:.1} MiB before connecting: \
-             {:.0} B per connection{per_stream}{}; peak {:.1} MiB",
+             {} B per connection{per_stream}{}; peak {:.1} MiB",
             m.rss_steady_kib as f64 / 1024.0,
             m.rss_baseline_kib as f64 / 1024.0,
-            m.rss_per_connection_bytes,
+            num(m.rss_per_connection_bytes, 0),
             if m.includes_server {
                 " (the built-in server runs in this process: both ends included)"
             } else {
@@ -435,13 +428,15 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     }
     let _ = writeln!(
         out,
-        "  Bytes out / request:      {:.1} ({} in all)",
-        w.bytes_out_per_request, w.bytes_out
+        "  Bytes out / request:      {} ({} in all)",
+        num(w.bytes_out_per_request, 1),
+        w.bytes_out
     );
     let _ = writeln!(
         out,
-        "  Bytes in / request:       {:.1} ({} in all)",
-        w.bytes_in_per_request, w.bytes_in
+        "  Bytes in / request:       {} ({} in all)",
+        num(w.bytes_in_per_request, 1),
+        w.bytes_in
     );
     let tcp_note = if w.connections_without_tcp_info > 0 {
         format!(
@@ -453,13 +448,15 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     };
     let _ = writeln!(
         out,
-        "  TCP segments out / req:   {:.2} ({:.2} with data){tcp_note}",
-        w.segments_out_per_request, w.data_segments_out_per_request
+        "  TCP segments out / req:   {} ({} with data){tcp_note}",
+        num(w.segments_out_per_request, 2),
+        num(w.data_segments_out_per_request, 2)
     );
     let _ = writeln!(
         out,
-        "  TCP segments in / req:    {:.2} ({:.2} with data)",
-        w.segments_in_per_request, w.data_segments_in_per_request
+        "  TCP segments in / req:    {} ({} with data)",
+        num(w.segments_in_per_request, 2),
+        num(w.data_segments_in_per_request, 2)
     );
     if w.retransmits > 0 || w.connections_without_tcp_info > 0 {
         let _ = writeln!(
@@ -470,30 +467,23 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     }
     let _ = writeln!(
         out,
-        "  On the wire / request:    {:.1} out, {:.1} in (with est. IP+TCP headers: {} + {} B)",
-        w.wire_bytes_out_per_request,
-        w.wire_bytes_in_per_request,
+        "  On the wire / request:    {} out, {} in (with est. IP+TCP headers: {} + {} B)",
+        num(w.wire_bytes_out_per_request, 1),
+        num(w.wire_bytes_in_per_request, 1),
         w.ip_tcp_header_bytes_out,
         w.ip_tcp_header_bytes_in
     );
     render_close(out, w);
     if let Some(t) = &w.tls {
-        let per = |v: u64| {
-            if w.requests_on_wire == 0 {
-                0.0
-            } else {
-                v as f64 / w.requests_on_wire as f64
-            }
-        };
+        let per = |v: u64| num(super::derive::per(v, w.requests_on_wire), 1);
         let _ = writeln!(
             out,
-            "  TLS:                      {} handshakes, {:.2} ms average; record overhead {:.1} out, {:.1} in B/request",
+            "  TLS:                      {} handshakes, {} ms average; record overhead {} out, {} in B/request",
             t.handshakes,
-            if t.handshakes == 0 {
-                0.0
-            } else {
-                t.handshake_us as f64 / t.handshakes as f64 / 1000.0
-            },
+            num(
+                super::derive::per(t.handshake_us, t.handshakes).map(|us| us / 1000.0),
+                2
+            ),
             per(t.record_overhead_out),
             per(t.record_overhead_in)
         );
@@ -525,31 +515,32 @@ fn render_cost(out: &mut String, run: &RunReport) {
     );
     let _ = writeln!(
         out,
-        "  Client CPU / request:     {:.1} µs (user {} ms, sys {} ms)",
-        c.client_cpu_us_per_request,
+        "  Client CPU / request:     {} (user {} ms, sys {} ms)",
+        or_na(c.client_cpu_us_per_request, |v| format!("{v:.1} µs")),
         c.client_cpu_user_us / 1000,
         c.client_cpu_sys_us / 1000
     );
     let data = format!(
-        "reads {:.2} + {:.2} would-block, writes {:.2} + {:.2} would-block",
-        c.reads_per_request,
-        c.read_would_block_per_request,
-        c.writes_per_request,
-        c.write_would_block_per_request
+        "reads {} + {} would-block, writes {} + {} would-block",
+        num(c.reads_per_request, 2),
+        num(c.read_would_block_per_request, 2),
+        num(c.writes_per_request, 2),
+        num(c.write_would_block_per_request, 2)
     );
-    match (c.syscalls, c.syscalls_per_request) {
-        (Some(n), Some(per)) => {
+    match c.syscalls {
+        Some(n) => {
             let _ = writeln!(
                 out,
-                "  Syscalls / request:       {per:.2} ({n} counted by the kernel)"
+                "  Syscalls / request:       {} ({n} counted by the kernel)",
+                num(c.syscalls_per_request, 2)
             );
             let _ = writeln!(
                 out,
-                "    of which socket data:   {data}; other {:.2}",
-                c.other_syscalls_per_request.unwrap_or(0.0)
+                "    of which socket data:   {data}; other {}",
+                num(c.other_syscalls_per_request, 2)
             );
         }
-        _ => {
+        None => {
             let _ = writeln!(
                 out,
                 "  Syscalls / request:       not available ({})",
@@ -560,26 +551,38 @@ fn render_cost(out: &mut String, run: &RunReport) {
             let _ = writeln!(out, "    socket data calls:      {data}");
         }
     }
-    if let (Some(n), Some(per)) = (c.context_switches, c.context_switches_per_request) {
-        let _ = writeln!(out, "  Context switches / req:   {per:.3} ({n})");
+    if let Some(n) = c.context_switches {
+        let _ = writeln!(
+            out,
+            "  Context switches / req:   {} ({n})",
+            num(c.context_switches_per_request, 3)
+        );
     }
-    let hw = |v: Option<f64>| v.map_or_else(|| "not available".to_string(), |v| format!("{v:.0}"));
+    // not counted (no hardware counters), or counted and n/a per request (none written)
+    let hw = |n: Option<u64>, per: Option<f64>| match n {
+        Some(_) => num(per, 0),
+        None => "not available".to_string(),
+    };
     let _ = writeln!(
         out,
         "  Instructions / request:   {}; cycles / request: {}",
-        hw(c.instructions_per_request),
-        hw(c.cycles_per_request)
+        hw(c.instructions, c.instructions_per_request),
+        hw(c.cycles, c.cycles_per_request)
     );
     if let Some(n) = c.syscalls_outside_window {
         let _ = writeln!(
             out,
             "  Outside the window:       {n} syscalls, {} context switches (setup and close)",
-            c.context_switches_outside_window.unwrap_or(0)
+            or_na(c.context_switches_outside_window, |n| n.to_string())
         );
     }
-    match (c.server_cpu_us_per_request, &c.server_cpu_error) {
-        (Some(v), _) => {
-            let _ = writeln!(out, "  Server CPU / request:     {v:.1} µs");
+    match (c.server_cpu_ns, &c.server_cpu_error) {
+        (Some(_), _) => {
+            let _ = writeln!(
+                out,
+                "  Server CPU / request:     {}",
+                or_na(c.server_cpu_us_per_request, |v| format!("{v:.1} µs"))
+            );
         }
         (None, Some(e)) => {
             let _ = writeln!(out, "  Server CPU / request:     not available ({e})");
@@ -593,11 +596,21 @@ fn render_close(out: &mut String, w: &Wire) {
     if c.connections == 0 {
         return;
     }
+    let count = |n: Option<u64>| or_na(n, |n| n.to_string());
+    let unknown = match c.connections_without_segments {
+        0 => String::new(),
+        n => format!(" (not counting the {n} without TCP_INFO)"),
+    };
     let _ = writeln!(
         out,
-        "  Close (apart):            {} B out, {} B in, {} + {} segments over {} connections \
-         ({} closed by the server's FIN within the bound)",
-        c.bytes_out, c.bytes_in, c.segments_out, c.segments_in, c.connections, c.drained
+        "  Close (apart):            {} B out, {} B in, {} + {} segments{unknown} over {} \
+         connections ({} closed by the server's FIN within the bound)",
+        c.bytes_out,
+        c.bytes_in,
+        count(c.segments_out),
+        count(c.segments_in),
+        c.connections,
+        c.drained
     );
 }
 
@@ -622,7 +635,8 @@ fn render_per_conn(out: &mut String, run: &RunReport) {
         "life ms"
     );
     for c in &run.per_connection {
-        let t = c.tcp.unwrap_or_default();
+        // TCP_INFO not read: its figures are n/a, not 0
+        let t = |f: fn(&crate::stats::TcpInfo) -> u64| or_na(c.tcp.as_ref(), |t| f(t).to_string());
         let _ = writeln!(
             out,
             "  {:>6} {:>3} {:>8} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5} {:>7} {:>6} {:>9.1}",
@@ -633,11 +647,11 @@ fn render_per_conn(out: &mut String, run: &RunReport) {
             c.bytes_in,
             c.write_calls,
             c.read_calls,
-            t.segs_out,
-            t.segs_in,
-            t.retransmits,
-            t.rtt_us,
-            t.mss,
+            t(|t| t.segs_out),
+            t(|t| t.segs_in),
+            t(|t| t.retransmits),
+            t(|t| t.rtt_us),
+            t(|t| t.mss),
             c.lifetime_us as f64 / 1000.0
         );
     }
@@ -645,17 +659,11 @@ fn render_per_conn(out: &mut String, run: &RunReport) {
 
 /// `plain`: plain HTTP/2, whose DATA is bodies (no gRPC rows).
 fn render_layers(out: &mut String, l: &LayerTotals, requests: u64, plain: bool) {
-    let per = |v: u64| {
-        if requests == 0 {
-            0.0
-        } else {
-            v as f64 / requests as f64
-        }
-    };
+    let per = |v: u64| super::derive::per(v, requests);
     let _ = writeln!(out);
     let _ = writeln!(out, "Layers (bytes per request, out / in):");
-    let mut row = |name: &str, o: f64, i: f64| {
-        let _ = writeln!(out, "  {name:<26}{o:>9.1} /{i:>9.1}");
+    let mut row = |name: &str, o: Option<f64>, i: Option<f64>| {
+        let _ = writeln!(out, "  {name:<26}{:>9} /{:>9}", num(o, 1), num(i, 1));
     };
     if let Some(h) = &l.http1 {
         row(
@@ -668,7 +676,7 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64, plain: bool) 
             per(h.request_body_bytes),
             per(h.response_body_bytes),
         );
-        row("chunk framing", 0.0, per(h.chunk_framing_bytes));
+        row("chunk framing", per(0), per(h.chunk_framing_bytes));
     }
     if let Some(h) = &l.h2 {
         let (o, i) = (&h.out, &h.inbound);
@@ -707,18 +715,17 @@ fn render_layers(out: &mut String, l: &LayerTotals, requests: u64, plain: bool) 
                 .saturating_sub(d.setup_bytes.saturating_sub(d.preface_bytes))
         };
         row("control frames", per(ctl(o)), per(ctl(i)));
-        let ratio = |d: &H2Counts| {
-            if d.header_list_bytes == 0 {
-                0.0
-            } else {
-                d.hpack_bytes as f64 / d.header_list_bytes as f64
-            }
+        let share = |d: &H2Counts| {
+            num(
+                super::derive::per(d.hpack_bytes, d.header_list_bytes).map(|r| r * 100.0),
+                0,
+            )
         };
         let _ = writeln!(
             out,
-            "  HPACK blocks are {:.0}% / {:.0}% of the uncompressed header lists",
-            ratio(o) * 100.0,
-            ratio(i) * 100.0
+            "  HPACK blocks are {}% / {}% of the uncompressed header lists",
+            share(o),
+            share(i)
         );
         let _ = writeln!(
             out,
@@ -747,31 +754,31 @@ fn render_connection_setup(out: &mut String, c: &crate::report::ConnectionSetup)
     );
     let _ = writeln!(
         out,
-        "  Connections / request:    {:.3}; TCP connect {} average",
-        c.connections_per_request,
-        fmt_ms(c.tcp_connect_average_ms)
+        "  Connections / request:    {}; TCP connect {} average",
+        num(c.connections_per_request, 3),
+        show::ms(c.tcp_connect_average_ms)
     );
     if let Some(t) = &c.tls {
         let _ = writeln!(
             out,
-            "  TLS handshakes:           {} ({} full, {} resumed), {} average, client CPU {:.1} µs, {:.0} B out + {:.0} B in each",
+            "  TLS handshakes:           {} ({} full, {} resumed), {} average, client CPU {} µs, {} B out + {} B in each",
             t.handshakes,
             t.full,
             t.resumed,
-            fmt_ms(t.average_ms),
-            t.client_cpu_us,
-            t.bytes_out,
-            t.bytes_in
+            show::ms(t.average_ms),
+            num(t.client_cpu_us, 1),
+            num(t.bytes_out, 0),
+            num(t.bytes_in, 0)
         );
     }
     let _ = writeln!(
         out,
         "  Without the setup:        average {}",
-        fmt_ms(c.without_setup_average_ms)
+        show::ms(c.without_setup_average_ms)
     );
     for p in &c.without_setup_distribution {
         if [50.0, 90.0, 99.0].contains(&p.percentile) {
-            let _ = writeln!(out, "    {} % in {}", p.percentile, fmt_ms(p.latency_ms));
+            let _ = writeln!(out, "    {} % in {}", p.percentile, show::ms(p.latency_ms));
         }
     }
     let _ = writeln!(out);
@@ -786,26 +793,18 @@ fn render_classes(out: &mut String, classes: &[crate::report::ClassReport], coun
         "class", "count", "ok", "failed", "req/s", "average", "p50", "p90", "p99"
     );
     let p = |c: &crate::report::ClassReport, q: f64| {
-        if c.ok == 0 {
-            "-".to_string()
-        } else {
-            fmt_ms(crate::report::percentile_in(&c.latency_distribution, q))
-        }
+        show::ms(crate::report::percentile_in(&c.latency_distribution, q))
     };
     for c in classes {
         let _ = writeln!(
             out,
-            "  {:<6} {:>8} {:>8} {:>7} {:>10.2} {:>10} {:>10} {:>10} {:>10}",
+            "  {:<6} {:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
             c.class,
             c.count,
             c.ok,
             c.failed,
-            c.requests_per_sec,
-            if c.ok == 0 {
-                "-".to_string()
-            } else {
-                fmt_ms(c.average_ms)
-            },
+            num(c.requests_per_sec, 2),
+            show::ms(c.average_ms),
             p(c, 50.0),
             p(c, 90.0),
             p(c, 99.0)
@@ -913,17 +912,17 @@ fn render_stages(out: &mut String, rows: &[crate::report::StageRow], open_loop: 
     for r in rows {
         let _ = writeln!(
             out,
-            "  {:>3} {:<14} {:>15} {:>9} {:>9} {:>7} {:>10.1} {:>9.3} {:>9.3} {:>10.1}",
+            "  {:>3} {:<14} {:>15} {:>9} {:>9} {:>7} {:>10} {:>9} {:>9} {:>10}",
             r.stage,
             r.spec,
             format!("{:.1}-{:.1}", r.start_s, r.end_s),
             r.scheduled.map_or("-".to_string(), |n| n.to_string()),
             r.count,
             r.errors,
-            r.requests_per_sec,
-            r.p50_ms,
-            r.p99_ms,
-            r.client_cpu_us_per_request
+            num(r.requests_per_sec, 1),
+            num(r.p50_ms, 3),
+            num(r.p99_ms, 3),
+            num(r.client_cpu_us_per_request, 1)
         );
     }
     let _ = writeln!(out);
@@ -932,10 +931,10 @@ fn render_stages(out: &mut String, rows: &[crate::report::StageRow], open_loop: 
 fn render_open_loop(out: &mut String, o: &crate::report::OpenLoop) {
     let _ = writeln!(
         out,
-        "Open loop: target {:.1} req/s, achieved {:.1} req/s (requests written), average send lag {}",
+        "Open loop: target {:.1} req/s, achieved {} req/s (requests written), average send lag {}",
         o.target_rate,
-        o.achieved_rate,
-        fmt_ms(o.average_send_lag_ms)
+        num(o.achieved_rate, 1),
+        show::ms(o.average_send_lag_ms)
     );
     if let Some(t) = o.timer.filter(|t| *t != crate::stats::TIMERFD) {
         let _ = writeln!(
@@ -957,26 +956,26 @@ fn render_open_loop(out: &mut String, o: &crate::report::OpenLoop) {
             "  {} sends found no free client at their intended time (all -c busy, or the thread \
              was held up) and went late; their wait is in the corrected latency (largest send lag {})",
             o.late_sends,
-            fmt_ms(o.max_send_lag_ms)
+            show::ms(o.max_send_lag_ms)
         );
     } else {
         let _ = writeln!(
             out,
             "  every send found a free client (largest send lag {})",
-            fmt_ms(o.max_send_lag_ms)
+            show::ms(o.max_send_lag_ms)
         );
     }
     let _ = writeln!(
         out,
         "Uncorrected latency (from the actual send time): average {}, slowest {}",
-        fmt_ms(o.uncorrected_average_ms),
-        fmt_ms(o.uncorrected_slowest_ms)
+        show::ms(o.uncorrected_average_ms),
+        show::ms(o.uncorrected_slowest_ms)
     );
     let line: Vec<String> = o
         .uncorrected_distribution
         .iter()
         .filter(|p| [50.0, 90.0, 99.0, 99.9].contains(&p.percentile))
-        .map(|p| format!("p{} {}", p.percentile, fmt_ms(p.latency_ms)))
+        .map(|p| format!("p{} {}", p.percentile, show::ms(p.latency_ms)))
         .collect();
     let _ = writeln!(out, "  {}", line.join(", "));
     let _ = writeln!(out);

@@ -32,7 +32,8 @@ impl fmt::Display for Broken {
             ),
             None => write!(
                 f,
-                "threshold {} broken by {}: the report has no value for it",
+                "threshold {} broken by {}: the report has no value for it (nothing measured \
+                 to judge)",
                 self.threshold, self.run
             ),
         }
@@ -57,23 +58,18 @@ impl Figure {
     }
 
     /// The figure's value in `run`; None when the run has none (no successful request, no
-    /// kernel counters, a path to a field this run does not have).
+    /// request written, no kernel counters, a path to a field this run does not have or that
+    /// is null): such a threshold cannot be judged, and breaks saying so.
     pub fn value(&self, run: &RunReport) -> Option<f64> {
         match self {
-            Figure::Percentile(p) => run
-                .latency_distribution
-                .iter()
-                .find(|x| x.percentile == *p)
-                .map(|x| x.latency_ms),
-            Figure::Rps => Some(run.summary.requests_per_sec),
-            Figure::Errors => (run.summary.count > 0)
-                .then(|| run.summary.failed as f64 / run.summary.count as f64),
-            Figure::Cpu => (run.cost.requests > 0).then_some(run.cost.client_cpu_us_per_request),
-            Figure::Bytes => {
-                let w = &run.wire;
-                (w.requests_with_tcp_info > 0)
-                    .then_some(w.wire_bytes_out_per_request + w.wire_bytes_in_per_request)
-            }
+            Figure::Percentile(p) => run.percentile_ms(*p),
+            Figure::Rps => run.summary.requests_per_sec,
+            Figure::Errors => super::derive::per(run.summary.failed, run.summary.count),
+            Figure::Cpu => run.cost.client_cpu_us_per_request,
+            Figure::Bytes => super::plus(
+                run.wire.wire_bytes_out_per_request,
+                run.wire.wire_bytes_in_per_request,
+            ),
             Figure::Syscalls => run.cost.syscalls_per_request,
             Figure::Path(path) => {
                 let json = serde_json::to_value(run).ok()?;

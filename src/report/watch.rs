@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::derive::{per, per_sec};
+use super::show::num;
 use crate::config::{Proto, WatchConfig, WatchKind};
 use crate::outcome::{Failure, FailureKind, GAVE_UP};
 use crate::report::{ErrorCount, error_counts};
@@ -146,8 +148,9 @@ pub struct WatchReport {
     pub unexpected: u64,
     /// the put run's start line (the first put due) -> last event received
     pub total_s: f64,
-    pub events_per_sec: f64,
-    pub events_per_sec_per_watcher: f64,
+    /// events / total_s (null for a span of no length: no event)
+    pub events_per_sec: Option<f64>,
+    pub events_per_sec_per_watcher: Option<f64>,
     /// put sent -> event received
     pub event_latency_ms: LatencySummary,
     /// watch-latency: put acknowledged -> event received (etcd benchmark's clock); an event
@@ -185,7 +188,7 @@ pub struct GetsReport {
     /// the range run's measured window
     pub total_s: f64,
     /// (ok + failed) / total_s
-    pub requests_per_sec: f64,
+    pub requests_per_sec: Option<f64>,
     pub latency_ms: LatencySummary,
     pub errors: Vec<ErrorCount>,
 }
@@ -203,11 +206,7 @@ impl GetsReport {
             ok: s.ok,
             failed: s.failed,
             total_s: total,
-            requests_per_sec: if total > 0.0 {
-                s.count() as f64 / total
-            } else {
-                0.0
-            },
+            requests_per_sec: per_sec(s.count(), total),
             latency_ms: LatencySummary::of(&s.latency),
             errors: error_counts(&s.errors),
         }
@@ -259,7 +258,7 @@ pub struct PutReport {
     pub timeout_ms: f64,
     pub target_rate: Option<f64>,
     /// acknowledged puts per second over the put run (start line to the last put done)
-    pub achieved_rate: f64,
+    pub achieved_rate: Option<f64>,
     /// open loop: from each put's intended send time (coordinated omission corrected);
     /// closed loop: from its send time
     pub latency_ms: LatencySummary,
@@ -275,59 +274,58 @@ pub struct PutReport {
     pub failover: Option<super::FailoverReport>,
 }
 
+/// A latency distribution in ms; every figure null when `count` is 0.
 #[derive(Debug, Serialize)]
 pub struct LatencySummary {
     pub count: u64,
-    pub fastest: f64,
-    pub average: f64,
-    pub slowest: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
+    pub fastest: Option<f64>,
+    pub average: Option<f64>,
+    pub slowest: Option<f64>,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+    pub p999: Option<f64>,
     /// the histogram these were computed from: HdrHistogram V2 compressed, base64, in ns
     pub hdr: String,
 }
 
 impl LatencySummary {
     pub fn of(l: &Latencies) -> LatencySummary {
-        let ms = |ns: f64| ns / 1e6;
-        let empty = l.count == 0;
+        use super::derive::{ms, ms_of};
         LatencySummary {
             count: l.count,
-            fastest: if empty { 0.0 } else { ms(l.min_ns as f64) },
-            average: ms(l.mean_ns()),
-            slowest: if empty { 0.0 } else { ms(l.max_ns as f64) },
-            p50: ms(l.quantile_ns(0.5) as f64),
-            p90: ms(l.quantile_ns(0.9) as f64),
-            p99: ms(l.quantile_ns(0.99) as f64),
-            p999: ms(l.quantile_ns(0.999) as f64),
+            fastest: ms_of(l.fastest_ns()),
+            average: l.mean_ns().map(ms),
+            slowest: ms_of(l.slowest_ns()),
+            p50: ms_of(l.quantile_ns(0.5)),
+            p90: ms_of(l.quantile_ns(0.9)),
+            p99: ms_of(l.quantile_ns(0.99)),
+            p999: ms_of(l.quantile_ns(0.999)),
             hdr: super::hdr::of(l),
         }
     }
 }
 
-/// Socket cost of the watch connections, per event received.
+/// Socket cost of the watch connections, per event received: every figure null when no event
+/// was received.
 #[derive(Debug, Serialize)]
 pub struct WatchWire {
     pub bytes_in: u64,
     pub bytes_out: u64,
-    pub bytes_in_per_event: f64,
-    pub segments_in_per_event: f64,
-    pub data_segments_in_per_event: f64,
-    pub read_calls_per_event: f64,
+    pub bytes_in_per_event: Option<f64>,
+    /// TCP_INFO's segments: null unless every watch connection's TCP_INFO was read (a
+    /// connection's events are not told apart, so a partial sum has no denominator)
+    pub segments_in_per_event: Option<f64>,
+    pub data_segments_in_per_event: Option<f64>,
+    pub read_calls_per_event: Option<f64>,
     /// WatchResponse messages (gRPC) or JSON lines (HTTP/1.1) per event
-    pub responses_per_event: f64,
+    pub responses_per_event: Option<f64>,
     /// gRPC: h2 DATA frames received per event
     pub data_frames_in_per_event: Option<f64>,
     /// HTTP/1.1: chunk framing bytes received per event
     pub chunk_framing_bytes_per_event: Option<f64>,
     /// HTTP/1.1: chunks received per event
     pub chunks_per_event: Option<f64>,
-}
-
-fn per(n: u64, d: u64) -> f64 {
-    if d == 0 { 0.0 } else { n as f64 / d as f64 }
 }
 
 impl WatchReport {
@@ -359,12 +357,12 @@ impl WatchReport {
         let put_span = puts.elapsed.as_secs_f64();
         let conns = &w.conns;
         let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
+        // over the connections, only when every one's TCP_INFO was read
         let tcp = |f: fn(&crate::stats::TcpInfo) -> u64| {
             conns
                 .iter()
-                .filter_map(|c| c.tcp.as_ref())
-                .map(f)
-                .sum::<u64>()
+                .map(|c| c.tcp.as_ref().map(f))
+                .sum::<Option<u64>>()
         };
         let frames_in: u64 = conns
             .iter()
@@ -397,16 +395,9 @@ impl WatchReport {
             duplicated: loss.duplicated,
             unexpected: loss.unexpected,
             total_s: total,
-            events_per_sec: if total > 0.0 {
-                events as f64 / total
-            } else {
-                0.0
-            },
-            events_per_sec_per_watcher: if total > 0.0 {
-                events as f64 / total / cfg.watchers as f64
-            } else {
-                0.0
-            },
+            events_per_sec: per_sec(events, total),
+            events_per_sec_per_watcher: per_sec(events, total)
+                .and_then(|r| (cfg.watchers > 0).then(|| r / cfg.watchers as f64)),
             event_latency_ms: LatencySummary::of(&w.latency),
             event_latency_from_ack_ms: from_ack,
             events_before_ack: before_ack,
@@ -422,11 +413,7 @@ impl WatchReport {
                 reconnects: puts.reconnects,
                 timeout_ms: cfg.put_timeout.as_secs_f64() * 1e3,
                 target_rate: cfg.put_rate,
-                achieved_rate: if put_span > 0.0 {
-                    puts.ok as f64 / put_span
-                } else {
-                    0.0
-                },
+                achieved_rate: per_sec(puts.ok, put_span),
                 latency_ms: LatencySummary::of(&puts.latency),
                 uncorrected_latency_ms: puts.uncorrected.as_ref().map(LatencySummary::of),
                 late_sends: puts.late,
@@ -438,13 +425,19 @@ impl WatchReport {
                 bytes_in: sum(|c| c.bytes_in),
                 bytes_out: sum(|c| c.bytes_out),
                 bytes_in_per_event: per(sum(|c| c.bytes_in), events),
-                segments_in_per_event: per(tcp(|t| t.segs_in), events),
-                data_segments_in_per_event: per(tcp(|t| t.data_segs_in), events),
+                segments_in_per_event: tcp(|t| t.segs_in).and_then(|n| per(n, events)),
+                data_segments_in_per_event: tcp(|t| t.data_segs_in).and_then(|n| per(n, events)),
                 read_calls_per_event: per(sum(|c| c.read_calls), events),
                 responses_per_event: per(w.responses, events),
-                data_frames_in_per_event: (proto == Proto::Grpc).then(|| per(frames_in, events)),
-                chunk_framing_bytes_per_event: (proto == Proto::Http).then(|| per(framing, events)),
-                chunks_per_event: (proto == Proto::Http).then(|| per(w.chunks, events)),
+                data_frames_in_per_event: (proto == Proto::Grpc)
+                    .then(|| per(frames_in, events))
+                    .flatten(),
+                chunk_framing_bytes_per_event: (proto == Proto::Http)
+                    .then(|| per(framing, events))
+                    .flatten(),
+                chunks_per_event: (proto == Proto::Http)
+                    .then(|| per(w.chunks, events))
+                    .flatten(),
             },
             errors: error_counts(&w.errors),
             recreated_watchers: w.recreated,
@@ -487,8 +480,14 @@ fn latency_line(out: &mut String, l: &LatencySummary) {
     use std::fmt::Write;
     let _ = writeln!(
         out,
-        "  fastest {:.3} ms, average {:.3} ms, p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, p99.9 {:.3} ms, slowest {:.3} ms",
-        l.fastest, l.average, l.p50, l.p90, l.p99, l.p999, l.slowest
+        "  fastest {} ms, average {} ms, p50 {} ms, p90 {} ms, p99 {} ms, p99.9 {} ms, slowest {} ms",
+        num(l.fastest, 3),
+        num(l.average, 3),
+        num(l.p50, 3),
+        num(l.p90, 3),
+        num(l.p99, 3),
+        num(l.p999, 3),
+        num(l.slowest, 3)
     );
 }
 
@@ -534,8 +533,12 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         let c = &r.creation_ms;
         let _ = writeln!(
             out,
-            "Watch creation: {} of {} created; latency p50 {:.3} ms, p99 {:.3} ms, slowest {:.3} ms",
-            r.created, r.watchers, c.p50, c.p99, c.slowest
+            "Watch creation: {} of {} created; latency p50 {} ms, p99 {} ms, slowest {} ms",
+            r.created,
+            r.watchers,
+            num(c.p50, 3),
+            num(c.p99, 3),
+            num(c.slowest, 3)
         );
         let _ = writeln!(out);
         let _ = writeln!(out, "Events:");
@@ -561,8 +564,9 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         );
         let _ = writeln!(
             out,
-            "  Events/sec:   {:.1} ({:.1} per watcher)",
-            r.events_per_sec, r.events_per_sec_per_watcher
+            "  Events/sec:   {} ({} per watcher)",
+            num(r.events_per_sec, 1),
+            num(r.events_per_sec_per_watcher, 1)
         );
         let l = &r.event_latency_ms;
         let _ = writeln!(out);
@@ -588,8 +592,15 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
             let _ = writeln!(out);
             let _ = writeln!(
                 out,
-                "Gets during the catch-up: {} serializable ranges of {:?} over {} by {} clients; {} ok, {} failed; {:.1}/s over {:.3} s",
-                g.count, g.key, g.proto, g.clients, g.ok, g.failed, g.requests_per_sec, g.total_s
+                "Gets during the catch-up: {} serializable ranges of {:?} over {} by {} clients; {} ok, {} failed; {}/s over {:.3} s",
+                g.count,
+                g.key,
+                g.proto,
+                g.clients,
+                g.ok,
+                g.failed,
+                num(g.requests_per_sec, 1),
+                g.total_s
             );
             latency_line(&mut out, &g.latency_ms);
             error_lines(&mut out, "", &g.errors);
@@ -622,20 +633,21 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "Puts: {} ok, {} failed, {} not sent (of {}); {:.1}/s achieved; latency p50 {:.3} ms, p99 {:.3} ms",
+            "Puts: {} ok, {} failed, {} not sent (of {}); {}/s achieved; latency p50 {} ms, p99 {} ms",
             p.ok,
             p.failed,
             p.not_sent,
             p.total,
-            p.achieved_rate,
-            p.latency_ms.p50,
-            p.latency_ms.p99
+            num(p.achieved_rate, 1),
+            num(p.latency_ms.p50, 3),
+            num(p.latency_ms.p99, 3)
         );
         if let (Some(u), Some(late)) = (&p.uncorrected_latency_ms, p.late_sends) {
             let _ = writeln!(
                 out,
-                "  from the intended send time; from the actual one p50 {:.3} ms, p99 {:.3} ms; {late} sends late",
-                u.p50, u.p99
+                "  from the intended send time; from the actual one p50 {} ms, p99 {} ms; {late} sends late",
+                num(u.p50, 3),
+                num(u.p99, 3)
             );
         }
         let _ = writeln!(
@@ -652,31 +664,40 @@ pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
         let _ = writeln!(out, "Wire (watch connections, per event received):");
         let _ = writeln!(
             out,
-            "  Bytes in / event:        {:.1} ({} in all; {} out)",
-            w.bytes_in_per_event, w.bytes_in, w.bytes_out
+            "  Bytes in / event:        {} ({} in all; {} out)",
+            num(w.bytes_in_per_event, 1),
+            w.bytes_in,
+            w.bytes_out
         );
         let _ = writeln!(
             out,
-            "  TCP segments in / event: {:.3} ({:.3} with data)",
-            w.segments_in_per_event, w.data_segments_in_per_event
+            "  TCP segments in / event: {} ({} with data)",
+            num(w.segments_in_per_event, 3),
+            num(w.data_segments_in_per_event, 3)
         );
         let _ = writeln!(
             out,
-            "  Read syscalls / event:   {:.3}",
-            w.read_calls_per_event
+            "  Read syscalls / event:   {}",
+            num(w.read_calls_per_event, 3)
         );
         let _ = writeln!(
             out,
-            "  Responses / event:       {:.3}",
-            w.responses_per_event
+            "  Responses / event:       {}",
+            num(w.responses_per_event, 3)
         );
-        if let Some(f) = w.data_frames_in_per_event {
-            let _ = writeln!(out, "  h2 DATA frames / event:  {f:.3}");
-        }
-        if let (Some(f), Some(c)) = (w.chunk_framing_bytes_per_event, w.chunks_per_event) {
+        if r.proto == Proto::Grpc.name() {
             let _ = writeln!(
                 out,
-                "  Chunks / event:          {c:.3} ({f:.1} B of chunk framing)"
+                "  h2 DATA frames / event:  {}",
+                num(w.data_frames_in_per_event, 3)
+            );
+        }
+        if r.proto == Proto::Http.name() {
+            let _ = writeln!(
+                out,
+                "  Chunks / event:          {} ({} B of chunk framing)",
+                num(w.chunks_per_event, 3),
+                num(w.chunk_framing_bytes_per_event, 1)
             );
         }
         if let Some(c) = &r.compaction {

@@ -54,28 +54,30 @@ impl Latencies {
         self.max_ns = self.max_ns.max(other.max_ns);
     }
 
-    pub fn mean_ns(&self) -> f64 {
-        if self.count == 0 {
-            return 0.0;
-        }
-        self.sum_ns as f64 / self.count as f64
+    /// The mean; None without a latency (nothing to average).
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_ns as f64 / self.count as f64)
     }
 
-    /// Population standard deviation.
-    pub fn stddev_ns(&self) -> f64 {
-        if self.count == 0 {
-            return 0.0;
-        }
+    /// Population standard deviation; None without a latency.
+    pub fn stddev_ns(&self) -> Option<f64> {
+        let mean = self.mean_ns()?;
         let n = self.count as f64;
-        let mean = self.sum_ns as f64 / n;
-        (self.sum_sq_ns as f64 / n - mean * mean).max(0.0).sqrt()
+        Some((self.sum_sq_ns as f64 / n - mean * mean).max(0.0).sqrt())
     }
 
-    pub fn quantile_ns(&self, q: f64) -> u64 {
-        if self.count == 0 {
-            return 0;
-        }
-        self.hist.value_at_quantile(q)
+    /// Quantile `q`; None without a latency.
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        (self.count > 0).then(|| self.hist.value_at_quantile(q))
+    }
+
+    /// The exact extremes; None without a latency (not the u64::MAX the minimum starts from).
+    pub fn fastest_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.min_ns)
+    }
+
+    pub fn slowest_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.max_ns)
     }
 }
 
@@ -128,13 +130,9 @@ impl TimeSlot {
         );
     }
 
-    /// Latency quantile `q` of the successful requests, in ms (0 without any).
-    pub fn quantile_ms(&self, q: f64) -> f64 {
-        if self.ok == 0 {
-            0.0
-        } else {
-            self.hist.value_at_quantile(q) as f64 / 1000.0
-        }
+    /// Latency quantile `q` of the successful requests, in ms (None without any).
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        (self.ok > 0).then(|| self.hist.value_at_quantile(q) as f64 / 1000.0)
     }
 
     /// Empties the slot, keeping its histogram's allocation.
@@ -242,12 +240,23 @@ mod tests {
             l.record(Duration::from_micros(us));
         }
         assert_eq!(l.count, 4);
-        assert_eq!(l.mean_ns(), 250_000.0);
+        assert_eq!(l.mean_ns(), Some(250_000.0));
         // population stddev of 100,200,300,400 µs = 111.803 µs
-        assert!((l.stddev_ns() - 111_803.398).abs() < 1.0);
-        assert_eq!(l.min_ns, 100_000);
-        assert_eq!(l.max_ns, 400_000);
-        let p50 = l.quantile_ns(0.5) as f64;
+        assert!((l.stddev_ns().unwrap() - 111_803.398).abs() < 1.0);
+        assert_eq!(
+            (l.fastest_ns(), l.slowest_ns()),
+            (Some(100_000), Some(400_000))
+        );
+        let p50 = l.quantile_ns(0.5).unwrap() as f64;
         assert!((p50 - 200_000.0).abs() / 200_000.0 < 0.001);
+    }
+
+    #[test]
+    fn no_latency_has_no_figures() {
+        let l = Latencies::default();
+        assert_eq!((l.mean_ns(), l.stddev_ns()), (None, None));
+        assert_eq!((l.fastest_ns(), l.slowest_ns()), (None, None));
+        assert_eq!(l.quantile_ns(0.5), None);
+        assert_eq!(TimeSlot::precise().quantile_ms(0.5), None);
     }
 }

@@ -48,13 +48,13 @@ impl ConnRecord {
 
     /// What a fold keeps apart: records are summed only within one kind, so the figures that
     /// depend on it (IPv6 headers by endpoint, TCP timestamps, TCP_INFO coverage, drained
-    /// closes) stay exact.
-    fn kind(&self) -> (usize, bool, bool, Option<bool>) {
+    /// closes, closes whose segments are known) stay exact.
+    fn kind(&self) -> (usize, bool, bool, Option<(bool, bool)>) {
         (
             self.endpoint,
             self.tcp.is_some(),
             self.tcp.is_some_and(|t| t.timestamps),
-            self.close.map(|c| c.drained),
+            self.close.map(|c| (c.drained, c.segs_out.is_some())),
         )
     }
 
@@ -130,8 +130,14 @@ impl ConnSet {
                 let mut f = ConnRecord {
                     endpoint: rec.endpoint,
                     tcp: rec.tcp.map(|_| TcpInfo::default()),
+                    // a fold of closes with known segments starts from 0 of each, one of
+                    // unknown ones stays unknown
                     close: rec.close.map(|c| CloseRecord {
                         drained: c.drained,
+                        segs_out: c.segs_out.map(|_| 0),
+                        segs_in: c.segs_in.map(|_| 0),
+                        data_segs_out: c.data_segs_out.map(|_| 0),
+                        data_segs_in: c.data_segs_in.map(|_| 0),
                         ..CloseRecord::default()
                     }),
                     ..ConnRecord::default()
@@ -364,6 +370,9 @@ mod fold_tests {
             close: Some(CloseRecord {
                 bytes_out: 1,
                 bytes_in: 2,
+                // TCP_INFO read at both ends of the close, but for every seventh
+                segs_out: (!i.is_multiple_of(7)).then_some(2),
+                segs_in: (!i.is_multiple_of(7)).then_some(3),
                 drained: !i.is_multiple_of(4),
                 ..CloseRecord::default()
             }),
@@ -398,6 +407,9 @@ mod fold_tests {
             |r| r.tcp.map_or(0, |t| t.segs_out + t.retransmits),
             |r| r.tls.map_or(0, |t| t.resumed + t.handshakes),
             |r| r.close.map_or(0, |c| c.bytes_in),
+            // a fold of closes with known segments keeps their sum (it began at None once)
+            |r| r.close.and_then(|c| c.segs_out).unwrap_or(0),
+            |r| r.close.and_then(|c| c.segs_in).unwrap_or(0),
         ] {
             assert_eq!(sum(f), want(f));
         }
@@ -411,6 +423,7 @@ mod fold_tests {
             (|r: &ConnRecord| r.tcp.is_none()) as fn(&ConnRecord) -> bool,
             |r| r.tcp.is_some_and(|t| t.timestamps),
             |r| r.close.is_some_and(|c| c.drained),
+            |r| r.close.is_some_and(|c| c.segs_out.is_none()),
             |r| r.endpoint == 1,
         ] {
             assert_eq!(with(pred), truth(pred));

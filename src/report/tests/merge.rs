@@ -116,15 +116,18 @@ fn merged_counts_are_sums_and_percentiles_those_of_every_latency() {
     assert_eq!(r.window.start_unix_us, 1_764_671_400_000_000);
     assert_eq!(r.window.end_unix_us, 1_764_671_403_040_000);
     // exact extremes; mean and stddev pooled from the agents' (float rounding only)
-    assert_eq!((r.summary.fastest_ms, r.summary.slowest_ms), (1.0, 5000.0));
+    assert_eq!(
+        (r.summary.fastest_ms, r.summary.slowest_ms),
+        (Some(1.0), Some(5000.0))
+    );
     let mean = every.iter().sum::<u64>() as f64 / ok as f64;
     let var = every
         .iter()
         .map(|&v| (v as f64 - mean).powi(2))
         .sum::<f64>()
         / ok as f64;
-    assert!((r.summary.average_ms - mean).abs() < 1e-9 * mean);
-    assert!((r.summary.stddev_ms - var.sqrt()).abs() < 1e-6 * var.sqrt());
+    assert!((r.summary.average_ms.unwrap() - mean).abs() < 1e-9 * mean);
+    assert!((r.summary.stddev_ms.unwrap() - var.sqrt()).abs() < 1e-6 * var.sqrt());
     // the window's cost: summed numerators over the summed requests written (k = 1 + 2 + 3)
     let written = ok + failed;
     assert_eq!(r.cost.requests, written);
@@ -165,7 +168,7 @@ fn merged_counts_are_sums_and_percentiles_those_of_every_latency() {
     assert_eq!(r.per_endpoint[0].ok, ok);
     assert_eq!(
         r.per_endpoint[0].p99_ms,
-        derive::distribution(&all)[6].latency_ms
+        Some(derive::distribution(&all)[6].latency_ms)
     );
     // the merged report is a report of the same schema, whose histogram is the merged one
     let again = hdr::decode(&r.histograms.latency).unwrap();
@@ -248,12 +251,12 @@ fn what_cannot_be_merged_is_refused_in_one_line() {
     );
     one_line(Source::parse("a.json", "{]").unwrap_err(), "not JSON");
     // another schema version, another kind of document
-    let v2 = a.replace(SCHEMA, "wirebench.report.v2");
+    let v3 = a.replace(SCHEMA, "wirebench.report.v3");
     one_line(
-        Source::parse("old.json", &v2).unwrap_err(),
-        "old.json: schema wirebench.report.v2",
+        Source::parse("old.json", &v3).unwrap_err(),
+        "old.json: schema wirebench.report.v3",
     );
-    let sweep = r#"{"schema": "wirebench.sweep.v1", "rows": []}"#;
+    let sweep = r#"{"schema": "wirebench.sweep.v2", "rows": []}"#;
     one_line(
         Source::parse("s.json", sweep).unwrap_err(),
         "not a run report",
@@ -330,4 +333,95 @@ fn a_float_written_to_a_report_reads_back_exactly() {
     let text = serde_json::to_string(&written).unwrap();
     assert_eq!(text, "21637.802666666666");
     assert_eq!(serde_json::from_str::<f64>(&text).unwrap(), written);
+}
+
+/// An agent whose measured requests all failed before a byte was written (no connection), its
+/// one earlier connection without TCP_INFO, closed with its segments unknown.
+fn agent_without_figures(start_ms: u64) -> ProtoRun {
+    let mut r = agent_run(&[], 4, start_ms, 1, 1);
+    r.stats.written = 0;
+    r.stats.conns = vec![ConnRecord {
+        close: Some(CloseRecord {
+            bytes_out: 9,
+            drained: true,
+            ..CloseRecord::default()
+        }),
+        ..conn(0, 0, 0, 0, None)
+    }];
+    r
+}
+
+#[test]
+fn a_merge_of_figures_never_measured_is_null_too() {
+    // two agents that measured no figure: the merge has none either (not 0)
+    let a = json(agent_without_figures(0), "a");
+    let b = json(agent_without_figures(5), "b");
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+    assert_eq!(
+        v["runs"][0]["cost"]["client_cpu_us_per_request"],
+        Value::Null
+    );
+    let m = merge(&[source("a.json", &a), source("b.json", &b)]).unwrap();
+    let r = &m.runs[0];
+    assert_eq!((r.summary.count, r.summary.ok, r.cost.requests), (8, 0, 0));
+    let s = &r.summary;
+    assert_eq!(
+        (s.fastest_ms, s.slowest_ms, s.average_ms, s.stddev_ms),
+        (None, None, None, None)
+    );
+    assert!(r.histogram.is_empty() && r.latency_distribution.is_empty());
+    // the costs' counts are summed; there is nothing to divide them by
+    assert_eq!(r.cost.client_cpu_user_us, 2000);
+    assert_eq!(r.cost.syscalls, Some(140));
+    assert_eq!(r.cost.client_cpu_us_per_request, None);
+    assert_eq!(r.cost.syscalls_per_request, None);
+    assert_eq!(r.wire.requests_on_wire, 0);
+    assert_eq!(r.wire.bytes_out_per_request, None);
+    assert_eq!(r.wire.segments_out_per_request, None);
+    assert_eq!((r.wire.close.connections, r.wire.close.bytes_out), (2, 18));
+    assert_eq!(r.wire.close.segments_out, None);
+    assert_eq!(r.wire.close.connections_without_segments, 2);
+    assert_eq!(r.per_endpoint[0].p99_ms, None);
+    let rows = r.agents.as_ref().unwrap();
+    assert_eq!(
+        (rows[0].p50_ms, rows[0].client_cpu_us_per_request),
+        (None, None)
+    );
+    // the text says n/a where the report says null
+    let text = crate::report::text::render(&m);
+    for start in ["Average:", "Client CPU / request:", "Bytes out / request:"] {
+        let l = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no {start}:\n{text}"));
+        assert!(l.contains("n/a"), "{l}");
+    }
+    // and the merge is a report that merges again
+    assert!(merge(&[source("ab.json", &m.to_json())]).is_ok());
+
+    // with an agent that measured: its figures, not pulled toward 0 by the other's absence
+    let runs = three();
+    let (l, f, st, secs, k) = &runs[0];
+    let measured = agent_run(l, *f, *st, *secs, *k);
+    let original = RunReport::from_run(&measured, &endpoints(), &[], false);
+    let c = json(measured, "c");
+    let m = merge(&[source("a.json", &a), source("c.json", &c)]).unwrap();
+    let r = &m.runs[0];
+    let (o, s) = (&original.summary, &r.summary);
+    assert_eq!((s.fastest_ms, s.slowest_ms), (o.fastest_ms, o.slowest_ms));
+    assert_eq!((s.average_ms, s.stddev_ms), (o.average_ms, o.stddev_ms));
+    // the window's cost: both agents' CPU over the one agent's requests written
+    assert_eq!(r.cost.requests, original.cost.requests);
+    close(
+        r.cost.client_cpu_us_per_request,
+        (1500.0 + 1500.0) / original.cost.requests as f64,
+    );
+    // the closes: the unknown one counted apart, the known ones none (no close in c)
+    assert_eq!(r.wire.close.segments_out, None);
+    assert_eq!(r.wire.close.connections_without_segments, 1);
+    // the segments: c's connection with TCP_INFO over its requests
+    assert_eq!(
+        r.wire.segments_out_per_request,
+        original.wire.segments_out_per_request
+    );
 }

@@ -107,18 +107,25 @@ pub(super) fn tcp(segs_out: u64, segs_in: u64, timestamps: bool) -> TcpInfo {
     }
 }
 
-/// `got` is `want` within HDR's 3 significant digits.
+/// `got` (a figure, or one that may be missing: it must be there) is `want` within HDR's 3
+/// significant digits.
 #[track_caller]
-pub(super) fn hdr(got: f64, want: f64) {
+pub(super) fn hdr(got: impl Into<Option<f64>>, want: f64) {
+    let got = got
+        .into()
+        .unwrap_or_else(|| panic!("no figure, {want} wanted"));
     assert!(
         (got - want).abs() <= want * 1e-3,
         "{got} is not {want} within 0.1%"
     );
 }
 
-/// `got` is `want` up to float rounding (a square root).
+/// `got` (that must be there) is `want` up to float rounding (a square root).
 #[track_caller]
-fn close(got: f64, want: f64) {
+fn close(got: impl Into<Option<f64>>, want: f64) {
+    let got = got
+        .into()
+        .unwrap_or_else(|| panic!("no figure, {want} wanted"));
     assert!((got - want).abs() <= want.abs() * 1e-12, "{got} != {want}");
 }
 
@@ -138,6 +145,7 @@ fn counts(b: &[Bucket]) -> Vec<u64> {
 }
 
 mod merge;
+mod nulls;
 mod runs;
 mod summary;
 mod wire;

@@ -22,15 +22,18 @@ fn open_loop_rate_lag_and_uncorrected_latency() {
     let o = report(&r).open_loop.expect("open loop");
     assert_eq!(o.target_rate, 100.0);
     // 150 written / 2 s (count / 2 s would be 80)
-    assert_eq!(o.achieved_rate, 75.0);
+    assert_eq!(o.achieved_rate, Some(75.0));
     assert_eq!((o.expired_sends, o.late_sends), (10, 12));
     assert_eq!(o.timer, Some("timerfd"));
     // 50 ms / 100 sends
-    assert_eq!((o.average_send_lag_ms, o.max_send_lag_ms), (0.5, 3.0));
+    assert_eq!(
+        (o.average_send_lag_ms, o.max_send_lag_ms),
+        (Some(0.5), Some(3.0))
+    );
     // uncorrected 1, 2, 3, 4 ms: average 2.5, slowest 4
     assert_eq!(
         (o.uncorrected_average_ms, o.uncorrected_slowest_ms),
-        (2.5, 4.0)
+        (Some(2.5), Some(4.0))
     );
     // of 4: p10 and p25 the 1st, p50 the 2nd, p75 the 3rd, p90 and up the 4th
     hdr_all(
@@ -38,16 +41,17 @@ fn open_loop_rate_lag_and_uncorrected_latency() {
         [1.0, 1.0, 2.0, 3.0, 4.0, 4.0, 4.0, 4.0, 4.0],
     );
 
-    // nothing lagged, nothing uncorrected, a zero window: zeros, not NaN
+    // nothing lagged, nothing uncorrected, a zero window: null, neither 0 nor NaN
     let mut r = run(Proto::Grpc);
     r.rate = Some(100.0);
     r.elapsed = Duration::ZERO;
     r.stats.written = 10;
     let o = report(&r).open_loop.expect("open loop");
-    assert_eq!((o.achieved_rate, o.average_send_lag_ms), (0.0, 0.0));
+    assert_eq!((o.achieved_rate, o.average_send_lag_ms), (None, None));
+    assert_eq!(o.max_send_lag_ms, None);
     assert_eq!(
         (o.uncorrected_average_ms, o.uncorrected_slowest_ms),
-        (0.0, 0.0)
+        (None, None)
     );
     assert!(o.uncorrected_distribution.is_empty());
     assert_eq!(o.timer, None);
@@ -75,7 +79,7 @@ fn per_endpoint_in_endpoint_order_with_roles() {
     assert_eq!(e0.role.as_deref(), Some("leader"));
     assert_eq!((e0.count, e0.ok, e0.failed), (12, 10, 2));
     // 12 / 2 s
-    assert_eq!(e0.requests_per_sec, 6.0);
+    assert_eq!(e0.requests_per_sec, Some(6.0));
     // of 10: p50 the 5th, p90 the 9th, p99 the 10th
     hdr(e0.p50_ms, 5.0);
     hdr(e0.p90_ms, 9.0);
@@ -84,9 +88,9 @@ fn per_endpoint_in_endpoint_order_with_roles() {
     // no role known for it
     assert_eq!(e1.role, None);
     assert_eq!((e1.count, e1.ok, e1.failed), (4, 0, 4));
-    assert_eq!(e1.requests_per_sec, 2.0);
-    // no successful request: no latency
-    assert_eq!((e1.p50_ms, e1.p90_ms, e1.p99_ms), (0.0, 0.0, 0.0));
+    assert_eq!(e1.requests_per_sec, Some(2.0));
+    // no successful request: no latency (null, not 0)
+    assert_eq!((e1.p50_ms, e1.p90_ms, e1.p99_ms), (None, None, None));
 }
 
 #[test]
@@ -114,21 +118,25 @@ fn timeline_buckets_by_width() {
         ],
     };
     let t = report(&r).timeline;
-    let rows: Vec<(u64, u64, u64, u64, f64)> = t
+    let rows: Vec<(u64, u64, u64, u64, Option<f64>)> = t
         .iter()
         .map(|p| (p.t_s, p.width_s, p.ok, p.errors, p.requests_per_sec))
         .collect();
     // starts 0, 2, 4 s; (ok + errors) / 2 s
     assert_eq!(
         rows,
-        [(0, 2, 6, 2, 4.0), (2, 2, 0, 4, 2.0), (4, 2, 2, 0, 1.0)]
+        [
+            (0, 2, 6, 2, Some(4.0)),
+            (2, 2, 0, 4, Some(2.0)),
+            (4, 2, 2, 0, Some(1.0))
+        ]
     );
     // of 6: p50 the 3rd (100 µs), p99 the 6th (200 µs)
-    assert_eq!((t[0].p50_ms, t[0].p99_ms), (0.1, 0.2));
-    // errors only: no latency
-    assert_eq!((t[1].p50_ms, t[1].p99_ms), (0.0, 0.0));
+    assert_eq!((t[0].p50_ms, t[0].p99_ms), (Some(0.1), Some(0.2)));
+    // errors only: no latency (null, not 0)
+    assert_eq!((t[1].p50_ms, t[1].p99_ms), (None, None));
     // of 2: p50 the 1st, p99 the 2nd
-    assert_eq!((t[2].p50_ms, t[2].p99_ms), (0.05, 0.25));
+    assert_eq!((t[2].p50_ms, t[2].p99_ms), (Some(0.05), Some(0.25)));
 }
 
 #[test]
@@ -187,11 +195,11 @@ fn memory_per_connection_and_per_request_in_flight() {
         (10_000, 12_000, 14_000, 15_000)
     );
     // (14_000 - 10_000) KiB × 1024 = 4_096_000 B; / 4 connections; / 16 clients
-    assert_eq!(m.rss_per_connection_bytes, 1_024_000.0);
-    assert_eq!(m.rss_per_in_flight_bytes, 256_000.0);
+    assert_eq!(m.rss_per_connection_bytes, Some(1_024_000.0));
+    assert_eq!(m.rss_per_in_flight_bytes, Some(256_000.0));
     assert!(m.includes_server);
 
-    // RSS fell below the baseline: nothing grew (no wrap-around)
+    // RSS fell below the baseline: nothing grew (no wrap-around), a measured 0
     r.memory = Some(Memory {
         rss_steady_kib: 9_000,
         ..r.memory.expect("set above")
@@ -199,7 +207,7 @@ fn memory_per_connection_and_per_request_in_flight() {
     let m = report(&r).memory.expect("memory");
     assert_eq!(
         (m.rss_per_connection_bytes, m.rss_per_in_flight_bytes),
-        (0.0, 0.0)
+        (Some(0.0), Some(0.0))
     );
     assert!(!m.includes_server);
 }

@@ -35,50 +35,63 @@ fn summary_counts_rates_and_exact_latency() {
         (5, 9, 3, 1)
     );
     assert_eq!(s.total_s, 2.0);
-    assert_eq!((s.fastest_ms, s.slowest_ms), (1.0, 8.0));
+    assert_eq!((s.fastest_ms, s.slowest_ms), (Some(1.0), Some(8.0)));
     // (1 + ... + 8) / 8 = 36 / 8
-    assert_eq!(s.average_ms, 4.5);
+    assert_eq!(s.average_ms, Some(4.5));
     // population variance of 1..=8 is (8² - 1) / 12 = 5.25 ms²
     close(s.stddev_ms, 5.25f64.sqrt());
     // count / total_s = 10 / 2; ok / total_s = 8 / 2
-    assert_eq!((s.requests_per_sec, s.ok_per_sec), (5.0, 4.0));
+    assert_eq!((s.requests_per_sec, s.ok_per_sec), (Some(5.0), Some(4.0)));
     assert_eq!(rep.per_connection.len(), 1);
     assert_eq!(rep.per_connection[0].requests, 14);
     assert_eq!(rep.sample_response, r.sample);
 }
 
 #[test]
-fn an_empty_run_reports_zeros_and_absences() {
+fn an_empty_run_reports_zero_counts_and_null_figures() {
     let mut r = run(Proto::Grpc);
     r.elapsed = Duration::ZERO;
     let rep = report(&r);
     let s = &rep.summary;
     assert_eq!((rep.proto, rep.title), ("grpc", "gRPC"));
-    // no latency: 0, not the u64::MAX the empty minimum starts from
+    // no latency: none, neither 0 nor the u64::MAX the empty minimum starts from
     assert_eq!(
         (s.fastest_ms, s.slowest_ms, s.average_ms, s.stddev_ms),
-        (0.0, 0.0, 0.0, 0.0)
+        (None, None, None, None)
     );
     // a zero window gives no rate rather than a division by zero
-    assert_eq!((s.requests_per_sec, s.ok_per_sec), (0.0, 0.0));
+    assert_eq!((s.requests_per_sec, s.ok_per_sec), (None, None));
     assert!(rep.histogram.is_empty());
     assert!(rep.latency_distribution.is_empty());
-    assert_eq!(rep.percentile_ms(50.0), 0.0);
+    assert_eq!(rep.percentile_ms(50.0), None);
     assert!(rep.status_distribution.is_empty() && rep.error_distribution.is_empty());
     assert!(rep.per_endpoint.is_empty() && rep.timeline.is_empty());
     assert!(rep.connect_times.is_none() && rep.memory.is_none());
     assert!(rep.open_loop.is_none());
-    // nothing written: every per-request figure is 0, none divides by zero
+    // nothing written: the counts are 0, every per-request figure is null (not 0), none
+    // divides by zero
     assert_eq!(rep.cost.requests, 0);
-    assert_eq!(rep.cost.client_cpu_us_per_request, 0.0);
+    assert_eq!(rep.cost.client_cpu_us_per_request, None);
     assert_eq!(rep.wire.connections_opened, 0);
-    assert_eq!(rep.wire.requests_per_connection, 0.0);
-    assert_eq!(rep.wire.bytes_out_per_request, 0.0);
-    assert_eq!(rep.wire.segments_out_per_request, 0.0);
-    assert_eq!(rep.wire.wire_bytes_out_per_request, 0.0);
+    assert_eq!(rep.wire.requests_per_connection, None);
+    assert_eq!(rep.wire.bytes_out_per_request, None);
+    assert_eq!(rep.wire.segments_out_per_request, None);
+    assert_eq!(rep.wire.wire_bytes_out_per_request, None);
     assert_eq!(rep.wire.connect_error, None);
     assert!(rep.wire.layers.is_none() && rep.wire.tls.is_none());
     assert_eq!(rep.wire.close.connections, 0);
+    assert_eq!(rep.wire.close.segments_out, None);
+    // null in JSON
+    let json = serde_json::to_value(&rep).unwrap();
+    for path in [
+        "/summary/average_ms",
+        "/summary/requests_per_sec",
+        "/cost/client_cpu_us_per_request",
+        "/wire/bytes_out_per_request",
+        "/wire/close/segments_out",
+    ] {
+        assert_eq!(json.pointer(path), Some(&Value::Null), "{path}");
+    }
 }
 
 #[test]
@@ -94,8 +107,8 @@ fn latency_distribution_is_the_hdr_percentiles() {
     );
     hdr(rep.percentile_ms(50.0), 5.0);
     hdr(rep.percentile_ms(99.0), 10.0);
-    // a percentile that is not in the list reads 0
-    assert_eq!(rep.percentile_ms(42.0), 0.0);
+    // a percentile that is not in the list has no value
+    assert_eq!(rep.percentile_ms(42.0), None);
 }
 
 #[test]
@@ -201,15 +214,18 @@ fn classes_are_reported_apart_over_the_same_window() {
     let rep = &whole.runs[0];
     assert_eq!(rep.summary.count, 5, "the summary covers every class");
     let c = rep.classes.as_ref().expect("classes");
-    let rows: Vec<(&str, u64, u64, u64, f64)> = c
+    let rows: Vec<(&str, u64, u64, u64, Option<f64>)> = c
         .iter()
         .map(|c| (c.class, c.count, c.ok, c.failed, c.requests_per_sec))
         .collect();
-    assert_eq!(rows, [("read", 3, 3, 0, 1.5), ("write", 2, 1, 1, 1.0)]);
-    assert_eq!(c[1].ok_per_sec, 0.5);
+    assert_eq!(
+        rows,
+        [("read", 3, 3, 0, Some(1.5)), ("write", 2, 1, 1, Some(1.0))]
+    );
+    assert_eq!(c[1].ok_per_sec, Some(0.5));
     assert_eq!(
         (c[0].fastest_ms, c[0].slowest_ms, c[0].average_ms),
-        (1.0, 3.0, 2.0)
+        (Some(1.0), Some(3.0), Some(2.0))
     );
     hdr(percentile_in(&c[1].latency_distribution, 99.0), 10.0);
     let text = crate::report::text::render(&whole);
