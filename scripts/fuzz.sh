@@ -31,9 +31,10 @@ usage() {
 # shellcheck source=scripts/common.sh
 source "$(dirname "$0")/common.sh"
 
-# Fuzzing cannot run here: say why in one line and exit 3 (scripts/test.sh skips on that).
+# Fuzzing cannot run here: say why in one line and exit 3 (scripts/test.sh fails on that, as
+# on a crash).
 cannot_run() {
-    printf 'fuzz: skipped: %s\n' "$*"
+    printf 'fuzz: cannot run here: %s\n' "$*"
     exit 3
 }
 

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it (.ci/run execs this): install what the tests need when it is
-# absent (etcd, tshark, perf, h2load and nghttp, chromium, Python's grpcio with its tools and
-# reflection, hypercorn, hdrhistogram and kubernetes-validate, cargo-fuzz), then the Kubernetes
-# manifests against the schemas kubernetes-validate ships (offline), rustfmt, clippy with
-# warnings denied, the test suite, and every fuzz target for 20 s
-# (WIREBENCH_FUZZ_SECONDS; nightly, or the stable toolchain with RUSTC_BOOTSTRAP=1).
+# absent (etcd, tshark, perf, h2load and nghttp, chromium, Prometheus' promtool, cargo-fuzz, and
+# Python's grpcio with its tools and reflection, hypercorn, hdrhistogram and kubernetes-validate
+# in a virtual environment of this script's own), then the Kubernetes manifests against the
+# schemas kubernetes-validate ships (offline), rustfmt, clippy with warnings denied, the test
+# suite, and every fuzz target for 20 s (WIREBENCH_FUZZ_SECONDS; nightly, or the stable
+# toolchain with RUSTC_BOOTSTRAP=1). A fuzz target that cannot run fails the check;
+# WIREBENCH_FUZZ_SECONDS=0 skips fuzzing, and the last line says so.
 #
-# Works unattended as root on a fresh Debian 12 (no stdin, CI=true); as another user it uses
-# sudo for apt-get. Set WIREBENCH_SKIP_INSTALL=1 to never call apt-get.
+# The Python packages go into WIREBENCH_VENV (default ~/.cache/wirebench/venv, kept between
+# runs and clones), never into the system interpreter (Debian marks it externally managed,
+# PEP 668). Its bin/ goes first on PATH, so every `python3` of the tests is its python; to run
+# one test by hand the same way: PATH=~/.cache/wirebench/venv/bin:$PATH cargo test --test NAME
+#
+# Works unattended as root on a fresh Debian 12 (no stdin, CI=true), with the system's Python
+# only or none; as another user it uses sudo for apt-get. Set WIREBENCH_SKIP_INSTALL=1 to
+# install nothing (no apt-get, no pip): the virtual environment is used when it exists, else
+# python3 as found.
 #
 # Tests run in the dev profile: building h2/tokio in release takes about twice as long on two
 # cores, and the suite's checks (counts, bytes, syscalls) do not depend on optimisation.
@@ -97,21 +106,13 @@ else
         echo "perf: installing linux-perf"
         apt_install linux-perf
     fi
-    # Interop tests (tests/interop.rs): nghttp2's h2load and nghttp, and Python's grpcio.
+    # Interop tests (tests/interop.rs): nghttp2's h2load and nghttp (grpcio: the virtual
+    # environment below).
     if command -v h2load >/dev/null 2>&1 && command -v nghttp >/dev/null 2>&1; then
         echo "h2load: $(h2load --version 2>/dev/null | head -n1)"
     else
         echo "h2load: installing nghttp2-client"
         apt_install nghttp2-client
-    fi
-    command -v python3 >/dev/null 2>&1 || die "python3 not found: the interop tests need it"
-    # tests/grpc_any.rs: its grpcio server also serves reflection.
-    if python3 -c 'import grpc, grpc_tools, grpc_reflection' >/dev/null 2>&1; then
-        echo "grpcio: $(python3 -c 'import grpc; print(grpc.__version__)')"
-    else
-        echo "grpcio: installing grpcio grpcio-tools grpcio-reflection with pip"
-        PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
-            grpcio grpcio-tools grpcio-reflection </dev/null
     fi
     # tests/results.rs loads the HTML report in a headless browser and takes a screenshot.
     if command -v chromium >/dev/null 2>&1; then
@@ -120,26 +121,74 @@ else
         echo "chromium: installing"
         apt_install chromium
     fi
-    # tests/http.rs: Hypercorn serves HTTP/1.1 and h2c on one port.
-    if python3 -c 'import hypercorn' >/dev/null 2>&1; then
-        echo "hypercorn: $(python3 -c 'import importlib.metadata as m; print(m.version("hypercorn"))')"
+    # tests/results.rs checks the /metrics page with Prometheus' own promtool; Debian ships it
+    # in the server's package, whose daemon apt_install keeps from starting.
+    if command -v promtool >/dev/null 2>&1; then
+        echo "promtool: $(promtool --version 2>&1 | head -n1)"
     else
-        echo "hypercorn: installing with pip"
-        PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
-            hypercorn </dev/null
+        echo "promtool: installing prometheus"
+        apt_install prometheus
     fi
-    # tests/merge.rs: HdrHistogram_py (PyPI hdrhistogram) reads the reports' histograms; the
-    # manifests of docs/kubernetes/ are validated offline with kubernetes-validate below.
-    if python3 -c 'import hdrh, kubernetes_validate' >/dev/null 2>&1; then
-        echo "hdrhistogram: $(python3 -c 'import importlib.metadata as m; print(m.version("hdrhistogram"))')," \
-            "kubernetes-validate: $(python3 -m kubernetes_validate --version)"
-    else
-        echo "hdrhistogram, kubernetes-validate: installing with pip"
-        PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
-            hdrhistogram kubernetes-validate </dev/null
+    # Python and its venv module for the virtual environment below (Debian puts ensurepip in
+    # python3-venv, and a fresh system may have no python3 at all).
+    if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+        echo "python3: installing python3 python3-venv"
+        apt_install python3 python3-venv
+        VENV_PYTHON=/usr/bin/python3
     fi
 fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd is missing: the etcd tests need it (apt-get install etcd-server)"
+command -v promtool >/dev/null 2>&1 ||
+    die "promtool is missing: tests/results.rs checks the metrics page with it (apt-get install prometheus)"
+
+# ---------------------------------------------------------------------------------------------
+section "Python packages (virtual environment)"
+# The tests' Python peers: grpcio with its tools and reflection (tests/interop.rs,
+# tests/h2_clients.rs, tests/grpc_any.rs), Hypercorn (tests/http.rs: HTTP/1.1 and h2c on one
+# port), HdrHistogram_py (tests/merge.rs reads the reports' histograms with it) and
+# kubernetes-validate (the manifests, below), in a virtual environment of this script's own.
+VENV="${WIREBENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/wirebench/venv}"
+PY_PACKAGES=(grpcio grpcio-tools grpcio-reflection hypercorn hdrhistogram kubernetes-validate)
+PY_IMPORTS='import grpc, grpc_tools, grpc_reflection, hypercorn, hdrh, kubernetes_validate'
+
+if [[ "${WIREBENCH_SKIP_INSTALL:-0}" != "1" ]]; then
+    mkdir -p "$(dirname "$VENV")"
+    # One run at a time makes and fills it: the clones and worktrees of a machine share it.
+    venv_lock=""
+    if command -v flock >/dev/null 2>&1; then
+        exec {venv_lock}>"$VENV.lock"
+        flock "$venv_lock"
+    fi
+    # One whose interpreter is gone (a Python removed or upgraded) is made again.
+    if [[ -e $VENV ]] && ! "$VENV/bin/python3" -c '' >/dev/null 2>&1; then
+        echo "venv: $VENV does not run, making it again"
+        rm -rf "$VENV"
+    fi
+    if [[ ! -e $VENV ]]; then
+        echo "venv: creating $VENV ($("${VENV_PYTHON:-python3}" --version 2>&1))"
+        "${VENV_PYTHON:-python3}" -m venv "$VENV" </dev/null
+    fi
+    if ! "$VENV/bin/python3" -c "$PY_IMPORTS" >/dev/null 2>&1; then
+        echo "venv: installing ${PY_PACKAGES[*]}"
+        "$VENV/bin/python3" -m pip install --quiet --disable-pip-version-check \
+            "${PY_PACKAGES[@]}" </dev/null
+    fi
+    if [[ -n $venv_lock ]]; then
+        exec {venv_lock}>&-
+    fi
+fi
+# Every `python3` from here on, the tests' included, is the virtual environment's.
+if [[ -x $VENV/bin/python3 ]]; then
+    export VIRTUAL_ENV="$VENV"
+    export PATH="$VENV/bin:$PATH"
+    unset PYTHONHOME
+    hash -r
+fi
+python3 -c "$PY_IMPORTS" >/dev/null 2>&1 ||
+    die "$(command -v python3 || echo python3) cannot import ${PY_PACKAGES[*]}: scripts/test.sh installs them into $VENV unless WIREBENCH_SKIP_INSTALL=1"
+echo "python3: $(command -v python3), $(python3 --version 2>&1)"
+python3 -c 'import importlib.metadata as m, sys; print(", ".join(f"{p} {m.version(p)}" for p in sys.argv[1:]))' \
+    "${PY_PACKAGES[@]}"
 
 # ---------------------------------------------------------------------------------------------
 section "toolchain"
@@ -159,8 +208,6 @@ rustc --version
 section "Kubernetes manifests (docs/kubernetes, offline schema check)"
 # kubernetes-validate carries the API schemas of every Kubernetes release it knows: no cluster
 # and no network. --strict refuses fields the schema does not have (a misspelt one).
-python3 -c 'import kubernetes_validate' >/dev/null 2>&1 ||
-    die "kubernetes-validate is missing: python3 -m pip install kubernetes-validate"
 python3 -m kubernetes_validate --strict --kubernetes-version 1.30.0 \
     docs/kubernetes/target.yaml docs/kubernetes/agents.yaml
 
@@ -181,16 +228,25 @@ section "fuzz targets"
 # scripts/fuzz.sh picks the toolchain (nightly, else stable with RUSTC_BOOTSTRAP=1), installs
 # cargo-fuzz when absent (not with WIREBENCH_SKIP_INSTALL=1), builds every target and runs each
 # for WIREBENCH_FUZZ_SECONDS (20) against fuzz/corpus/TARGET, printing its runs and coverage.
-# Exit 3: it said in one line why fuzzing cannot run here, so skip; any other failure (a crash,
-# with its file's path) fails the check. WIREBENCH_FUZZ_SECONDS=0 skips the section.
-fuzz_rc=0
+# Exit 3: it said in one line why fuzzing cannot run here, which fails the check as a crash
+# (with its file's path) does. WIREBENCH_FUZZ_SECONDS=0 skips the section, and the last line
+# says so.
+skipped=""
 if [[ "${WIREBENCH_FUZZ_SECONDS:-20}" == "0" ]]; then
+    skipped="fuzzing (skipped by WIREBENCH_FUZZ_SECONDS=0)"
     echo "skipped (WIREBENCH_FUZZ_SECONDS=0)"
 else
+    fuzz_rc=0
     scripts/fuzz.sh --seconds "${WIREBENCH_FUZZ_SECONDS:-20}" || fuzz_rc=$?
-fi
-if [[ $fuzz_rc -ne 0 && $fuzz_rc -ne 3 ]]; then
-    die "fuzz targets failed (see above)"
+    case $fuzz_rc in
+        0) ;;
+        3) die "the fuzz targets cannot run here (why: above); WIREBENCH_FUZZ_SECONDS=0 skips them" ;;
+        *) die "fuzz targets failed (see above)" ;;
+    esac
 fi
 
-section "all checks passed in $((SECONDS - started)) s"
+if [[ -n $skipped ]]; then
+    section "all checks passed except $skipped, in $((SECONDS - started)) s"
+else
+    section "all checks passed in $((SECONDS - started)) s"
+fi

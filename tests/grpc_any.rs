@@ -38,7 +38,8 @@ impl RichServer {
             .is_ok_and(|s| s.success());
         assert!(
             ok,
-            "python3 with grpcio, grpcio-tools and grpcio-reflection is needed (scripts/test.sh installs them)"
+            "python3 with grpcio, grpcio-tools and grpcio-reflection is needed: {}",
+            support::PYTHON_PEERS
         );
         let mut cmd = Command::new("python3");
         cmd.arg(manifest_dir().join("tests/interop/rich_server.py"))

@@ -214,7 +214,7 @@ struct Grpcio {
 
 impl Grpcio {
     /// Panics (never skips) when grpcio is missing: an interop test that skips itself would
-    /// pass exactly where it checks nothing. scripts/test.sh installs it.
+    /// pass exactly where it checks nothing. scripts/test.sh installs it (support::PYTHON_PEERS).
     fn start() -> Grpcio {
         use std::io::BufRead;
         use std::process::{Command, Stdio};
@@ -227,7 +227,7 @@ impl Grpcio {
         support::die_with_parent(&mut cmd);
         let mut child = cmd
             .spawn()
-            .unwrap_or_else(|e| panic!("python3 {script}: {e} (run scripts/test.sh)"));
+            .unwrap_or_else(|e| panic!("python3 {script}: {e}; {}", support::PYTHON_PEERS));
         let stdout = child.stdout.take().expect("piped");
         let mut line = String::new();
         let _ = std::io::BufReader::new(stdout).read_line(&mut line);
@@ -237,7 +237,10 @@ impl Grpcio {
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| {
                 let _ = child.kill();
-                panic!("{script} did not start (grpcio missing? run scripts/test.sh): {line:?}")
+                panic!(
+                    "{script} did not start: {line:?} (grpcio missing? {})",
+                    support::PYTHON_PEERS
+                )
             });
         Grpcio { child, addr }
     }

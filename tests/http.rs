@@ -68,7 +68,8 @@ impl PyServer {
             .is_ok_and(|s| s.success());
         assert!(
             ok,
-            "python3 with hypercorn is needed (scripts/test.sh installs it)"
+            "python3 with hypercorn is needed: {}",
+            support::PYTHON_PEERS
         );
         let port = support::unused_port();
         let mut cmd = Command::new("python3");

@@ -3,9 +3,10 @@
 //! * grpcio (Python, the reference gRPC C core) through `tests/interop/echo_client.py`;
 //! * nghttp2's `h2load` (h2c with prior knowledge, and HTTP/1.1) and `nghttp` (frame dumps).
 //!
-//! The tools are installed by `scripts/test.sh` (apt: nghttp2-client; pip: grpcio
-//! grpcio-tools). A missing tool FAILS the test with that hint: an interop test that skips
-//! itself would pass in exactly the setup where it checks nothing.
+//! The tools are installed by `scripts/test.sh` (apt: nghttp2-client; grpcio and grpcio-tools
+//! into its own virtual environment, first on PATH). A missing tool FAILS the test with that
+//! hint: an interop test that skips itself would pass in exactly the setup where it checks
+//! nothing.
 //!
 //! Each test starts its own server on `127.0.0.1:0`, reads the bound address from the
 //! "listening on ADDR" line on its stderr, and kills it on drop. Every subprocess runs under a
@@ -223,7 +224,10 @@ fn python_grpcio_client_calls_echo() {
     require(
         "python3",
         &["-c", "import grpc, grpc_tools"],
-        "Python's grpcio and grpcio-tools (pip install grpcio grpcio-tools)",
+        &format!(
+            "Python's grpcio and grpcio-tools ({})",
+            support::PYTHON_PEERS
+        ),
     );
     let server = Server::start(&[]);
     let script = manifest_dir().join("tests/interop/echo_client.py");

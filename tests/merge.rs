@@ -5,8 +5,8 @@
 //! HdrHistogram_py, another implementation). A report's histograms read by HdrHistogram_py
 //! give the percentiles wirebench printed. And merge's and --start-at's refusals.
 //!
-//! Needs python3 with PyPI's `hdrhistogram` (scripts/test.sh installs it); a missing one fails
-//! the test with that hint.
+//! Needs python3 with PyPI's `hdrhistogram` (scripts/test.sh installs it into its virtual
+//! environment); a missing one fails the test with that hint.
 
 mod support;
 
@@ -24,9 +24,6 @@ use support::{
     Run, ServeProcess, assert_one_error_line, f64_at, run_bounded, run_bounded_on_thread,
     run_command, u64_at,
 };
-
-const INSTALL_HINT: &str =
-    "install it with `python3 -m pip install hdrhistogram` (scripts/test.sh does)";
 
 /// The test's own decoding of a report's histogram: base64, then the crate's V2 reader.
 fn decode(text: &str) -> Histogram<u64> {
@@ -50,7 +47,8 @@ fn hdr_check(args: &[&str]) -> Value {
     assert_eq!(
         run.code,
         Some(0),
-        "hdr_check.py {args:?} failed ({INSTALL_HINT}): {}",
+        "hdr_check.py {args:?} failed (it needs PyPI's hdrhistogram: {}): {}",
+        support::PYTHON_PEERS,
         run.stderr
     );
     serde_json::from_str(&run.stdout).expect("hdr_check.py prints JSON")

@@ -12,7 +12,8 @@ Generates stubs at run time from crates/wire/proto/echo.proto and health.proto w
 Prints one JSON summary line on stdout and exits 0; on any failure prints "FAIL: ..." on stderr
 and exits 1 (2 when grpcio / grpcio-tools are missing or the stubs cannot be generated).
 
-Needs: pip install grpcio grpcio-tools (scripts/test.sh installs them).
+Needs grpcio and grpcio-tools: scripts/test.sh installs them into its own virtual environment
+(~/.cache/wirebench/venv) and runs the tests with its bin/ first on PATH.
 """
 
 from __future__ import annotations
@@ -224,8 +225,8 @@ def main() -> int:
         import grpc_tools  # noqa: F401
     except ImportError as e:
         print(
-            f"FAIL: {e}: install grpcio and grpcio-tools (scripts/test.sh does: "
-            "python3 -m pip install grpcio grpcio-tools)",
+            f"FAIL: {e}: run with the python3 of scripts/test.sh's virtual environment, "
+            "which has grpcio and grpcio-tools (~/.cache/wirebench/venv/bin/python3)",
             file=sys.stderr,
         )
         return 2

@@ -31,6 +31,12 @@ pub mod process;
 pub mod seccomp;
 pub mod serve;
 
+/// Where the tests' Python peers (grpcio with its tools and reflection, Hypercorn,
+/// HdrHistogram_py) come from, for the message of a test that cannot find them.
+pub const PYTHON_PEERS: &str = "scripts/test.sh installs them into its own virtual environment, \
+     ~/.cache/wirebench/venv (WIREBENCH_VENV), and runs the tests with its bin/ first on PATH; \
+     for one test by hand: PATH=~/.cache/wirebench/venv/bin:$PATH cargo test --test NAME";
+
 // Each test binary uses a different subset of these, too.
 #[allow(unused_imports)]
 pub use self::{
