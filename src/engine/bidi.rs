@@ -1,5 +1,6 @@
-//! gRPC clients that each keep one bidi stream open (etcd's `Lease/LeaseKeepAlive`): a request is
-//! one message out on the client's stream and its answer the next message back.
+//! gRPC clients that each keep one bidi stream open (lease keepalives): a request is one
+//! message out on the client's stream and its answer the next message back; the keepalive
+//! `Session`.
 //!
 //! A stream is opened on the client's first turn (and its open counted as that request's part
 //! of the connection's ledger); each later message counts one request on the connection. A
@@ -15,13 +16,13 @@ use std::time::Instant;
 use bytes::BytesMut;
 
 use crate::client::grpc::Bidi;
-use crate::engine::grpc::{Handle, Slot, timed_out};
-use crate::engine::plan::quota;
-use crate::engine::ramp::Gate;
-use crate::engine::worker::{Reconnect, Via, Worker};
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::Workload;
 use wirebench_wire::grpc::{self, Code};
+
+use super::grpc::{Handle, Slot, timed_out};
+use super::session::{Exchange, Session};
+use super::worker::{Turn, Via, Worker};
 
 /// A client's open stream and the connection it lives on.
 struct Open {
@@ -35,37 +36,56 @@ struct Open {
 /// Why an exchange on the stream gave no answer: the failure, the status it counts under.
 type Broken = (Option<StatusKey>, Failure);
 
-pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
-    let ctx = w.ctx.clone();
-    let quota = quota(&ctx, id);
-    let mut work = ctx.workload.for_client(id as u64);
-    let max_message = ctx.h2.max_recv_message;
-    // what arrived on the stream and was not taken yet
-    let mut rx = BytesMut::new();
-    let mut idx = id as u64;
-    let mut sent = 0u64;
-    let mut handle: Option<Handle> = None;
-    let mut stream: Option<Open> = None;
-    let mut reconnect = Reconnect::new();
-    let mut again = None;
-    let endpoint = slot.endpoint;
-    let mut gate = Gate::new(&w, id);
+/// One client and its stream.
+pub(super) struct Keepalive {
+    slot: Rc<Slot>,
+    handle: Option<Handle>,
+    stream: Option<Open>,
+    work: Workload,
+    max_message: usize,
+    /// what arrived on the stream and was not taken yet
+    rx: BytesMut,
+}
 
-    while let Some(turn) = w
-        .turn(&mut again, &mut gate, || {}, endpoint, sent, quota)
-        .await
-    {
-        let warm = turn.warm;
-        // --requests-per-conn: the connect is part of the request it precedes
-        let setup_from = ctx.requests_per_conn.map(|_| Instant::now());
-        if let Err(f) = slot.acquire(&w, &mut handle).await {
-            // boxed: the backoff's sleep would otherwise be in every client's future
-            if Box::pin(reconnect.connect_failed(&w, endpoint, warm, &mut sent, quota, f)).await {
-                continue;
-            }
-            break;
+impl Keepalive {
+    pub(super) fn new(w: &Worker, id: usize, slot: Rc<Slot>) -> Keepalive {
+        Keepalive {
+            slot,
+            handle: None,
+            stream: None,
+            work: w.ctx.workload.for_client(id as u64),
+            max_message: w.ctx.h2.max_recv_message,
+            rx: BytesMut::new(),
         }
-        reconnect.ok();
+    }
+}
+
+impl Session for Keepalive {
+    fn endpoint(&self) -> usize {
+        self.slot.endpoint
+    }
+
+    async fn ready(&mut self, w: &Worker) -> Result<(), Failure> {
+        self.slot.acquire(w, &mut self.handle).await
+    }
+
+    async fn exchange(
+        &mut self,
+        w: &Worker,
+        turn: Turn,
+        idx: u64,
+        setup_from: Option<Instant>,
+    ) -> Exchange {
+        let ctx = &w.ctx;
+        let Keepalive {
+            slot,
+            handle,
+            stream,
+            work,
+            max_message,
+            rx,
+        } = self;
+        let (endpoint, warm, max_message) = (slot.endpoint, turn.warm, *max_message);
         let Some(h) = handle.as_mut() else {
             let via = Via::on(Instant::now(), None);
             w.fail(
@@ -75,21 +95,19 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 Failure::new(FailureKind::Connect),
                 via,
             );
-            continue;
+            return Exchange::Done;
         };
         // a stream on a connection since replaced went with it
         if stream
             .as_ref()
             .is_some_and(|s| s.generation != h.generation)
         {
-            stream = None;
+            *stream = None;
             rx.clear();
         }
         let started = Instant::now();
         let via = Via::on(started, Some(h.port));
         work.next_grpc(idx);
-        idx += ctx.clients as u64;
-        sent += u64::from(!warm);
         let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
         let fresh = stream.is_none();
         if fresh {
@@ -97,7 +115,7 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
             let open = Bidi::open(&mut h.send, &h.ledger, work.call(endpoint), max_message);
             match tokio::time::timeout_at(deadline, Box::pin(open)).await {
                 Ok(Ok(bidi)) => {
-                    stream = Some(Open {
+                    *stream = Some(Open {
                         bidi,
                         generation: h.generation,
                         head: false,
@@ -106,46 +124,45 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 // a dead connection is replaced by the next turn's `acquire`
                 Ok(Err(f)) => {
                     w.fail(endpoint, warm, None, f, via);
-                    continue;
+                    return Exchange::Done;
                 }
                 Err(_) => {
                     w.fail(
                         endpoint,
                         warm,
                         None,
-                        timed_out("no stream opened", &ctx),
+                        timed_out("no stream opened", ctx),
                         via,
                     );
-                    continue;
+                    return Exchange::Done;
                 }
             }
         }
         let Some(open) = stream.as_mut() else {
-            continue;
+            return Exchange::Done;
         };
         // the open counted this request on the connection; every later message counts its own
         if !fresh {
             h.ledger.count_request();
         }
         if let Err(f) = open.bidi.send(work.grpc_request().clone()) {
-            stream = None;
+            *stream = None;
             rx.clear();
             w.fail(endpoint, warm, None, f, via);
-            continue;
+            return Exchange::Done;
         }
         w.wrote(warm);
         let answer =
-            tokio::time::timeout_at(deadline, exchange(open, &h.ledger, &mut rx, max_message))
-                .await;
+            tokio::time::timeout_at(deadline, answer(open, &h.ledger, rx, max_message)).await;
         match answer {
             Err(_) => {
                 // the answer may still come on this stream: reset it, open another next turn
-                stream = None;
+                *stream = None;
                 rx.clear();
-                w.fail(endpoint, warm, None, timed_out("no response", &ctx), via);
+                w.fail(endpoint, warm, None, timed_out("no response", ctx), via);
             }
             Ok(Err((status, f))) => {
-                stream = None;
+                *stream = None;
                 rx.clear();
                 w.fail(endpoint, warm, status, f, via);
             }
@@ -165,13 +182,14 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 }
             }
         }
+        Exchange::Done
     }
 }
 
 /// Reads the answer to the message just sent: the response head first on a new stream, then
 /// the next whole gRPC message (a slice of `rx`). The stream ending, its head or its trailers
 /// saying no, or a framing error are `Broken`.
-async fn exchange(
+async fn answer(
     open: &mut Open,
     ledger: &crate::net::Ledger,
     rx: &mut BytesMut,

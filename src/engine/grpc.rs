@@ -1,5 +1,5 @@
-//! gRPC clients, and plain HTTP/2 clients (`--proto h2`): spread over shared h2 connections,
-//! each client one stream in flight.
+//! gRPC clients, and plain HTTP/2 clients (`--proto h2`): spread over shared h2 connections
+//! (`Slot`), each client one stream in flight: the unary (and server-streaming) `Session`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -10,15 +10,16 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::client::grpc::{self as grpc_client, CallError, Conn, Progress};
-use crate::engine::plan::{connect_turn, quota};
-use crate::engine::ramp::Gate;
-use crate::engine::worker::{Reconnect, Via, Worker};
-use crate::engine::{Assignment, Ctx};
 use crate::net::Ledger;
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::stats::Proto;
-use crate::workload::etcd::client::{Client, is_invalid_token};
+use crate::workload::Workload;
 use wirebench_wire::grpc::Code;
+
+use super::plan::connect_turn;
+use super::session::{Exchange, Session, drive};
+use super::worker::{Turn, Via, Worker};
+use super::{Assignment, Ctx};
 
 /// Attempts after the first for a request the server refused unprocessed.
 const MAX_RETRIES: u32 = 3;
@@ -33,7 +34,7 @@ pub(super) struct Slot {
     connected: Notify,
     /// `--requests-per-conn`: calls the current connection may still take
     budget: Cell<u64>,
-    /// the member the current connection goes to (etcd failover moves slots)
+    /// the member the current connection goes to (failover moves slots)
     member: Cell<usize>,
 }
 
@@ -166,17 +167,21 @@ impl Slot {
     }
 }
 
-/// Runs the clients of `a` on `slots`, each as `client`: the unary loop below, or the bidi
-/// stream loop of `engine::bidi` (etcd's lease keepalives), chosen by the worker.
-pub(super) async fn run<F, C>(w: Rc<Worker>, a: &Assignment, slots: &[Rc<Slot>], client: C)
+/// Runs the clients of `a` on `slots`, each the session `client` makes: this module's unary
+/// one (`Unary::new`), or the bidi stream one of `engine::bidi` (lease keepalives), as the
+/// thread picks.
+pub(super) async fn run<S, M>(w: Rc<Worker>, a: &Assignment, slots: &[Rc<Slot>], client: M)
 where
-    C: Fn(Rc<Worker>, usize, Rc<Slot>) -> F,
-    F: std::future::Future<Output = ()> + 'static,
+    S: Session + 'static,
+    M: Fn(&Worker, usize, Rc<Slot>) -> S,
 {
     let mut tasks = Vec::with_capacity(a.clients.len());
     for &(id, k) in &a.clients {
-        let (w, slot) = (w.clone(), slots[k].clone());
-        tasks.push(tokio::task::spawn_local(client(w, id, slot)));
+        let mut session = client(&w, id, slots[k].clone());
+        let w = w.clone();
+        tasks.push(tokio::task::spawn_local(async move {
+            drive(&w, id, &mut session).await;
+        }));
     }
     for t in tasks {
         let _ = t.await;
@@ -194,50 +199,90 @@ pub(super) fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
     }
 }
 
-pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
-    let ctx = w.ctx.clone();
-    let quota = quota(&ctx, id);
-    // small: the etcd workloads are boxed inside it
-    let mut work = ctx.workload.for_client(id as u64);
-    // plain HTTP/2: a request with a body of its own, judged by its status as HTTP/1.1's are
-    let plain = ctx.proto == Proto::H2;
-    let streaming = work.server_streaming();
-    let max_message = if plain {
-        usize::try_from(ctx.max_body).unwrap_or(usize::MAX)
-    } else {
-        ctx.h2.max_recv_message
-    };
-    // allocated by the first response, as large as it, and grown to the largest once: there may
-    // be 100,000 clients
-    let mut rx = BytesMut::new();
-    let mut idx = id as u64;
-    let mut sent = 0u64;
-    let mut handle: Option<Handle> = None;
-    let mut reconnect = Reconnect::new();
-    // set while the request after a re-authentication is in flight: at most one retry
-    let mut reauthed = false;
-    let mut again = None;
-    let endpoint = slot.endpoint;
-    let mut gate = Gate::new(&w, id);
+/// One unary (or server-streaming) client on a shared connection.
+pub(super) struct Unary {
+    slot: Rc<Slot>,
+    handle: Option<Handle>,
+    /// small: the large workloads are boxed inside it
+    work: Workload,
+    /// plain HTTP/2: a request with a body of its own, judged by its status as HTTP/1.1's are
+    plain: bool,
+    streaming: bool,
+    max_message: usize,
+    /// allocated by the first response, as large as it, and grown to the largest once: there
+    /// may be 100,000 clients
+    rx: BytesMut,
+    /// set while the request after a re-authentication is in flight: at most one retry
+    reauthed: bool,
+}
 
-    while let Some(turn) = w
-        .turn(&mut again, &mut gate, || {}, endpoint, sent, quota)
-        .await
-    {
-        let warm = turn.warm;
-        // --requests-per-conn: the connect is part of the call it precedes
-        let setup_from = ctx.requests_per_conn.map(|_| Instant::now());
-        if let Err(f) = slot.acquire(&w, &mut handle).await {
-            // boxed, as the rare paths below: the backoff's sleep would otherwise be in every
-            // client's future
-            if Box::pin(reconnect.connect_failed(&w, endpoint, warm, &mut sent, quota, f)).await {
-                continue;
-            }
-            break;
+impl Unary {
+    pub(super) fn new(w: &Worker, id: usize, slot: Rc<Slot>) -> Unary {
+        let ctx = &w.ctx;
+        let work = ctx.workload.for_client(id as u64);
+        let plain = ctx.proto == Proto::H2;
+        Unary {
+            slot,
+            handle: None,
+            streaming: work.server_streaming(),
+            work,
+            plain,
+            max_message: if plain {
+                usize::try_from(ctx.max_body).unwrap_or(usize::MAX)
+            } else {
+                ctx.h2.max_recv_message
+            },
+            rx: BytesMut::new(),
+            reauthed: false,
         }
-        reconnect.ok();
+    }
+}
 
+impl Session for Unary {
+    fn endpoint(&self) -> usize {
+        self.slot.endpoint
+    }
+
+    async fn ready(&mut self, w: &Worker) -> Result<(), Failure> {
+        self.slot.acquire(w, &mut self.handle).await
+    }
+
+    async fn exchange(
+        &mut self,
+        w: &Worker,
+        turn: Turn,
+        idx: u64,
+        setup_from: Option<Instant>,
+    ) -> Exchange {
+        let ctx = &w.ctx;
+        let Unary {
+            slot,
+            handle,
+            work,
+            plain,
+            streaming,
+            max_message,
+            rx,
+            reauthed,
+        } = self;
+        let (plain, endpoint, warm) = (*plain, slot.endpoint, turn.warm);
         let started = Instant::now();
+        if *streaming {
+            // boxed, as the rare paths below: a stream's future is large, and only this kind
+            // of run has it
+            work.next_grpc(idx);
+            Box::pin(stream_call(
+                w,
+                slot,
+                handle,
+                work,
+                turn,
+                (setup_from.unwrap_or(started), started),
+                rx,
+            ))
+            .await;
+            return Exchange::Done;
+        }
         // borrowed for this request (a re-authentication changes the call): the client's
         // future carries references, not copies
         let (body, call) = if plain {
@@ -246,24 +291,7 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
             work.next_grpc(idx);
             (work.grpc_request(), work.call(endpoint))
         };
-        idx += ctx.clients as u64;
-        sent += u64::from(!warm);
         let progress = Progress::default();
-        if streaming {
-            // boxed, as the rare paths below: a stream's future is large, and only this kind
-            // of run has it
-            Box::pin(stream_call(
-                &w,
-                &slot,
-                &mut handle,
-                &mut work,
-                turn,
-                (setup_from.unwrap_or(started), started),
-                &mut rx,
-            ))
-            .await;
-            continue;
-        }
         // One request, sent again when the server provably did not process it: after GOAWAY on
         // a new connection (the old one is marked dead), after REFUSED_STREAM on the same one
         // unless it broke. At most MAX_RETRIES times, all within the request timeout: each
@@ -281,8 +309,8 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 &h.ledger,
                 call,
                 body,
-                &mut rx,
-                max_message,
+                rx,
+                *max_message,
                 &progress,
                 Some(deadline),
             );
@@ -298,7 +326,7 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 Err(e) if e.unprocessed && retries < MAX_RETRIES => {
                     retries += 1;
                     w.stats.borrow_mut().retried += 1;
-                    let acquire = tokio::time::timeout_at(deadline, slot.acquire(&w, &mut handle));
+                    let acquire = tokio::time::timeout_at(deadline, slot.acquire(w, handle));
                     match Box::pin(acquire).await {
                         Ok(Ok(())) => {}
                         Ok(Err(f)) => break Ok(Err(CallError::plain(f))),
@@ -308,17 +336,19 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 other => break Ok(other),
             }
         };
-        let was_reauthed = std::mem::take(&mut reauthed);
+        let was_reauthed = std::mem::take(reauthed);
         let via = Via::on(started, handle.as_ref().map(|h| h.port));
         // a request sent again after re-authenticating was written (and counted) the first time
         if progress.sent.get() && !was_reauthed {
             w.wrote(warm);
         }
-        // plain HTTP/2: judged as an HTTP/1.1 response is; etcd refusing the token takes the
+        // plain HTTP/2: judged as an HTTP/1.1 response is; a refused token takes the
         // re-authentication path below, as over gRPC
         let (result, verdict) = match result {
             Ok(Ok(body)) if plain && !warm => match work.check_http(progress.status.get(), &body) {
-                Err((status, f)) if !was_reauthed && ctx.auth.is_some() && is_invalid_token(&f) => {
+                Err((status, f))
+                    if !was_reauthed && ctx.auth.is_some() && work.token_refused(&f) =>
+                {
                     let e = CallError {
                         status: Some(status),
                         ..CallError::plain(f)
@@ -334,44 +364,31 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
             Err(_) => {
-                w.fail(endpoint, warm, None, timed_out("no response", &ctx), via);
+                w.fail(endpoint, warm, None, timed_out("no response", ctx), via);
                 w.classed(class, warm, None);
             }
-            // etcd no longer accepts the token: authenticate again, then send again (once).
-            Ok(Err(e)) if !was_reauthed && ctx.auth.is_some() && is_invalid_token(&e.failure) => {
-                let Some(((user, password), h)) = ctx.auth.as_ref().zip(handle.as_mut()) else {
+            // the target no longer accepts the token: authenticate again, then send again (once)
+            Ok(Err(e)) if !was_reauthed && ctx.auth.is_some() && work.token_refused(&e.failure) => {
+                let Some(h) = handle.as_mut() else {
                     // no connection to authenticate on: the request fails as it came back
                     w.fail(endpoint, warm, e.status, e.failure, via);
                     w.classed(class, warm, None);
-                    continue;
+                    return Exchange::Done;
                 };
                 let authority = &ctx.authorities[ctx.member(slot.endpoint)];
-                let token =
-                    Client::grpc(&mut h.send, &h.ledger, authority).authenticate(user, password);
                 // boxed, as the connect: rare, and large
-                let token = Box::pin(tokio::time::timeout(ctx.timeout, token))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(Failure::with(
-                            FailureKind::Timeout,
-                            format_args!("re-authentication: no answer within {:?}", ctx.timeout),
-                        ))
-                    });
-                let token = token.map_err(|f| match f.kind {
-                    FailureKind::Timeout => f,
-                    _ => Failure::with(FailureKind::Auth, f),
-                });
-                match token.and_then(|t| {
-                    work.set_token(&t)
-                        .map_err(|e| Failure::with(FailureKind::Auth, e))
-                }) {
+                let auth = work.reauthenticate_grpc(
+                    &mut h.send,
+                    &h.ledger,
+                    authority,
+                    ctx.auth.as_ref(),
+                    ctx.timeout,
+                );
+                match Box::pin(auth).await {
                     Ok(()) => {
                         w.stats.borrow_mut().reauthenticated += 1;
-                        reauthed = true;
-                        // The same request goes again; it was not counted.
-                        sent -= u64::from(!warm);
-                        again = Some(turn);
-                        continue;
+                        *reauthed = true;
+                        return Exchange::Again;
                     }
                     Err(f) => {
                         w.fail(endpoint, warm, e.status, f, via);
@@ -422,6 +439,7 @@ pub(super) async fn client(w: Rc<Worker>, id: usize, slot: Rc<Slot>) {
                 }
             }
         }
+        Exchange::Done
     }
 }
 
@@ -434,8 +452,8 @@ async fn stream_call(
     w: &Worker,
     slot: &Slot,
     handle: &mut Option<Handle>,
-    work: &mut crate::workload::Workload,
-    turn: crate::engine::worker::Turn,
+    work: &mut Workload,
+    turn: Turn,
     (started, ready): (Instant, Instant),
     rx: &mut BytesMut,
 ) {

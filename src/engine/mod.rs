@@ -1,16 +1,27 @@
 //! Thread-per-core runner: each thread a current-thread runtime owning its connections, clients
 //! and stats; closed loop, bounded by a total or a duration; merged once at the end.
+//!
+//! The files, leaves first: `plan` (who owns what), `pace` (the open-loop schedule), `ramp`
+//! (`--client-stages`), `failover`, `meeting`, `closer`, `interval`, `progress`; `worker` (a
+//! thread's shared state and what its clients record); `session` (the one client loop and the
+//! `Session` trait a stack fills); the stacks `http1`, `pipeline`, `grpc`, `bidi`; `thread` (a
+//! worker thread's life, which picks the stack); `run` (the main thread's side of a run).
 
 mod bidi;
+mod closer;
 mod failover;
 mod grpc;
 mod http1;
 mod interval;
+mod meeting;
 mod pace;
+mod pipeline;
 mod plan;
 mod progress;
 mod ramp;
 mod run;
+mod session;
+mod thread;
 mod worker;
 
 pub use failover::{Failover, Rediscovery};
@@ -29,7 +40,7 @@ pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
 
 /// A run stopped from outside (besides `-n` / `-z`): the caller sees when its measured window
 /// starts and tells its clients to stop sending, as Ctrl-C would (requests in flight finish).
-/// `etcd watch-get` runs its range load exactly while the watchers catch up this way.
+/// A watch-get run's range load goes exactly while its watchers catch up this way.
 #[derive(Debug, Default)]
 pub struct Control {
     started: AtomicBool,
@@ -83,9 +94,9 @@ struct Ctx {
     authorities: Vec<String>,
     /// host per member (TLS server name)
     hosts: Vec<String>,
-    /// etcd: which member each endpoint slot goes to now, when clients can be moved
+    /// which member each endpoint slot goes to now, when clients can be moved (a cluster)
     routes: Option<failover::Routes>,
-    /// etcd credentials, to re-authenticate on "invalid auth token"
+    /// credentials, to authenticate again when the target refuses the token
     auth: Option<(String, String)>,
     workload: Workload,
     /// what becomes of what successful requests acknowledge

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Staged;
 
-use super::INTERRUPTED;
-use super::worker::Worker;
+use super::{Ctx, INTERRUPTED};
 
 /// A paused client wakes at least this often to notice an interrupt.
 const WAKE_EVERY: Duration = Duration::from_millis(100);
@@ -29,35 +28,36 @@ pub(super) enum Admit {
 }
 
 impl Gate {
-    /// The gate of client `id`, None without `--client-stages`.
-    pub(super) fn new(w: &Worker, id: usize) -> Option<Gate> {
-        matches!(w.ctx.staged, Some(Staged::Clients(_))).then(|| Gate {
+    /// The gate of client `id`, None without `--client-stages`; the measured window starts at
+    /// `warmup_end`.
+    pub(super) fn new(ctx: &Ctx, warmup_end: Instant, id: usize) -> Option<Gate> {
+        matches!(ctx.staged, Some(Staged::Clients(_))).then(|| Gate {
             id,
-            open_until: w.warmup_end - w.ctx.warmup,
+            open_until: warmup_end - ctx.warmup,
         })
     }
 
     /// Whether client `id` may send now.
-    pub(super) fn admit(&mut self, w: &Worker) -> Admit {
+    pub(super) fn admit(&mut self, ctx: &Ctx, warmup_end: Instant) -> Admit {
         let now = Instant::now();
         if now < self.open_until {
             return Admit::Go;
         }
-        let Some(Staged::Clients(st)) = &w.ctx.staged else {
+        let Some(Staged::Clients(st)) = &ctx.staged else {
             return Admit::Go;
         };
         // warmup runs at the level the first stage starts from
-        if now < w.warmup_end && st.start_level() >= self.id as f64 + 1.0 {
-            self.open_until = w.warmup_end;
+        if now < warmup_end && st.start_level() >= self.id as f64 + 1.0 {
+            self.open_until = warmup_end;
             return Admit::Go;
         }
-        let t = now.saturating_duration_since(w.warmup_end).as_secs_f64();
+        let t = now.saturating_duration_since(warmup_end).as_secs_f64();
         match st.active(self.id, t) {
             None => Admit::Never,
             Some((a, b)) => {
-                let from = w.warmup_end + Duration::from_secs_f64(a);
+                let from = warmup_end + Duration::from_secs_f64(a);
                 if from <= now {
-                    self.open_until = w.warmup_end + Duration::from_secs_f64(b);
+                    self.open_until = warmup_end + Duration::from_secs_f64(b);
                     Admit::Go
                 } else {
                     Admit::Wait(from)
@@ -67,9 +67,9 @@ impl Gate {
     }
 }
 
-/// Sleeps until `t`, the run's deadline or an interrupt, whichever comes first.
-pub(super) async fn pause(w: &Worker, t: Instant) {
-    let t = w.deadline.map_or(t, |d| d.min(t));
+/// Sleeps until `t`, the run's `deadline` or an interrupt, whichever comes first.
+pub(super) async fn pause(deadline: Option<Instant>, t: Instant) {
+    let t = deadline.map_or(t, |d| d.min(t));
     while !INTERRUPTED.load(Ordering::Relaxed) {
         let now = Instant::now();
         if now >= t {

@@ -1,8 +1,8 @@
 //! One protocol run from the main thread: start the workers, meet them at the barriers,
 //! sample memory and the server's CPU over the measured window, merge what they measured.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Config, Endpoint, Proto};
@@ -10,8 +10,9 @@ use crate::stats::perf::KernelCounts;
 use crate::stats::{Memory, ProtoRun, RssSampler, Stats, WindowCost};
 use crate::workload::Workload;
 
+use super::meeting::Meeting;
 use super::plan::assign;
-use super::worker::worker_thread;
+use super::thread::worker_thread;
 use super::{Ctx, INTERRUPTED, progress};
 
 /// How often the main thread samples RSS during the measured window.
@@ -58,39 +59,6 @@ impl RssSamples {
             .iter()
             .min_by_key(|(t, _)| t.max(&mid).duration_since(*t.min(&mid)))
             .map(|&(_, kib)| kib)
-    }
-}
-
-/// The workers tell the main thread they are done; it waits with a timeout to sample meanwhile.
-pub(super) struct Latch {
-    pub(super) left: Mutex<usize>,
-    pub(super) cv: Condvar,
-}
-
-impl Latch {
-    pub(super) fn new(n: usize) -> Latch {
-        Latch {
-            left: Mutex::new(n),
-            cv: Condvar::new(),
-        }
-    }
-
-    pub(super) fn arrive(&self) {
-        let mut left = self.left.lock().unwrap_or_else(|e| e.into_inner());
-        *left = left.saturating_sub(1);
-        if *left == 0 {
-            self.cv.notify_all();
-        }
-    }
-
-    /// Waits at most `d`; true once every worker has arrived.
-    pub(super) fn wait(&self, d: Duration) -> bool {
-        let left = self.left.lock().unwrap_or_else(|e| e.into_inner());
-        let (left, _) = self
-            .cv
-            .wait_timeout_while(left, d, |n| *n > 0)
-            .unwrap_or_else(|e| e.into_inner());
-        *left == 0
     }
 }
 
@@ -148,7 +116,7 @@ pub fn run_proto_with(
         endpoints.len(),
     );
     let threads = plan.len();
-    // etcd with clients to move: the run's endpoints, then the cluster's other members
+    // a cluster with clients to move: the run's endpoints, then the cluster's other members
     let members = match failover {
         Some(f) => &f.members[..],
         None => endpoints,
@@ -205,10 +173,12 @@ pub fn run_proto_with(
         routes: failover.map(|_| super::failover::Routes::new(endpoints.len(), Instant::now())),
         auth: cfg.auth.clone(),
         workload: workload.clone(),
-        acks: match workload {
-            Workload::WatchPuts(_) => super::Acks::ByKey,
-            Workload::Etcd(_) if cfg.verify => super::Acks::Listed,
-            _ => super::Acks::Dropped,
+        acks: if workload.acks_by_key() {
+            super::Acks::ByKey
+        } else if cfg.verify && workload.verifiable() {
+            super::Acks::Listed
+        } else {
+            super::Acks::Dropped
         },
         taps: taps.clone(),
     });
@@ -427,39 +397,6 @@ fn stage_ends(load: &crate::config::Load) -> Vec<Duration> {
     ends
 }
 
-/// The meeting points of the main thread and the workers, in order.
-pub(super) struct Meeting {
-    /// every worker has its runtime: the main thread reads the memory baseline
-    pub(super) ready: Barrier,
-    /// the workers may connect
-    pub(super) go: Barrier,
-    /// every connection is open: the run starts
-    pub(super) start: Barrier,
-    /// every worker's clients are done (the main thread samples memory until then)
-    pub(super) done: Latch,
-    /// the main thread has read its end figures: the workers may close their connections
-    pub(super) close: Barrier,
-    pub(super) abort: AtomicBool,
-    pub(super) setup_error: Mutex<Option<String>>,
-    /// the moment the first thread passed the start line: the schedule's origin
-    pub(super) t0: OnceLock<Instant>,
-}
-
-impl Meeting {
-    pub(super) fn new(threads: usize) -> Meeting {
-        Meeting {
-            ready: Barrier::new(threads + 1),
-            go: Barrier::new(threads + 1),
-            start: Barrier::new(threads + 1),
-            done: Latch::new(threads),
-            close: Barrier::new(threads + 1),
-            abort: AtomicBool::new(false),
-            setup_error: Mutex::new(None),
-            t0: OnceLock::new(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,17 +435,5 @@ mod tests {
         assert!(gaps.iter().all(|g| *g <= s.every * 2), "{gaps:?}");
         let span = s.samples.last().unwrap().0 - s.samples[0].0;
         assert!(span >= (now - t0) * 9 / 10, "{span:?}");
-    }
-
-    #[test]
-    fn the_latch_opens_when_every_worker_arrived() {
-        let latch = Arc::new(Latch::new(2));
-        assert!(!latch.wait(Duration::from_millis(1)));
-        latch.arrive();
-        assert!(!latch.wait(Duration::from_millis(1)));
-        let l = latch.clone();
-        let t = std::thread::spawn(move || l.arrive());
-        assert!(latch.wait(Duration::from_secs(10)));
-        t.join().unwrap();
     }
 }

@@ -6,11 +6,13 @@ pub mod grpc;
 pub mod http;
 pub mod reflect;
 
+use std::time::{Duration, Instant};
+
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
 use crate::config::{Endpoint, GrpcRequest, WorkloadSpec};
-use crate::outcome::{Failure, StatusKey};
+use crate::outcome::{Failure, FailureKind, StatusKey};
 
 /// The etcd operations (plain data, defined with the rest of the configuration).
 pub use crate::config::EtcdOp;
@@ -250,6 +252,83 @@ impl Workload {
             Workload::Etcd(w) => Workload::Etcd(Box::new(w.with_leases(leases))),
             other => other.clone(),
         }
+    }
+
+    /// The time stamp an acknowledgement is recorded with (ns on the clock the watch
+    /// benchmark's values are stamped with), so acknowledgements and events compare.
+    pub fn stamp(at: Instant) -> u64 {
+        etcd::epoch_ns(at)
+    }
+
+    /// Whether each acknowledged write's revision is kept by key (the watch benchmark's puts:
+    /// the events the watchers should see).
+    pub fn acks_by_key(&self) -> bool {
+        matches!(self, Workload::WatchPuts(_))
+    }
+
+    /// Whether the writes this workload acknowledges can be looked up afterwards (`--verify`).
+    pub fn verifiable(&self) -> bool {
+        matches!(self, Workload::Etcd(_))
+    }
+
+    /// Whether failure `f` is the target refusing this client's auth token (it expired): the
+    /// client may authenticate again and send the request once more.
+    pub fn token_refused(&self, f: &Failure) -> bool {
+        etcd::client::is_invalid_token(f)
+    }
+
+    /// Authenticates again over HTTP/1.1 connection `c` with `creds` and sends the new token
+    /// from now on. A failure is `timeout` (the answer may still come: `c`'s framing is
+    /// unknown) or `auth`.
+    pub async fn reauthenticate_http(
+        &mut self,
+        c: &mut crate::client::http1::Conn,
+        authority: &str,
+        creds: Option<&(String, String)>,
+        timeout: Duration,
+    ) -> Result<(), Failure> {
+        let Some((user, password)) = creds else {
+            return Err(Failure::with(FailureKind::Auth, "no credentials"));
+        };
+        let auth = etcd::client::Client::http(c, authority).authenticate(user, password);
+        self.take_token(tokio::time::timeout(timeout, auth).await.ok(), timeout)
+    }
+
+    /// `reauthenticate_http` over a gRPC connection's sender.
+    pub async fn reauthenticate_grpc(
+        &mut self,
+        send: &mut crate::client::grpc::Sender,
+        ledger: &crate::net::Ledger,
+        authority: &str,
+        creds: Option<&(String, String)>,
+        timeout: Duration,
+    ) -> Result<(), Failure> {
+        let Some((user, password)) = creds else {
+            return Err(Failure::with(FailureKind::Auth, "no credentials"));
+        };
+        let auth = etcd::client::Client::grpc(send, ledger, authority).authenticate(user, password);
+        self.take_token(tokio::time::timeout(timeout, auth).await.ok(), timeout)
+    }
+
+    /// The answer to an authentication (None: none within `timeout`) made this client's token.
+    fn take_token(
+        &mut self,
+        answer: Option<Result<String, Failure>>,
+        timeout: Duration,
+    ) -> Result<(), Failure> {
+        let token = answer
+            .unwrap_or_else(|| {
+                Err(Failure::with(
+                    FailureKind::Timeout,
+                    format_args!("re-authentication: no answer within {timeout:?}"),
+                ))
+            })
+            .map_err(|f| match f.kind {
+                FailureKind::Timeout => f,
+                _ => Failure::with(FailureKind::Auth, f),
+            })?;
+        self.set_token(&token)
+            .map_err(|e| Failure::with(FailureKind::Auth, e))
     }
 
     /// Sends a new etcd auth token from now on (this client only).
