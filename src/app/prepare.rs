@@ -125,7 +125,7 @@ impl Prepared {
             ttl_s: ttl,
             ..lease::revoke(&via, &ids)
         });
-        let mut run = run?;
+        let mut run = run.map_err(|e| e.to_string())?;
         run.compaction = compaction;
         run.leases = leases;
         Ok(run)

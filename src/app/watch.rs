@@ -185,7 +185,7 @@ fn run_get(
         .join()
         .map_err(|_| "the range load's thread panicked (a bug: please report it)".to_string())?;
     let w = watched?;
-    let ran = ran?;
+    let ran = ran.map_err(|e| e.to_string())?;
     let loss = Loss::count(&expected, &w.seen);
     let mut report = WatchReport::new(cfg, proto, w, &puts, expected_events, loss);
     report.gets = Some(GetsReport::of(&ran, get_clients, get_key));
@@ -236,7 +236,8 @@ pub fn put_load(cfg: &WatchConfig, members: &[Endpoint]) -> Result<PutOutcome, S
         cfg.put_proto,
         None,
         failover.as_ref(),
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     PutOutcome::from_run(cfg, run)
 }
 

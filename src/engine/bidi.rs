@@ -17,12 +17,12 @@ use bytes::BytesMut;
 
 use crate::client::grpc::Bidi;
 use crate::outcome::{Failure, FailureKind, StatusKey};
-use crate::workload::Workload;
+use crate::workload::GrpcWork;
 use wirebench_wire::grpc::{self, Code};
 
-use super::grpc::{Handle, Slot, timed_out};
+use super::grpc::{ConnHandle, ConnSlot, timed_out};
 use super::session::{Exchange, Session};
-use super::worker::{Turn, Via, Worker};
+use super::worker::{Trace, Turn, Worker};
 
 /// A client's open stream and the connection it lives on.
 struct Open {
@@ -38,22 +38,22 @@ type Broken = (Option<StatusKey>, Failure);
 
 /// One client and its stream.
 pub(super) struct Keepalive {
-    slot: Rc<Slot>,
-    handle: Option<Handle>,
+    slot: Rc<ConnSlot>,
+    handle: Option<ConnHandle>,
     stream: Option<Open>,
-    work: Workload,
+    work: GrpcWork,
     max_message: usize,
     /// what arrived on the stream and was not taken yet
     rx: BytesMut,
 }
 
 impl Keepalive {
-    pub(super) fn new(w: &Worker, id: usize, slot: Rc<Slot>) -> Keepalive {
+    pub(super) fn new(w: &Worker, slot: Rc<ConnSlot>, work: GrpcWork) -> Keepalive {
         Keepalive {
             slot,
             handle: None,
             stream: None,
-            work: w.ctx.workload.for_client(id as u64),
+            work,
             max_message: w.ctx.h2.max_recv_message,
             rx: BytesMut::new(),
         }
@@ -87,13 +87,13 @@ impl Session for Keepalive {
         } = self;
         let (endpoint, warm, max_message) = (slot.endpoint, turn.warm, *max_message);
         let Some(h) = handle.as_mut() else {
-            let via = Via::on(Instant::now(), None);
+            let trace = Trace::on(Instant::now(), None);
             w.fail(
                 endpoint,
                 warm,
                 None,
                 Failure::new(FailureKind::Connect),
-                via,
+                trace,
             );
             return Exchange::Done;
         };
@@ -106,7 +106,7 @@ impl Session for Keepalive {
             rx.clear();
         }
         let started = Instant::now();
-        let via = Via::on(started, Some(h.port));
+        let trace = Trace::on(started, Some(h.port));
         work.next_grpc(idx);
         let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
         let fresh = stream.is_none();
@@ -123,7 +123,7 @@ impl Session for Keepalive {
                 }
                 // a dead connection is replaced by the next turn's `acquire`
                 Ok(Err(f)) => {
-                    w.fail(endpoint, warm, None, f, via);
+                    w.fail(endpoint, warm, None, f, trace);
                     return Exchange::Done;
                 }
                 Err(_) => {
@@ -132,7 +132,7 @@ impl Session for Keepalive {
                         warm,
                         None,
                         timed_out("no stream opened", ctx),
-                        via,
+                        trace,
                     );
                     return Exchange::Done;
                 }
@@ -148,7 +148,7 @@ impl Session for Keepalive {
         if let Err(f) = open.bidi.send(work.grpc_request().clone()) {
             *stream = None;
             rx.clear();
-            w.fail(endpoint, warm, None, f, via);
+            w.fail(endpoint, warm, None, f, trace);
             return Exchange::Done;
         }
         w.wrote(warm);
@@ -159,26 +159,26 @@ impl Session for Keepalive {
                 // the answer may still come on this stream: reset it, open another next turn
                 *stream = None;
                 rx.clear();
-                w.fail(endpoint, warm, None, timed_out("no response", ctx), via);
+                w.fail(endpoint, warm, None, timed_out("no response", ctx), trace);
             }
             Ok(Err((status, f))) => {
                 *stream = None;
                 rx.clear();
-                w.fail(endpoint, warm, status, f, via);
+                w.fail(endpoint, warm, status, f, trace);
             }
             Ok(Ok(_)) if warm => w.warmup_done(),
             Ok(Ok(message)) => {
                 let ok = StatusKey::Grpc(Code::Ok.as_u32());
                 match work.check_grpc(&message) {
                     Ok(ack) => {
-                        let via = via.bytes(message.len());
-                        w.ok(endpoint, turn, setup_from.unwrap_or(started), ok, via);
+                        let trace = trace.bytes(message.len());
+                        w.ok(endpoint, turn, setup_from.unwrap_or(started), ok, trace);
                         w.without_setup(started);
                         w.acked(ack);
                         w.keep_sample(|| work.sample_grpc(&message));
                     }
                     // a wrong answer on a sound stream: the stream stays
-                    Err(f) => w.fail(endpoint, warm, Some(ok), f, via.bytes(message.len())),
+                    Err(f) => w.fail(endpoint, warm, Some(ok), f, trace.bytes(message.len())),
                 }
             }
         }
@@ -261,9 +261,4 @@ fn ended(status: Option<Result<Code, grpc::Error>>, message: Option<&str>) -> Br
             ),
         ),
     }
-}
-
-/// Whether `workload` runs on this module's clients over `proto`.
-pub(super) fn runs(workload: &Workload, proto: crate::config::Proto) -> bool {
-    proto == crate::config::Proto::Grpc && workload.bidi()
 }

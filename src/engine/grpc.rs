@@ -1,5 +1,5 @@
 //! gRPC clients, and plain HTTP/2 clients (`--proto h2`): spread over shared h2 connections
-//! (`Slot`), each client one stream in flight: the unary (and server-streaming) `Session`.
+//! (`ConnSlot`), each client one stream in flight: the unary (and server-streaming) `Session`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -12,20 +12,19 @@ use tokio::sync::Notify;
 use crate::client::grpc::{self as grpc_client, CallError, Conn, Progress};
 use crate::net::Ledger;
 use crate::outcome::{Failure, FailureKind, StatusKey};
-use crate::stats::Proto;
-use crate::workload::Workload;
+use crate::workload::{ClientWork, GrpcWork, OverH2, reauthenticate_grpc};
 use wirebench_wire::grpc::Code;
 
 use super::plan::connect_turn;
 use super::session::{Exchange, Session, drive};
-use super::worker::{Turn, Via, Worker};
-use super::{Assignment, Ctx};
+use super::worker::{Trace, Turn, Worker};
+use super::{Assignment, Ctx, EngineError};
 
 /// Attempts after the first for a request the server refused unprocessed.
 const MAX_RETRIES: u32 = 3;
 
 /// One h2 connection slot: the live connection, replaced when it dies.
-pub(super) struct Slot {
+pub(super) struct ConnSlot {
     pub(super) endpoint: usize,
     conn: RefCell<Option<Conn>>,
     /// bumped on every new connection so clients notice their cached handle is stale
@@ -39,7 +38,7 @@ pub(super) struct Slot {
 }
 
 /// A client's cached handle to its slot's current connection.
-pub(super) struct Handle {
+pub(super) struct ConnHandle {
     pub(super) generation: u64,
     pub(super) send: grpc_client::Sender,
     pub(super) ledger: Rc<Ledger>,
@@ -48,15 +47,15 @@ pub(super) struct Handle {
 }
 
 /// A connection for endpoint slot `endpoint`, to the member the slot goes to now.
-async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
+async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, EngineError> {
     let member = ctx.member(endpoint);
     let addr = ctx.addrs[member];
     Conn::connect(addr, &ctx.hosts[member], endpoint, &ctx.net, &ctx.h2)
         .await
-        .map_err(|e| format!("connect to {addr}: {e}"))
+        .map_err(|source| EngineError::Connect { addr, source })
 }
 
-pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Slot>>, String> {
+pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<ConnSlot>>, EngineError> {
     let mut slots = Vec::with_capacity(a.conns.len());
     let t0 = Instant::now();
     for (j, &endpoint) in a.conns.iter().enumerate() {
@@ -68,7 +67,7 @@ pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Slot>>, St
                 Some(connect(ctx, endpoint).await?)
             }
         };
-        slots.push(Rc::new(Slot {
+        slots.push(Rc::new(ConnSlot {
             endpoint,
             conn: RefCell::new(conn),
             generation: Cell::new(1),
@@ -81,7 +80,7 @@ pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Slot>>, St
     Ok(slots)
 }
 
-impl Slot {
+impl ConnSlot {
     /// Closes a dead connection in the background; its record joins the stats at the end.
     fn retire(&self, w: &Worker) {
         let dead = {
@@ -103,7 +102,7 @@ impl Slot {
     pub(super) async fn acquire(
         &self,
         w: &Worker,
-        handle: &mut Option<Handle>,
+        handle: &mut Option<ConnHandle>,
     ) -> Result<(), Failure> {
         let churn = w.ctx.requests_per_conn;
         loop {
@@ -128,7 +127,7 @@ impl Slot {
                 }
                 let generation = self.generation.get();
                 if handle.as_ref().is_none_or(|h| h.generation != generation) {
-                    *handle = Some(Handle {
+                    *handle = Some(ConnHandle {
                         generation,
                         send: conn.handle(),
                         ledger: conn.ledger().clone(),
@@ -158,6 +157,61 @@ impl Slot {
         }
     }
 
+    /// One request on this slot's connection, sent again when the server provably did not
+    /// process it: after GOAWAY on a new connection (the old one is marked dead), after
+    /// REFUSED_STREAM on the same one unless it broke. At most MAX_RETRIES times, all within
+    /// the request timeout: each step waits until the one deadline (no clock read of its own),
+    /// and only one step's future is alive at a time, which keeps every client's future small.
+    /// Err(()): no answer by `deadline`.
+    async fn unary(
+        &self,
+        w: &Worker,
+        handle: &mut Option<ConnHandle>,
+        (call, body): (&grpc_client::Call, &bytes::Bytes),
+        (rx, max_message): (&mut BytesMut, usize),
+        progress: &Progress,
+        deadline: tokio::time::Instant,
+    ) -> Result<Result<bytes::Bytes, CallError>, ()> {
+        let mut retries = 0;
+        loop {
+            let Some(h) = handle.as_mut() else {
+                break Ok(Err(CallError::plain(Failure::new(FailureKind::Connect))));
+            };
+            let generation = h.generation;
+            let call = grpc_client::unary_sent(
+                &mut h.send,
+                &h.ledger,
+                call,
+                body,
+                rx,
+                max_message,
+                progress,
+                Some(deadline),
+            );
+            let Some(r) = call.await else {
+                break Err(());
+            };
+            if let Err(e) = &r
+                && e.conn_broken
+            {
+                self.mark_dead(generation);
+            }
+            match r {
+                Err(e) if e.unprocessed && retries < MAX_RETRIES => {
+                    retries += 1;
+                    w.stats.borrow_mut().retried += 1;
+                    let acquire = tokio::time::timeout_at(deadline, self.acquire(w, handle));
+                    match Box::pin(acquire).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(f)) => break Ok(Err(CallError::plain(f))),
+                        Err(_) => break Err(()),
+                    }
+                }
+                other => break Ok(other),
+            }
+        }
+    }
+
     fn mark_dead(&self, generation: u64) {
         if self.generation.get() == generation
             && let Some(c) = self.conn.borrow().as_ref()
@@ -170,10 +224,10 @@ impl Slot {
 /// Runs the clients of `a` on `slots`, each the session `client` makes: this module's unary
 /// one (`Unary::new`), or the bidi stream one of `engine::bidi` (lease keepalives), as the
 /// thread picks.
-pub(super) async fn run<S, M>(w: Rc<Worker>, a: &Assignment, slots: &[Rc<Slot>], client: M)
+pub(super) async fn run<S, M>(w: Rc<Worker>, a: &Assignment, slots: &[Rc<ConnSlot>], client: M)
 where
     S: Session + 'static,
-    M: Fn(&Worker, usize, Rc<Slot>) -> S,
+    M: Fn(&Worker, usize, Rc<ConnSlot>) -> S,
 {
     let mut tasks = Vec::with_capacity(a.clients.len());
     for &(id, k) in &a.clients {
@@ -189,7 +243,7 @@ where
 }
 
 /// Starts closing every connection of `slots` (the records are collected with the others).
-pub(super) fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
+pub(super) fn close(w: &Worker, slots: Vec<Rc<ConnSlot>>) {
     let linger = w.ctx.timeout;
     for slot in slots {
         let conn = slot.conn.borrow_mut().take();
@@ -201,10 +255,10 @@ pub(super) fn close(w: &Worker, slots: Vec<Rc<Slot>>) {
 
 /// One unary (or server-streaming) client on a shared connection.
 pub(super) struct Unary {
-    slot: Rc<Slot>,
-    handle: Option<Handle>,
+    slot: Rc<ConnSlot>,
+    handle: Option<ConnHandle>,
     /// small: the large workloads are boxed inside it
-    work: Workload,
+    work: OverH2,
     /// plain HTTP/2: a request with a body of its own, judged by its status as HTTP/1.1's are
     plain: bool,
     streaming: bool,
@@ -217,14 +271,13 @@ pub(super) struct Unary {
 }
 
 impl Unary {
-    pub(super) fn new(w: &Worker, id: usize, slot: Rc<Slot>) -> Unary {
+    pub(super) fn new(w: &Worker, slot: Rc<ConnSlot>, work: OverH2) -> Unary {
         let ctx = &w.ctx;
-        let work = ctx.workload.for_client(id as u64);
-        let plain = ctx.proto == Proto::H2;
+        let plain = matches!(work, OverH2::Plain(_));
         Unary {
             slot,
             handle: None,
-            streaming: work.server_streaming(),
+            streaming: matches!(&work, OverH2::Grpc(g) if g.server_streaming()),
             work,
             plain,
             max_message: if plain {
@@ -267,7 +320,7 @@ impl Session for Unary {
         } = self;
         let (plain, endpoint, warm) = (*plain, slot.endpoint, turn.warm);
         let started = Instant::now();
-        if *streaming {
+        if *streaming && let OverH2::Grpc(work) = work {
             // boxed, as the rare paths below: a stream's future is large, and only this kind
             // of run has it
             work.next_grpc(idx);
@@ -285,59 +338,21 @@ impl Session for Unary {
         }
         // borrowed for this request (a re-authentication changes the call): the client's
         // future carries references, not copies
-        let (body, call) = if plain {
-            work.next_h2(idx, endpoint)
-        } else {
-            work.next_grpc(idx);
-            (work.grpc_request(), work.call(endpoint))
-        };
+        let (body, call) = work.next_request(idx, endpoint);
         let progress = Progress::default();
-        // One request, sent again when the server provably did not process it: after GOAWAY on
-        // a new connection (the old one is marked dead), after REFUSED_STREAM on the same one
-        // unless it broke. At most MAX_RETRIES times, all within the request timeout: each
-        // step waits until the one deadline (no clock read of its own), and only one step's
-        // future is alive at a time, which keeps every client's future small.
         let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
-        let mut retries = 0;
-        let result = loop {
-            let Some(h) = handle.as_mut() else {
-                break Ok(Err(CallError::plain(Failure::new(FailureKind::Connect))));
-            };
-            let generation = h.generation;
-            let call = grpc_client::unary_sent(
-                &mut h.send,
-                &h.ledger,
-                call,
-                body,
-                rx,
-                *max_message,
+        let result = slot
+            .unary(
+                w,
+                handle,
+                (call, body),
+                (rx, *max_message),
                 &progress,
-                Some(deadline),
-            );
-            let Some(r) = call.await else {
-                break Err(());
-            };
-            if let Err(e) = &r
-                && e.conn_broken
-            {
-                slot.mark_dead(generation);
-            }
-            match r {
-                Err(e) if e.unprocessed && retries < MAX_RETRIES => {
-                    retries += 1;
-                    w.stats.borrow_mut().retried += 1;
-                    let acquire = tokio::time::timeout_at(deadline, slot.acquire(w, handle));
-                    match Box::pin(acquire).await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(f)) => break Ok(Err(CallError::plain(f))),
-                        Err(_) => break Err(()),
-                    }
-                }
-                other => break Ok(other),
-            }
-        };
+                deadline,
+            )
+            .await;
         let was_reauthed = std::mem::take(reauthed);
-        let via = Via::on(started, handle.as_ref().map(|h| h.port));
+        let trace = Trace::on(started, handle.as_ref().map(|h| h.port));
         // a request sent again after re-authenticating was written (and counted) the first time
         if progress.sent.get() && !was_reauthed {
             w.wrote(warm);
@@ -345,9 +360,9 @@ impl Session for Unary {
         // plain HTTP/2: judged as an HTTP/1.1 response is; a refused token takes the
         // re-authentication path below, as over gRPC
         let (result, verdict) = match result {
-            Ok(Ok(body)) if plain && !warm => match work.check_http(progress.status.get(), &body) {
+            Ok(Ok(body)) if !warm => match work.judge(progress.status.get(), &body) {
                 Err((status, f))
-                    if !was_reauthed && ctx.auth.is_some() && work.token_refused(&f) =>
+                    if plain && !was_reauthed && ctx.auth.is_some() && work.token_refused(&f) =>
                 {
                     let e = CallError {
                         status: Some(status),
@@ -364,20 +379,21 @@ impl Session for Unary {
         match result {
             // Dropping the call resets the stream (RST_STREAM CANCEL); the connection lives on.
             Err(_) => {
-                w.fail(endpoint, warm, None, timed_out("no response", ctx), via);
+                w.fail(endpoint, warm, None, timed_out("no response", ctx), trace);
                 w.classed(class, warm, None);
             }
             // the target no longer accepts the token: authenticate again, then send again (once)
             Ok(Err(e)) if !was_reauthed && ctx.auth.is_some() && work.token_refused(&e.failure) => {
                 let Some(h) = handle.as_mut() else {
                     // no connection to authenticate on: the request fails as it came back
-                    w.fail(endpoint, warm, e.status, e.failure, via);
+                    w.fail(endpoint, warm, e.status, e.failure, trace);
                     w.classed(class, warm, None);
                     return Exchange::Done;
                 };
                 let authority = &ctx.authorities[ctx.member(slot.endpoint)];
                 // boxed, as the connect: rare, and large
-                let auth = work.reauthenticate_grpc(
+                let auth = reauthenticate_grpc(
+                    work,
                     &mut h.send,
                     &h.ledger,
                     authority,
@@ -391,53 +407,32 @@ impl Session for Unary {
                         return Exchange::Again;
                     }
                     Err(f) => {
-                        w.fail(endpoint, warm, e.status, f, via);
+                        w.fail(endpoint, warm, e.status, f, trace);
                         w.classed(class, warm, None);
                     }
                 }
             }
             Ok(Err(e)) => {
-                w.fail(endpoint, warm, e.status, e.failure, via);
+                w.fail(endpoint, warm, e.status, e.failure, trace);
                 w.classed(class, warm, None);
             }
-            Ok(Ok(body)) if plain => match verdict {
+            Ok(Ok(body)) => match verdict {
                 // a warmup request (its verdict is not taken)
                 None => w.warmup_done(),
                 Some(Ok((status, ack))) => {
-                    let via = via.bytes(body.len());
-                    let latency = w.ok(endpoint, turn, setup_from.unwrap_or(started), status, via);
+                    let trace = trace.bytes(body.len());
+                    let latency =
+                        w.ok(endpoint, turn, setup_from.unwrap_or(started), status, trace);
                     w.classed(class, warm, Some(latency));
                     w.without_setup(started);
                     w.acked(ack);
-                    w.keep_sample(|| work.sample_http(&body));
+                    w.keep_sample(|| work.sample(&body));
                 }
                 Some(Err((status, f))) => {
-                    w.fail(endpoint, warm, Some(status), f, via.bytes(body.len()));
+                    w.fail(endpoint, warm, Some(status), f, trace.bytes(body.len()));
                     w.classed(class, warm, None);
                 }
             },
-            Ok(Ok(message)) => {
-                if warm {
-                    w.warmup_done();
-                } else {
-                    let ok = StatusKey::Grpc(Code::Ok.as_u32());
-                    match work.check_grpc(&message) {
-                        Ok(ack) => {
-                            let via = via.bytes(message.len());
-                            let latency =
-                                w.ok(endpoint, turn, setup_from.unwrap_or(started), ok, via);
-                            w.classed(class, warm, Some(latency));
-                            w.without_setup(started);
-                            w.acked(ack);
-                            w.keep_sample(|| work.sample_grpc(&message));
-                        }
-                        Err(f) => {
-                            w.fail(endpoint, warm, Some(ok), f, via.bytes(message.len()));
-                            w.classed(class, warm, None);
-                        }
-                    }
-                }
-            }
         }
         Exchange::Done
     }
@@ -450,9 +445,9 @@ impl Session for Unary {
 /// its connection was ready.
 async fn stream_call(
     w: &Worker,
-    slot: &Slot,
-    handle: &mut Option<Handle>,
-    work: &mut Workload,
+    slot: &ConnSlot,
+    handle: &mut Option<ConnHandle>,
+    work: &mut GrpcWork,
     turn: Turn,
     (started, ready): (Instant, Instant),
     rx: &mut BytesMut,
@@ -460,18 +455,18 @@ async fn stream_call(
     let ctx = &w.ctx;
     let (endpoint, warm) = (slot.endpoint, turn.warm);
     let Some(h) = handle.as_mut() else {
-        let via = Via::on(ready, None);
+        let trace = Trace::on(ready, None);
         w.fail(
             endpoint,
             warm,
             None,
             Failure::new(FailureKind::Connect),
-            via,
+            trace,
         );
         return;
     };
     let generation = h.generation;
-    let via = Via::on(ready, Some(h.port));
+    let trace = Trace::on(ready, Some(h.port));
     let progress = Progress::default();
     // the sample: the messages of the first successful call, at most this many
     const SAMPLE_MESSAGES: usize = 100;
@@ -501,18 +496,18 @@ async fn stream_call(
             warm,
             None,
             timed_out("the stream did not end", ctx),
-            via,
+            trace,
         ),
         Ok(Err(e)) => {
             if e.conn_broken {
                 slot.mark_dead(generation);
             }
-            w.fail(endpoint, warm, e.status, e.failure, via);
+            w.fail(endpoint, warm, e.status, e.failure, trace);
         }
         Ok(Ok(_)) if warm => w.warmup_done(),
         Ok(Ok(end)) => {
             let ok = StatusKey::Grpc(Code::Ok.as_u32());
-            w.ok(endpoint, turn, started, ok, via);
+            w.ok(endpoint, turn, started, ok, trace);
             w.without_setup(ready);
             w.streamed(end.messages, end.first_at.map(|t| t - started));
             if keep > 0 {

@@ -10,16 +10,16 @@ use bytes::BytesMut;
 use crate::client::http1::Conn;
 use crate::config::Staged;
 use crate::outcome::{Failure, FailureKind};
-use crate::workload::Workload;
+use crate::workload::{ClientWork, Http1Work, OnStack, reauthenticate_http};
 
 use super::closer::CLOSE_BOUND;
 use super::plan::connect_turn;
 use super::session::{Exchange, Session, drive};
-use super::worker::{Turn, Via, Worker};
-use super::{Assignment, Ctx};
+use super::worker::{Trace, Turn, Worker};
+use super::{Assignment, Ctx, EngineError};
 
 /// A connection for endpoint slot `endpoint`, to the member the slot goes to now.
-pub(super) async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> {
+pub(super) async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, EngineError> {
     let member = ctx.member(endpoint);
     let addr = ctx.addrs[member];
     let conn = Conn::connect(
@@ -31,17 +31,19 @@ pub(super) async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, String> 
         ctx.layers,
     )
     .await
-    .map_err(|e| format!("connect to {addr}: {e}"))?;
-    Ok(if ctx.workload.head_requests() {
-        conn.head_requests()
-    } else {
-        conn
-    })
+    .map_err(|source| EngineError::Connect { addr, source })?;
+    Ok(
+        if matches!(&ctx.work, OnStack::Http1(w) if w.head_requests()) {
+            conn.head_requests()
+        } else {
+            conn
+        },
+    )
 }
 
 /// Opens every client's connection before the start line (none with `--requests-per-conn`: the
 /// connect is part of each client's first request).
-pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Option<Conn>>, String> {
+pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Option<Conn>>, EngineError> {
     let mut conns = Vec::with_capacity(a.clients.len());
     if ctx.requests_per_conn.is_some() {
         conns.resize_with(a.clients.len(), || None);
@@ -65,12 +67,17 @@ pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Option<Conn>>
 }
 
 /// Runs every client; returns the connections still open, to be closed after the window.
-pub(super) async fn run(w: Rc<Worker>, a: &Assignment, conns: Vec<Option<Conn>>) -> Vec<Conn> {
+pub(super) async fn run(
+    w: Rc<Worker>,
+    a: &Assignment,
+    conns: Vec<Option<Conn>>,
+    work: &Http1Work,
+) -> Vec<Conn> {
     let mut tasks = Vec::with_capacity(conns.len());
     for (&(id, endpoint), conn) in a.clients.iter().zip(conns) {
+        let mut client = Client::new(&w, endpoint, conn, work.for_client(id as u64));
         let w = w.clone();
         tasks.push(tokio::task::spawn_local(async move {
-            let mut client = Client::new(&w, id, endpoint, conn);
             drive(&w, id, &mut client).await;
             client.conn
         }));
@@ -95,7 +102,7 @@ pub(super) fn retire(w: &Worker, c: Conn) {
 struct Client {
     endpoint: usize,
     conn: Option<Conn>,
-    work: Workload,
+    work: Http1Work,
     /// sized by the first request (and grown to the largest): there may be 100,000 clients
     wbuf: BytesMut,
     /// the request deadline's timer, one for the client's life (see `within`)
@@ -110,14 +117,14 @@ struct Client {
 }
 
 impl Client {
-    fn new(w: &Worker, id: usize, endpoint: usize, conn: Option<Conn>) -> Client {
+    fn new(w: &Worker, endpoint: usize, conn: Option<Conn>, work: Http1Work) -> Client {
         let ctx = &w.ctx;
         Client {
             endpoint,
             // --client-stages: a client joins with its connection when its stretch begins
             paused: matches!(ctx.staged, Some(Staged::Clients(_))) && conn.is_none(),
             conn,
-            work: ctx.workload.for_client(id as u64),
+            work,
             wbuf: BytesMut::new(),
             timer: Box::pin(tokio::time::sleep(ctx.timeout)),
             conn_member: endpoint,
@@ -187,7 +194,7 @@ impl Session for Client {
                 warm,
                 None,
                 Failure::new(FailureKind::Connect),
-                Via::default(),
+                Trace::default(),
             );
             return Exchange::Done;
         };
@@ -195,7 +202,7 @@ impl Session for Client {
         wbuf.clear();
         let head_len = work.encode_http(idx, endpoint, wbuf);
         let before = c.requests_written();
-        let via = Via::on(started, Some(c.local_port()));
+        let trace = Trace::on(started, Some(c.local_port()));
         let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
         let result = within(timer.as_mut(), deadline, c.round_trip(wbuf, head_len)).await;
         // txn-mixed: the class of the request at hand (reads and writes counted apart)
@@ -211,14 +218,14 @@ impl Session for Client {
                         FailureKind::Timeout,
                         format_args!("no response within {:?}", ctx.timeout),
                     ),
-                    via,
+                    trace,
                 );
                 w.classed(class, warm, None);
                 // The response may still arrive: this connection's framing is unknown now.
                 false
             }
             Ok(Err(f)) => {
-                w.fail(endpoint, warm, None, f, via);
+                w.fail(endpoint, warm, None, f, trace);
                 w.classed(class, warm, None);
                 c.reusable()
             }
@@ -232,16 +239,22 @@ impl Session for Client {
                     }
                     _ if warm => w.warmup_done(),
                     Ok((status, ack)) => {
-                        let via = via.bytes(resp.body.len());
+                        let trace = trace.bytes(resp.body.len());
                         let latency =
-                            w.ok(endpoint, turn, setup_from.unwrap_or(started), status, via);
+                            w.ok(endpoint, turn, setup_from.unwrap_or(started), status, trace);
                         w.classed(class, warm, Some(latency));
                         w.without_setup(started);
                         w.acked(ack);
                         w.keep_sample(|| work.sample_http(resp.body));
                     }
                     Err((status, f)) => {
-                        w.fail(endpoint, warm, Some(status), f, via.bytes(resp.body.len()));
+                        w.fail(
+                            endpoint,
+                            warm,
+                            Some(status),
+                            f,
+                            trace.bytes(resp.body.len()),
+                        );
                         w.classed(class, warm, None);
                     }
                 }
@@ -257,7 +270,7 @@ impl Session for Client {
             let authority = &ctx.authorities[ctx.member(endpoint)];
             let creds = ctx.auth.as_ref();
             // boxed: rare, and large
-            let auth = Box::pin(work.reauthenticate_http(c, authority, creds, ctx.timeout));
+            let auth = Box::pin(reauthenticate_http(work, c, authority, creds, ctx.timeout));
             match auth.await {
                 Ok(()) => {
                     w.stats.borrow_mut().reauthenticated += 1;
@@ -267,7 +280,7 @@ impl Session for Client {
                 Err(f) => {
                     // the authentication's answer may still come: the framing is unknown now
                     keep &= f.kind != FailureKind::Timeout;
-                    w.fail(endpoint, warm, None, f, via);
+                    w.fail(endpoint, warm, None, f, trace);
                     w.classed(class, warm, None);
                 }
             }

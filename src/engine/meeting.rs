@@ -51,7 +51,7 @@ pub(super) struct Meeting {
     /// the main thread has read its end figures: the workers may close their connections
     pub(super) close: Barrier,
     pub(super) abort: AtomicBool,
-    pub(super) setup_error: Mutex<Option<String>>,
+    pub(super) setup_error: Mutex<Option<super::EngineError>>,
     /// the moment the first thread passed the start line: the schedule's origin
     pub(super) t0: OnceLock<Instant>,
 }

@@ -19,13 +19,33 @@ mod pipeline;
 mod plan;
 mod progress;
 mod ramp;
-mod run;
+mod run_proto;
 mod session;
 mod thread;
 mod worker;
 
 pub use failover::{Failover, Rediscovery};
-pub use run::{run_proto, run_proto_with};
+pub use run_proto::{run_proto, run_proto_with};
+
+/// Why a run could not start or finish (a request's own failure is a `Failure`, counted).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("connect to {addr}: {source}")]
+    Connect {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot start a runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("cannot start the interval printer: {0}")]
+    IntervalPrinter(std::io::Error),
+    #[error("cannot start a worker thread: {0}")]
+    Thread(std::io::Error),
+    #[error("a worker thread panicked (a bug: please report it)")]
+    Panicked,
+    #[error(transparent)]
+    Stack(#[from] crate::workload::StackMismatch),
+}
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -33,7 +53,7 @@ use std::time::Duration;
 
 use crate::config::{Proto, Stop};
 use crate::net::{H2Config, NetConfig};
-use crate::workload::Workload;
+use crate::workload::OnStack;
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.
 pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
@@ -98,7 +118,8 @@ struct Ctx {
     routes: Option<failover::Routes>,
     /// credentials, to authenticate again when the target refuses the token
     auth: Option<(String, String)>,
-    workload: Workload,
+    /// the workload on this run's stack, which each client copies
+    work: OnStack,
     /// what becomes of what successful requests acknowledge
     acks: Acks,
     /// the live board, the request log and a stop from outside, when asked for

@@ -7,16 +7,16 @@ use std::time::Instant;
 
 use crate::client::http1::pipeline::Pipe;
 use crate::outcome::{Failure, FailureKind};
-use crate::workload::Workload;
+use crate::workload::{ClientWork, Http1Work, reauthenticate_http};
 
 use super::http1::{connect, retire};
 use super::plan::connect_turn;
 use super::session::{Exchange, Session, drive};
-use super::worker::{Turn, Via, Worker};
-use super::{Assignment, Ctx};
+use super::worker::{Trace, Turn, Worker};
+use super::{Assignment, Ctx, EngineError};
 
 /// Opens this thread's connections before the start line, one pipe each.
-pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Pipe>>, String> {
+pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Pipe>>, EngineError> {
     let mut sharing = vec![0usize; a.conns.len()];
     for &(_, k) in &a.clients {
         sharing[k] += 1;
@@ -32,7 +32,7 @@ pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Pipe>>, St
 }
 
 /// Runs every pipe's driver and every client; the drivers live on until `close`.
-pub(super) async fn run(w: Rc<Worker>, a: &Assignment, pipes: &[Rc<Pipe>]) {
+pub(super) async fn run(w: Rc<Worker>, a: &Assignment, pipes: &[Rc<Pipe>], work: &Http1Work) {
     for pipe in pipes {
         let (pipe, w) = (pipe.clone(), w.clone());
         tokio::task::spawn_local(async move {
@@ -46,14 +46,14 @@ pub(super) async fn run(w: Rc<Worker>, a: &Assignment, pipes: &[Rc<Pipe>]) {
     for &(id, k) in &a.clients {
         let local = next[k];
         next[k] += 1;
-        let (w, pipe) = (w.clone(), pipes[k].clone());
+        let mut client = Client {
+            work: work.for_client(id as u64),
+            pipe: pipes[k].clone(),
+            local,
+            reauthed: false,
+        };
+        let w = w.clone();
         tasks.push(tokio::task::spawn_local(async move {
-            let mut client = Client {
-                work: w.ctx.workload.for_client(id as u64),
-                pipe,
-                local,
-                reauthed: false,
-            };
             drive(&w, id, &mut client).await;
         }));
     }
@@ -76,7 +76,7 @@ pub(super) fn close(w: &Worker, pipes: Vec<Rc<Pipe>>) {
 struct Client {
     pipe: Rc<Pipe>,
     local: usize,
-    work: Workload,
+    work: Http1Work,
     /// the request at hand is the one sent again after re-authenticating (at most once)
     reauthed: bool,
 }
@@ -90,7 +90,9 @@ impl Session for Client {
         let endpoint = self.pipe.endpoint;
         let new = self
             .pipe
-            .acquire(|| Box::pin(connect(&w.ctx, endpoint)))
+            .acquire(|| {
+                Box::pin(async { connect(&w.ctx, endpoint).await.map_err(|e| e.to_string()) })
+            })
             .await?;
         if new {
             w.stats.borrow_mut().reconnects += 1;
@@ -114,7 +116,7 @@ impl Session for Client {
         } = self;
         let (endpoint, local, warm) = (pipe.endpoint, *local, turn.warm);
         let started = Instant::now();
-        let via = Via::on(started, pipe.local_port());
+        let trace = Trace::on(started, pipe.local_port());
         pipe.submit(local, started + ctx.timeout, |buf| {
             work.encode_http(idx, endpoint, buf)
         });
@@ -128,7 +130,7 @@ impl Session for Client {
         let status = match out.result {
             Ok(status) => status,
             Err(f) => {
-                w.fail(endpoint, warm, None, f, via);
+                w.fail(endpoint, warm, None, f, trace);
                 w.classed(class, warm, None);
                 return Exchange::Done;
             }
@@ -144,22 +146,22 @@ impl Session for Client {
                         return Exchange::Again;
                     }
                     Err(f) => {
-                        w.fail(endpoint, warm, None, f, via);
+                        w.fail(endpoint, warm, None, f, trace);
                         w.classed(class, warm, None);
                     }
                 }
             }
             _ if warm => w.warmup_done(),
             Ok((status, ack)) => {
-                let via = via.bytes(pipe.with_body(local, <[u8]>::len));
-                let latency = w.ok(endpoint, turn, started, status, via);
+                let trace = trace.bytes(pipe.with_body(local, <[u8]>::len));
+                let latency = w.ok(endpoint, turn, started, status, trace);
                 w.classed(class, warm, Some(latency));
                 w.acked(ack);
                 w.keep_sample(|| pipe.with_body(local, |body| work.sample_http(body)));
             }
             Err((status, f)) => {
-                let via = via.bytes(pipe.with_body(local, <[u8]>::len));
-                w.fail(endpoint, warm, Some(status), f, via);
+                let trace = trace.bytes(pipe.with_body(local, <[u8]>::len));
+                w.fail(endpoint, warm, Some(status), f, trace);
                 w.classed(class, warm, None);
             }
         }
@@ -171,16 +173,14 @@ impl Session for Client {
 async fn reauthenticate_apart(
     w: &Worker,
     endpoint: usize,
-    work: &mut Workload,
+    work: &mut Http1Work,
 ) -> Result<(), Failure> {
     let ctx = &w.ctx;
     let mut c = connect(ctx, endpoint)
         .await
         .map_err(|e| Failure::with(FailureKind::Connect, e))?;
     let authority = &ctx.authorities[ctx.member(endpoint)];
-    let result = work
-        .reauthenticate_http(&mut c, authority, ctx.auth.as_ref(), ctx.timeout)
-        .await;
+    let result = reauthenticate_http(work, &mut c, authority, ctx.auth.as_ref(), ctx.timeout).await;
     retire(w, c);
     result
 }

@@ -11,15 +11,16 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::client::http1::pipeline::Pipe;
-use crate::config::{Proto, Stop};
+use crate::config::Stop;
 use crate::stats::live::{self, Snapshot};
 use crate::stats::perf::{Counter, KernelCounts, ThreadCounters};
 use crate::stats::{CpuTimes, IoCalls, Stats, WindowCost};
+use crate::workload::{ClientWork, Http1Work, OnStack, OverH2};
 
 use super::closer::CLOSE_BOUND;
 use super::meeting::Meeting;
 use super::worker::Worker;
-use super::{Assignment, Ctx, bidi, grpc, http1, interval, pace, pipeline, progress};
+use super::{Assignment, Ctx, EngineError, bidi, grpc, http1, interval, pace, pipeline, progress};
 
 /// What a worker thread hands back.
 pub(super) struct WorkerOut {
@@ -63,11 +64,6 @@ pub(super) fn worker_thread(
     // Opened first, so that the counts outside the window cover this thread's whole life.
     let counters = Rc::new(ThreadCounters::open());
     let born = counters.read();
-    let idle = |sync: &Meeting| {
-        sync.start.wait();
-        sync.done.arrive();
-        sync.close.wait();
-    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();
@@ -75,38 +71,20 @@ pub(super) fn worker_thread(
     sync.go.wait();
     let rt = match rt {
         Ok(rt) => rt,
-        Err(e) => {
-            fail_setup(sync, format!("cannot start a runtime: {e}"));
-            if let Some((_, sink)) = &ctx.interval {
-                let _ = sink.send(interval::Part {
-                    thread: a.thread,
-                    k: 0,
-                    end: Duration::ZERO,
-                    slot: crate::stats::TimeSlot::default(),
-                    bytes_out: 0,
-                    bytes_in: 0,
-                    last: true,
-                    ran: false,
-                });
-            }
-            idle(sync);
-            return WorkerOut {
-                stats: Stats::default(),
-                sample: None,
-                cost: WindowCost::default(),
-                ended: None,
-                pacer_timer: None,
-                stage_cpu: Vec::new(),
-            };
-        }
+        Err(e) => return without_runtime(&ctx, &a, sync, e),
     };
     let local = tokio::task::LocalSet::new();
-    let proto = ctx.proto;
     let setup = local.block_on(&rt, async {
-        match proto {
-            Proto::Http if ctx.pipeline > 1 => pipeline::setup(&ctx, &a).await.map(Setup::Pipes),
-            Proto::Http => http1::setup(&ctx, &a).await.map(Setup::Http),
-            Proto::H2 | Proto::Grpc => grpc::setup(&ctx, &a).await.map(Setup::Grpc),
+        match &ctx.work {
+            OnStack::Http1(t) if ctx.pipeline > 1 => pipeline::setup(&ctx, &a)
+                .await
+                .map(|p| Setup::Pipes(p, t.clone())),
+            OnStack::Http1(t) => http1::setup(&ctx, &a)
+                .await
+                .map(|c| Setup::Http(c, t.clone())),
+            OnStack::H2(t) => grpc::setup(&ctx, &a)
+                .await
+                .map(|s| Setup::Grpc(s, t.clone())),
         }
     });
     let setup = match setup {
@@ -141,28 +119,7 @@ pub(super) fn worker_thread(
     if let Some(rate) = ctx.rate
         && setup.is_some()
     {
-        let schedule = pace::Schedule {
-            t0,
-            profile: match &ctx.staged {
-                Some(crate::config::Staged::Rate(st)) => pace::Profile::Staged(st.clone()),
-                _ => pace::Profile::Constant(rate),
-            },
-            index: a.thread as u64,
-            stride: ctx.threads as u64,
-            warmup: ctx.warmup,
-            stop: ctx.stop,
-        };
-        let w = worker.clone();
-        local.spawn_local(async move {
-            if let Some(p) = &w.pacer {
-                p.dispatch(
-                    schedule,
-                    || w.ctx.halted(),
-                    || w.stats.borrow_mut().late += 1,
-                )
-                .await;
-            }
-        });
+        spawn_pacer(&local, &worker, rate, a.thread, t0);
     }
     // The window: from the end of warmup (read on this thread by a timer task) to the moment
     // its clients are done.
@@ -239,17 +196,7 @@ pub(super) fn worker_thread(
         kernel_unavailable: counters.unavailable(Counter::Syscalls).map(str::to_string),
     };
     let pacer_timer = worker.pacer.as_ref().and_then(pace::Pacer::timer);
-    // each stage's CPU: between the marks, the first from the window's start, the last to
-    // its end (a stage the run did not reach has none)
-    let mut stage_cpu = Vec::new();
-    if !ctx.stage_ends.is_empty() {
-        let mut from = start.cpu;
-        for m in stage_marks.borrow().iter().copied() {
-            stage_cpu.push(m.since(from));
-            from = m;
-        }
-        stage_cpu.push(window_end.cpu.since(from));
-    }
+    let stage_cpu = stage_cpu(&ctx, &stage_marks.borrow(), start.cpu, window_end.cpu);
     WorkerOut {
         stats: worker.stats.take(),
         sample: worker.sample.take(),
@@ -258,6 +205,84 @@ pub(super) fn worker_thread(
         pacer_timer,
         stage_cpu,
     }
+}
+
+/// A thread whose runtime could not start: it says so, sends its last (empty) interval and
+/// passes the remaining meeting points.
+fn without_runtime(ctx: &Ctx, a: &Assignment, sync: &Meeting, e: std::io::Error) -> WorkerOut {
+    fail_setup(sync, EngineError::Runtime(e));
+    if let Some((_, sink)) = &ctx.interval {
+        let _ = sink.send(interval::Part {
+            thread: a.thread,
+            k: 0,
+            end: Duration::ZERO,
+            slot: crate::stats::TimeSlot::default(),
+            bytes_out: 0,
+            bytes_in: 0,
+            last: true,
+            ran: false,
+        });
+    }
+    sync.start.wait();
+    sync.done.arrive();
+    sync.close.wait();
+    WorkerOut {
+        stats: Stats::default(),
+        sample: None,
+        cost: WindowCost::default(),
+        ended: None,
+        pacer_timer: None,
+        stage_cpu: Vec::new(),
+    }
+}
+
+/// `--rate`: the task that releases this thread's sends on schedule (`rate` in all, this
+/// thread's share by its index).
+fn spawn_pacer(
+    local: &tokio::task::LocalSet,
+    worker: &Rc<Worker>,
+    rate: f64,
+    thread: usize,
+    t0: Instant,
+) {
+    let ctx = &worker.ctx;
+    let schedule = pace::Schedule {
+        t0,
+        profile: match &ctx.staged {
+            Some(crate::config::Staged::Rate(st)) => pace::Profile::Staged(st.clone()),
+            _ => pace::Profile::Constant(rate),
+        },
+        index: thread as u64,
+        stride: ctx.threads as u64,
+        warmup: ctx.warmup,
+        stop: ctx.stop,
+    };
+    let w = worker.clone();
+    local.spawn_local(async move {
+        if let Some(p) = &w.pacer {
+            p.dispatch(
+                schedule,
+                || w.ctx.halted(),
+                || w.stats.borrow_mut().late += 1,
+            )
+            .await;
+        }
+    });
+}
+
+/// Each stage's CPU: between the `marks` taken at the stages' ends, the first from the
+/// window's start, the last to its end (a stage the run did not reach has none).
+fn stage_cpu(ctx: &Ctx, marks: &[CpuTimes], start: CpuTimes, end: CpuTimes) -> Vec<CpuTimes> {
+    let mut stage_cpu = Vec::new();
+    if !ctx.stage_ends.is_empty() {
+        let mut from = start;
+        for m in marks.iter().copied() {
+            stage_cpu.push(m.since(from));
+            from = m;
+        }
+        stage_cpu.push(end.since(from));
+    }
+    stage_cpu
 }
 
 /// How often a worker posts its live snapshot (`--metrics-addr`).
@@ -409,7 +434,7 @@ impl Intervals {
     }
 }
 
-pub(super) fn fail_setup(sync: &Meeting, e: String) {
+pub(super) fn fail_setup(sync: &Meeting, e: EngineError) {
     sync.abort.store(true, Ordering::SeqCst);
     if let Ok(mut g) = sync.setup_error.lock() {
         g.get_or_insert(e);
@@ -417,34 +442,45 @@ pub(super) fn fail_setup(sync: &Meeting, e: String) {
 }
 
 /// Connections made before the start barrier.
+/// This thread's connections, opened before the start line, and the workload its clients
+/// copy.
 pub(super) enum Setup {
-    Http(Vec<Option<crate::client::http1::Conn>>),
+    Http(Vec<Option<crate::client::http1::Conn>>, Http1Work),
     /// pipelined HTTP/1.1
-    Pipes(Vec<Rc<Pipe>>),
-    Grpc(Vec<Rc<grpc::Slot>>),
+    Pipes(Vec<Rc<Pipe>>, Http1Work),
+    Grpc(Vec<Rc<grpc::ConnSlot>>, OverH2),
 }
 
 /// What is left to close after the measured window.
 pub(super) enum Closing {
     Http(Vec<crate::client::http1::Conn>),
     Pipes(Vec<Rc<Pipe>>),
-    Grpc(Vec<Rc<grpc::Slot>>),
+    Grpc(Vec<Rc<grpc::ConnSlot>>),
 }
 
 impl Setup {
     pub(super) async fn run(self, w: Rc<Worker>, a: &Assignment) -> Closing {
         match self {
-            Setup::Http(conns) => Closing::Http(http1::run(w, a, conns).await),
-            Setup::Pipes(pipes) => {
-                pipeline::run(w, a, &pipes).await;
+            Setup::Http(conns, work) => Closing::Http(http1::run(w, a, conns, &work).await),
+            Setup::Pipes(pipes, work) => {
+                pipeline::run(w, a, &pipes, &work).await;
                 Closing::Pipes(pipes)
             }
-            Setup::Grpc(slots) => {
-                // lease keepalives: a bidi stream per client, off the unary path
-                if bidi::runs(&w.ctx.workload, w.ctx.proto) {
-                    grpc::run(w, a, &slots, bidi::Keepalive::new).await;
-                } else {
-                    grpc::run(w, a, &slots, grpc::Unary::new).await;
+            Setup::Grpc(slots, work) => {
+                match &work {
+                    // lease keepalives: a bidi stream per client, off the unary path
+                    OverH2::Grpc(g) if g.bidi() => {
+                        let open = |w: &Worker, id: usize, slot| {
+                            bidi::Keepalive::new(w, slot, g.for_client(id as u64))
+                        };
+                        grpc::run(w, a, &slots, open).await;
+                    }
+                    _ => {
+                        let open = |w: &Worker, id: usize, slot| {
+                            grpc::Unary::new(w, slot, work.for_client(id as u64))
+                        };
+                        grpc::run(w, a, &slots, open).await;
+                    }
                 }
                 Closing::Grpc(slots)
             }

@@ -42,7 +42,7 @@ pub(super) struct Worker {
 /// What the request log (`--log-requests`) keeps of a request besides its outcome: when it
 /// started, the connection it went on (its local port), its response's body bytes.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Via {
+pub(super) struct Trace {
     /// None: when it failed (a request that found no connection)
     pub(super) started: Option<Instant>,
     /// never sent (an expired open-loop send): no latency
@@ -51,30 +51,30 @@ pub(super) struct Via {
     pub(super) bytes: Option<u64>,
 }
 
-impl Via {
+impl Trace {
     /// A request started at `started` on the connection with local port `port`.
-    pub(super) fn on(started: Instant, port: Option<u16>) -> Via {
-        Via {
+    pub(super) fn on(started: Instant, port: Option<u16>) -> Trace {
+        Trace {
             started: Some(started),
             port,
-            ..Via::default()
+            ..Trace::default()
         }
     }
 
     /// The same, with a response of `n` body bytes.
-    pub(super) fn bytes(self, n: usize) -> Via {
-        Via {
+    pub(super) fn bytes(self, n: usize) -> Trace {
+        Trace {
             bytes: Some(n as u64),
             ..self
         }
     }
 
     /// A send due at `at` that never went out.
-    pub(super) fn unsent(at: Instant) -> Via {
-        Via {
+    pub(super) fn unsent(at: Instant) -> Trace {
+        Trace {
             started: Some(at),
             unsent: true,
-            ..Via::default()
+            ..Trace::default()
         }
     }
 }
@@ -123,7 +123,7 @@ impl Worker {
                         st.record_scheduled(at);
                         st.expired += 1;
                     }
-                    self.fail(endpoint, t.warm, None, f, Via::unsent(t.intended))
+                    self.fail(endpoint, t.warm, None, f, Trace::unsent(t.intended))
                 }
             }
         }
@@ -189,7 +189,7 @@ impl Worker {
         turn: Turn,
         sent: Instant,
         status: StatusKey,
-        via: Via,
+        trace: Trace,
     ) -> Duration {
         let now = Instant::now();
         let at = self.at(endpoint, now);
@@ -205,8 +205,8 @@ impl Worker {
                 start_ns: nanos(from.saturating_duration_since(self.warmup_end)),
                 latency_ns: Some(nanos(now - from)),
                 status: Some(status),
-                connection: via.port,
-                bytes: via.bytes,
+                connection: trace.port,
+                bytes: trace.bytes,
                 error: None,
             });
         }
@@ -267,7 +267,7 @@ impl Worker {
         warm: bool,
         status: Option<StatusKey>,
         f: Failure,
-        via: Via,
+        trace: Trace,
     ) {
         if let Some(r) = &self.ctx.routes {
             r.failed(endpoint, &f, !warm);
@@ -279,14 +279,14 @@ impl Worker {
         let now = Instant::now();
         let at = self.at(endpoint, now);
         if let Some(log) = self.log.borrow_mut().as_mut() {
-            let started = via.started.unwrap_or(now);
+            let started = trace.started.unwrap_or(now);
             log.push(Row {
                 start_ns: nanos(started.saturating_duration_since(self.warmup_end)),
-                latency_ns: (!via.unsent && via.started.is_some())
+                latency_ns: (!trace.unsent && trace.started.is_some())
                     .then(|| nanos(now.saturating_duration_since(started))),
                 status,
-                connection: via.port,
-                bytes: via.bytes,
+                connection: trace.port,
+                bytes: trace.bytes,
                 error: Some(f.kind),
             });
         }
@@ -391,7 +391,7 @@ impl Reconnect {
             st.connect_error = Some(f.clone());
         }
         if w.deadline.is_none() || w.pacer.is_some() {
-            w.fail(endpoint, warm, None, f, Via::default());
+            w.fail(endpoint, warm, None, f, Trace::default());
             *sent += u64::from(!warm);
         } else if let Some(r) = &w.ctx.routes {
             r.failed(endpoint, &f, false);

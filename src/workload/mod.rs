@@ -5,14 +5,14 @@ pub mod etcd;
 pub mod grpc;
 pub mod http;
 pub mod reflect;
+pub mod stack;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
 use crate::config::{Endpoint, GrpcRequest, WorkloadSpec};
-use crate::outcome::{Failure, FailureKind, StatusKey};
+use crate::outcome::{Failure, StatusKey};
 
 /// The etcd operations (plain data, defined with the rest of the configuration).
 pub use crate::config::EtcdOp;
@@ -21,6 +21,10 @@ pub use echo::EchoWorkload;
 pub use etcd::{Ack, EtcdWorkload, WatchPuts};
 pub use grpc::GrpcWorkload;
 pub use http::HttpWorkload;
+pub use stack::{
+    ClientWork, GrpcWork, H2Work, Http1Work, OnStack, OverH2, StackMismatch, reauthenticate_grpc,
+    reauthenticate_http,
+};
 
 /// The most of a response body a report's sample keeps.
 const SAMPLE_MAX: usize = 64 << 10;
@@ -93,134 +97,9 @@ impl Workload {
         }
     }
 
-    /// Appends HTTP/1.1 request number `idx` for endpoint `ep` to `dst`; returns its head length.
-    pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {
-        match self {
-            Workload::Etcd(w) => w.encode_http(idx, ep, dst),
-            Workload::WatchPuts(w) => w.encode_http(idx, dst),
-            Workload::Echo(w) => w.encode_http(ep, dst),
-            Workload::Http(w) => w.encode_http(idx, ep, dst),
-            Workload::Grpc(_) => unreachable!("a gRPC method runs over gRPC only"),
-        }
-    }
-
-    /// The verdict on an HTTP/1.1 response: its status, and what it acknowledged.
-    pub fn check_http(
-        &self,
-        status: u16,
-        body: &[u8],
-    ) -> Result<(StatusKey, Ack), (StatusKey, Failure)> {
-        match self {
-            Workload::Etcd(w) => w.check_http(status, body),
-            Workload::WatchPuts(w) => w.check_http(status, body),
-            Workload::Echo(w) => w.check_http(status, body).map(|s| (s, None)),
-            Workload::Http(w) => w.check_http(status).map(|s| (s, None)),
-            Workload::Grpc(_) => unreachable!("a gRPC method runs over gRPC only"),
-        }
-    }
-
-    /// Plain HTTP/2 request number `idx` for endpoint `ep`: its body and its request
-    /// (method, path, headers), lent together.
-    pub fn next_h2(&mut self, idx: u64, ep: usize) -> (&Bytes, &crate::client::grpc::Call) {
-        match self {
-            Workload::Etcd(w) => w.next_h2(idx, ep),
-            Workload::Echo(w) => (w.json_body(), w.h2_call(ep)),
-            Workload::Http(w) => (w.body(idx), w.h2_call(ep)),
-            Workload::WatchPuts(_) | Workload::Grpc(_) => {
-                unreachable!("`cli` runs no watch puts and no gRPC method over plain HTTP/2")
-            }
-        }
-    }
-
-    /// The gRPC method for endpoint `ep`.
-    pub fn call(&self, ep: usize) -> &crate::client::grpc::Call {
-        match self {
-            Workload::Etcd(w) => w.call(ep),
-            Workload::WatchPuts(w) => w.call(),
-            Workload::Echo(w) => w.call(ep),
-            Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
-            Workload::Grpc(w) => w.call(ep),
-        }
-    }
-
-    /// Makes gRPC request number `idx`, which `grpc_request` then lends.
-    pub fn next_grpc(&mut self, idx: u64) {
-        match self {
-            Workload::Etcd(w) => w.next_grpc(idx),
-            Workload::WatchPuts(w) => w.next_grpc(idx),
-            Workload::Echo(_) | Workload::Http(_) | Workload::Grpc(_) => {}
-        }
-    }
-
-    /// The gRPC request `next_grpc` made, framed (5-byte prefix + protobuf).
-    pub fn grpc_request(&self) -> &Bytes {
-        match self {
-            Workload::Etcd(w) => w.grpc_request(),
-            Workload::WatchPuts(w) => w.grpc_request(),
-            Workload::Echo(w) => w.grpc_request(),
-            Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
-            Workload::Grpc(w) => w.grpc_request(),
-        }
-    }
-
-    /// The verdict on a gRPC response message: what it acknowledged, or why it failed.
-    pub fn check_grpc(&self, message: &Bytes) -> Result<Ack, Failure> {
-        match self {
-            Workload::Etcd(w) => w.check_grpc(message),
-            Workload::WatchPuts(w) => w.check_grpc(message),
-            Workload::Echo(w) => w.check_grpc(message).map(|()| None),
-            Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
-            // the framing and the status were judged: one message, grpc-status 0
-            Workload::Grpc(_) => Ok(None),
-        }
-    }
-
-    /// A successful response as gateway-style JSON, for the report's sample.
-    /// The body as JSON when it is JSON of at most `SAMPLE_MAX` bytes, else as text, cut at
-    /// `SAMPLE_MAX` (a report holds one sample; any server may answer megabytes).
+    /// A successful response body as the report's sample (`sample_body`).
     pub fn sample_http(&self, body: &[u8]) -> Value {
-        if body.len() <= SAMPLE_MAX
-            && let Ok(v) = serde_json::from_slice(body)
-        {
-            return v;
-        }
-        let head = String::from_utf8_lossy(&body[..body.len().min(SAMPLE_MAX)]).into_owned();
-        if body.len() > SAMPLE_MAX {
-            Value::String(format!("{head}... ({} B in all)", body.len()))
-        } else {
-            Value::String(head)
-        }
-    }
-
-    pub fn sample_grpc(&self, message: &Bytes) -> Value {
-        match self {
-            Workload::Etcd(w) => w.sample_grpc(message),
-            Workload::WatchPuts(w) => w.sample_grpc(message),
-            Workload::Echo(w) => w.sample_grpc(message),
-            Workload::Http(_) => unreachable!("an HTTP target runs over HTTP/1.1 only"),
-            Workload::Grpc(w) => w.sample_grpc(message),
-        }
-    }
-
-    /// A fresh instance for client `client` (own scratch buffers and random stream).
-    pub fn for_client(&self, client: u64) -> Workload {
-        match self {
-            Workload::Etcd(w) => Workload::Etcd(Box::new(w.for_client(client))),
-            Workload::WatchPuts(w) => Workload::WatchPuts(Box::new(w.for_client())),
-            Workload::Echo(w) => Workload::Echo(w.for_client()),
-            Workload::Http(w) => Workload::Http(w.for_client()),
-            Workload::Grpc(w) => Workload::Grpc(w.for_client()),
-        }
-    }
-
-    /// Whether the calls are server-streaming (a gRPC method whose schema says so).
-    pub fn server_streaming(&self) -> bool {
-        matches!(self, Workload::Grpc(w) if w.server_streaming())
-    }
-
-    /// Whether the requests are HEAD (their responses have no body).
-    pub fn head_requests(&self) -> bool {
-        matches!(self, Workload::Http(w) if w.head_requests())
+        sample_body(body)
     }
 
     /// The classes a run reports apart (txn-mixed: read, write); empty for the others.
@@ -229,21 +108,6 @@ impl Workload {
             Workload::Etcd(w) => w.classes(),
             _ => &[],
         }
-    }
-
-    /// The class of the request at hand (an index into `classes`), once it was made; None for
-    /// a workload of one kind.
-    pub fn class(&self) -> Option<u8> {
-        match self {
-            Workload::Etcd(w) => w.class(),
-            _ => None,
-        }
-    }
-
-    /// Whether each gRPC client keeps one bidi stream open and a request is one message on it
-    /// (etcd's lease keepalives).
-    pub fn bidi(&self) -> bool {
-        matches!(self, Workload::Etcd(w) if w.bidi())
     }
 
     /// etcd lease-keepalive: the same workload keeping `leases` alive, one per client.
@@ -270,74 +134,21 @@ impl Workload {
     pub fn verifiable(&self) -> bool {
         matches!(self, Workload::Etcd(_))
     }
+}
 
-    /// Whether failure `f` is the target refusing this client's auth token (it expired): the
-    /// client may authenticate again and send the request once more.
-    pub fn token_refused(&self, f: &Failure) -> bool {
-        etcd::client::is_invalid_token(f)
+/// A response body as the report's sample: as JSON when it is JSON of at most `SAMPLE_MAX`
+/// bytes, else as text, cut at `SAMPLE_MAX` (a report holds one sample; any server may answer
+/// megabytes).
+pub fn sample_body(body: &[u8]) -> Value {
+    if body.len() <= SAMPLE_MAX
+        && let Ok(v) = serde_json::from_slice(body)
+    {
+        return v;
     }
-
-    /// Authenticates again over HTTP/1.1 connection `c` with `creds` and sends the new token
-    /// from now on. A failure is `timeout` (the answer may still come: `c`'s framing is
-    /// unknown) or `auth`.
-    pub async fn reauthenticate_http(
-        &mut self,
-        c: &mut crate::client::http1::Conn,
-        authority: &str,
-        creds: Option<&(String, String)>,
-        timeout: Duration,
-    ) -> Result<(), Failure> {
-        let Some((user, password)) = creds else {
-            return Err(Failure::with(FailureKind::Auth, "no credentials"));
-        };
-        let auth = etcd::client::Client::http(c, authority).authenticate(user, password);
-        self.take_token(tokio::time::timeout(timeout, auth).await.ok(), timeout)
-    }
-
-    /// `reauthenticate_http` over a gRPC connection's sender.
-    pub async fn reauthenticate_grpc(
-        &mut self,
-        send: &mut crate::client::grpc::Sender,
-        ledger: &crate::net::Ledger,
-        authority: &str,
-        creds: Option<&(String, String)>,
-        timeout: Duration,
-    ) -> Result<(), Failure> {
-        let Some((user, password)) = creds else {
-            return Err(Failure::with(FailureKind::Auth, "no credentials"));
-        };
-        let auth = etcd::client::Client::grpc(send, ledger, authority).authenticate(user, password);
-        self.take_token(tokio::time::timeout(timeout, auth).await.ok(), timeout)
-    }
-
-    /// The answer to an authentication (None: none within `timeout`) made this client's token.
-    fn take_token(
-        &mut self,
-        answer: Option<Result<String, Failure>>,
-        timeout: Duration,
-    ) -> Result<(), Failure> {
-        let token = answer
-            .unwrap_or_else(|| {
-                Err(Failure::with(
-                    FailureKind::Timeout,
-                    format_args!("re-authentication: no answer within {timeout:?}"),
-                ))
-            })
-            .map_err(|f| match f.kind {
-                FailureKind::Timeout => f,
-                _ => Failure::with(FailureKind::Auth, f),
-            })?;
-        self.set_token(&token)
-            .map_err(|e| Failure::with(FailureKind::Auth, e))
-    }
-
-    /// Sends a new etcd auth token from now on (this client only).
-    pub fn set_token(&mut self, token: &str) -> Result<(), String> {
-        match self {
-            Workload::Etcd(w) => w.set_token(token),
-            Workload::WatchPuts(_) | Workload::Echo(_) | Workload::Http(_) | Workload::Grpc(_) => {
-                Ok(())
-            }
-        }
+    let head = String::from_utf8_lossy(&body[..body.len().min(SAMPLE_MAX)]).into_owned();
+    if body.len() > SAMPLE_MAX {
+        Value::String(format!("{head}... ({} B in all)", body.len()))
+    } else {
+        Value::String(head)
     }
 }

@@ -13,7 +13,7 @@ use crate::workload::Workload;
 use super::meeting::Meeting;
 use super::plan::assign;
 use super::thread::worker_thread;
-use super::{Ctx, INTERRUPTED, progress};
+use super::{Ctx, EngineError, INTERRUPTED, progress};
 
 /// How often the main thread samples RSS during the measured window.
 pub(super) const RSS_EVERY: Duration = Duration::from_millis(20);
@@ -73,7 +73,7 @@ pub fn run_proto(
     proto: Proto,
     server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
     failover: Option<&super::Failover>,
-) -> Result<ProtoRun, String> {
+) -> Result<ProtoRun, EngineError> {
     run_proto_with(
         cfg,
         workload,
@@ -94,19 +94,9 @@ pub fn run_proto_with(
     server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
     failover: Option<&super::Failover>,
     taps: &super::Taps,
-) -> Result<ProtoRun, String> {
+) -> Result<ProtoRun, EngineError> {
     let load = &cfg.load;
-    let conns = match proto {
-        Proto::Http if load.pipeline <= 1 => load.clients,
-        // pipelined: -c stays the requests in flight, up to --pipeline of them per connection
-        Proto::Http => load
-            .clients
-            .div_ceil(load.pipeline)
-            .max(endpoints.len())
-            .min(load.clients),
-        // at least one connection per endpoint, so every endpoint gets clients
-        Proto::H2 | Proto::Grpc => load.conns.max(endpoints.len()).min(load.clients),
-    };
+    let conns = connections(proto, load, endpoints.len());
     let plan = assign(
         proto,
         load.pipeline,
@@ -124,63 +114,19 @@ pub fn run_proto_with(
     let bar = progress::Bar::start(proto.title(), threads, load.stop, load.warmup);
     let counters = bar.as_ref().map(|b| b.counters.clone());
     // --interval: the printer thread, fed by every worker
-    let (sink, printer) = match load.interval {
-        Some(iv) => {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let out = match &bar {
-                Some(b) => super::interval::Out::Bar(b.handle()),
-                None => super::interval::Out::Stderr,
-            };
-            let stack = proto.name();
-            let printer = std::thread::Builder::new()
-                .name("wirebench-interval".into())
-                .spawn(move || {
-                    super::interval::print(rx, threads, iv.every, iv.csv, stack, |l| out.line(l))
-                })
-                .map_err(|e| format!("cannot start the interval printer: {e}"))?;
-            (Some((iv.every, tx)), Some(printer))
-        }
-        None => (None, None),
-    };
-    let ctx = Arc::new(Ctx {
+    let (sink, printer) = start_printer(load, bar.as_ref(), proto, threads)?;
+    let ctx = Ctx::new(
+        cfg,
+        workload,
         proto,
-        clients: load.clients,
-        stop: load.stop,
-        warmup: load.warmup,
-        timeout: load.timeout,
-        net: cfg.net.clone(),
-        h2: crate::net::H2Config {
-            plain: proto == Proto::H2,
-            ..cfg.h2
-        },
-        max_body: cfg.max_body,
-        pipeline: load.pipeline,
-        requests_per_conn: load.requests_per_conn,
-        rate: load.rate,
-        staged: load.stages.clone(),
-        stage_ends: stage_ends(load),
-        interval: sink,
-        connect_rate: load.connect_rate,
+        members,
+        failover.map(|_| endpoints.len()),
+        taps,
+    )?;
+    let ctx = Arc::new(Ctx {
         threads,
-        layers: if cfg.h2.ledger {
-            crate::net::Layers::Http1
-        } else {
-            crate::net::Layers::Off
-        },
-        addrs: members.iter().map(|e| e.addr).collect(),
-        authorities: members.iter().map(|e| e.authority.clone()).collect(),
-        hosts: members.iter().map(|e| e.host.clone()).collect(),
-        routes: failover.map(|_| super::failover::Routes::new(endpoints.len(), Instant::now())),
-        auth: cfg.auth.clone(),
-        workload: workload.clone(),
-        acks: if workload.acks_by_key() {
-            super::Acks::ByKey
-        } else if cfg.verify && workload.verifiable() {
-            super::Acks::Listed
-        } else {
-            super::Acks::Dropped
-        },
-        taps: taps.clone(),
+        interval: sink,
+        ..ctx
     });
     if let Some(board) = &taps.live {
         board.begin(proto, threads);
@@ -202,7 +148,7 @@ pub fn run_proto_with(
             std::thread::Builder::new()
                 .name(format!("wirebench-{}-{i}", proto.name()))
                 .spawn(move || worker_thread(ctx, a, &sync, progress.map(|c| (c, i))))
-                .map_err(|e| format!("cannot start a worker thread: {e}"))
+                .map_err(EngineError::Thread)
         })
         .collect::<Result<_, _>>()?;
 
@@ -230,26 +176,7 @@ pub fn run_proto_with(
         std::thread::sleep(window_start.saturating_duration_since(Instant::now()));
     }
     let server_start = server_cpu.map(|f| f());
-    let mut samples = RssSamples::new(window_start);
-    // woken for the next memory sample, and while clients can be moved, for re-discoveries
-    let wake = |samples: &RssSamples| {
-        let sample = match &sampler {
-            Some(_) => samples.next.saturating_duration_since(Instant::now()),
-            None => Duration::from_secs(3600),
-        };
-        match failover {
-            Some(_) => sample.min(super::failover::RETRY_EVERY),
-            None => sample,
-        }
-    };
-    while !sync.done.wait(wake(&samples)) {
-        if let Some(s) = &sampler {
-            samples.take(s, Instant::now());
-        }
-        if let (Some(r), Some(f)) = (&ctx.routes, failover) {
-            r.rediscover(f);
-        }
-    }
+    let samples = sample_window(&sync, sampler.as_ref(), &ctx, failover, window_start);
     let server_end = server_cpu.map(|f| f());
     let last_sample = rss();
     // every worker sent its last interval before it arrived at `done`
@@ -259,53 +186,20 @@ pub fn run_proto_with(
     sync.close.wait();
     drop(bar);
 
-    let mut stats = Stats::default();
-    let mut sample = None;
-    let mut cost = WindowCost {
-        kernel: KernelCounts::ZERO,
-        outside: KernelCounts::ZERO,
-        ..WindowCost::default()
-    };
-    let mut ended: Option<Instant> = None;
-    let mut pacer_timer = None;
-    let mut stage_cpu: Vec<crate::stats::CpuTimes> = Vec::new();
-    for h in handles {
-        let out = h
-            .join()
-            .map_err(|_| "a worker thread panicked (a bug: please report it)".to_string())?;
-        stats.merge(out.stats);
-        sample = sample.or(out.sample);
-        cost = cost.plus(out.cost);
-        ended = ended.max(out.ended);
-        pacer_timer = pacer_timer.or(out.pacer_timer);
-        if stage_cpu.len() < out.stage_cpu.len() {
-            stage_cpu.resize(out.stage_cpu.len(), crate::stats::CpuTimes::default());
-        }
-        for (sum, c) in stage_cpu.iter_mut().zip(out.stage_cpu) {
-            *sum = sum.plus(c);
-        }
-    }
+    let Joined {
+        stats,
+        sample,
+        cost,
+        ended,
+        pacer_timer,
+        stage_cpu,
+    } = join(handles)?;
     if let Some(e) = sync.setup_error.lock().ok().and_then(|mut g| g.take()) {
         return Err(e);
     }
     let window_end = ended.unwrap_or(window_start).max(window_start);
     let (failovers, rediscovery_failures) = match &ctx.routes {
-        Some(r) => {
-            let (mut events, unresolved) = r.finish();
-            // from the routes' origin to the start line
-            let lead = started.saturating_duration_since(r.base());
-            for e in &mut events {
-                e.first_failure = e.first_failure.saturating_sub(lead);
-                e.moved = e.moved.map(|t| t.saturating_sub(lead));
-                e.first_success = e.first_success.map(|t| t.saturating_sub(lead));
-                e.unresolved_until = e.unresolved_until.map(|t| t.saturating_sub(lead));
-                if e.to.is_none() {
-                    let end = window_end.saturating_duration_since(started);
-                    e.waited = Some(end.saturating_sub(e.first_failure));
-                }
-            }
-            (events, unresolved)
-        }
+        Some(r) => failover_events(r, started, window_end),
         None => (Vec::new(), crate::stats::Unresolved::default()),
     };
     let server_cpu = match (server_start, server_end) {
@@ -313,18 +207,11 @@ pub fn run_proto_with(
         (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
         _ => None,
     };
-    let memory = match (rss_baseline, rss_connected, crate::stats::memory()) {
-        (Some(baseline), Some(connected), Some(end)) => Some(Memory {
-            rss_baseline_kib: baseline,
-            rss_connected_kib: connected,
-            rss_steady_kib: samples
-                .steady(window_start, window_end)
-                .or(last_sample)
-                .unwrap_or(connected),
-            peak_rss_kib: end.peak_kib,
-        }),
-        _ => None,
-    };
+    let memory = memory(
+        (rss_baseline, rss_connected, last_sample),
+        &samples,
+        (window_start, window_end),
+    );
     Ok(ProtoRun {
         proto,
         clients: load.clients,
@@ -354,6 +241,234 @@ pub fn run_proto_with(
         classes: workload.classes(),
         compaction: None,
         leases: None,
+    })
+}
+
+/// Until every worker is done: memory samples over the measured window from `window_start`,
+/// and while clients can be moved (`failover`), re-discoveries.
+fn sample_window(
+    sync: &Meeting,
+    sampler: Option<&RssSampler>,
+    ctx: &Ctx,
+    failover: Option<&super::Failover>,
+    window_start: Instant,
+) -> RssSamples {
+    let mut samples = RssSamples::new(window_start);
+    // woken for the next memory sample, and while clients can be moved, for re-discoveries
+    let wake = |samples: &RssSamples| {
+        let sample = match sampler {
+            Some(_) => samples.next.saturating_duration_since(Instant::now()),
+            None => Duration::from_secs(3600),
+        };
+        match failover {
+            Some(_) => sample.min(super::failover::RETRY_EVERY),
+            None => sample,
+        }
+    };
+    while !sync.done.wait(wake(&samples)) {
+        if let Some(s) = sampler {
+            samples.take(s, Instant::now());
+        }
+        if let (Some(r), Some(f)) = (&ctx.routes, failover) {
+            r.rediscover(f);
+        }
+    }
+    samples
+}
+
+/// The run's memory figures: (baseline, connected, last) RSS samples, the window's samples and
+/// the window; None where RSS could not be read.
+fn memory(
+    (baseline, connected, last): (Option<u64>, Option<u64>, Option<u64>),
+    samples: &RssSamples,
+    (window_start, window_end): (Instant, Instant),
+) -> Option<Memory> {
+    match (baseline, connected, crate::stats::memory()) {
+        (Some(baseline), Some(connected), Some(end)) => Some(Memory {
+            rss_baseline_kib: baseline,
+            rss_connected_kib: connected,
+            rss_steady_kib: samples
+                .steady(window_start, window_end)
+                .or(last)
+                .unwrap_or(connected),
+            peak_rss_kib: end.peak_kib,
+        }),
+        _ => None,
+    }
+}
+
+impl Ctx {
+    /// The context of a run of `workload` over `proto` to `members` (the run's endpoints first);
+    /// `moving`: Some(endpoint slots) when clients can be moved between members. Its `threads`
+    /// and `interval` are the caller's to set.
+    fn new(
+        cfg: &Config,
+        workload: &Workload,
+        proto: Proto,
+        members: &[Endpoint],
+        moving: Option<usize>,
+        taps: &super::Taps,
+    ) -> Result<Ctx, EngineError> {
+        let load = &cfg.load;
+        Ok(Ctx {
+            proto,
+            clients: load.clients,
+            stop: load.stop,
+            warmup: load.warmup,
+            timeout: load.timeout,
+            net: cfg.net.clone(),
+            h2: crate::net::H2Config {
+                plain: proto == Proto::H2,
+                ..cfg.h2
+            },
+            max_body: cfg.max_body,
+            pipeline: load.pipeline,
+            requests_per_conn: load.requests_per_conn,
+            rate: load.rate,
+            staged: load.stages.clone(),
+            stage_ends: stage_ends(load),
+            interval: None,
+            connect_rate: load.connect_rate,
+            threads: 0,
+            layers: if cfg.h2.ledger {
+                crate::net::Layers::Http1
+            } else {
+                crate::net::Layers::Off
+            },
+            addrs: members.iter().map(|e| e.addr).collect(),
+            authorities: members.iter().map(|e| e.authority.clone()).collect(),
+            hosts: members.iter().map(|e| e.host.clone()).collect(),
+            routes: moving.map(|slots| super::failover::Routes::new(slots, Instant::now())),
+            auth: cfg.auth.clone(),
+            work: workload.clone().on(proto)?,
+            acks: if workload.acks_by_key() {
+                super::Acks::ByKey
+            } else if cfg.verify && workload.verifiable() {
+                super::Acks::Listed
+            } else {
+                super::Acks::Dropped
+            },
+            taps: taps.clone(),
+        })
+    }
+}
+
+/// `--interval`: the sink every worker feeds, and the printer thread that reads it.
+type Printer = (
+    Option<(Duration, super::interval::Sink)>,
+    Option<std::thread::JoinHandle<()>>,
+);
+
+/// Starts the `--interval` printer (none without `--interval`).
+fn start_printer(
+    load: &crate::config::Load,
+    bar: Option<&progress::Bar>,
+    proto: Proto,
+    threads: usize,
+) -> Result<Printer, EngineError> {
+    Ok(match load.interval {
+        Some(iv) => {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let out = match bar {
+                Some(b) => super::interval::Out::Bar(b.handle()),
+                None => super::interval::Out::Stderr,
+            };
+            let stack = proto.name();
+            let printer = std::thread::Builder::new()
+                .name("wirebench-interval".into())
+                .spawn(move || {
+                    super::interval::print(rx, threads, iv.every, iv.csv, stack, |l| out.line(l))
+                })
+                .map_err(EngineError::IntervalPrinter)?;
+            (Some((iv.every, tx)), Some(printer))
+        }
+        None => (None, None),
+    })
+}
+
+/// The connections a run of `proto` opens to `endpoints` endpoints.
+fn connections(proto: Proto, load: &crate::config::Load, endpoints: usize) -> usize {
+    match proto {
+        Proto::Http if load.pipeline <= 1 => load.clients,
+        // pipelined: -c stays the requests in flight, up to --pipeline of them per connection
+        Proto::Http => load
+            .clients
+            .div_ceil(load.pipeline)
+            .max(endpoints)
+            .min(load.clients),
+        // at least one connection per endpoint, so every endpoint gets clients
+        Proto::H2 | Proto::Grpc => load.conns.max(endpoints).min(load.clients),
+    }
+}
+
+/// The failover events of `routes`, their times from the start line (`started`); an event
+/// whose clients never moved waited until `window_end`.
+fn failover_events(
+    routes: &super::failover::Routes,
+    started: Instant,
+    window_end: Instant,
+) -> (Vec<crate::stats::FailoverEvent>, crate::stats::Unresolved) {
+    let (mut events, unresolved) = routes.finish();
+    // from the routes' origin to the start line
+    let lead = started.saturating_duration_since(routes.base());
+    for e in &mut events {
+        e.first_failure = e.first_failure.saturating_sub(lead);
+        e.moved = e.moved.map(|t| t.saturating_sub(lead));
+        e.first_success = e.first_success.map(|t| t.saturating_sub(lead));
+        e.unresolved_until = e.unresolved_until.map(|t| t.saturating_sub(lead));
+        if e.to.is_none() {
+            let end = window_end.saturating_duration_since(started);
+            e.waited = Some(end.saturating_sub(e.first_failure));
+        }
+    }
+    (events, unresolved)
+}
+
+/// What every worker thread measured, merged.
+struct Joined {
+    stats: Stats,
+    sample: Option<serde_json::Value>,
+    cost: WindowCost,
+    ended: Option<Instant>,
+    pacer_timer: Option<&'static str>,
+    stage_cpu: Vec<crate::stats::CpuTimes>,
+}
+
+/// Waits for every worker thread and merges what they measured.
+fn join(
+    handles: Vec<std::thread::JoinHandle<super::thread::WorkerOut>>,
+) -> Result<Joined, EngineError> {
+    let mut stats = Stats::default();
+    let mut sample = None;
+    let mut cost = WindowCost {
+        kernel: KernelCounts::ZERO,
+        outside: KernelCounts::ZERO,
+        ..WindowCost::default()
+    };
+    let mut ended: Option<Instant> = None;
+    let mut pacer_timer = None;
+    let mut stage_cpu: Vec<crate::stats::CpuTimes> = Vec::new();
+    for h in handles {
+        let out = h.join().map_err(|_| EngineError::Panicked)?;
+        stats.merge(out.stats);
+        sample = sample.or(out.sample);
+        cost = cost.plus(out.cost);
+        ended = ended.max(out.ended);
+        pacer_timer = pacer_timer.or(out.pacer_timer);
+        if stage_cpu.len() < out.stage_cpu.len() {
+            stage_cpu.resize(out.stage_cpu.len(), crate::stats::CpuTimes::default());
+        }
+        for (sum, c) in stage_cpu.iter_mut().zip(out.stage_cpu) {
+            *sum = sum.plus(c);
+        }
+    }
+    Ok(Joined {
+        stats,
+        sample,
+        cost,
+        ended,
+        pacer_timer,
+        stage_cpu,
     })
 }
 
