@@ -6,7 +6,9 @@ use std::hint::black_box;
 
 use wirebench::config::Endpoint;
 use wirebench::workload::{EtcdOp, EtcdWorkload};
-use wirebench_wire::{grpc, h2sniff, http1};
+use wirebench_wire::h2::frame::PREFACE;
+use wirebench_wire::h2::sniff::H2Sniffer;
+use wirebench_wire::{grpc, http1};
 
 const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nAccess-Control-Allow-Headers: accept, content-type, authorization\r\nAccess-Control-Allow-Methods: POST, GET, OPTIONS, PUT, DELETE\r\nAccess-Control-Allow-Origin: *\r\nContent-Type: application/json\r\nGrpc-Metadata-Content-Type: application/grpc\r\nDate: Sun, 29 Nov 2026 21:00:00 GMT\r\nContent-Length: 121\r\n\r\n";
 
@@ -106,7 +108,7 @@ fn bench(c: &mut Criterion) {
 /// + DATA per call), fed to the sniffer in socket-sized pieces.
 fn sniffer(c: &mut Criterion) {
     let mut stream = Vec::new();
-    stream.extend_from_slice(h2sniff::PREFACE);
+    stream.extend_from_slice(PREFACE);
     let frame = |out: &mut Vec<u8>, ty: u8, flags: u8, id: u32, payload: &[u8]| {
         let len = payload.len() as u32;
         out.extend_from_slice(&len.to_be_bytes()[1..]);
@@ -131,7 +133,7 @@ fn sniffer(c: &mut Criterion) {
     }
     c.bench_function("h2sniff_feed_1000_unary_calls", |b| {
         b.iter(|| {
-            let mut s = h2sniff::H2Sniffer::new(true);
+            let mut s = H2Sniffer::new(true);
             for chunk in stream.chunks(16 * 1024) {
                 s.feed(chunk);
             }

@@ -197,7 +197,7 @@ fn both_clients_get_the_same_answers_and_payload_bytes_from_the_built_in_server(
         // both directions crossed the default windows: the wire client sent WINDOW_UPDATEs
         assert!(
             w.out
-                .frame(wirebench_wire::h2sniff::FrameType::WindowUpdate)
+                .frame(wirebench_wire::h2::frame::FrameType::WindowUpdate)
                 .count
                 > 0
         );

@@ -15,7 +15,7 @@ use crate::report::threshold::Broken;
 use crate::report::{RunReport, plus};
 use crate::server::ServeConfig;
 use crate::workload::grpc;
-use wirebench_wire::h2sniff::FrameType;
+use wirebench_wire::h2::frame::FrameType;
 
 /// What a payload sweep measures; it names the table's JSON schema and the chart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl PayloadRow {
     fn of(payload_bytes: u64, r: &RunReport) -> PayloadRow {
         let (w, c) = (&r.wire, &r.cost);
         let window_updates = w.layers.as_ref().and_then(|l| l.h2.as_ref()).and_then(|h| {
-            let n = |d: &wirebench_wire::h2sniff::H2Counts| {
+            let n = |d: &wirebench_wire::h2::counts::H2Counts| {
                 d.frames[FrameType::WindowUpdate as usize].count
             };
             // frames / requests on the wire; none without a request

@@ -13,7 +13,8 @@ use tokio::net::TcpStream;
 use std::time::Duration;
 
 use crate::stats::{CloseRecord, ConnRecord, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts};
-use wirebench_wire::h2sniff::{H2Counts, H2Sniffer};
+use wirebench_wire::h2::counts::H2Counts;
+use wirebench_wire::h2::sniff::H2Sniffer;
 
 /// The most one read syscall asks for.
 const MAX_READ: usize = 64 * 1024;

@@ -21,7 +21,7 @@ use crate::stats::ProtoRun;
 use crate::stats::{
     CloseRecord, ConnRecord, Duplex, EndpointStats, Http1Counts, Latencies, TlsCounts,
 };
-use wirebench_wire::h2sniff::H2Counts;
+use wirebench_wire::h2::counts::H2Counts;
 
 use derive::ratio;
 pub use derive::{error_counts, ip_tcp_header_bytes, percentile_in, plus};

@@ -4,7 +4,8 @@ use std::fmt::Write;
 
 use super::show::{self, num, or_na};
 use crate::report::{LayerTotals, Report, RunReport, Wire, plus};
-use wirebench_wire::h2sniff::{FrameType, H2Counts};
+use wirebench_wire::h2::counts::H2Counts;
+use wirebench_wire::h2::frame::FrameType;
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();

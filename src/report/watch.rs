@@ -369,7 +369,7 @@ impl WatchReport {
             .filter_map(|c| c.h2.as_ref())
             .map(|h| {
                 h.inbound
-                    .frame(wirebench_wire::h2sniff::FrameType::Data)
+                    .frame(wirebench_wire::h2::frame::FrameType::Data)
                     .count
             })
             .sum();

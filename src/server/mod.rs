@@ -19,11 +19,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-pub use wirebench_wire::json::echo_response_json;
+use wirebench_wire::echo;
+use wirebench_wire::h2::frame::PREFACE as H2_PREFACE;
 use wirebench_wire::proto::echo::EchoResponse;
 
-/// The client connection preface of HTTP/2 (RFC 9113 §3.4).
-const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Largest request message or body the server accepts.
 pub const MAX_REQUEST: usize = 4 << 20;
 
@@ -332,13 +331,13 @@ pub(crate) fn echo_json(
     match serde_json::from_slice::<EchoBody>(body) {
         Ok(req) => {
             let mut resp = echo_response(headers(), req.ping.into_owned(), peer, received_at);
-            let mut json = echo_response_json(&resp).to_string();
+            let mut json = echo::response_json(&resp).to_string();
             // `,"padding":"..."` after the last field: 14 bytes and the filler
             if let Some(want) = pad_to
                 && want > json.len() + 14
             {
                 resp.padding = "x".repeat(want - json.len() - 14);
-                json = echo_response_json(&resp).to_string();
+                json = echo::response_json(&resp).to_string();
             }
             (200, json)
         }

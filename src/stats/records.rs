@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use wirebench_wire::h2sniff::H2Counts;
+use wirebench_wire::h2::counts::H2Counts;
 
 /// The ledger of one TCP connection, taken when it closed (or at the end of the run).
 #[derive(Debug, Clone, Default, Serialize)]

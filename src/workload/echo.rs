@@ -14,9 +14,9 @@ use crate::client::grpc::Call;
 use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
+use wirebench_wire::echo;
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
-use wirebench_wire::json::echo_response_json;
 use wirebench_wire::proto::echo::{EchoRequest, EchoResponse};
 
 pub const GRPC_PATH: &str = "/grpc_echo.v1.EchoService/Echo";
@@ -191,7 +191,7 @@ impl EchoWorkload {
 
     pub fn sample_grpc(&self, message: &Bytes) -> Value {
         EchoResponse::decode(message.clone())
-            .map(|r| echo_response_json(&r))
+            .map(|r| echo::response_json(&r))
             .unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
     }
 }

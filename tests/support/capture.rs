@@ -274,7 +274,7 @@ pub struct FrameStat {
 }
 
 /// What tshark's HTTP/2 dissector saw in one direction of one connection, with wirebench's
-/// definitions of the layers (crates/wire/src/h2sniff.rs) applied to tshark's per-frame fields.
+/// definitions of the layers (crates/wire/src/h2/sniff.rs) applied to tshark's per-frame fields.
 #[derive(Debug, Clone, Default)]
 pub struct H2Side {
     /// 24 when the client connection preface (PRI * HTTP/2.0...) was seen

@@ -8,18 +8,19 @@
 
 use bytes::BytesMut;
 
+use crate::etcd::gateway::{GwError, GwResponse, KeepAliveError, keepalive_answer};
+use crate::etcd::watch::{WatchLine, next_line, next_line_eof, parse_line, render_response_line};
 use crate::grpc::{decode, decode_message_text, parse_status};
 use crate::h2::client::{self, Closed, Connection, Events};
+use crate::h2::counts::H2Counts;
 use crate::h2::frame::{self, Frame, HEADER_LEN, Head, Reason};
 use crate::h2::hpack::{self, Decoder, Encoder, Field, Strategy};
-use crate::h2::tally::Layers;
-use crate::h2sniff::{H2Counts, H2Sniffer};
+use crate::h2::sniff::H2Sniffer;
+use crate::h2::tally::TallyLayers;
 use crate::http1::{
     self, BodyKind, ChunkedDecoder, Error, RequestLimits, ResponseReader, decode_head_response,
     decode_request_head, decode_response_head,
 };
-use crate::json::{GwError, GwResponse};
-use crate::watch::{WatchLine, next_line, next_line_eof, parse_line, render_response_line};
 
 /// A check: panics when the bytes break an invariant.
 pub type Check = fn(&[u8]);
@@ -230,7 +231,7 @@ pub fn gateway_json(data: &[u8]) {
     }
     // a lease keepalive's line: an answer, etcd's words (no longer than the input they came
     // from), or malformed; never a panic
-    if let Err(crate::json::KeepAliveError::Stream(m)) = crate::json::keepalive_answer(data) {
+    if let Err(KeepAliveError::Stream(m)) = keepalive_answer(data) {
         assert!(m.len() <= data.len());
     }
 }
@@ -417,7 +418,7 @@ fn drive_client(input: &[u8], piece: usize) -> (Vec<String>, Result<(), client::
         }
     }
     let mut c = Connection::new(client::Config {
-        layers: Layers::Grpc,
+        layers: TallyLayers::Grpc,
         ..client::Config::default()
     });
     let mut log = Log(Vec::new());

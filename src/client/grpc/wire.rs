@@ -36,10 +36,10 @@ use crate::stats::Duplex;
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
 use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::h2::client::{Closed, Config, Connection, Events, OpenError};
+use wirebench_wire::h2::counts::H2Counts;
 use wirebench_wire::h2::frame::Reason;
 use wirebench_wire::h2::hpack::Field;
-use wirebench_wire::h2::tally::Layers;
-use wirebench_wire::h2sniff::H2Counts;
+use wirebench_wire::h2::tally::TallyLayers;
 
 /// The read buffer's first size; it grows to hold the largest frame we accept.
 const READ_START: usize = 16 << 10;
@@ -58,9 +58,9 @@ pub fn config(h2: &H2Config) -> Config {
         max_frame_size: h2.max_frame_size,
         hpack: h2.hpack,
         layers: match (h2.ledger, h2.plain) {
-            (false, _) => Layers::Off,
-            (true, false) => Layers::Grpc,
-            (true, true) => Layers::H2,
+            (false, _) => TallyLayers::Off,
+            (true, false) => TallyLayers::Grpc,
+            (true, true) => TallyLayers::H2,
         },
         ..Config::default()
     }

@@ -15,8 +15,8 @@ use super::state::WatchState;
 use crate::config::Endpoint;
 use crate::net::{self, Layers};
 use crate::outcome::{Failure, FailureKind};
+use wirebench_wire::etcd::watch as wline;
 use wirebench_wire::http1::{self as h1, BodyKind, ChunkedDecoder, RequestTemplate};
-use wirebench_wire::watch as wline;
 
 /// Opens one connection per stream and starts its `POST /v3/watch` task. A stream that breaks
 /// after its watchers were created moves to the next member of `members` that accepts a

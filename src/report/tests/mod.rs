@@ -11,7 +11,8 @@ use crate::stats::TcpInfo;
 use crate::stats::perf::KernelCounts;
 use crate::stats::{At, CpuTimes, Stats, Timeline};
 use crate::stats::{Memory, WindowCost};
-use wirebench_wire::h2sniff::{FrameCount, FrameType};
+use wirebench_wire::h2::counts::FrameCount;
+use wirebench_wire::h2::frame::FrameType;
 
 // The helpers marked pub(super) are shared with the tests of `compare`.
 

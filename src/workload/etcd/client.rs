@@ -19,9 +19,9 @@ use crate::client::{block_on, grpc, http1};
 use crate::config::{Endpoint, Proto};
 use crate::net::{H2Config, Layers, Ledger, NetConfig};
 use crate::outcome::{Failure, FailureKind};
+use wirebench_wire::etcd::gateway::{self, GwError, GwMemberList, GwResponse, GwStatus, GwToken};
 use wirebench_wire::grpc as grpc_wire;
 use wirebench_wire::http1::RequestTemplate;
-use wirebench_wire::json::{self, GwError, GwMemberList, GwResponse, GwStatus, GwToken};
 use wirebench_wire::proto::etcd::{
     AuthenticateRequest, AuthenticateResponse, CompactionRequest, CompactionResponse,
     LeaseGrantRequest, LeaseGrantResponse, LeaseRevokeRequest, LeaseRevokeResponse,
@@ -463,9 +463,9 @@ pub fn gateway_error(status: u16, body: &[u8]) -> Failure {
 /// Appends the gateway's PutRequest body `{"key": ..., "value": ...}` (base64) to `dst`.
 pub fn put_body(key: &[u8], value: &[u8], dst: &mut BytesMut) {
     dst.extend_from_slice(br#"{"key":""#);
-    json::put_base64(key, dst);
+    gateway::put_base64(key, dst);
     dst.extend_from_slice(br#"","value":""#);
-    json::put_base64(value, dst);
+    gateway::put_base64(value, dst);
     dst.extend_from_slice(br#""}"#);
 }
 

@@ -18,9 +18,9 @@ pub mod client;
 use crate::config::WatchConfig;
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use client::{gateway_error, put_body, put_revision, put_revision_gateway};
+use wirebench_wire::etcd::gateway::{self, GwResponse};
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
-use wirebench_wire::json::{self, GwResponse};
 use wirebench_wire::proto::etcd::{
     LeaseKeepAliveResponse, PutResponse, RangeRequest, RangeResponse, RequestOp, TxnRequest,
     TxnResponse, TxnResults, request_op,
@@ -111,7 +111,7 @@ fn json_body_len(op: &EtcdOp, json_tail: &[u8]) -> usize {
     match op {
         EtcdOp::Put { key_size, .. } => {
             let mut b = BytesMut::new();
-            json::put_base64(&vec![0; *key_size], &mut b);
+            gateway::put_base64(&vec![0; *key_size], &mut b);
             br#"{"key":""#.len() + b.len() + json_tail.len()
         }
         EtcdOp::Range { .. } => json_tail.len(),
@@ -126,7 +126,7 @@ fn json_body_len(op: &EtcdOp, json_tail: &[u8]) -> usize {
 /// The length of a txn-put's JSON body: `ops` puts of `key_size`-byte keys.
 fn txn_body_len(key_size: usize, ops: usize, json_tail: &[u8]) -> usize {
     let mut b = BytesMut::new();
-    json::put_base64(&vec![0; key_size], &mut b);
+    gateway::put_base64(&vec![0; key_size], &mut b);
     let op = TXN_OP_HEAD.len() + b.len() + json_tail.len();
     TXN_HEAD.len() + ops * op + (ops - 1) + TXN_END.len()
 }
@@ -260,7 +260,7 @@ impl EtcdWorkload {
                 let value = put_value(&mut rng, *val_size);
                 let mut jt = BytesMut::new();
                 jt.put_slice(br#"","value":""#);
-                json::put_base64(&value, &mut jt);
+                gateway::put_base64(&value, &mut jt);
                 jt.put_slice(
                     if matches!(op, EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_)) {
                         br#""}}"#.as_slice()
@@ -280,11 +280,11 @@ impl EtcdWorkload {
                 let range_end = o.prefix.then(|| crate::config::prefix_end(key));
                 let mut jt = BytesMut::new();
                 jt.put_slice(br#"{"key":""#);
-                json::put_base64(key, &mut jt);
+                gateway::put_base64(key, &mut jt);
                 jt.put_slice(b"\"");
                 if let Some(end) = &range_end {
                     jt.put_slice(br#","range_end":""#);
-                    json::put_base64(end, &mut jt);
+                    gateway::put_base64(end, &mut jt);
                     jt.put_slice(b"\"");
                 }
                 // int64 fields as JSON strings, as the gateway writes them
@@ -478,7 +478,7 @@ impl EtcdWorkload {
             }
             put_key_index(&mut self.key, (base + j) % key_space_size);
             self.body.put_slice(TXN_OP_HEAD);
-            json::put_base64(&self.key, &mut self.body);
+            gateway::put_base64(&self.key, &mut self.body);
             self.body.put_slice(&shared.json_tail);
         }
         self.body.put_slice(TXN_END);
@@ -492,7 +492,7 @@ impl EtcdWorkload {
                 self.key_index = next_key(&shared.op, &mut self.rng, &mut self.key, idx);
                 self.body.clear();
                 self.body.put_slice(br#"{"key":""#);
-                json::put_base64(&self.key, &mut self.body);
+                gateway::put_base64(&self.key, &mut self.body);
                 self.body.put_slice(&shared.json_tail);
             }
             EtcdOp::TxnPut {
@@ -547,10 +547,10 @@ impl EtcdWorkload {
             return Err((key, gateway_error(status, body)));
         }
         if let EtcdOp::LeaseKeepalive { .. } = self.shared.op {
-            return match json::keepalive_answer(body) {
+            return match gateway::keepalive_answer(body) {
                 Ok(k) => self.kept_alive(k.id, k.ttl).map(|()| (key, None)),
-                Err(json::KeepAliveError::Stream(m)) => Err(Failure::with(FailureKind::Etcd, m)),
-                Err(json::KeepAliveError::Malformed(why)) => {
+                Err(gateway::KeepAliveError::Stream(m)) => Err(Failure::with(FailureKind::Etcd, m)),
+                Err(gateway::KeepAliveError::Malformed(why)) => {
                     Err(Failure::with(FailureKind::BadResponse, why))
                 }
             }
@@ -703,16 +703,16 @@ impl EtcdWorkload {
     pub fn sample_grpc(&self, message: &Bytes) -> Value {
         let v = match self.shared.op {
             EtcdOp::Put { .. } => {
-                PutResponse::decode(message.clone()).map(|r| json::put_response_json(&r))
+                PutResponse::decode(message.clone()).map(|r| gateway::put_response_json(&r))
             }
             EtcdOp::Range { .. } => {
-                RangeResponse::decode(message.clone()).map(|r| json::range_response_json(&r))
+                RangeResponse::decode(message.clone()).map(|r| gateway::range_response_json(&r))
             }
             EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_) => {
-                TxnResults::decode(message.clone()).map(|r| json::txn_results_json(&r))
+                TxnResults::decode(message.clone()).map(|r| gateway::txn_results_json(&r))
             }
             EtcdOp::LeaseKeepalive { .. } => LeaseKeepAliveResponse::decode(message.clone())
-                .map(|r| json::lease_keepalive_json(&r)),
+                .map(|r| gateway::lease_keepalive_json(&r)),
         };
         v.unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
     }
@@ -730,7 +730,7 @@ fn mixed_read(m: &TxnMixed) -> (Bytes, Bytes, u64) {
     };
     let mut j = BytesMut::new();
     j.put_slice(br#"{"success":[{"request_range":{"key":"AA==","range_end":""#);
-    json::put_base64(&range_end, &mut j);
+    gateway::put_base64(&range_end, &mut j);
     j.put_slice(b"\"");
     if m.limit > 0 {
         j.put_slice(format!(r#","limit":"{}""#, m.limit).as_bytes());
@@ -893,7 +893,7 @@ impl WatchPuts {
 
     pub fn sample_grpc(&self, message: &Bytes) -> Value {
         PutResponse::decode(message.clone())
-            .map(|r| json::put_response_json(&r))
+            .map(|r| gateway::put_response_json(&r))
             .unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
     }
 }

@@ -13,6 +13,10 @@
 //! Decoding borrows: payload slices point into the input and nothing is allocated. Unknown
 //! frame types, unknown flags, unknown SETTINGS identifiers and reserved bits are ignored, as
 //! §4.1, §5.5 and §6.5.2 require.
+//!
+//! The constants here (the preface, the header length, frame types, flags, settings) and
+//! [`Head`], the header parsed, are the ones every h2 file uses: the client, the sniffer and
+//! the tally.
 
 use std::fmt;
 
@@ -69,18 +73,74 @@ pub mod kind {
 
     /// The RFC name of a frame type code, "UNKNOWN" for the codes §6 does not define (§4.1).
     pub fn name(kind: u8) -> &'static str {
-        match kind {
-            DATA => "DATA",
-            HEADERS => "HEADERS",
-            PRIORITY => "PRIORITY",
-            RST_STREAM => "RST_STREAM",
-            SETTINGS => "SETTINGS",
-            PUSH_PROMISE => "PUSH_PROMISE",
-            PING => "PING",
-            GOAWAY => "GOAWAY",
-            WINDOW_UPDATE => "WINDOW_UPDATE",
-            CONTINUATION => "CONTINUATION",
-            _ => "UNKNOWN",
+        super::FrameType::from_u8(kind).name()
+    }
+}
+
+/// A frame type code classified (RFC 9113 §6): the ten types §6 defines, every other code
+/// `Unknown`. The ledger counts frames by it (`H2Counts::frames`, in declaration order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FrameType {
+    Data,
+    Headers,
+    Priority,
+    RstStream,
+    Settings,
+    PushPromise,
+    Ping,
+    GoAway,
+    WindowUpdate,
+    Continuation,
+    Unknown,
+}
+
+impl FrameType {
+    /// Every variant in declaration order, i.e. the order of `H2Counts::frames`.
+    pub const ALL: [FrameType; 11] = [
+        FrameType::Data,
+        FrameType::Headers,
+        FrameType::Priority,
+        FrameType::RstStream,
+        FrameType::Settings,
+        FrameType::PushPromise,
+        FrameType::Ping,
+        FrameType::GoAway,
+        FrameType::WindowUpdate,
+        FrameType::Continuation,
+        FrameType::Unknown,
+    ];
+
+    /// Classifies a frame header's type byte.
+    pub fn from_u8(t: u8) -> Self {
+        match t {
+            kind::DATA => FrameType::Data,
+            kind::HEADERS => FrameType::Headers,
+            kind::PRIORITY => FrameType::Priority,
+            kind::RST_STREAM => FrameType::RstStream,
+            kind::SETTINGS => FrameType::Settings,
+            kind::PUSH_PROMISE => FrameType::PushPromise,
+            kind::PING => FrameType::Ping,
+            kind::GOAWAY => FrameType::GoAway,
+            kind::WINDOW_UPDATE => FrameType::WindowUpdate,
+            kind::CONTINUATION => FrameType::Continuation,
+            _ => FrameType::Unknown,
+        }
+    }
+
+    /// The RFC name of the type, suitable as a metric key.
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameType::Data => "DATA",
+            FrameType::Headers => "HEADERS",
+            FrameType::Priority => "PRIORITY",
+            FrameType::RstStream => "RST_STREAM",
+            FrameType::Settings => "SETTINGS",
+            FrameType::PushPromise => "PUSH_PROMISE",
+            FrameType::Ping => "PING",
+            FrameType::GoAway => "GOAWAY",
+            FrameType::WindowUpdate => "WINDOW_UPDATE",
+            FrameType::Continuation => "CONTINUATION",
+            FrameType::Unknown => "UNKNOWN",
         }
     }
 }

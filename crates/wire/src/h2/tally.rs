@@ -1,12 +1,12 @@
 //! The ledger's h2 layer counts kept by the client connection's own codec: every frame counted
-//! whole where it is encoded or decoded, into the sniffer's `H2Counts`, with the sniffer's
-//! rules (`h2sniff`) for the bytes of a frame only partly written or read.
+//! whole where it is encoded or decoded, into `H2Counts`, with the sniffer's rules
+//! (`h2::sniff`) for the bytes of a frame only partly written or read.
 //!
-//! A connection that counts (`Config::layers`) hands each frame to its [`Tally`]: the frames it
-//! queues for writing (`queued`, `queued_data`), the frames `recv` decodes (`received`, and
-//! `received_data` for the gRPC layer of DATA). The gRPC framing of each stream's DATA is
-//! followed in the stream itself (its `grpc_out` / `grpc_in`), which the connection looks up
-//! anyway, so no map of streams is kept here.
+//! A connection that counts (`Config::layers`) hands each frame to its [`FrameTally`]: the
+//! frames it queues for writing (`queued`, `queued_data`), the frames `recv` decodes
+//! (`received`, and `received_data` for the gRPC layer of DATA). The gRPC framing of each
+//! stream's DATA is followed in the stream itself (its `grpc_out` / `grpc_in`), which the
+//! connection looks up anyway, so no map of streams is kept here.
 //!
 //! What was written is not always what was queued: the counts out are those of the bytes
 //! written (`written`, called from `Connection::advance`), exactly what a sniffer fed the
@@ -17,16 +17,17 @@
 //! (an incomplete frame) are classified by a resumed sniffer when the counts are asked for, and
 //! after a connection error the bytes refused are.
 
-use crate::h2sniff::{FrameType, Grpc, H2Counts, H2Sniffer, grpc_consume};
+use super::counts::H2Counts;
+use super::frame::flag::{END_STREAM, PADDED, PRIORITY};
+use super::frame::{FrameType, HEADER_LEN, Head, kind};
+use super::grpc_framing::GrpcFraming;
+use super::sniff::H2Sniffer;
 
-const END_STREAM: u8 = 0x1;
-const PADDED: u8 = 0x8;
-const PRIORITY: u8 = 0x20;
-const HEADER_LEN: usize = 9;
-
-/// Which layers a connection counts of its own frames.
+/// Which of the ledger's h2 layers a connection's [`FrameTally`] counts of its own frames
+/// (`Config::layers`). Not the binary's `net::Layers`, which says who counts a connection's
+/// layers (this codec, a sniffer, the HTTP/1.1 parser) and tells this one when it is the codec.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Layers {
+pub enum TallyLayers {
     /// Nothing (no ledger).
     #[default]
     Off,
@@ -116,9 +117,9 @@ impl Run {
 
     /// The gRPC layer of one DATA frame's content (padding excluded): followed from the
     /// stream's `state`, or untracked without one.
-    fn grpc(&mut self, data: &[u8], state: Option<&mut Grpc>) {
+    fn grpc(&mut self, data: &[u8], state: Option<&mut GrpcFraming>) {
         match state {
-            Some(state) => grpc_consume(state, data, &mut self.counts),
+            Some(state) => state.advance(data, &mut self.counts),
             None => self.counts.data_untracked_bytes += data.len() as u64,
         }
     }
@@ -130,19 +131,19 @@ fn data_streams(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
     let mut at = 0usize;
     std::iter::from_fn(move || {
         loop {
-            let head = bytes.get(at..)?.first_chunk::<HEADER_LEN>()?;
-            let [l0, l1, l2, t, _, s0, s1, s2, s3] = *head;
-            at += HEADER_LEN + u32::from_be_bytes([0, l0, l1, l2]) as usize;
-            if t == 0 {
-                return Some(u32::from_be_bytes([s0, s1, s2, s3]) & 0x7fff_ffff);
+            let head = Head::parse(bytes.get(at..)?.first_chunk::<HEADER_LEN>()?);
+            at += HEADER_LEN + head.len as usize;
+            if head.kind == kind::DATA {
+                return Some(head.stream);
             }
         }
     })
 }
 
-/// Both directions' counts of one client connection, kept by its codec.
+/// Both directions' h2 layer counts of one client connection's own frames, kept by its codec
+/// (not the request log's tally of rows and waits).
 #[derive(Debug)]
-pub(crate) struct Tally {
+pub(crate) struct FrameTally {
     grpc: bool,
     /// Out: everything queued so far (the preface and whole frames).
     queued: Run,
@@ -151,7 +152,7 @@ pub(crate) struct Tally {
     /// Out, while the output has not emptied since `written`: each DATA frame queued since,
     /// with its stream's gRPC state before it (the first per stream is the state at
     /// `written`). Cleared whenever the output empties; its capacity is kept.
-    before: Vec<(u32, Grpc)>,
+    before: Vec<(u32, GrpcFraming)>,
     /// Out: a write stopped inside the queue; the bytes written since `written` are classified
     /// by this sniffer until the output empties.
     writing: Option<Box<H2Sniffer>>,
@@ -161,15 +162,15 @@ pub(crate) struct Tally {
     refused: Option<Box<H2Sniffer>>,
 }
 
-impl Tally {
+impl FrameTally {
     /// A tally for `layers`; `None` when nothing is counted.
-    pub(crate) fn new(layers: Layers) -> Option<Tally> {
+    pub(crate) fn new(layers: TallyLayers) -> Option<FrameTally> {
         let grpc = match layers {
-            Layers::Off => return None,
-            Layers::H2 => false,
-            Layers::Grpc => true,
+            TallyLayers::Off => return None,
+            TallyLayers::H2 => false,
+            TallyLayers::Grpc => true,
         };
-        Some(Tally {
+        Some(FrameTally {
             grpc,
             queued: Run::default(),
             written: Run::default(),
@@ -189,7 +190,7 @@ impl Tally {
     /// Whole frames were queued, none of them DATA (a header block, control frames).
     pub(crate) fn queued(&mut self, mut frames: &[u8]) {
         while let Some(head) = frames.first_chunk::<HEADER_LEN>() {
-            let len = HEADER_LEN + u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+            let len = HEADER_LEN + Head::parse(head).len as usize;
             let (frame, rest) = frames.split_at(len.min(frames.len()));
             self.queued.frame(frame);
             frames = rest;
@@ -203,7 +204,7 @@ impl Tally {
         id: u32,
         frame: &[u8],
         data: &[u8],
-        state: Option<&mut Grpc>,
+        state: Option<&mut GrpcFraming>,
     ) {
         if self.grpc
             && let Some(&before) = state.as_deref()
@@ -254,7 +255,7 @@ impl Tally {
 
     /// The content of a DATA frame received (padding excluded), followed from its stream's
     /// gRPC `state` (`None`: a stream not followed).
-    pub(crate) fn received_data(&mut self, data: &[u8], state: Option<&mut Grpc>) {
+    pub(crate) fn received_data(&mut self, data: &[u8], state: Option<&mut GrpcFraming>) {
         if self.grpc {
             self.received.grpc(data, state);
         }
@@ -263,7 +264,7 @@ impl Tally {
     /// The connection failed at a frame boundary, refusing `rest`: those bytes are classified
     /// by the sniffer's rules (`state_of`: the gRPC state of a stream the connection follows),
     /// and nothing received after them is counted.
-    pub(crate) fn refused(&mut self, rest: &[u8], state_of: impl Fn(u32) -> Option<Grpc>) {
+    pub(crate) fn refused(&mut self, rest: &[u8], state_of: impl Fn(u32) -> Option<GrpcFraming>) {
         if self.refused.is_none() {
             let sniffer = self.sniff_in(rest, state_of);
             self.refused = Some(Box::new(sniffer));
@@ -275,7 +276,7 @@ impl Tally {
     pub(crate) fn counts_in(
         &self,
         unread: &[u8],
-        state_of: impl Fn(u32) -> Option<Grpc>,
+        state_of: impl Fn(u32) -> Option<GrpcFraming>,
     ) -> H2Counts {
         match &self.refused {
             Some(sniffer) => *sniffer.counts(),
@@ -285,7 +286,7 @@ impl Tally {
     }
 
     /// A sniffer resumed after the frames received, fed `bytes`.
-    fn sniff_in(&self, bytes: &[u8], state_of: impl Fn(u32) -> Option<Grpc>) -> H2Sniffer {
+    fn sniff_in(&self, bytes: &[u8], state_of: impl Fn(u32) -> Option<GrpcFraming>) -> H2Sniffer {
         let mut sniffer = self.received.resume(false, self.grpc);
         for id in data_streams(bytes) {
             if let Some(state) = state_of(id) {

@@ -156,13 +156,13 @@ pub(super) fn static_entry(index: usize) -> Option<(&'static [u8], &'static [u8]
 
 /// Where one dynamic entry's bytes are in [`DynamicTable::bytes`]: the name, then the value.
 #[derive(Clone, Copy, Debug)]
-struct Slot {
+struct EntrySpan {
     offset: usize,
     name_len: usize,
     value_len: usize,
 }
 
-impl Slot {
+impl EntrySpan {
     /// The entry's size (§4.1).
     fn size(self) -> usize {
         self.name_len + self.value_len + ENTRY_OVERHEAD
@@ -173,16 +173,16 @@ impl Slot {
 /// the oldest end (§4.3, §4.4) to keep the sum of entry sizes within the maximum size.
 ///
 /// The entries' bytes live in one buffer, appended at its end and evicted from its front
-/// (the oldest live byte is the first slot's offset). When an append would grow the buffer
+/// (the oldest live byte is the first span's offset). When an append would grow the buffer
 /// and the evicted prefix is at least as long as the live bytes, the live bytes move to the
 /// front (`copy_within`) instead: every byte is moved at most once per byte appended, the
-/// buffer stays within a small multiple of the maximum size, and once it and the slot queue
+/// buffer stays within a small multiple of the maximum size, and once it and the span queue
 /// have grown to their working size, inserting and evicting allocate nothing.
 #[derive(Debug)]
 pub(super) struct DynamicTable {
     bytes: Vec<u8>,
     /// Oldest entry at the front.
-    slots: VecDeque<Slot>,
+    spans: VecDeque<EntrySpan>,
     /// Sum of the entries' sizes (§4.1).
     size: usize,
     max_size: usize,
@@ -193,7 +193,7 @@ impl DynamicTable {
     pub(super) fn new(max_size: usize) -> DynamicTable {
         DynamicTable {
             bytes: Vec::new(),
-            slots: VecDeque::new(),
+            spans: VecDeque::new(),
             size: 0,
             max_size,
         }
@@ -212,7 +212,7 @@ impl DynamicTable {
     /// The number of entries.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.slots.len()
+        self.spans.len()
     }
 
     /// The entry at dynamic index `index` (1 = newest; the HPACK index minus 61).
@@ -220,21 +220,21 @@ impl DynamicTable {
         if index == 0 {
             return None;
         }
-        let position = self.slots.len().checked_sub(index)?;
-        Some(self.entry(self.slots[position]))
+        let position = self.spans.len().checked_sub(index)?;
+        Some(self.entry(self.spans[position]))
     }
 
-    fn entry(&self, slot: Slot) -> (&[u8], &[u8]) {
-        let name_end = slot.offset + slot.name_len;
+    fn entry(&self, span: EntrySpan) -> (&[u8], &[u8]) {
+        let name_end = span.offset + span.name_len;
         (
-            &self.bytes[slot.offset..name_end],
-            &self.bytes[name_end..name_end + slot.value_len],
+            &self.bytes[span.offset..name_end],
+            &self.bytes[name_end..name_end + span.value_len],
         )
     }
 
     /// The entries, newest first (dynamic index 1, 2, ...).
     pub(super) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.slots.iter().rev().map(|&slot| self.entry(slot))
+        self.spans.iter().rev().map(|&span| self.entry(span))
     }
 
     /// The best match for a field, newest entries first: an equal entry, else the newest
@@ -274,7 +274,7 @@ impl DynamicTable {
         let offset = self.bytes.len();
         self.bytes.extend_from_slice(name);
         self.bytes.extend_from_slice(value);
-        self.slots.push_back(Slot {
+        self.spans.push_back(EntrySpan {
             offset,
             name_len: name.len(),
             value_len: value.len(),
@@ -284,12 +284,12 @@ impl DynamicTable {
 
     fn evict_to(&mut self, target: usize) {
         while self.size > target {
-            let Some(slot) = self.slots.pop_front() else {
+            let Some(span) = self.spans.pop_front() else {
                 break;
             };
-            self.size -= slot.size();
+            self.size -= span.size();
         }
-        if self.slots.is_empty() {
+        if self.spans.is_empty() {
             self.bytes.clear();
         }
     }
@@ -297,7 +297,7 @@ impl DynamicTable {
     /// Moves the live bytes to the front of the buffer when the evicted prefix is at least as
     /// long as they are (so the move is paid for by the appends that preceded it).
     fn compact(&mut self) {
-        let Some(start) = self.slots.front().map(|slot| slot.offset) else {
+        let Some(start) = self.spans.front().map(|span| span.offset) else {
             return;
         };
         let live = self.bytes.len() - start;
@@ -306,8 +306,8 @@ impl DynamicTable {
         }
         self.bytes.copy_within(start.., 0);
         self.bytes.truncate(live);
-        for slot in &mut self.slots {
-            slot.offset -= start;
+        for span in &mut self.spans {
+            span.offset -= start;
         }
     }
 }

@@ -3,11 +3,12 @@
 
 use proptest::prelude::*;
 
-use super::Layers;
+use super::TallyLayers;
 use crate::h2::client::{Closed, Config, Connection, Events};
-use crate::h2::frame::{self, Priority, Reason, Settings, flag};
+use crate::h2::counts::{FrameCount, H2Counts};
+use crate::h2::frame::{self, FrameType, Priority, Reason, Settings, flag};
 use crate::h2::hpack::{self, Encoder, Field};
-use crate::h2sniff::{FrameCount, FrameType, H2Counts, H2Sniffer};
+use crate::h2::sniff::H2Sniffer;
 
 /// An events sink that keeps nothing: the counts are what these tests look at.
 struct Ignore;
@@ -19,7 +20,7 @@ impl Events for Ignore {
     fn closed(&mut self, _: usize, _: Closed) {}
 }
 
-fn config(layers: Layers) -> Config {
+fn config(layers: TallyLayers) -> Config {
     Config {
         layers,
         ..Config::default()
@@ -73,7 +74,7 @@ fn write(c: &mut Connection, n: usize) -> Vec<u8> {
 
 #[test]
 fn a_connection_counts_what_it_wrote_and_read() {
-    let mut c = Connection::new(config(Layers::Grpc));
+    let mut c = Connection::new(config(TallyLayers::Grpc));
     // the preface (24) and our SETTINGS (enable_push, max_header_list_size: 9 + 12)
     assert_eq!(c.output().len(), 45);
     assert_eq!(c.counts_in(&[]), Some(H2Counts::default()));
@@ -205,7 +206,7 @@ fn a_connection_counts_what_it_wrote_and_read() {
     assert_eq!(c.counts_in(&[]), Some(whole_only));
 
     // plain HTTP/2 counts the same bytes without a gRPC layer
-    let mut plain = Connection::new(config(Layers::H2));
+    let mut plain = Connection::new(config(TallyLayers::H2));
     let n = plain.output().len();
     write(&mut plain, n);
     let mut settings = Vec::new();
@@ -232,7 +233,7 @@ fn a_connection_counts_what_it_wrote_and_read() {
 
 #[test]
 fn data_on_a_stream_the_client_reset_is_untracked() {
-    let mut c = Connection::new(config(Layers::Grpc));
+    let mut c = Connection::new(config(TallyLayers::Grpc));
     let mut server = Vec::new();
     frame::encode_settings(&mut server, &Settings::default());
     c.recv(&server, &mut Ignore).unwrap();
@@ -477,7 +478,11 @@ fn exchange(
     reads: &[usize],
     writes: &[usize],
 ) -> Result<(), TestCaseError> {
-    let layers = if grpc { Layers::Grpc } else { Layers::H2 };
+    let layers = if grpc {
+        TallyLayers::Grpc
+    } else {
+        TallyLayers::H2
+    };
     let new_sniffer = |preface| {
         if grpc {
             H2Sniffer::new(preface)
