@@ -99,14 +99,14 @@ else
             "${SUDO[@]}" debconf-set-selections
         apt_install tshark
     fi
-    # Kernel-count tests (tests/kernel_counts.rs) compare with `perf stat`.
+    # Kernel-count tests (tests/measure_kernel_counts.rs) compare with `perf stat`.
     if command -v perf >/dev/null 2>&1 && perf --version >/dev/null 2>&1; then
         echo "perf: $(perf --version 2>/dev/null | head -n1)"
     else
         echo "perf: installing linux-perf"
         apt_install linux-perf
     fi
-    # Interop tests (tests/interop.rs): nghttp2's h2load and nghttp (grpcio: the virtual
+    # Interop tests (tests/serve_interop.rs): nghttp2's h2load and nghttp (grpcio: the virtual
     # environment below).
     if command -v h2load >/dev/null 2>&1 && command -v nghttp >/dev/null 2>&1; then
         echo "h2load: $(h2load --version 2>/dev/null | head -n1)"
@@ -114,14 +114,14 @@ else
         echo "h2load: installing nghttp2-client"
         apt_install nghttp2-client
     fi
-    # tests/results.rs loads the HTML report in a headless browser and takes a screenshot.
+    # tests/report_outputs.rs loads the HTML report in a headless browser and takes a screenshot.
     if command -v chromium >/dev/null 2>&1; then
         echo "chromium: $(chromium --version 2>/dev/null | head -n1)"
     else
         echo "chromium: installing"
         apt_install chromium
     fi
-    # tests/results.rs checks the /metrics page with Prometheus' own promtool; Debian ships it
+    # tests/report_outputs.rs checks the /metrics page with Prometheus' own promtool; Debian ships it
     # in the server's package, whose daemon apt_install keeps from starting.
     if command -v promtool >/dev/null 2>&1; then
         echo "promtool: $(promtool --version 2>&1 | head -n1)"
@@ -139,13 +139,13 @@ else
 fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd is missing: the etcd tests need it (apt-get install etcd-server)"
 command -v promtool >/dev/null 2>&1 ||
-    die "promtool is missing: tests/results.rs checks the metrics page with it (apt-get install prometheus)"
+    die "promtool is missing: tests/report_outputs.rs checks the metrics page with it (apt-get install prometheus)"
 
 # ---------------------------------------------------------------------------------------------
 section "Python packages (virtual environment)"
-# The tests' Python peers: grpcio with its tools and reflection (tests/interop.rs,
-# tests/h2_clients.rs, tests/grpc_any.rs), Hypercorn (tests/http.rs: HTTP/1.1 and h2c on one
-# port), HdrHistogram_py (tests/merge.rs reads the reports' histograms with it) and
+# The tests' Python peers: grpcio with its tools and reflection (tests/serve_interop.rs,
+# tests/client_h2.rs, tests/client_grpc_any.rs), Hypercorn (tests/client_http1.rs: HTTP/1.1 and h2c on one
+# port), HdrHistogram_py (tests/report_merge.rs reads the reports' histograms with it) and
 # kubernetes-validate (the manifests, below), in a virtual environment of this script's own.
 VENV="${WIREBENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/wirebench/venv}"
 PY_PACKAGES=(grpcio grpcio-tools grpcio-reflection hypercorn hdrhistogram kubernetes-validate)

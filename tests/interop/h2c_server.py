@@ -1,5 +1,5 @@
 """A small ASGI app served by Hypercorn over HTTP/1.1 and h2c (prior knowledge) on one port,
-for tests/http.rs: a real HTTP server this project did not write.
+for tests/client_http1.rs: a real HTTP server this project did not write.
 
     GET  /hello          200, "hello\n" (text/plain)
     POST /echo           200, the request body back (its content-type kept)

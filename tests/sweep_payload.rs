@@ -1,7 +1,7 @@
 //! `wirebench sweep http` and `wirebench sweep grpc` against the built-in server (`wirebench
 //! serve`): a row per payload size and stack, every request answered, the bytes sent growing
 //! with the payload; bad input exits 2 with one line. (`sweep grpc --reflect` is tested in
-//! grpc_any.rs, against a server with reflection.)
+//! client_grpc_any.rs, against a server with reflection.)
 
 mod support;
 
