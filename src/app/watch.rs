@@ -237,7 +237,7 @@ pub fn put_load(cfg: &WatchConfig, members: &[Endpoint]) -> Result<PutOutcome, S
         None,
         failover.as_ref(),
     )?;
-    PutOutcome::from_run(cfg, run)
+    PutOutcome::from_run(cfg, run).map_err(|e| e.to_string())
 }
 
 /// The engine's configuration of the put load: `--put-clients` as -c on one thread (gRPC: one

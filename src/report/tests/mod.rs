@@ -7,9 +7,9 @@ use std::time::Duration;
 use super::*;
 use crate::config::{Endpoint, Proto};
 use crate::outcome::{Failure, FailureKind, StatusKey};
-use crate::stats::TcpInfo;
 use crate::stats::perf::KernelCounts;
 use crate::stats::{At, CpuTimes, Stats, Timeline};
+use crate::stats::{CloseRecord, TcpInfo};
 use crate::stats::{Memory, WindowCost};
 use wirebench_wire::h2sniff::{FrameCount, FrameType};
 
