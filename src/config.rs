@@ -15,6 +15,48 @@ use std::time::Duration;
 
 use crate::net::{H2Config, NetConfig};
 
+/// A value given on the command line that is not one (clap prints it after the flag): the
+/// line to print, naming the value.
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    #[error("invalid target {0:?} (choose leader, followers, all or first)")]
+    Target(String),
+    #[error("endpoint {0}: scheme must be http or https")]
+    EndpointScheme(String),
+    #[error("endpoint {0}: expected http://host:port")]
+    EndpointForm(String),
+    #[error("endpoint {0}: a port is required")]
+    EndpointPort(String),
+    #[error("endpoint {url}: {source}")]
+    Resolve { url: String, source: std::io::Error },
+    #[error("endpoint {0}: no address")]
+    NoAddress(String),
+    #[error("URL {0:?}: expected http://host[:port]/path or https://...")]
+    UrlForm(String),
+    #[error("URL {0:?}: the scheme must be http or https")]
+    UrlScheme(String),
+    #[error("URL {0:?}: expected a host (and no user info)")]
+    UrlHost(String),
+    /// the URL's endpoint (with the scheme's port) is not one
+    #[error("URL {url:?}: {endpoint}")]
+    UrlEndpoint {
+        url: String,
+        endpoint: Box<ValueError>,
+    },
+    #[error("invalid duration {0:?} (examples: 500ms, 10s, 2m)")]
+    Duration(String),
+    #[error("invalid duration unit in {0:?} (use ns, us, ms, s, m, h)")]
+    DurationUnit(String),
+    #[error("duration {0:?} is out of range")]
+    DurationRange(String),
+    #[error("invalid size {0:?} (examples: 4096, 64k, 1M)")]
+    Size(String),
+    #[error("invalid size unit in {0:?} (use k, M, G)")]
+    SizeUnit(String),
+    #[error("size {0:?} is out of range")]
+    SizeRange(String),
+}
+
 /// Which KV operation, with its parameters (validated by the CLI).
 #[derive(Debug, Clone)]
 pub enum EtcdOp {
@@ -318,17 +360,15 @@ impl fmt::Display for Target {
 }
 
 impl FromStr for Target {
-    type Err = String;
+    type Err = ValueError;
 
-    fn from_str(s: &str) -> Result<Target, String> {
+    fn from_str(s: &str) -> Result<Target, ValueError> {
         match s {
             "leader" => Ok(Target::Leader),
             "followers" => Ok(Target::Followers),
             "all" => Ok(Target::All),
             "first" => Ok(Target::First),
-            _ => Err(format!(
-                "invalid target {s:?} (choose leader, followers, all or first)"
-            )),
+            _ => Err(ValueError::Target(s.to_string())),
         }
     }
 }
@@ -352,32 +392,35 @@ pub struct Endpoint {
 impl Endpoint {
     /// Parses `http://host:port`, `https://host:port` (or `host:port`); the host may be a name,
     /// IPv4 or `[IPv6]`.
-    pub fn parse(url: &str) -> Result<Endpoint, String> {
+    pub fn parse(url: &str) -> Result<Endpoint, ValueError> {
         let (rest, tls) = if let Some(r) = url.strip_prefix("http://") {
             (r, false)
         } else if let Some(r) = url.strip_prefix("https://") {
             (r, true)
         } else if url.contains("://") {
-            return Err(format!("endpoint {url}: scheme must be http or https"));
+            return Err(ValueError::EndpointScheme(url.to_string()));
         } else {
             (url, false)
         };
         let authority = rest.trim_end_matches('/');
         if authority.is_empty() || authority.contains('/') || authority.contains('@') {
-            return Err(format!("endpoint {url}: expected http://host:port"));
+            return Err(ValueError::EndpointForm(url.to_string()));
         }
         let has_port = match authority.rfind(']') {
             Some(i) => authority[i..].contains(':'),
             None => authority.contains(':'),
         };
         if !has_port {
-            return Err(format!("endpoint {url}: a port is required"));
+            return Err(ValueError::EndpointPort(url.to_string()));
         }
         let addr = authority
             .to_socket_addrs()
-            .map_err(|e| format!("endpoint {url}: {e}"))?
+            .map_err(|source| ValueError::Resolve {
+                url: url.to_string(),
+                source,
+            })?
             .next()
-            .ok_or_else(|| format!("endpoint {url}: no address"))?;
+            .ok_or_else(|| ValueError::NoAddress(url.to_string()))?;
         let host = match authority.rfind(':') {
             Some(i) => &authority[..i],
             None => authority,
@@ -395,14 +438,14 @@ impl Endpoint {
 /// Splits an `http://` or `https://` URL into its endpoint and its path and query (`/` when it
 /// has none; a fragment is dropped). The port defaults to the scheme's (80, 443), and the
 /// endpoint's authority is the URL's as written (the Host header).
-pub fn parse_url(url: &str) -> Result<(Endpoint, String), String> {
+pub fn parse_url(url: &str) -> Result<(Endpoint, String), ValueError> {
     let (scheme, rest) = url
         .split_once("://")
-        .ok_or_else(|| format!("URL {url:?}: expected http://host[:port]/path or https://..."))?;
+        .ok_or_else(|| ValueError::UrlForm(url.to_string()))?;
     let default_port = match scheme {
         "http" => 80,
         "https" => 443,
-        _ => return Err(format!("URL {url:?}: the scheme must be http or https")),
+        _ => return Err(ValueError::UrlScheme(url.to_string())),
     };
     let rest = rest.split('#').next().unwrap_or_default();
     let (authority, path) = match rest.find(['/', '?']) {
@@ -415,7 +458,7 @@ pub fn parse_url(url: &str) -> Result<(Endpoint, String), String> {
         path.to_string()
     };
     if authority.is_empty() || authority.contains('@') {
-        return Err(format!("URL {url:?}: expected a host (and no user info)"));
+        return Err(ValueError::UrlHost(url.to_string()));
     }
     let has_port = match authority.rfind(']') {
         Some(i) => authority[i..].contains(':'),
@@ -426,8 +469,12 @@ pub fn parse_url(url: &str) -> Result<(Endpoint, String), String> {
     } else {
         format!("{authority}:{default_port}")
     };
-    let mut endpoint = Endpoint::parse(&format!("{scheme}://{with_port}"))
-        .map_err(|e| format!("URL {url:?}: {e}"))?;
+    let mut endpoint = Endpoint::parse(&format!("{scheme}://{with_port}")).map_err(|e| {
+        ValueError::UrlEndpoint {
+            url: url.to_string(),
+            endpoint: Box::new(e),
+        }
+    })?;
     endpoint.url = url.to_string();
     endpoint.authority = authority.to_string();
     Ok((endpoint, path))
@@ -686,7 +733,7 @@ pub struct SweepConfig {
 }
 
 /// Parses durations like `500ms`, `10s`, `2m`, `1h`, `1.5s`, `250us`; a bare number is seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, ValueError> {
     let s = s.trim();
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -694,7 +741,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = s.split_at(split);
     let value: f64 = num
         .parse()
-        .map_err(|_| format!("invalid duration {s:?} (examples: 500ms, 10s, 2m)"))?;
+        .map_err(|_| ValueError::Duration(s.to_string()))?;
     let scale = match unit {
         "" | "s" => 1.0,
         "ms" => 1e-3,
@@ -702,36 +749,30 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "ns" => 1e-9,
         "m" => 60.0,
         "h" => 3600.0,
-        _ => {
-            return Err(format!(
-                "invalid duration unit in {s:?} (use ns, us, ms, s, m, h)"
-            ));
-        }
+        _ => return Err(ValueError::DurationUnit(s.to_string())),
     };
     let secs = value * scale;
     if !secs.is_finite() || secs > 1e9 {
-        return Err(format!("duration {s:?} is out of range"));
+        return Err(ValueError::DurationRange(s.to_string()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
 
 /// Parses sizes like `4096`, `64k`, `1M`, `2MiB` (binary multiples).
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, ValueError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("invalid size {s:?} (examples: 4096, 64k, 1M)"))?;
+    let n: u64 = num.parse().map_err(|_| ValueError::Size(s.to_string()))?;
     let mult: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(format!("invalid size unit in {s:?} (use k, M, G)")),
+        _ => return Err(ValueError::SizeUnit(s.to_string())),
     };
     n.checked_mul(mult)
-        .ok_or_else(|| format!("size {s:?} is out of range"))
+        .ok_or_else(|| ValueError::SizeRange(s.to_string()))
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@
 //!   inverse, each client's active stretches); `config::clock`: `--start-at`'s times.
 //! - `outcome`: the typed failure kinds and status keys; details interned per thread.
 //! - `threshold`: `--fail-if` parsed (figure, comparison, limit), part of the configuration;
-//!   `report::threshold` judges it on a report.
+//!   `report::verdict` judges it on a report.
 //! - `stats`: HDR latency, per-layer counters, per-connection records, process CPU, per-thread
 //!   kernel counts; what one protocol run measured (`ProtoRun`); the live board of per-thread
 //!   snapshots (`live`) and the request log's buffers and writer (`reqlog`).

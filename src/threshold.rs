@@ -1,11 +1,29 @@
 //! `--fail-if`: a condition a finished run must meet (as k6's thresholds), parsed; judged on the
-//! report by `report::threshold`.
+//! report by `report::verdict`.
 //!
 //! A threshold is `[STACK.]FIGURE OP VALUE`: STACK one of `http`, `h2`, `grpc` (without it, every
 //! stack that ran is judged), FIGURE a name below or the dotted path of any numeric field of a
 //! run in the JSON report (`summary.ok_per_sec`, `wire.bytes_in_per_request`), OP one of `<`,
 //! `<=`, `>`, `>=`, VALUE a number with the figure's unit where it has one (`5ms`, `250us`,
 //! `0.1%`).
+
+/// Why a `--fail-if` is not a threshold: the line to print, quoting it as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ThresholdError {
+    #[error("--fail-if {text:?}: no comparison: write FIGURE<VALUE, e.g. p99<5ms")]
+    NoComparison { text: String },
+    #[error("--fail-if {text:?}: no figure before the comparison")]
+    NoFigure { text: String },
+    #[error(
+        "--fail-if {text:?}: unknown figure {figure:?}: use p50, p90, p99, p999, rps, errors, \
+         cpu, bytes, syscalls, or the dotted path of a numeric field of a run in the JSON report \
+         (summary.ok_per_sec)"
+    )]
+    UnknownFigure { text: String, figure: String },
+    /// `value`: the value as given, units and all
+    #[error("--fail-if {text:?}: {value:?} is not a non-negative number")]
+    NotANumber { text: String, value: String },
+}
 
 /// A figure a threshold names.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,15 +77,15 @@ pub struct Threshold {
 }
 
 impl Threshold {
-    /// Parses one `--fail-if` value; the error is the line to print.
-    pub fn parse(text: &str) -> Result<Threshold, String> {
-        let bad = |why: String| format!("--fail-if {text:?}: {why}");
+    /// Parses one `--fail-if` value.
+    pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
+        let given = || text.to_string();
         let t = text.trim();
         let (at, op) = ["<=", ">=", "<", ">"]
             .iter()
             .filter_map(|o| t.find(o).map(|i| (i, *o)))
             .min_by_key(|&(i, o)| (i, std::cmp::Reverse(o.len())))
-            .ok_or_else(|| bad("no comparison: write FIGURE<VALUE, e.g. p99<5ms".into()))?;
+            .ok_or_else(|| ThresholdError::NoComparison { text: given() })?;
         let (name, value) = (t[..at].trim(), t[at + op.len()..].trim());
         let op = match op {
             "<" => Op::Lt,
@@ -87,7 +105,7 @@ impl Threshold {
             _ => (None, name),
         };
         if name.is_empty() {
-            return Err(bad("no figure before the comparison".into()));
+            return Err(ThresholdError::NoFigure { text: given() });
         }
         let figure = match name {
             "p50" => Figure::Percentile(50.0),
@@ -102,23 +120,24 @@ impl Threshold {
             path if path.contains('.') => {
                 let keys: Vec<String> = path.split('.').map(str::to_string).collect();
                 if keys.iter().any(String::is_empty) || !known_root(&keys[0]) {
-                    return Err(bad(format!(
-                        "unknown figure {path:?}: use p50, p90, p99, p999, rps, errors, cpu, \
-                         bytes, syscalls, or the dotted path of a numeric field of a run in the \
-                         JSON report (summary.ok_per_sec)"
-                    )));
+                    return Err(ThresholdError::UnknownFigure {
+                        text: given(),
+                        figure: path.to_string(),
+                    });
                 }
                 Figure::Path(keys)
             }
             other => {
-                return Err(bad(format!(
-                    "unknown figure {other:?}: use p50, p90, p99, p999, rps, errors, cpu, bytes, \
-                     syscalls, or the dotted path of a numeric field of a run in the JSON report \
-                     (summary.ok_per_sec)"
-                )));
+                return Err(ThresholdError::UnknownFigure {
+                    text: given(),
+                    figure: other.to_string(),
+                });
             }
         };
-        let limit = parse_value(&figure, value).map_err(bad)?;
+        let limit = parse_value(&figure, value).ok_or_else(|| ThresholdError::NotANumber {
+            text: given(),
+            value: value.to_string(),
+        })?;
         Ok(Threshold {
             text: t.to_string(),
             stack,
@@ -157,13 +176,13 @@ fn known_root(key: &str) -> bool {
 
 /// The limit in the figure's report unit: latency in ms (`5ms`, `250us`, `1.5s`, a bare number
 /// is ms), errors as a fraction (`0.1%` or `0.001`), cpu in µs (`12us`, `12µs` or bare), the
-/// rest bare numbers.
-fn parse_value(figure: &Figure, value: &str) -> Result<f64, String> {
-    let number = |s: &str| -> Result<f64, String> {
-        match s.trim().parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-            _ => Err(format!("{value:?} is not a non-negative number")),
-        }
+/// rest bare numbers; None when it is not a non-negative number.
+fn parse_value(figure: &Figure, value: &str) -> Option<f64> {
+    let number = |s: &str| -> Option<f64> {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
     };
     match figure {
         Figure::Percentile(_) => {
@@ -178,10 +197,10 @@ fn parse_value(figure: &Figure, value: &str) -> Result<f64, String> {
             } else {
                 (value, 1.0)
             };
-            Ok(number(n)? * scale)
+            Some(number(n)? * scale)
         }
         Figure::Errors => match value.strip_suffix('%') {
-            Some(n) => Ok(number(n)? / 100.0),
+            Some(n) => Some(number(n)? / 100.0),
             None => number(value),
         },
         Figure::Cpu => {
@@ -236,7 +255,7 @@ mod tests {
             ("nosuch.field>1", "unknown figure"),
             ("summary..ok>1", "unknown figure"),
         ] {
-            let e = Threshold::parse(text).unwrap_err();
+            let e = Threshold::parse(text).unwrap_err().to_string();
             assert!(
                 e.contains(words) && e.starts_with("--fail-if"),
                 "{text}: {e}"

@@ -56,7 +56,7 @@ pub(super) fn compare(cfg: &Config, prepared: &Prepared, rounds: usize) -> Resul
 }
 
 /// The thresholds judged on each stack's median over the rounds (of each figure apart).
-fn judge_medians(cfg: &Config, reports: &[report::Report]) -> Vec<report::threshold::Broken> {
+fn judge_medians(cfg: &Config, reports: &[report::Report]) -> Vec<report::verdict::Broken> {
     let mut broken = Vec::new();
     let Some(first) = reports.first() else {
         return broken;

@@ -35,7 +35,7 @@ fn read(path: &std::path::Path) -> Result<Source, String> {
     }
     let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8 text"))?;
-    Source::parse(&name, &text)
+    Source::parse(&name, &text).map_err(|e| e.to_string())
 }
 
 /// The agents' windows overlap for less than this share of their union: worth a word, since
@@ -69,7 +69,7 @@ pub(super) fn merge_and_write(m: &Merge) -> Result<i32, RunError> {
         .map(|f| read(f))
         .collect::<Result<Vec<_>, _>>()
         .map_err(RunError::Setup)?;
-    let report = merge::merge(&sources).map_err(RunError::Setup)?;
+    let report = merge::merge(&sources).map_err(|e| RunError::Setup(e.to_string()))?;
     for t in &m.thresholds {
         if let Some(s) = t.stack
             && !report.runs.iter().any(|r| r.proto == s)

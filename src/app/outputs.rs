@@ -79,7 +79,7 @@ impl Opened {
                 Ok(l) => Some(Arc::new(l)),
                 Err(e) => {
                     undo(&files);
-                    return Err(setup(e));
+                    return Err(setup(e.to_string()));
                 }
             },
             None => None,

@@ -12,8 +12,8 @@ use crate::etcd::lease;
 use crate::net;
 use crate::report::Report;
 use crate::server::{ServeConfig, Server};
-use crate::stats::ProcessClock;
 use crate::stats::ProtoRun;
+use crate::stats::{ClockError, ProcessClock};
 use crate::workload::Workload;
 use crate::workload::etcd::client;
 use crate::workload::grpc;
@@ -85,7 +85,7 @@ impl Prepared {
     ) -> Result<ProtoRun, String> {
         let in_process = self.server.as_ref().map(|s| move || Ok(s.cpu_time()));
         let by_pid = self.clock.map(|c| move || c.read());
-        let cpu: Option<&dyn Fn() -> Result<Duration, String>> = match (&in_process, &by_pid) {
+        let cpu: Option<&dyn Fn() -> Result<Duration, ClockError>> = match (&in_process, &by_pid) {
             (Some(f), _) => Some(f),
             (None, Some(f)) => Some(f),
             (None, None) => None,
@@ -168,7 +168,8 @@ pub fn prepare(cfg: &Config, embedded: Option<ServeConfig>) -> Result<Prepared, 
     let server = embedded.map(start_embedded).transpose()?;
     let given = match &server {
         Some(srv) => vec![
-            Endpoint::parse(&format!("http://{}", srv.local_addr())).map_err(RunError::Setup)?,
+            Endpoint::parse(&format!("http://{}", srv.local_addr()))
+                .map_err(|e| RunError::Setup(e.to_string()))?,
         ],
         None => cfg.endpoints.clone(),
     };
@@ -213,7 +214,7 @@ pub(super) fn server_clock(cfg: &Config) -> Result<Option<ProcessClock>, RunErro
     cfg.server_pid
         .map(ProcessClock::open)
         .transpose()
-        .map_err(RunError::Setup)
+        .map_err(|e| RunError::Setup(e.to_string()))
 }
 
 /// Raises the open-file limit for the connections a run opens (twice over when the built-in

@@ -152,7 +152,7 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
 /// follows "succeeded"), or else the thresholds' verdict on its runs.
 pub(super) fn judged(
     report: &Report,
-    thresholds: &[report::threshold::Threshold],
+    thresholds: &[report::verdict::Threshold],
     where_: &str,
     mut code: i32,
 ) -> i32 {
@@ -178,8 +178,8 @@ pub(super) fn judged(
 
 /// Prints one line per broken threshold; `exit::THRESHOLD` when there was one.
 pub(super) fn judge(
-    thresholds: &[report::threshold::Threshold],
-    broken: impl Iterator<Item = report::threshold::Broken>,
+    thresholds: &[report::verdict::Threshold],
+    broken: impl Iterator<Item = report::verdict::Broken>,
 ) -> i32 {
     if thresholds.is_empty() {
         return exit::OK;

@@ -234,7 +234,7 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
 pub fn run(
     s: &SweepConfig,
     token: Option<&str>,
-    broken: &mut Vec<crate::report::threshold::Broken>,
+    broken: &mut Vec<crate::report::verdict::Broken>,
     mut progress: impl FnMut(usize, usize, &Row),
 ) -> Result<Vec<Row>, RunError> {
     let cells = cells(s);

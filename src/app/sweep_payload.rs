@@ -11,7 +11,7 @@ use super::{RunError, emit, exit, prepare};
 use crate::config::{Config, GrpcRequest, GrpcSpec, Proto, TableFormat, WorkloadSpec};
 use crate::report::show::{self, num};
 use crate::report::svg::{LinePanel, render_lines};
-use crate::report::threshold::Broken;
+use crate::report::verdict::Broken;
 use crate::report::{RunReport, plus};
 use crate::server::ServeConfig;
 use crate::workload::grpc;

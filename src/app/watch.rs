@@ -238,7 +238,7 @@ pub fn put_load(cfg: &WatchConfig, members: &[Endpoint]) -> Result<PutOutcome, S
         failover.as_ref(),
     )
     .map_err(|e| e.to_string())?;
-    PutOutcome::from_run(cfg, run)
+    PutOutcome::from_run(cfg, run).map_err(|e| e.to_string())
 }
 
 /// The engine's configuration of the put load: `--put-clients` as -c on one thread (gRPC: one

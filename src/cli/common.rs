@@ -46,6 +46,7 @@ pub struct Stacks(pub Vec<Proto>);
 /// `--target`'s value parser.
 pub(super) fn parse_target(s: &str) -> Result<Target, String> {
     s.parse()
+        .map_err(|e: crate::config::ValueError| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -482,7 +483,9 @@ pub(super) fn parse_endpoints(list: &[String]) -> Result<Vec<Endpoint>, String> 
     if list.is_empty() {
         return Err("--endpoints needs at least one URL".into());
     }
-    list.iter().map(|e| Endpoint::parse(e.trim())).collect()
+    list.iter()
+        .map(|e| Endpoint::parse(e.trim()).map_err(|e| e.to_string()))
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -512,12 +515,13 @@ impl RunArgs {
             (Some(s), _) => Some(Staged::Rate(check(
                 "--stages",
                 s,
-                Stages::parse("--stages", s, MAX_RATE, false)?,
+                Stages::parse("--stages", s, MAX_RATE, false).map_err(|e| e.to_string())?,
             )?)),
             (_, Some(s)) => Some(Staged::Clients(check(
                 "--client-stages",
                 s,
-                Stages::parse("--client-stages", s, MAX_STAGED_CLIENTS, true)?,
+                Stages::parse("--client-stages", s, MAX_STAGED_CLIENTS, true)
+                    .map_err(|e| e.to_string())?,
             )?)),
             _ => None,
         })
@@ -762,7 +766,7 @@ impl RunArgs {
                 .map_or(0, |d| d.as_nanos() as u64)
         });
         if let Some(pid) = self.server_pid {
-            crate::stats::ProcessClock::open(pid)?;
+            crate::stats::ProcessClock::open(pid).map_err(|e| e.to_string())?;
         }
         if self.user.is_some() && matches!(spec, WorkloadSpec::Echo { .. }) {
             return Err("--user is for etcd; the echo server has no authentication".into());
@@ -772,7 +776,7 @@ impl RunArgs {
         let thresholds = self
             .fail_if
             .iter()
-            .map(|t| crate::threshold::Threshold::parse(t))
+            .map(|t| crate::threshold::Threshold::parse(t).map_err(|e| e.to_string()))
             .collect::<Result<Vec<_>, _>>()?;
         for t in &thresholds {
             if let Some(s) = t.stack

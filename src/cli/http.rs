@@ -77,7 +77,7 @@ impl HttpArgs {
 
     /// The workload and the endpoint these flags name.
     pub(super) fn spec(self) -> Result<(WorkloadSpec, Vec<Endpoint>), String> {
-        let (endpoint, path) = parse_url(&self.url)?;
+        let (endpoint, path) = parse_url(&self.url).map_err(|e| e.to_string())?;
         let bodies = match (&self.data, &self.data_file, &self.data_lines) {
             (Some(d), _, _) => vec![d.clone().into_bytes()],
             (_, Some(f), _) => vec![read_limited("--data-file", f, MAX_DATA_FILE)?],

@@ -32,7 +32,7 @@ impl MergeArgs {
         let thresholds = self
             .fail_if
             .iter()
-            .map(|t| crate::threshold::Threshold::parse(t))
+            .map(|t| crate::threshold::Threshold::parse(t).map_err(|e| e.to_string()))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Action::Merge(Merge {
             files: self.reports,

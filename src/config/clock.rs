@@ -2,13 +2,27 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// Why a `--start-at` is not a time: the line to print, quoting it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    #[error("{0:?}: out of range")]
+    OutOfRange(String),
+    #[error("{0:?}: expected Unix seconds (1764671400) or RFC 3339")]
+    NotUnix(String),
+    /// `why`: what is wrong with it as RFC 3339
+    #[error(
+        "{text:?}: {why} (expected RFC 3339, 2025-12-02T10:30:00Z, or Unix seconds, 1764671400)"
+    )]
+    NotRfc3339 { text: String, why: &'static str },
+}
+
 /// The furthest `--start-at` may lie ahead: a time further away is most likely milliseconds
 /// given for seconds, or a typo, and would leave the agents waiting for days.
 pub const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
 
 /// Parses `--start-at`: RFC 3339 (`2025-12-02T10:30:00Z`, `2025-12-02T11:30:00.5+01:00`; a space
 /// for the `T` is accepted) or Unix seconds (`1764671400`, `1764671400.25`).
-pub fn parse_time(s: &str) -> Result<SystemTime, String> {
+pub fn parse_time(s: &str) -> Result<SystemTime, TimeError> {
     let s = s.trim();
     let unix = if s.bytes().all(|b| b.is_ascii_digit() || b == b'.') && !s.is_empty() {
         parse_unix(s)?
@@ -17,13 +31,13 @@ pub fn parse_time(s: &str) -> Result<SystemTime, String> {
     };
     UNIX_EPOCH
         .checked_add(unix)
-        .ok_or_else(|| format!("{s:?}: out of range"))
+        .ok_or_else(|| TimeError::OutOfRange(s.to_string()))
 }
 
 /// Unix seconds, with up to 9 decimals.
-fn parse_unix(s: &str) -> Result<Duration, String> {
+fn parse_unix(s: &str) -> Result<Duration, TimeError> {
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    let bad = || format!("{s:?}: expected Unix seconds (1764671400) or RFC 3339");
+    let bad = || TimeError::NotUnix(s.to_string());
     if whole.is_empty() || frac.contains('.') || frac.len() > 9 {
         return Err(bad());
     }
@@ -45,11 +59,10 @@ fn nanos_of(frac: &str) -> Option<u32> {
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`, as seconds since the Unix epoch.
-fn parse_rfc3339(s: &str) -> Result<Duration, String> {
-    let bad = |why: &str| {
-        format!(
-            "{s:?}: {why} (expected RFC 3339, 2025-12-02T10:30:00Z, or Unix seconds, 1764671400)"
-        )
+fn parse_rfc3339(s: &str) -> Result<Duration, TimeError> {
+    let bad = |why: &'static str| TimeError::NotRfc3339 {
+        text: s.to_string(),
+        why,
     };
     let b = s.as_bytes();
     if b.len() < 20 {
@@ -187,7 +200,7 @@ pub fn unix_us(t: SystemTime) -> u64 {
 mod tests {
     use super::*;
 
-    fn unix(s: &str) -> Result<f64, String> {
+    fn unix(s: &str) -> Result<f64, TimeError> {
         parse_time(s).map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_secs_f64())
     }
 
@@ -222,7 +235,7 @@ mod tests {
             ("17646714.00.1", "Unix seconds"),
             ("2025/12/02T10:30:00Z", "not a date"),
         ] {
-            let e = parse_time(bad).unwrap_err();
+            let e = parse_time(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
     }

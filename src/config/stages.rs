@@ -60,6 +60,41 @@ impl Piece {
     }
 }
 
+/// Why a `--stages` / `--client-stages` list is not one: the line to print, naming the flag
+/// and the list.
+#[derive(Debug, thiserror::Error)]
+pub enum StagesError {
+    #[error("{flag} {list:?}: stage {stage:?} {why}")]
+    Stage {
+        flag: String,
+        list: String,
+        stage: String,
+        why: StageFault,
+    },
+    #[error("{flag} {list:?}: the stages last 0s; give at least one a positive duration")]
+    NoLength { flag: String, list: String },
+    #[error("{flag} {list:?}: every target is 0")]
+    AllZero { flag: String, list: String },
+}
+
+/// What is wrong with one stage of a list.
+#[derive(Debug, thiserror::Error)]
+pub enum StageFault {
+    #[error("is not DURATION:TARGET (e.g. 10s:1000)")]
+    NotAPair,
+    #[error("has a negative duration")]
+    NegativeDuration,
+    #[error("{0}")]
+    Duration(super::ValueError),
+    #[error("has a target that is not a number")]
+    NotANumber,
+    /// the target is outside `0..=max`
+    #[error("has a target outside 0..={0}")]
+    OutOfRange(f64),
+    #[error("has a client count that is not a whole number")]
+    NotWhole,
+}
+
 /// A validated stage list.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stages {
@@ -69,38 +104,44 @@ pub struct Stages {
 impl Stages {
     /// Parses `DURATION:TARGET,...` for `flag` (named in the errors); targets in `0..=max`,
     /// whole numbers when `whole` (clients).
-    pub fn parse(flag: &str, s: &str, max: f64, whole: bool) -> Result<Stages, String> {
+    pub fn parse(flag: &str, s: &str, max: f64, whole: bool) -> Result<Stages, StagesError> {
         let mut stages = Vec::new();
         for part in s.split(',') {
             let part = part.trim();
-            let bad = |why: &str| format!("{flag} {s:?}: stage {part:?} {why}");
+            let bad = |why: StageFault| StagesError::Stage {
+                flag: flag.to_string(),
+                list: s.to_string(),
+                stage: part.to_string(),
+                why,
+            };
             let Some((d, t)) = part.split_once(':') else {
-                return Err(bad("is not DURATION:TARGET (e.g. 10s:1000)"));
+                return Err(bad(StageFault::NotAPair));
             };
             if d.trim_start().starts_with('-') {
-                return Err(bad("has a negative duration"));
+                return Err(bad(StageFault::NegativeDuration));
             }
-            let duration = super::parse_duration(d).map_err(|e| bad(&e))?;
-            let target: f64 = t
-                .trim()
-                .parse()
-                .map_err(|_| bad("has a target that is not a number"))?;
+            let duration = super::parse_duration(d).map_err(|e| bad(StageFault::Duration(e)))?;
+            let target: f64 = t.trim().parse().map_err(|_| bad(StageFault::NotANumber))?;
             if !target.is_finite() || !(0.0..=max).contains(&target) {
-                return Err(bad(&format!("has a target outside 0..={max}")));
+                return Err(bad(StageFault::OutOfRange(max)));
             }
             if whole && target.fract() != 0.0 {
-                return Err(bad("has a client count that is not a whole number"));
+                return Err(bad(StageFault::NotWhole));
             }
             stages.push(Stage { duration, target });
         }
         let st = Stages { stages };
         if st.total().is_zero() {
-            return Err(format!(
-                "{flag} {s:?}: the stages last 0s; give at least one a positive duration"
-            ));
+            return Err(StagesError::NoLength {
+                flag: flag.to_string(),
+                list: s.to_string(),
+            });
         }
         if st.peak() <= 0.0 {
-            return Err(format!("{flag} {s:?}: every target is 0"));
+            return Err(StagesError::AllZero {
+                flag: flag.to_string(),
+                list: s.to_string(),
+            });
         }
         Ok(st)
     }
@@ -346,7 +387,9 @@ mod tests {
         for bad in [
             "", "10s", "x:10", "10s:x", "-1s:10", "10s:-5", "0s:10", "10s:0", "1s:inf",
         ] {
-            let e = Stages::parse("--stages", bad, 1e7, false).unwrap_err();
+            let e = Stages::parse("--stages", bad, 1e7, false)
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with("--stages"), "{bad}: {e}");
             assert!(!e.contains('\n'), "{e}");
         }

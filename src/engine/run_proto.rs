@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Config, Endpoint, Proto};
 use crate::stats::perf::KernelCounts;
-use crate::stats::{Memory, ProtoRun, RssSampler, Stats, WindowCost};
+use crate::stats::{ClockError, Memory, ProtoRun, RssSampler, Stats, WindowCost};
 use crate::workload::Workload;
 
 use super::meeting::Meeting;
@@ -71,7 +71,7 @@ pub fn run_proto(
     workload: &Workload,
     endpoints: &[Endpoint],
     proto: Proto,
-    server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
+    server_cpu: Option<&dyn Fn() -> Result<Duration, ClockError>>,
     failover: Option<&super::Failover>,
 ) -> Result<ProtoRun, EngineError> {
     run_proto_with(
@@ -91,7 +91,7 @@ pub fn run_proto_with(
     workload: &Workload,
     endpoints: &[Endpoint],
     proto: Proto,
-    server_cpu: Option<&dyn Fn() -> Result<Duration, String>>,
+    server_cpu: Option<&dyn Fn() -> Result<Duration, ClockError>>,
     failover: Option<&super::Failover>,
     taps: &super::Taps,
 ) -> Result<ProtoRun, EngineError> {

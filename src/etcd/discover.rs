@@ -532,7 +532,7 @@ mod tests {
         ] {
             assert_eq!(t.name().parse::<Target>().unwrap(), t);
         }
-        let e = "primary".parse::<Target>().unwrap_err();
+        let e = "primary".parse::<Target>().unwrap_err().to_string();
         assert!(e.contains("leader, followers, all or first"), "{e}");
         assert!(!needs_discovery(Target::First));
         assert!(needs_discovery(Target::Leader));

@@ -511,7 +511,7 @@ pub(super) fn cost(run: &ProtoRun) -> Cost {
     let c = &run.cost;
     let (server_cpu_ns, server_cpu_error) = match &run.server_cpu {
         Some(Ok(d)) => (Some(d.as_nanos() as u64), None),
-        Some(Err(e)) => (None, Some(e.clone())),
+        Some(Err(e)) => (None, Some(e.to_string())),
         None => (None, None),
     };
     CostCounts {

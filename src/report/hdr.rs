@@ -4,7 +4,9 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{
+    DeserializeError, Deserializer, Serializer, V2DeflateSerializer,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::stats::Latencies;
@@ -47,20 +49,26 @@ pub fn encode(h: &Histogram<u64>) -> String {
     STANDARD.encode(bytes)
 }
 
-/// `encode`'s inverse, for a histogram read from a report: one line on what is wrong.
-pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+/// Why a histogram read from a report is not one: one line on what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum HdrError {
+    #[error("{0} characters, more than a histogram takes")]
+    TooLong(usize),
+    #[error("not base64 ({0})")]
+    NotBase64(base64::DecodeError),
+    #[error("not an HdrHistogram V2 histogram: {0}")]
+    NotHdr(DeserializeError),
+}
+
+/// `encode`'s inverse, for a histogram read from a report.
+pub fn decode(text: &str) -> Result<Histogram<u64>, HdrError> {
     if text.len() > MAX_ENCODED {
-        return Err(format!(
-            "{} characters, more than a histogram takes",
-            text.len()
-        ));
+        return Err(HdrError::TooLong(text.len()));
     }
-    let bytes = STANDARD
-        .decode(text.trim())
-        .map_err(|e| format!("not base64 ({e})"))?;
+    let bytes = STANDARD.decode(text.trim()).map_err(HdrError::NotBase64)?;
     Deserializer::new()
         .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("not an HdrHistogram V2 histogram: {e}"))
+        .map_err(HdrError::NotHdr)
 }
 
 /// The histogram of `l`, encoded.
@@ -100,7 +108,7 @@ mod tests {
             ("aGVsbG8gd29ybGQ=", "not an HdrHistogram"),
             ("", "not an HdrHistogram"),
         ] {
-            let e = decode(bad).unwrap_err();
+            let e = decode(bad).unwrap_err().to_string();
             assert!(e.contains(why) && !e.contains('\n'), "{bad:?}: {e}");
         }
         // a histogram cut short

@@ -2,6 +2,7 @@
 //! (`etcd::watch`) and from the engine's run of the put load, as JSON and as text.
 
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -12,6 +13,19 @@ use crate::config::{Proto, WatchConfig, WatchKind};
 use crate::outcome::{Failure, FailureKind, GAVE_UP};
 use crate::report::{ErrorCount, error_counts};
 use crate::stats::{ConnRecord, Latencies, Loss, ProtoRun, WatchOutcome};
+
+/// The put load's counts do not add up to `--put-total`: a bug, said in one line.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "put accounting: {ok} ok + {failed} failed + {not_sent} not sent != {total} puts (a bug: \
+     please report it)"
+)]
+pub struct AccountingError {
+    pub ok: u64,
+    pub failed: u64,
+    pub not_sent: u64,
+    pub total: u64,
+}
 
 /// The put load's accounting, from the engine's run of `workload::etcd::WatchPuts`. Every one of
 /// the `--put-total` puts is counted in exactly one of `ok`, `failed` and `not_sent`.
@@ -56,7 +70,7 @@ impl PutOutcome {
     /// The accounting of `run`, the engine's run of `cfg`'s put load: the puts that never went
     /// out (expired sends, a client's given-up quota, Ctrl-C) are not sent, the other failures
     /// failed. An error means the counts do not add up to `--put-total` (a bug).
-    pub fn from_run(cfg: &WatchConfig, run: ProtoRun) -> Result<PutOutcome, String> {
+    pub fn from_run(cfg: &WatchConfig, run: ProtoRun) -> Result<PutOutcome, AccountingError> {
         let timeout = cfg.put_timeout;
         let failover = super::derive::failover(&run);
         let stats = run.stats;
@@ -99,10 +113,12 @@ impl PutOutcome {
                 .or_insert(0) += n;
         }
         if stats.ok + failed + not_sent != cfg.put_total {
-            return Err(format!(
-                "put accounting: {} ok + {failed} failed + {not_sent} not sent != {} puts (a bug: please report it)",
-                stats.ok, cfg.put_total
-            ));
+            return Err(AccountingError {
+                ok: stats.ok,
+                failed,
+                not_sent,
+                total: cfg.put_total,
+            });
         }
         let mut revisions = stats.revisions;
         revisions.resize_with(cfg.watched_keys.max(revisions.len()), Vec::new);
@@ -463,7 +479,6 @@ impl WatchReport {
 
 /// One line per error count: `  LEAD[count]\tkind: message`.
 fn error_lines<'a>(out: &mut String, lead: &str, errors: impl IntoIterator<Item = &'a ErrorCount>) {
-    use std::fmt::Write;
     for e in errors {
         let _ = writeln!(
             out,
@@ -477,7 +492,6 @@ fn error_lines<'a>(out: &mut String, lead: &str, errors: impl IntoIterator<Item 
 
 /// One latency summary as a line of the text report.
 fn latency_line(out: &mut String, l: &LatencySummary) {
-    use std::fmt::Write;
     let _ = writeln!(
         out,
         "  fastest {} ms, average {} ms, p50 {} ms, p90 {} ms, p99 {} ms, p99.9 {} ms, slowest {} ms",
@@ -493,224 +507,252 @@ fn latency_line(out: &mut String, l: &LatencySummary) {
 
 /// Text report of watch runs.
 pub fn render_text(cfg: &WatchConfig, runs: &[WatchReport]) -> String {
-    use std::fmt::Write;
     let mut out = String::new();
     for r in runs {
-        let what = match cfg.kind {
-            WatchKind::Events => "Watch",
-            WatchKind::Latency => "Watch latency",
-            WatchKind::Get { .. } => "Watch-get (unsynced watchers)",
-        };
-        let _ = writeln!(
-            out,
-            "{what} over {}{} — {} watchers on {} streams, {} connections; {} keys{}",
-            r.title,
-            if r.interrupted {
-                " — INTERRUPTED"
-            } else {
-                ""
-            },
-            r.watchers,
-            r.streams,
-            r.connections,
-            cfg.watched_keys,
-            if cfg.prefix {
-                ", every watcher on the whole prefix"
-            } else {
-                ""
-            }
-        );
-        let _ = writeln!(
-            out,
-            "  puts: {} over {} by {} clients, {}",
-            cfg.put_total,
-            r.puts.proto,
-            r.puts.clients,
-            cfg.put_rate
-                .map_or("closed loop".to_string(), |x| format!("{x:.0}/s target"))
-        );
-        let _ = writeln!(out);
-        let c = &r.creation_ms;
-        let _ = writeln!(
-            out,
-            "Watch creation: {} of {} created; latency p50 {} ms, p99 {} ms, slowest {} ms",
-            r.created,
-            r.watchers,
-            num(c.p50, 3),
-            num(c.p99, 3),
-            num(c.slowest, 3)
-        );
-        let _ = writeln!(out);
-        let _ = writeln!(out, "Events:");
-        let _ = writeln!(
-            out,
-            "  Received:     {} of {} expected",
-            r.events, r.expected_events
-        );
-        let _ = writeln!(
-            out,
-            "  Missing:      {}   Duplicated: {}   Unexpected: {}",
-            r.missing, r.duplicated, r.unexpected
-        );
-        let _ = writeln!(
-            out,
-            "  Total:        {:.2} s ({})",
-            r.total_s,
-            if r.catch_up_s.is_some() {
-                "first create request to last event received; the puts were written before"
-            } else {
-                "first put due to last event received"
-            }
-        );
-        let _ = writeln!(
-            out,
-            "  Events/sec:   {} ({} per watcher)",
-            num(r.events_per_sec, 1),
-            num(r.events_per_sec_per_watcher, 1)
-        );
-        let l = &r.event_latency_ms;
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "Event latency (put sent -> event received{}):",
-            if r.catch_up_s.is_some() {
-                ": replayed from history, so the event's age"
-            } else {
-                ""
-            }
-        );
-        latency_line(&mut out, l);
-        if let (Some(l), Some(before)) = (&r.event_latency_from_ack_ms, r.events_before_ack) {
-            let _ = writeln!(out);
-            let _ = writeln!(
-                out,
-                "Event latency (put acknowledged -> event received, etcd benchmark's clock; {before} events came before their put's acknowledgement and count as 0):"
-            );
-            latency_line(&mut out, l);
-        }
-        if let Some(g) = &r.gets {
-            let _ = writeln!(out);
-            let _ = writeln!(
-                out,
-                "Gets during the catch-up: {} serializable ranges of {:?} over {} by {} clients; {} ok, {} failed; {}/s over {:.3} s",
-                g.count,
-                g.key,
-                g.proto,
-                g.clients,
-                g.ok,
-                g.failed,
-                num(g.requests_per_sec, 1),
-                g.total_s
-            );
-            latency_line(&mut out, &g.latency_ms);
-            error_lines(&mut out, "", &g.errors);
-        }
-        if !r.stream_moves.is_empty() {
-            let _ = writeln!(out);
-            let _ = writeln!(
-                out,
-                "Streams moved: {} ({} watchers re-created from their next revision)",
-                r.stream_moves.len(),
-                r.recreated_watchers
-            );
-            for m in &r.stream_moves {
-                let _ = writeln!(
-                    out,
-                    "  stream {}: {} -> {} at {:.3} s, {} watchers {}",
-                    m.stream,
-                    m.from,
-                    m.to,
-                    m.broke_s,
-                    m.watchers,
-                    m.recreated_after_ms
-                        .map_or("never re-created".to_string(), |ms| {
-                            format!("re-created after {ms:.1} ms")
-                        })
-                );
-            }
-        }
-        let p = &r.puts;
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "Puts: {} ok, {} failed, {} not sent (of {}); {}/s achieved; latency p50 {} ms, p99 {} ms",
-            p.ok,
-            p.failed,
-            p.not_sent,
-            p.total,
-            num(p.achieved_rate, 1),
-            num(p.latency_ms.p50, 3),
-            num(p.latency_ms.p99, 3)
-        );
-        if let (Some(u), Some(late)) = (&p.uncorrected_latency_ms, p.late_sends) {
-            let _ = writeln!(
-                out,
-                "  from the intended send time; from the actual one p50 {} ms, p99 {} ms; {late} sends late",
-                num(u.p50, 3),
-                num(u.p99, 3)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "  per-put timeout {:.0} ms, {} reconnects",
-            p.timeout_ms, p.reconnects
-        );
-        for e in p.failover.iter().flat_map(|f| &f.events) {
-            let _ = writeln!(out, "  puts {}", e.line());
-        }
-        error_lines(&mut out, "not sent ", &p.not_sent_reasons);
-        let w = &r.wire;
-        let _ = writeln!(out);
-        let _ = writeln!(out, "Wire (watch connections, per event received):");
-        let _ = writeln!(
-            out,
-            "  Bytes in / event:        {} ({} in all; {} out)",
-            num(w.bytes_in_per_event, 1),
-            w.bytes_in,
-            w.bytes_out
-        );
-        let _ = writeln!(
-            out,
-            "  TCP segments in / event: {} ({} with data)",
-            num(w.segments_in_per_event, 3),
-            num(w.data_segments_in_per_event, 3)
-        );
-        let _ = writeln!(
-            out,
-            "  Read syscalls / event:   {}",
-            num(w.read_calls_per_event, 3)
-        );
-        let _ = writeln!(
-            out,
-            "  Responses / event:       {}",
-            num(w.responses_per_event, 3)
-        );
-        if r.proto == Proto::Grpc.name() {
-            let _ = writeln!(
-                out,
-                "  h2 DATA frames / event:  {}",
-                num(w.data_frames_in_per_event, 3)
-            );
-        }
-        if r.proto == Proto::Http.name() {
-            let _ = writeln!(
-                out,
-                "  Chunks / event:          {} ({} B of chunk framing)",
-                num(w.chunks_per_event, 3),
-                num(w.chunk_framing_bytes_per_event, 1)
-            );
-        }
-        if let Some(c) = &r.compaction {
-            let _ = writeln!(out);
-            super::text::render_compaction(&mut out, c);
-        }
-        let errors: Vec<_> = r.errors.iter().chain(p.errors.iter()).collect();
-        if !errors.is_empty() {
-            let _ = writeln!(out);
-            let _ = writeln!(out, "Errors:");
-            error_lines(&mut out, "", errors);
-        }
-        let _ = writeln!(out);
+        render_run(&mut out, cfg, r);
     }
     out
+}
+
+/// One watch run: its head, events, stream moves, puts, wire, compaction and errors.
+fn render_run(out: &mut String, cfg: &WatchConfig, r: &WatchReport) {
+    render_head(out, cfg, r);
+    render_events(out, r);
+    render_stream_moves(out, r);
+    render_puts(out, &r.puts);
+    render_wire(out, r);
+    if let Some(c) = &r.compaction {
+        let _ = writeln!(out);
+        super::text::render_compaction(out, c);
+    }
+    let errors: Vec<_> = r.errors.iter().chain(r.puts.errors.iter()).collect();
+    if !errors.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Errors:");
+        error_lines(out, "", errors);
+    }
+    let _ = writeln!(out);
+}
+
+/// What watched what, how the puts went out, and the watches' creation.
+fn render_head(out: &mut String, cfg: &WatchConfig, r: &WatchReport) {
+    let what = match cfg.kind {
+        WatchKind::Events => "Watch",
+        WatchKind::Latency => "Watch latency",
+        WatchKind::Get { .. } => "Watch-get (unsynced watchers)",
+    };
+    let _ = writeln!(
+        out,
+        "{what} over {}{} — {} watchers on {} streams, {} connections; {} keys{}",
+        r.title,
+        if r.interrupted {
+            " — INTERRUPTED"
+        } else {
+            ""
+        },
+        r.watchers,
+        r.streams,
+        r.connections,
+        cfg.watched_keys,
+        if cfg.prefix {
+            ", every watcher on the whole prefix"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  puts: {} over {} by {} clients, {}",
+        cfg.put_total,
+        r.puts.proto,
+        r.puts.clients,
+        cfg.put_rate
+            .map_or("closed loop".to_string(), |x| format!("{x:.0}/s target"))
+    );
+    let _ = writeln!(out);
+    let c = &r.creation_ms;
+    let _ = writeln!(
+        out,
+        "Watch creation: {} of {} created; latency p50 {} ms, p99 {} ms, slowest {} ms",
+        r.created,
+        r.watchers,
+        num(c.p50, 3),
+        num(c.p99, 3),
+        num(c.slowest, 3)
+    );
+    let _ = writeln!(out);
+}
+
+/// The events received against those expected, and their latencies (and the catch-up's gets).
+fn render_events(out: &mut String, r: &WatchReport) {
+    let _ = writeln!(out, "Events:");
+    let _ = writeln!(
+        out,
+        "  Received:     {} of {} expected",
+        r.events, r.expected_events
+    );
+    let _ = writeln!(
+        out,
+        "  Missing:      {}   Duplicated: {}   Unexpected: {}",
+        r.missing, r.duplicated, r.unexpected
+    );
+    let _ = writeln!(
+        out,
+        "  Total:        {:.2} s ({})",
+        r.total_s,
+        if r.catch_up_s.is_some() {
+            "first create request to last event received; the puts were written before"
+        } else {
+            "first put due to last event received"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  Events/sec:   {} ({} per watcher)",
+        num(r.events_per_sec, 1),
+        num(r.events_per_sec_per_watcher, 1)
+    );
+    let l = &r.event_latency_ms;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Event latency (put sent -> event received{}):",
+        if r.catch_up_s.is_some() {
+            ": replayed from history, so the event's age"
+        } else {
+            ""
+        }
+    );
+    latency_line(out, l);
+    if let (Some(l), Some(before)) = (&r.event_latency_from_ack_ms, r.events_before_ack) {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Event latency (put acknowledged -> event received, etcd benchmark's clock; {before} events came before their put's acknowledgement and count as 0):"
+        );
+        latency_line(out, l);
+    }
+    if let Some(g) = &r.gets {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Gets during the catch-up: {} serializable ranges of {:?} over {} by {} clients; {} ok, {} failed; {}/s over {:.3} s",
+            g.count,
+            g.key,
+            g.proto,
+            g.clients,
+            g.ok,
+            g.failed,
+            num(g.requests_per_sec, 1),
+            g.total_s
+        );
+        latency_line(out, &g.latency_ms);
+        error_lines(out, "", &g.errors);
+    }
+}
+
+/// The streams that broke and moved to another member.
+fn render_stream_moves(out: &mut String, r: &WatchReport) {
+    if !r.stream_moves.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Streams moved: {} ({} watchers re-created from their next revision)",
+            r.stream_moves.len(),
+            r.recreated_watchers
+        );
+        for m in &r.stream_moves {
+            let _ = writeln!(
+                out,
+                "  stream {}: {} -> {} at {:.3} s, {} watchers {}",
+                m.stream,
+                m.from,
+                m.to,
+                m.broke_s,
+                m.watchers,
+                m.recreated_after_ms
+                    .map_or("never re-created".to_string(), |ms| {
+                        format!("re-created after {ms:.1} ms")
+                    })
+            );
+        }
+    }
+}
+
+/// The put load: what was acknowledged, failed or never sent, and its latency.
+fn render_puts(out: &mut String, p: &PutReport) {
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Puts: {} ok, {} failed, {} not sent (of {}); {}/s achieved; latency p50 {} ms, p99 {} ms",
+        p.ok,
+        p.failed,
+        p.not_sent,
+        p.total,
+        num(p.achieved_rate, 1),
+        num(p.latency_ms.p50, 3),
+        num(p.latency_ms.p99, 3)
+    );
+    if let (Some(u), Some(late)) = (&p.uncorrected_latency_ms, p.late_sends) {
+        let _ = writeln!(
+            out,
+            "  from the intended send time; from the actual one p50 {} ms, p99 {} ms; {late} sends late",
+            num(u.p50, 3),
+            num(u.p99, 3)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  per-put timeout {:.0} ms, {} reconnects",
+        p.timeout_ms, p.reconnects
+    );
+    for e in p.failover.iter().flat_map(|f| &f.events) {
+        let _ = writeln!(out, "  puts {}", e.line());
+    }
+    error_lines(out, "not sent ", &p.not_sent_reasons);
+}
+
+/// The watch connections' cost per event received.
+fn render_wire(out: &mut String, r: &WatchReport) {
+    let w = &r.wire;
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Wire (watch connections, per event received):");
+    let _ = writeln!(
+        out,
+        "  Bytes in / event:        {} ({} in all; {} out)",
+        num(w.bytes_in_per_event, 1),
+        w.bytes_in,
+        w.bytes_out
+    );
+    let _ = writeln!(
+        out,
+        "  TCP segments in / event: {} ({} with data)",
+        num(w.segments_in_per_event, 3),
+        num(w.data_segments_in_per_event, 3)
+    );
+    let _ = writeln!(
+        out,
+        "  Read syscalls / event:   {}",
+        num(w.read_calls_per_event, 3)
+    );
+    let _ = writeln!(
+        out,
+        "  Responses / event:       {}",
+        num(w.responses_per_event, 3)
+    );
+    if r.proto == Proto::Grpc.name() {
+        let _ = writeln!(
+            out,
+            "  h2 DATA frames / event:  {}",
+            num(w.data_frames_in_per_event, 3)
+        );
+    }
+    if r.proto == Proto::Http.name() {
+        let _ = writeln!(
+            out,
+            "  Chunks / event:          {} ({} B of chunk framing)",
+            num(w.chunks_per_event, 3),
+            num(w.chunk_framing_bytes_per_event, 1)
+        );
+    }
 }

@@ -33,7 +33,7 @@ pub enum Delay {
 impl Delay {
     /// `5ms`, `uniform:1ms-9ms`, `exp:5ms`.
     pub fn parse(s: &str) -> Result<Delay, String> {
-        let d = |v: &str| crate::config::parse_duration(v.trim());
+        let d = |v: &str| crate::config::parse_duration(v.trim()).map_err(|e| e.to_string());
         if let Some(range) = s.strip_prefix("uniform:") {
             let (lo, hi) = range
                 .split_once('-')
@@ -75,7 +75,7 @@ pub fn parse_probability(s: &str) -> Result<f64, String> {
 
 /// A size in bytes, at most `MAX_RESPONSE_SIZE`.
 pub fn parse_response_size(s: &str) -> Result<usize, String> {
-    let n = crate::config::parse_size(s.trim())?;
+    let n = crate::config::parse_size(s.trim()).map_err(|e| e.to_string())?;
     usize::try_from(n)
         .ok()
         .filter(|&n| n <= MAX_RESPONSE_SIZE)

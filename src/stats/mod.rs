@@ -6,19 +6,19 @@ mod latency;
 pub mod live;
 pub mod perf;
 mod process;
+mod proto_run;
 mod records;
 pub mod reqlog;
-mod run;
 mod watch;
 
 pub use etcd::{Compactions, Leases};
 pub use latency::{Latencies, TimeSlot, Timeline};
-pub use process::{CpuTimes, ProcessClock, Rss, RssSampler, memory, thread_cpu};
+pub use process::{ClockError, CpuTimes, ProcessClock, Rss, RssSampler, memory, thread_cpu};
+pub use proto_run::{
+    FailoverEvent, Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, Unresolved, WindowCost,
+};
 pub use records::{
     CloseRecord, ConnRecord, ConnSet, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts,
-};
-pub use run::{
-    FailoverEvent, Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, Unresolved, WindowCost,
 };
 pub use watch::{Loss, StreamMove, WatchOutcome};
 

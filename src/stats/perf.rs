@@ -199,7 +199,7 @@ impl Counter {
     }
 
     /// (type, config) for perf_event_open, or why there is none.
-    fn event(self) -> Result<(u32, u64), &'static str> {
+    fn event(self) -> Result<(u32, u64), &'static TracepointError> {
         match self {
             Counter::Syscalls => syscall_tracepoint().map(|id| (TYPE_TRACEPOINT, id)),
             Counter::ContextSwitches => Ok((TYPE_SOFTWARE, SW_CONTEXT_SWITCHES)),
@@ -225,17 +225,19 @@ impl Group {
         let mut members: Vec<(Counter, OwnedFd)> = Vec::with_capacity(GROUP_MAX);
         for counter in counters {
             let leader = members.first().map(|(_, fd)| fd.as_fd());
-            let opened = counter
-                .event()
-                .map_err(str::to_owned)
-                .and_then(|(type_, config)| {
-                    let flags = match leader {
-                        None if pinned => FLAG_DISABLED | FLAG_PINNED,
-                        None => FLAG_DISABLED,
-                        Some(_) => 0,
-                    };
-                    open_event(type_, config, leader, flags).map_err(|e| open_failure(&e, type_))
-                });
+            let opened =
+                counter
+                    .event()
+                    .map_err(ToString::to_string)
+                    .and_then(|(type_, config)| {
+                        let flags = match leader {
+                            None if pinned => FLAG_DISABLED | FLAG_PINNED,
+                            None => FLAG_DISABLED,
+                            Some(_) => 0,
+                        };
+                        open_event(type_, config, leader, flags)
+                            .map_err(|e| open_failure(&e, type_))
+                    });
             match opened {
                 Ok(fd) => members.push((counter, fd)),
                 Err(why) => missing[counter as usize] = Some(unavailable(counter, &why)),
@@ -415,42 +417,62 @@ fn perf_capable() -> bool {
         .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN | 1 << CAP_PERFMON) != 0)
 }
 
-/// The id of `raw_syscalls:sys_enter`, resolved once per process.
-fn syscall_tracepoint() -> Result<u64, &'static str> {
-    static ID: OnceLock<Result<u64, String>> = OnceLock::new();
-    ID.get_or_init(resolve_tracepoint)
-        .as_ref()
-        .copied()
-        .map_err(String::as_str)
+/// Why the syscall tracepoint's id could not be had: one line, naming the file.
+#[derive(Debug, thiserror::Error)]
+enum TracepointError {
+    #[error("{path}: {} (tracefs is not mounted; root could mount it)", errno_text(.source))]
+    NotMounted {
+        path: &'static str,
+        source: io::Error,
+    },
+    #[error("{path}: {} (no syscall tracepoints)", errno_text(.source))]
+    NoTracepoints {
+        path: &'static str,
+        source: io::Error,
+    },
+    #[error("mount tracefs on {TRACEFS}: {}", errno_text(.0))]
+    Mount(io::Error),
+    #[error(
+        "{path}: {} (run as root, or with CAP_PERFMON and a readable tracefs)",
+        errno_text(.source)
+    )]
+    Denied {
+        path: &'static str,
+        source: io::Error,
+    },
+    #[error("{path}: {}", errno_text(.source))]
+    Read {
+        path: &'static str,
+        source: io::Error,
+    },
 }
 
-fn resolve_tracepoint() -> Result<u64, String> {
+/// The id of `raw_syscalls:sys_enter`, resolved once per process.
+fn syscall_tracepoint() -> Result<u64, &'static TracepointError> {
+    static ID: OnceLock<Result<u64, TracepointError>> = OnceLock::new();
+    ID.get_or_init(resolve_tracepoint).as_ref().copied()
+}
+
+fn resolve_tracepoint() -> Result<u64, TracepointError> {
+    let read = |(source, path)| TracepointError::Read { path, source };
     match read_tracepoint_id() {
-        Err((e, path)) if e.kind() == io::ErrorKind::NotFound => {
+        Err((source, path)) if source.kind() == io::ErrorKind::NotFound => {
             // SAFETY: geteuid has no preconditions and cannot fail.
             if unsafe { libc::geteuid() } != 0 {
-                return Err(format!(
-                    "{path}: {} (tracefs is not mounted; root could mount it)",
-                    errno_text(&e)
-                ));
+                return Err(TracepointError::NotMounted { path, source });
             }
             if Path::new(TRACEFS).join("README").exists() {
                 // Mounted, but this kernel has no syscall tracepoints: mounting again won't help.
-                return Err(format!(
-                    "{path}: {} (no syscall tracepoints)",
-                    errno_text(&e)
-                ));
+                return Err(TracepointError::NoTracepoints { path, source });
             }
             // Root and tracefs not mounted: mount it where perf(1) would.
-            mount_tracefs()
-                .map_err(|e| format!("mount tracefs on {TRACEFS}: {}", errno_text(&e)))?;
-            read_tracepoint_id().map_err(|(e, path)| format!("{path}: {}", errno_text(&e)))
+            mount_tracefs().map_err(TracepointError::Mount)?;
+            read_tracepoint_id().map_err(read)
         }
-        Err((e, path)) if e.kind() == io::ErrorKind::PermissionDenied => Err(format!(
-            "{path}: {} (run as root, or with CAP_PERFMON and a readable tracefs)",
-            errno_text(&e)
-        )),
-        other => other.map_err(|(e, path)| format!("{path}: {}", errno_text(&e))),
+        Err((source, path)) if source.kind() == io::ErrorKind::PermissionDenied => {
+            Err(TracepointError::Denied { path, source })
+        }
+        other => other.map_err(read),
     }
 }
 

@@ -5,6 +5,17 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+/// Why `--server-pid`'s CPU clock cannot be read: the line to print, naming the pid.
+#[derive(Debug, thiserror::Error)]
+pub enum ClockError {
+    #[error("--server-pid {0}: not a pid")]
+    NotAPid(u32),
+    #[error("--server-pid {pid}: {source}")]
+    Open { pid: u32, source: std::io::Error },
+    #[error("--server-pid {pid}: cannot read its CPU clock ({source}): has it exited?")]
+    Read { pid: u32, source: std::io::Error },
+}
+
 /// The CPU-time clock of another process: every thread's user + system time, those that have
 /// exited included, in nanoseconds (`clock_getcpuclockid` + `clock_gettime`).
 #[derive(Debug, Clone, Copy)]
@@ -15,17 +26,16 @@ pub struct ProcessClock {
 
 impl ProcessClock {
     /// The clock of `pid`, read once to prove it can be.
-    pub fn open(pid: u32) -> Result<ProcessClock, String> {
+    pub fn open(pid: u32) -> Result<ProcessClock, ClockError> {
         let mut clock: libc::clockid_t = 0;
-        let raw =
-            libc::pid_t::try_from(pid).map_err(|_| format!("--server-pid {pid}: not a pid"))?;
+        let raw = libc::pid_t::try_from(pid).map_err(|_| ClockError::NotAPid(pid))?;
         // SAFETY: a valid pointer to a clockid_t we own; the function only writes it.
         let rc = unsafe { libc::clock_getcpuclockid(raw, &mut clock) };
         if rc != 0 {
-            return Err(format!(
-                "--server-pid {pid}: {}",
-                std::io::Error::from_raw_os_error(rc)
-            ));
+            return Err(ClockError::Open {
+                pid,
+                source: std::io::Error::from_raw_os_error(rc),
+            });
         }
         let c = ProcessClock { pid, clock };
         c.read()?;
@@ -33,18 +43,17 @@ impl ProcessClock {
     }
 
     /// CPU time the process has used so far; an error once it is gone.
-    pub fn read(&self) -> Result<Duration, String> {
+    pub fn read(&self) -> Result<Duration, ClockError> {
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
         // SAFETY: a clock id from clock_getcpuclockid and a valid pointer to a timespec we own.
         if unsafe { libc::clock_gettime(self.clock, &mut ts) } != 0 {
-            return Err(format!(
-                "--server-pid {}: cannot read its CPU clock ({}): has it exited?",
-                self.pid,
-                std::io::Error::last_os_error()
-            ));
+            return Err(ClockError::Read {
+                pid: self.pid,
+                source: std::io::Error::last_os_error(),
+            });
         }
         Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
     }
@@ -226,7 +235,7 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert!(used >= Duration::from_millis(50), "{used:?}");
-        let gone = clock.read().unwrap_err();
+        let gone = clock.read().unwrap_err().to_string();
         assert!(gone.contains("exited"), "{gone}");
         assert!(ProcessClock::open(u32::MAX).is_err());
         assert!(ProcessClock::open(child.id()).is_err());

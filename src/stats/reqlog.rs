@@ -76,6 +76,18 @@ pub struct Written {
     pub error: Option<String>,
 }
 
+/// Why the request log cannot be written: the line to print.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("--log-requests {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--log-requests: cannot start the writer thread: {0}")]
+    Writer(std::io::Error),
+}
+
 /// The log: its file, opened before the run, and its writer thread.
 pub struct RequestLog {
     path: PathBuf,
@@ -86,21 +98,23 @@ pub struct RequestLog {
 impl RequestLog {
     /// Creates (or truncates) `path` and starts the writer; the error is one line naming the
     /// file. The file gets its header at once.
-    pub fn create(path: &Path) -> Result<RequestLog, String> {
-        let file = std::fs::File::create(path)
-            .map_err(|e| format!("--log-requests {}: {e}", path.display()))?;
+    pub fn create(path: &Path) -> Result<RequestLog, LogError> {
+        let file = std::fs::File::create(path).map_err(|source| LogError::Create {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Self::start(path, Box::new(file))
     }
 
     /// The log writing to `out` (tests give it a slow sink).
-    pub fn start(path: &Path, out: Box<dyn Write + Send>) -> Result<RequestLog, String> {
+    pub fn start(path: &Path, out: Box<dyn Write + Send>) -> Result<RequestLog, LogError> {
         // room for every buffer of a few dozen threads: a send to the writer never waits
         // for long; the wait that counts is for an empty buffer
         let (tx, rx) = mpsc::sync_channel::<Batch>(256);
         let writer = std::thread::Builder::new()
             .name("wirebench-log".into())
             .spawn(move || write_all(rx, out))
-            .map_err(|e| format!("--log-requests: cannot start the writer thread: {e}"))?;
+            .map_err(LogError::Writer)?;
         Ok(RequestLog {
             path: path.to_path_buf(),
             tx: Some(tx),

@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::runs::etcd_put_config;
 use super::*;
-use crate::report::merge::{Source, merge};
+use crate::report::merge::{MergeError, Source, merge};
 
 /// One agent's gRPC run: `lat_ms` successful latencies and `failed` failures, its window
 /// starting `start_ms` after a common origin and lasting `secs`; `k` scales its costs, so
@@ -241,7 +241,8 @@ fn a_merged_report_merges_again_with_every_agent_row() {
 fn what_cannot_be_merged_is_refused_in_one_line() {
     let a = json(agent_run(&[1, 2, 3], 0, 0, 1, 1), "a");
     let b = json(agent_run(&[4, 5], 0, 10, 1, 2), "b");
-    let one_line = |e: String, words: &str| {
+    let one_line = |e: MergeError, words: &str| {
+        let e = e.to_string();
         assert!(e.contains(words) && !e.contains('\n'), "{words:?}: {e}");
     };
     // a report cut short

@@ -3,7 +3,7 @@
 
 use super::runs::etcd_put_config;
 use super::*;
-use crate::report::threshold::Threshold;
+use crate::report::verdict::Threshold;
 
 /// An HTTP/1.1 run whose 5 measured requests all failed before a byte was written (no
 /// connection): the window cost CPU and syscalls all the same, and the server some CPU.

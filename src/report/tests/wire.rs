@@ -157,11 +157,16 @@ fn server_cpu_read_failed_or_absent() {
     assert_eq!(c.server_cpu_us_per_request, Some(50.0));
     assert_eq!(c.server_cpu_error, None);
 
-    let msg = "--server-pid 42: cannot read its CPU clock";
-    r.server_cpu = Some(Err(msg.into()));
+    let gone = crate::stats::ClockError::Read {
+        pid: 42,
+        source: std::io::Error::from_raw_os_error(libc::ESRCH),
+    };
+    let msg = gone.to_string();
+    assert!(msg.starts_with("--server-pid 42: cannot read its CPU clock"));
+    r.server_cpu = Some(Err(gone));
     let c = report(&r).cost;
     assert_eq!((c.server_cpu_ns, c.server_cpu_us_per_request), (None, None));
-    assert_eq!(c.server_cpu_error.as_deref(), Some(msg));
+    assert_eq!(c.server_cpu_error.as_deref(), Some(msg.as_str()));
 
     r.server_cpu = None;
     let c = report(&r).cost;

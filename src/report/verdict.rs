@@ -1,5 +1,5 @@
-//! `--fail-if` thresholds (`crate::threshold`, parsed with the configuration) judged on a
-//! run's report: the figure's value in a `RunReport`, and what a broken one prints.
+//! `--fail-if` verdicts: the thresholds (`crate::threshold`, parsed with the configuration)
+//! judged on a run's report: the figure's value in a `RunReport`, and what a broken one prints.
 
 use std::fmt;
 

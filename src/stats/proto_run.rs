@@ -7,10 +7,12 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 
 use crate::stats::perf::KernelCounts;
-use crate::stats::{CpuTimes, IoCalls, Stats};
+use crate::stats::{ClockError, CpuTimes, IoCalls, Stats};
 
 /// Which stack carries the requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
     /// HTTP/1.1
@@ -21,6 +23,9 @@ pub enum Proto {
 }
 
 impl Proto {
+    /// Every stack, in the order the reports list them.
+    pub const ALL: [Proto; 3] = [Proto::Http, Proto::H2, Proto::Grpc];
+
     pub fn name(self) -> &'static str {
         match self {
             Proto::Http => "http",
@@ -67,7 +72,7 @@ pub struct ProtoRun {
     /// what the worker threads cost over the measured window (and apart, outside it)
     pub cost: WindowCost,
     /// the server's CPU over the measured window, or why it could not be read
-    pub server_cpu: Option<Result<Duration, String>>,
+    pub server_cpu: Option<Result<Duration, ClockError>>,
     /// the first successful response, as JSON
     pub sample: Option<Value>,
     pub interrupted: bool,
