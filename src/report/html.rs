@@ -57,6 +57,7 @@ fn row(
 /// the text report (`text`), in one file.
 pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
     let stacks: Vec<&RunReport> = report.runs.iter().collect();
+    let stacks = &stacks[..];
     let mut o = String::with_capacity(64 * 1024 + text.len());
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = writeln!(
@@ -84,58 +85,76 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
         s.timeout_s
     );
 
+    summary(&mut o, stacks);
+    latency(&mut o, stacks);
+    o.push_str("<h2>Charts</h2>\n");
+    for svg in svgs {
+        o.push_str(svg);
+    }
+
+    statuses(&mut o, stacks);
+    cost(&mut o, stacks);
+    wire(&mut o, stacks);
+    stages(&mut o, stacks);
+    per_endpoint(&mut o, stacks);
+    request_log(&mut o, stacks);
+    let _ = write!(
+        o,
+        "<h2>The text report</h2>\n<details><summary>as printed</summary><pre>{}</pre></details>\n</body></html>\n",
+        esc(text)
+    );
+    o
+}
+
+/// The summary table: counts, rate, latency figures, open-loop sends.
+fn summary(o: &mut String, stacks: &[&RunReport]) {
     o.push_str("<h2>Summary</h2>\n");
     let p = |v: Option<f64>| cell(v, 3);
     let mut rows = vec![
-        row("Count", &stacks, |r| r.summary.count.to_string()),
-        row("OK", &stacks, |r| r.summary.ok.to_string()),
-        row("Failed", &stacks, |r| r.summary.failed.to_string()),
-        row("Total (s)", &stacks, |r| {
-            format!("{:.2}", r.summary.total_s)
-        }),
-        row("Requests/sec", &stacks, |r| {
+        row("Count", stacks, |r| r.summary.count.to_string()),
+        row("OK", stacks, |r| r.summary.ok.to_string()),
+        row("Failed", stacks, |r| r.summary.failed.to_string()),
+        row("Total (s)", stacks, |r| format!("{:.2}", r.summary.total_s)),
+        row("Requests/sec", stacks, |r| {
             cell(r.summary.requests_per_sec, 1)
         }),
-        row("Fastest (ms)", &stacks, |r| p(r.summary.fastest_ms)),
-        row("Average (ms)", &stacks, |r| p(r.summary.average_ms)),
-        row("Slowest (ms)", &stacks, |r| p(r.summary.slowest_ms)),
-        row("Stddev (ms)", &stacks, |r| p(r.summary.stddev_ms)),
-        row("Connections", &stacks, |r| r.connections.to_string()),
+        row("Fastest (ms)", stacks, |r| p(r.summary.fastest_ms)),
+        row("Average (ms)", stacks, |r| p(r.summary.average_ms)),
+        row("Slowest (ms)", stacks, |r| p(r.summary.slowest_ms)),
+        row("Stddev (ms)", stacks, |r| p(r.summary.stddev_ms)),
+        row("Connections", stacks, |r| r.connections.to_string()),
     ];
     if stacks.iter().any(|r| r.open_loop.is_some()) {
-        rows.push(row("Target rate (/s)", &stacks, |r| {
+        rows.push(row("Target rate (/s)", stacks, |r| {
             cell(r.open_loop.as_ref().map(|o| o.target_rate), 1)
         }));
-        rows.push(row("Late sends", &stacks, |r| {
+        rows.push(row("Late sends", stacks, |r| {
             cell(r.open_loop.as_ref().map(|o| o.late_sends as f64), 0)
         }));
     }
-    table(&mut o, "", &stacks, &rows);
+    table(o, "", stacks, &rows);
+}
 
+/// The latency distribution table, and the open-loop note.
+fn latency(o: &mut String, stacks: &[&RunReport]) {
     o.push_str("<h2>Latency distribution (ms)</h2>\n");
     let rows: Vec<(String, Vec<String>)> = super::PERCENTILES
         .iter()
-        .map(|&pc| {
-            row(&format!("{pc} %"), &stacks, |r| {
-                cell(r.percentile_ms(pc), 3)
-            })
-        })
+        .map(|&pc| row(&format!("{pc} %"), stacks, |r| cell(r.percentile_ms(pc), 3)))
         .collect();
-    table(&mut o, "percentile", &stacks, &rows);
+    table(o, "percentile", stacks, &rows);
     if stacks.iter().any(|r| r.open_loop.is_some()) {
         o.push_str(
             "<p class=\"note\">Open loop: latency from each request's intended send time \
              (coordinated omission corrected); the charts draw the uncorrected figures dashed.</p>\n",
         );
     }
+}
 
-    o.push_str("<h2>Charts</h2>\n");
-    for svg in svgs {
-        o.push_str(svg);
-    }
-
+/// Each stack's statuses and errors.
+fn statuses(o: &mut String, stacks: &[&RunReport]) {
     o.push_str("<h2>Status and errors</h2>\n");
-    for r in &stacks {
+    for r in stacks {
         let _ = write!(o, "<p><b>{}</b>: ", esc(r.title));
         let statuses: Vec<String> = r
             .status_distribution
@@ -161,58 +180,63 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
         }
         o.push_str("</p>\n");
     }
+}
 
+/// The cost per request table.
+fn cost(o: &mut String, stacks: &[&RunReport]) {
     o.push_str("<h2>Cost per request (measured window, worker threads)</h2>\n");
     let rows = vec![
-        row("Requests written", &stacks, |r| r.cost.requests.to_string()),
-        row("Client CPU (µs)", &stacks, |r| {
+        row("Requests written", stacks, |r| r.cost.requests.to_string()),
+        row("Client CPU (µs)", stacks, |r| {
             cell(r.cost.client_cpu_us_per_request, 2)
         }),
-        row("Syscalls", &stacks, |r| {
-            cell(r.cost.syscalls_per_request, 2)
-        }),
-        row("Context switches", &stacks, |r| {
+        row("Syscalls", stacks, |r| cell(r.cost.syscalls_per_request, 2)),
+        row("Context switches", stacks, |r| {
             cell(r.cost.context_switches_per_request, 3)
         }),
-        row("Reads", &stacks, |r| cell(r.cost.reads_per_request, 2)),
-        row("Writes", &stacks, |r| cell(r.cost.writes_per_request, 2)),
-        row("Server CPU (µs)", &stacks, |r| {
+        row("Reads", stacks, |r| cell(r.cost.reads_per_request, 2)),
+        row("Writes", stacks, |r| cell(r.cost.writes_per_request, 2)),
+        row("Server CPU (µs)", stacks, |r| {
             cell(r.cost.server_cpu_us_per_request, 2)
         }),
     ];
-    table(&mut o, "", &stacks, &rows);
+    table(o, "", stacks, &rows);
+}
 
+/// The wire table: bytes, segments and connections per request.
+fn wire(o: &mut String, stacks: &[&RunReport]) {
     o.push_str("<h2>Wire (per request on the connections)</h2>\n");
     let rows = vec![
-        row("Bytes out", &stacks, |r| {
+        row("Bytes out", stacks, |r| {
             cell(r.wire.bytes_out_per_request, 1)
         }),
-        row("Bytes in", &stacks, |r| {
-            cell(r.wire.bytes_in_per_request, 1)
-        }),
-        row("TCP segments out", &stacks, |r| {
+        row("Bytes in", stacks, |r| cell(r.wire.bytes_in_per_request, 1)),
+        row("TCP segments out", stacks, |r| {
             cell(r.wire.segments_out_per_request, 2)
         }),
-        row("TCP segments in", &stacks, |r| {
+        row("TCP segments in", stacks, |r| {
             cell(r.wire.segments_in_per_request, 2)
         }),
-        row("On the wire out (B)", &stacks, |r| {
+        row("On the wire out (B)", stacks, |r| {
             cell(r.wire.wire_bytes_out_per_request, 1)
         }),
-        row("On the wire in (B)", &stacks, |r| {
+        row("On the wire in (B)", stacks, |r| {
             cell(r.wire.wire_bytes_in_per_request, 1)
         }),
-        row("Connections opened", &stacks, |r| {
+        row("Connections opened", stacks, |r| {
             r.wire.connections_opened.to_string()
         }),
     ];
-    table(&mut o, "", &stacks, &rows);
+    table(o, "", stacks, &rows);
+}
 
+/// The stages table (`--stages` / `--client-stages`), when the run had stages.
+fn stages(o: &mut String, stacks: &[&RunReport]) {
     if let Some(first) = stacks.first()
         && let Some(st) = &first.stages
     {
         o.push_str("<h2>Stages</h2>\n<table><tr><th>stack</th><th>#</th><th>stage</th><th>seconds</th><th>scheduled</th><th>count</th><th>errors</th><th>req/s</th><th>p50 ms</th><th>p99 ms</th></tr>\n");
-        for r in &stacks {
+        for r in stacks {
             for row in r.stages.as_deref().unwrap_or(st) {
                 let _ = writeln!(
                     o,
@@ -233,10 +257,13 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
         }
         o.push_str("</table>\n");
     }
+}
 
+/// The per-endpoint table, when a stack ran against more than one endpoint.
+fn per_endpoint(o: &mut String, stacks: &[&RunReport]) {
     if stacks.iter().any(|r| r.per_endpoint.len() > 1) {
         o.push_str("<h2>Per endpoint</h2>\n<table><tr><th>stack</th><th>endpoint</th><th>role</th><th>count</th><th>failed</th><th>req/s</th><th>p50 ms</th><th>p99 ms</th></tr>\n");
-        for r in &stacks {
+        for r in stacks {
             for e in &r.per_endpoint {
                 let _ = writeln!(
                     o,
@@ -254,24 +281,20 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
         }
         o.push_str("</table>\n");
     }
+}
 
+/// The request log's figures (`--log-requests`), when there was one.
+fn request_log(o: &mut String, stacks: &[&RunReport]) {
     if stacks.iter().any(|r| r.request_log.is_some()) {
         o.push_str("<h2>Request log</h2>\n");
         let rows = vec![
-            row("Rows", &stacks, |r| {
+            row("Rows", stacks, |r| {
                 cell(r.request_log.as_ref().map(|l| l.rows as f64), 0)
             }),
-            row("Waited for the writer (ms)", &stacks, |r| {
+            row("Waited for the writer (ms)", stacks, |r| {
                 cell(r.request_log.as_ref().map(|l| l.writer_wait_ms), 1)
             }),
         ];
-        table(&mut o, "", &stacks, &rows);
+        table(o, "", stacks, &rows);
     }
-
-    let _ = write!(
-        o,
-        "<h2>The text report</h2>\n<details><summary>as printed</summary><pre>{}</pre></details>\n</body></html>\n",
-        esc(text)
-    );
-    o
 }

@@ -60,8 +60,54 @@ pub fn render(stacks: &[StackFigures], finished: bool, version: &str) -> String 
     );
     let _ = writeln!(o, "wirebench_run_finished {}", u8::from(finished));
 
-    family(
+    requests(&mut o, stacks);
+    let counter = |o: &mut String, name: &str, help: &str, v: &dyn Fn(&StackFigures) -> u64| {
+        family(o, name, "counter", help);
+        for s in stacks {
+            let _ = writeln!(o, "{name}{{stack=\"{}\"}} {}", s.proto.name(), v(s));
+        }
+    };
+    counter(
         &mut o,
+        "wirebench_requests_written_total",
+        "Measured requests written to a socket (the denominator of the per-request cost).",
+        &|s| s.figures.written,
+    );
+
+    latency(&mut o, stacks);
+
+    counter(
+        &mut o,
+        "wirebench_sent_bytes_total",
+        "Socket bytes the worker threads' connections wrote (setup and warmup included).",
+        &|s| s.figures.bytes_out,
+    );
+    counter(
+        &mut o,
+        "wirebench_received_bytes_total",
+        "Socket bytes the worker threads' connections read (setup and warmup included).",
+        &|s| s.figures.bytes_in,
+    );
+    cost(&mut o, stacks);
+    counter(
+        &mut o,
+        "wirebench_connections_opened_total",
+        "TCP connections the worker threads opened.",
+        &|s| s.figures.connections,
+    );
+    counter(
+        &mut o,
+        "wirebench_connect_failures_total",
+        "Connection attempts that failed during the run.",
+        &|s| s.figures.connect_failures,
+    );
+    o
+}
+
+/// The requests by status and the failures by kind.
+fn requests(o: &mut String, stacks: &[StackFigures]) {
+    family(
+        o,
         "wirebench_requests_total",
         "counter",
         "Measured requests completed, by the status of their response (none: failed before any status).",
@@ -84,7 +130,7 @@ pub fn render(stacks: &[StackFigures], finished: bool, version: &str) -> String 
         );
     }
     family(
-        &mut o,
+        o,
         "wirebench_request_errors_total",
         "counter",
         "Measured requests that failed, by failure kind (docs/METHODOLOGY.md).",
@@ -101,22 +147,13 @@ pub fn render(stacks: &[StackFigures], finished: bool, version: &str) -> String 
             }
         }
     }
-    let counter = |o: &mut String, name: &str, help: &str, v: &dyn Fn(&StackFigures) -> u64| {
-        family(o, name, "counter", help);
-        for s in stacks {
-            let _ = writeln!(o, "{name}{{stack=\"{}\"}} {}", s.proto.name(), v(s));
-        }
-    };
-    counter(
-        &mut o,
-        "wirebench_requests_written_total",
-        "Measured requests written to a socket (the denominator of the per-request cost).",
-        &|s| s.figures.written,
-    );
+}
 
+/// The latency histogram of the successful requests.
+fn latency(o: &mut String, stacks: &[StackFigures]) {
     let name = "wirebench_request_duration_seconds";
     family(
-        &mut o,
+        o,
         name,
         "histogram",
         "Latency of the successful measured requests (open loop: from the intended send time).",
@@ -143,22 +180,13 @@ pub fn render(stacks: &[StackFigures], finished: bool, version: &str) -> String 
         );
         let _ = writeln!(o, "{name}_count{{stack=\"{stack}\"}} {}", f.latency_count);
     }
+}
 
-    counter(
-        &mut o,
-        "wirebench_sent_bytes_total",
-        "Socket bytes the worker threads' connections wrote (setup and warmup included).",
-        &|s| s.figures.bytes_out,
-    );
-    counter(
-        &mut o,
-        "wirebench_received_bytes_total",
-        "Socket bytes the worker threads' connections read (setup and warmup included).",
-        &|s| s.figures.bytes_in,
-    );
+/// The worker threads' syscalls (when counted) and CPU in the measured window.
+fn cost(o: &mut String, stacks: &[StackFigures]) {
     if stacks.iter().any(|s| s.figures.syscalls.is_some()) {
         family(
-            &mut o,
+            o,
             "wirebench_syscalls_total",
             "counter",
             "Syscalls of the worker threads in the measured window, counted by the kernel.",
@@ -174,7 +202,7 @@ pub fn render(stacks: &[StackFigures], finished: bool, version: &str) -> String 
         }
     }
     family(
-        &mut o,
+        o,
         "wirebench_cpu_seconds_total",
         "counter",
         "CPU time of the worker threads in the measured window.",
@@ -193,19 +221,6 @@ pub fn render(stacks: &[StackFigures], finished: bool, version: &str) -> String 
             num(cpu.sys_us as f64 / 1e6)
         );
     }
-    counter(
-        &mut o,
-        "wirebench_connections_opened_total",
-        "TCP connections the worker threads opened.",
-        &|s| s.figures.connections,
-    );
-    counter(
-        &mut o,
-        "wirebench_connect_failures_total",
-        "Connection attempts that failed during the run.",
-        &|s| s.figures.connect_failures,
-    );
-    o
 }
 
 #[cfg(test)]
