@@ -140,17 +140,7 @@ pub fn run_proto_with(
     };
     let sync = Arc::new(Meeting::new(threads));
 
-    let handles: Vec<_> = plan
-        .into_iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let (ctx, sync, progress) = (ctx.clone(), sync.clone(), counters.clone());
-            std::thread::Builder::new()
-                .name(format!("wirebench-{}-{i}", proto.name()))
-                .spawn(move || worker_thread(ctx, a, &sync, progress.map(|c| (c, i))))
-                .map_err(EngineError::Thread)
-        })
-        .collect::<Result<_, _>>()?;
+    let handles = spawn_workers(plan, &ctx, &sync, counters.as_ref())?;
 
     // Memory: the baseline once every worker thread and runtime exists, before any connect.
     let sampler = RssSampler::open();
@@ -422,6 +412,25 @@ fn failover_events(
         }
     }
     (events, unresolved)
+}
+
+/// Starts a worker thread per assignment of `plan`.
+fn spawn_workers(
+    plan: Vec<super::Assignment>,
+    ctx: &Arc<Ctx>,
+    sync: &Arc<Meeting>,
+    counters: Option<&Arc<[progress::Counters]>>,
+) -> Result<Vec<std::thread::JoinHandle<super::thread::WorkerOut>>, EngineError> {
+    plan.into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (ctx, sync, progress) = (ctx.clone(), sync.clone(), counters.cloned());
+            std::thread::Builder::new()
+                .name(format!("wirebench-{}-{i}", ctx.proto.name()))
+                .spawn(move || worker_thread(ctx, a, &sync, progress.map(|c| (c, i))))
+                .map_err(EngineError::Thread)
+        })
+        .collect()
 }
 
 /// What every worker thread measured, merged.
