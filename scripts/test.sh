@@ -129,6 +129,13 @@ else
         echo "promtool: installing prometheus"
         apt_install prometheus
     fi
+    # tests/completions_man.rs renders the man pages with groff and wants no warning.
+    if command -v groff >/dev/null 2>&1; then
+        echo "groff: $(groff --version 2>/dev/null | head -n1)"
+    else
+        echo "groff: installing groff-base"
+        apt_install groff-base
+    fi
     # Python and its venv module for the virtual environment below (Debian puts ensurepip in
     # python3-venv, and a fresh system may have no python3 at all).
     if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then

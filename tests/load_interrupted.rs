@@ -12,7 +12,7 @@ use serde_json::Value;
 use support::{Etcd, Interrupts, Run, ServeProcess, f64_at, proto_run, run_interrupted, u64_at};
 
 const LIMIT: Duration = Duration::from_secs(90);
-/// 128 + SIGINT, as README's exit codes say.
+/// 128 + SIGINT, as docs/exit-codes.md says.
 const INTERRUPTED: i32 = 130;
 
 /// The tests one at a time: each leaves the two cores to its own run.

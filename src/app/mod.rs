@@ -55,9 +55,17 @@ pub enum Action {
         embedded: Option<ServeConfig>,
         rounds: usize,
     },
+    /// Text printed on stdout as it is (a completion script, a man page).
+    Print(String),
+    /// Files (name, contents) written into `dir`, created if need be, each path printed (the
+    /// man pages).
+    WriteFiles {
+        dir: std::path::PathBuf,
+        files: Vec<(String, String)>,
+    },
 }
 
-/// Exit codes (documented in README.md).
+/// Exit codes (documented in docs/exit-codes.md).
 pub mod exit {
     /// The run completed and at least one request succeeded per protocol.
     pub const OK: i32 = 0;
@@ -83,6 +91,12 @@ pub enum RunError {
     #[error("cannot write the report to {path}: {source}")]
     Output {
         path: String,
+        source: std::io::Error,
+    },
+    /// a file `wirebench man --dir` writes (or its directory)
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
         source: std::io::Error,
     },
     /// Ctrl-C came before the first request was sent: there is nothing to report
@@ -118,6 +132,8 @@ pub fn execute(action: Action) -> i32 {
             embedded,
             rounds,
         } => prepare(&cfg, embedded).and_then(|p| compare::compare(&cfg, &p, rounds)),
+        Action::Print(text) => emit(None, &text).map(|()| exit::OK),
+        Action::WriteFiles { dir, files } => write_files(&dir, &files),
     };
     let code = match result {
         Ok(code) => code,
@@ -155,6 +171,22 @@ fn emit(output: Option<&std::path::Path>, text: &str) -> Result<(), RunError> {
             Ok(())
         }
     }
+}
+
+/// Writes each (name, contents) into `dir`, creating it first, and prints each path.
+fn write_files(dir: &std::path::Path, files: &[(String, String)]) -> Result<i32, RunError> {
+    let failed = |path: &std::path::Path, source| RunError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
+    let mut listing = String::new();
+    for (name, contents) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, contents).map_err(|e| failed(&path, e))?;
+        listing.push_str(&format!("{}\n", path.display()));
+    }
+    emit(None, &listing).map(|()| exit::OK)
 }
 
 /// First Ctrl-C: stop sending and report what was measured. Second: exit at once.

@@ -9,6 +9,7 @@ use super::common::{
     CallProto, Consistency, FormatArg, LimitArgs, RunArgs, Stacks, TlsArgs, parse_endpoints,
 };
 use super::echo::EchoArgs;
+use super::error::ArgError;
 use super::etcd::etcd_range;
 use super::grpc::GrpcArgs;
 use super::http::HttpArgs;
@@ -76,7 +77,7 @@ pub struct CallArgs {
 }
 
 impl CallCmd {
-    pub(super) fn into_action(self) -> Result<Action, String> {
+    pub(super) fn into_action(self) -> Result<Action, ArgError> {
         match self {
             CallCmd::Echo { echo, call } => {
                 let (spec, endpoints, embedded) = echo.resolve()?;
@@ -130,9 +131,9 @@ impl CallCmd {
 
 impl CallArgs {
     /// One client, one request, to the first endpoint (no `--target` discovery).
-    fn into_config(self, spec: WorkloadSpec, endpoints: Vec<Endpoint>) -> Result<Config, String> {
+    fn into_config(self, spec: WorkloadSpec, endpoints: Vec<Endpoint>) -> Result<Config, ArgError> {
         if self.timeout.is_zero() {
-            return Err("--timeout must be positive".into());
+            return Err(ArgError::NotPositive { flag: "timeout" });
         }
         let default = match spec {
             WorkloadSpec::Http(_) => CallProto::Http,

@@ -5,6 +5,7 @@ use clap::Subcommand;
 use super::Action;
 use super::common::{RunArgs, Stacks};
 use super::echo::EchoArgs;
+use super::error::ArgError;
 use super::etcd::{EtcdCmd, etcd_config};
 use super::http::HttpArgs;
 use crate::config::{Proto, Target};
@@ -33,9 +34,9 @@ pub enum CompareCmd {
 }
 
 impl CompareCmd {
-    pub(super) fn into_action(self, rounds: usize) -> Result<Action, String> {
+    pub(super) fn into_action(self, rounds: usize) -> Result<Action, ArgError> {
         if rounds == 0 {
-            return Err("--rounds must be at least 1".into());
+            return Err(ArgError::Zero { flag: "rounds" });
         }
         let (cfg, embedded) = match self {
             CompareCmd::Etcd { op } => (etcd_config(op)?, None),
@@ -51,24 +52,19 @@ impl CompareCmd {
             }
         };
         if cfg.outputs.any() {
-            return Err(
+            return Err(ArgError::Conflict(
                 "--metrics-addr, --log-requests, --html, --latency-svg and --timeline-svg are for \
-                 one run (echo, etcd, http, grpc), not compare's rounds"
-                    .into(),
-            );
+                 one run (echo, etcd, http, grpc), not compare's rounds",
+            ));
         }
         if cfg.agent.is_some() {
-            return Err(
-                "--agent names one run's report for wirebench merge; compare runs rounds".into(),
-            );
+            return Err(ArgError::Conflict(
+                "--agent names one run's report for wirebench merge; compare runs rounds",
+            ));
         }
         // --proto names the stacks (both by default): at least two, to compare
         if cfg.protos.len() < 2 {
-            return Err(format!(
-                "compare needs two or three stacks (--proto http,grpc, http,h2 or \
-                 http,h2,grpc), not only {}",
-                cfg.protos[0].name()
-            ));
+            return Err(ArgError::OneStack(cfg.protos[0].name()));
         }
         Ok(Action::Compare {
             cfg,

@@ -4,7 +4,8 @@
 use clap::Args;
 
 use super::Action;
-use super::common::{RunArgs, nonzero, parse_endpoints, parse_headers};
+use super::common::{RunArgs, heading, nonzero, parse_endpoints, parse_headers};
+use super::error::ArgError;
 use crate::config::{Endpoint, Target, WorkloadSpec};
 use crate::server::ServeConfig;
 
@@ -14,17 +15,21 @@ pub struct EchoArgs {
     #[arg(long, value_delimiter = ',')]
     pub target: Vec<String>,
     /// The ping string sent in every EchoRequest [default: Hello, world!]
-    #[arg(long)]
+    #[arg(long, help_heading = heading::REQUEST)]
     pub ping: Option<String>,
     /// A ping of this many bytes instead (1k, 64k, 1M): the payload size
-    #[arg(long, value_parser = crate::config::parse_size)]
+    #[arg(long, value_parser = crate::config::parse_size, help_heading = heading::REQUEST)]
     pub payload_size: Option<u64>,
     /// Ask the built-in server to pad each reply to about this many bytes (the
     /// wirebench-response-size header / metadata; other echo servers ignore it)
-    #[arg(long, value_parser = crate::server::faults::parse_response_size)]
+    #[arg(
+        long,
+        value_parser = crate::server::faults::parse_response_size,
+        help_heading = heading::REQUEST
+    )]
     pub response_size: Option<usize>,
     /// Extra header / gRPC metadata, NAME:VALUE (repeatable)
-    #[arg(short = 'H', long = "header")]
+    #[arg(short = 'H', long = "header", help_heading = heading::REQUEST)]
     pub headers: Vec<String>,
     /// Threads of the built-in server (when no --target)
     #[arg(long, default_value_t = 1)]
@@ -33,7 +38,7 @@ pub struct EchoArgs {
 
 impl EchoArgs {
     /// `wirebench echo`: a load run.
-    pub(super) fn into_run(self, run: RunArgs) -> Result<Action, String> {
+    pub(super) fn into_run(self, run: RunArgs) -> Result<Action, ArgError> {
         let (spec, endpoints, embedded) = self.resolve()?;
         let cfg = run.into_config(spec, endpoints, Target::All)?;
         Ok(Action::Run { cfg, embedded })
@@ -43,7 +48,7 @@ impl EchoArgs {
     /// built-in server's configuration when it is.
     pub(super) fn resolve(
         self,
-    ) -> Result<(WorkloadSpec, Vec<Endpoint>, Option<ServeConfig>), String> {
+    ) -> Result<(WorkloadSpec, Vec<Endpoint>, Option<ServeConfig>), ArgError> {
         let mut headers = parse_headers(&self.headers)?;
         if let Some(n) = self.response_size {
             headers.push((
@@ -53,17 +58,16 @@ impl EchoArgs {
         }
         let ping = match (self.ping, self.payload_size) {
             (Some(_), Some(_)) => {
-                return Err(
-                    "--ping and --payload-size: choose one (the ping is the payload)".into(),
-                );
+                return Err(ArgError::Conflict(
+                    "--ping and --payload-size: choose one (the ping is the payload)",
+                ));
             }
             (_, Some(n)) if n > crate::server::MAX_REQUEST as u64 / 2 => {
-                return Err(format!(
-                    "--payload-size {n}: at most {} bytes (the server takes requests up to {} MiB, \
-                     and a ping goes out as JSON over HTTP)",
-                    crate::server::MAX_REQUEST / 2,
-                    crate::server::MAX_REQUEST >> 20
-                ));
+                return Err(ArgError::PingTooLarge {
+                    n,
+                    max: crate::server::MAX_REQUEST / 2,
+                    mib: crate::server::MAX_REQUEST >> 20,
+                });
             }
             (_, Some(n)) => crate::workload::filler(n as usize),
             (Some(p), None) => p,

@@ -5,8 +5,9 @@ use clap::Subcommand;
 
 use super::Action;
 use super::common::{
-    CompactArgs, Consistency, MAX_GENERATED, RunArgs, parse_endpoints, parse_target,
+    CompactArgs, Consistency, MAX_GENERATED, RunArgs, heading, parse_endpoints, parse_target,
 };
+use super::error::ArgError;
 use super::watch::{WatchArgs, WatchGetArgs, WatchLatencyArgs};
 use crate::config::{Config, EtcdOp, Proto, RangeOptions, Target, TxnMixed, WorkloadSpec};
 use crate::workload::etcd::varint_len;
@@ -15,11 +16,16 @@ use crate::workload::etcd::varint_len;
 #[derive(Debug, clap::Args)]
 pub struct Members {
     /// Comma-separated endpoints (http://host:port); connections are spread over them
-    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379",
+        help_heading = heading::ETCD
+    )]
     endpoints: Vec<String>,
     /// Which members get the clients: all the endpoints, the first, the leader or the
     /// followers (found with Maintenance/Status and MemberList)
-    #[arg(long, default_value = "all", value_parser = parse_target)]
+    #[arg(long, default_value = "all", value_parser = parse_target, help_heading = heading::ETCD)]
     target: Target,
 }
 
@@ -44,9 +50,9 @@ pub enum EtcdCmd {
         #[arg(long)]
         verify: bool,
         #[command(flatten)]
-        compact: CompactArgs,
-        #[command(flatten)]
         members: Members,
+        #[command(flatten)]
+        compact: CompactArgs,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -70,9 +76,9 @@ pub enum EtcdCmd {
         #[arg(long)]
         verify: bool,
         #[command(flatten)]
-        compact: CompactArgs,
-        #[command(flatten)]
         members: Members,
+        #[command(flatten)]
+        compact: CompactArgs,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -161,15 +167,15 @@ pub struct TxnMixedArgs {
     #[arg(long)]
     verify: bool,
     #[command(flatten)]
-    compact: CompactArgs,
-    #[command(flatten)]
     members: Members,
+    #[command(flatten)]
+    compact: CompactArgs,
     #[command(flatten)]
     run: RunArgs,
 }
 
 impl EtcdCmd {
-    pub(super) fn into_action(self) -> Result<Action, String> {
+    pub(super) fn into_action(self) -> Result<Action, ArgError> {
         match self {
             EtcdCmd::Watch(args) => Ok(Action::Watch(args.into_config()?)),
             EtcdCmd::WatchLatency(args) => Ok(Action::Watch(args.into_config()?)),
@@ -188,20 +194,22 @@ pub(super) fn etcd_put(
     val_size: usize,
     key_space_size: u64,
     sequential_keys: bool,
-) -> Result<EtcdOp, String> {
+) -> Result<EtcdOp, ArgError> {
     if key_space_size == 0 {
-        return Err("--key-space-size must be at least 1".into());
+        return Err(ArgError::Zero {
+            flag: "key-space-size",
+        });
     }
     let need = varint_len(key_space_size - 1);
     if key_size < need {
-        return Err(format!(
-            "--key-size {key_size} cannot hold {key_space_size} distinct keys (needs at least {need})"
-        ));
+        return Err(ArgError::KeySizeTooSmall {
+            key_size,
+            key_space_size,
+            need,
+        });
     }
     if key_size > MAX_GENERATED || val_size > MAX_GENERATED {
-        return Err(format!(
-            "--key-size and --val-size are limited to {MAX_GENERATED} bytes"
-        ));
+        return Err(ArgError::GeneratedTooLarge);
     }
     Ok(EtcdOp::Put {
         key_size,
@@ -220,17 +228,19 @@ pub(super) fn etcd_txn_put(
     key_size: usize,
     val_size: usize,
     key_space_size: u64,
-) -> Result<EtcdOp, String> {
+) -> Result<EtcdOp, ArgError> {
     if ops == 0 || ops > MAX_TXN_OPS {
-        return Err(format!(
-            "--txn-ops {ops}: between 1 and {MAX_TXN_OPS} (etcd's default --max-txn-ops)"
-        ));
+        return Err(ArgError::TxnOps {
+            ops,
+            max: MAX_TXN_OPS,
+        });
     }
     etcd_put(key_size, val_size, key_space_size, false)?;
     if key_space_size < ops as u64 {
-        return Err(format!(
-            "--key-space-size {key_space_size} is below --txn-ops {ops}: a transaction's keys must be distinct"
-        ));
+        return Err(ArgError::KeySpaceBelowTxnOps {
+            key_space_size,
+            ops,
+        });
     }
     Ok(EtcdOp::TxnPut {
         key_size,
@@ -249,11 +259,9 @@ pub(super) fn etcd_txn_mixed(
     limit: u64,
     consistency: Consistency,
     end_key: String,
-) -> Result<EtcdOp, String> {
+) -> Result<EtcdOp, ArgError> {
     if !(rw_ratio.is_finite() && rw_ratio >= 0.0) {
-        return Err(format!(
-            "--rw-ratio {rw_ratio}: reads per write, a number 0 or more (0: writes only)"
-        ));
+        return Err(ArgError::RwRatio(rw_ratio));
     }
     etcd_put(key_size, val_size, key_space_size, false)?;
     Ok(EtcdOp::TxnMixed(TxnMixed {
@@ -268,13 +276,11 @@ pub(super) fn etcd_txn_mixed(
 }
 
 /// A validated lease-keepalive.
-pub(super) fn etcd_lease_keepalive(ttl: i64) -> Result<EtcdOp, String> {
+pub(super) fn etcd_lease_keepalive(ttl: i64) -> Result<EtcdOp, ArgError> {
     // etcd grants at least its minimum TTL (1.5 election timeouts) whatever is asked, and at
     // most 9,000,000,000 s
     if !(1..=9_000_000_000).contains(&ttl) {
-        return Err(format!(
-            "--lease-ttl {ttl}: seconds, between 1 and 9000000000 (etcd's maximum)"
-        ));
+        return Err(ArgError::LeaseTtl(ttl));
     }
     Ok(EtcdOp::LeaseKeepalive { ttl })
 }
@@ -284,9 +290,9 @@ pub(super) fn etcd_range(
     key: String,
     consistency: Consistency,
     options: RangeOptions,
-) -> Result<EtcdOp, String> {
+) -> Result<EtcdOp, ArgError> {
     if key.is_empty() {
-        return Err("range needs a non-empty KEY".into());
+        return Err(ArgError::Needed("range needs a non-empty KEY"));
     }
     Ok(EtcdOp::Range {
         key: key.into_bytes(),
@@ -296,13 +302,13 @@ pub(super) fn etcd_range(
 }
 
 /// `--limit` / `--rev` as etcd's int64.
-fn int64(flag: &str, v: u64) -> Result<i64, String> {
-    i64::try_from(v).map_err(|_| format!("{flag} {v}: at most {}", i64::MAX))
+fn int64(flag: &'static str, v: u64) -> Result<i64, ArgError> {
+    i64::try_from(v).map_err(|_| ArgError::Int64 { flag, got: v })
 }
 
 /// The run configuration of an etcd request load (put, range, txn-put, txn-mixed,
 /// lease-keepalive).
-pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
+pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, ArgError> {
     let no_compaction = CompactArgs::default();
     let (op, members, run, verify, compact) = match op {
         EtcdCmd::Put {
@@ -333,7 +339,9 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             run,
         } => {
             if keys_only && count_only {
-                return Err("--keys-only and --count-only: choose one".into());
+                return Err(ArgError::Conflict(
+                    "--keys-only and --count-only: choose one",
+                ));
             }
             let options = RangeOptions {
                 prefix,
@@ -393,16 +401,17 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
             no_compaction,
         ),
         EtcdCmd::Watch(_) | EtcdCmd::WatchLatency(_) | EtcdCmd::WatchGet(_) => {
-            return Err("watch has its own report; it cannot run as a request load".into());
+            return Err(ArgError::Conflict(
+                "watch has its own report; it cannot run as a request load",
+            ));
         }
     };
     let compact = compact.into_config()?;
     if verify && compact.is_some() {
-        return Err(
+        return Err(ArgError::Conflict(
             "--verify with --compact-interval: compaction drops the history --verify reads \
-             (choose one)"
-                .into(),
-        );
+             (choose one)",
+        ));
     }
     let endpoints = parse_endpoints(&members.endpoints)?;
     let spec = WorkloadSpec::Etcd(op);
@@ -418,16 +427,14 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, String> {
 /// txn-mixed and lease-keepalive run over HTTP/1.1 and gRPC: a plain HTTP/2 request carries
 /// its Content-Length in a header prepared once, and their bodies differ in length (a read's
 /// and a write's; each client's lease id).
-pub(super) fn refuse_plain_h2(cfg: &Config) -> Result<(), String> {
+pub(super) fn refuse_plain_h2(cfg: &Config) -> Result<(), ArgError> {
     let name = match &cfg.spec {
         WorkloadSpec::Etcd(EtcdOp::TxnMixed(_)) => "txn-mixed",
         WorkloadSpec::Etcd(EtcdOp::LeaseKeepalive { .. }) => "lease-keepalive",
         _ => return Ok(()),
     };
     if cfg.protos.contains(&Proto::H2) {
-        return Err(format!(
-            "etcd {name} runs over http and grpc (--proto http, grpc or both), not plain HTTP/2"
-        ));
+        return Err(ArgError::NoPlainH2(name));
     }
     Ok(())
 }

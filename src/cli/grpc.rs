@@ -7,7 +7,8 @@ use clap::Args;
 use prost_reflect::DynamicMessage;
 
 use super::Action;
-use super::common::{RunArgs, parse_endpoints, parse_headers, read_limited};
+use super::common::{RunArgs, heading, parse_endpoints, parse_headers, read_limited};
+use super::error::ArgError;
 use crate::config::{Endpoint, GrpcRequest, GrpcSpec, Target, WorkloadSpec};
 use crate::workload::grpc::{callable, compile, encode_json, find_method, service_of};
 
@@ -21,44 +22,49 @@ pub struct GrpcArgs {
     /// The method: package.Service/Method (or package.Service.Method)
     pub method: Option<String>,
     /// The .proto file that defines the method (repeatable); compiled at run time
-    #[arg(long = "proto-file")]
+    #[arg(long = "proto-file", help_heading = heading::REQUEST)]
     pub proto_files: Vec<PathBuf>,
     /// Where imports are looked up (repeatable); each --proto-file's directory is added
-    #[arg(short = 'I', long = "import-path")]
+    #[arg(short = 'I', long = "import-path", help_heading = heading::REQUEST)]
     pub import_paths: Vec<PathBuf>,
     /// The request message as JSON (proto3 JSON mapping) [default: {}]
-    #[arg(short = 'd', long, conflicts_with_all = ["data_file", "data_bin"])]
+    #[arg(
+        short = 'd',
+        long,
+        conflicts_with_all = ["data_file", "data_bin"],
+        help_heading = heading::REQUEST
+    )]
     pub data: Option<String>,
     /// The request message as JSON, from a file
-    #[arg(long, conflicts_with = "data_bin")]
+    #[arg(long, conflicts_with = "data_bin", help_heading = heading::REQUEST)]
     pub data_file: Option<PathBuf>,
     /// The request message as protobuf bytes, from a file (no schema needed)
-    #[arg(long)]
+    #[arg(long, help_heading = heading::REQUEST)]
     pub data_bin: Option<PathBuf>,
     /// Metadata, NAME:VALUE (repeatable)
-    #[arg(short = 'H', long = "header")]
+    #[arg(short = 'H', long = "header", help_heading = heading::REQUEST)]
     pub metadata: Vec<String>,
     /// The :authority to send instead of the target's host:port
-    #[arg(long)]
+    #[arg(long, help_heading = heading::REQUEST)]
     pub authority: Option<String>,
     /// Ask the server for the method's schema (grpc.reflection.v1, falling back to v1alpha)
     /// before the run, instead of --proto-file
-    #[arg(long)]
+    #[arg(long, help_heading = heading::REQUEST)]
     pub reflect: bool,
 }
 
 impl GrpcArgs {
     /// The request JSON from -d or --data-file (`{}` without either).
-    pub(super) fn json(&self) -> Result<String, String> {
+    pub(super) fn json(&self) -> Result<String, ArgError> {
         match (&self.data, &self.data_file) {
             (Some(d), _) => Ok(d.clone()),
             (_, Some(f)) => String::from_utf8(read_limited("--data-file", f, MAX_DATA_FILE)?)
-                .map_err(|_| format!("--data-file {}: not UTF-8 JSON", f.display())),
+                .map_err(|_| ArgError::NotUtf8(f.clone())),
             _ => Ok("{}".to_string()),
         }
     }
 
-    pub(super) fn into_run(self, run: RunArgs) -> Result<Action, String> {
+    pub(super) fn into_run(self, run: RunArgs) -> Result<Action, ArgError> {
         let (spec, endpoints) = self.spec()?;
         let cfg = run.into_config(spec, endpoints, Target::All)?;
         Ok(Action::Run {
@@ -69,9 +75,9 @@ impl GrpcArgs {
 
     /// What `call grpc --list` needs of these flags: the endpoint, metadata and authority (the
     /// spec's request is never made).
-    pub(super) fn listing(self) -> Result<(WorkloadSpec, Vec<Endpoint>), String> {
+    pub(super) fn listing(self) -> Result<(WorkloadSpec, Vec<Endpoint>), ArgError> {
         if self.method.is_some() {
-            return Err("--list takes no METHOD: it lists them".into());
+            return Err(ArgError::Conflict("--list takes no METHOD: it lists them"));
         }
         let endpoints = parse_endpoints(std::slice::from_ref(&self.target))?;
         let spec = WorkloadSpec::Grpc(GrpcSpec {
@@ -89,36 +95,38 @@ impl GrpcArgs {
     }
 
     /// The workload and the endpoint these flags name.
-    pub(super) fn spec(self) -> Result<(WorkloadSpec, Vec<Endpoint>), String> {
+    pub(super) fn spec(self) -> Result<(WorkloadSpec, Vec<Endpoint>), ArgError> {
         let endpoints = parse_endpoints(std::slice::from_ref(&self.target))?;
         let Some(method) = self.method.as_deref() else {
-            return Err(
+            return Err(ArgError::Needed(
                 "a method is needed: package.Service/Method (`wirebench call grpc \
-                 TARGET --list` lists what a server with reflection has)"
-                    .into(),
-            );
+                 TARGET --list` lists what a server with reflection has)",
+            ));
         };
         let service = service_of(method)?;
         let name = method.trim_start_matches('/');
         let path = format!("/{service}/{}", &name[service.len() + 1..]);
         if self.reflect && !self.proto_files.is_empty() {
-            return Err("--reflect and --proto-file: give the schema one way".into());
+            return Err(ArgError::Conflict(
+                "--reflect and --proto-file: give the schema one way",
+            ));
         }
         let mut server_streaming = false;
         let (request, response) = if self.reflect {
             if self.data_bin.is_some() {
-                return Err("--data-bin needs no schema: leave out --reflect".into());
+                return Err(ArgError::Conflict(
+                    "--data-bin needs no schema: leave out --reflect",
+                ));
             }
             let json = self.json()?;
             let method = name.to_string();
             (GrpcRequest::ByReflection { method, json }, None)
         } else if self.proto_files.is_empty() {
             let Some(f) = &self.data_bin else {
-                return Err(
+                return Err(ArgError::Needed(
                     "a JSON request needs the method's schema: --proto-file FILE or --reflect \
-                     (or the request as protobuf bytes with --data-bin FILE)"
-                        .into(),
-                );
+                     (or the request as protobuf bytes with --data-bin FILE)",
+                ));
             };
             let bytes = read_limited("--data-bin", f, MAX_DATA_FILE)?;
             (GrpcRequest::Encoded(bytes), None)
@@ -129,12 +137,12 @@ impl GrpcArgs {
             let bytes = match &self.data_bin {
                 Some(f) => {
                     let bytes = read_limited("--data-bin", f, MAX_DATA_FILE)?;
-                    DynamicMessage::decode(m.input(), &bytes[..]).map_err(|e| {
-                        format!(
-                            "--data-bin {}: not a {}: {e}",
-                            f.display(),
-                            m.input().full_name()
-                        )
+                    DynamicMessage::decode(m.input(), &bytes[..]).map_err(|source| {
+                        ArgError::NotAMessage {
+                            path: f.clone(),
+                            message: m.input().full_name().to_string(),
+                            source,
+                        }
                     })?;
                     bytes
                 }

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Action;
-use super::common::{RunArgs, parse_headers, read_limited};
+use super::common::{RunArgs, heading, parse_headers, read_limited};
+use super::error::ArgError;
 use crate::config::{Endpoint, HttpSpec, Target, WorkloadSpec, parse_url};
 use wirebench_wire::http1::RequestTemplate;
 
@@ -17,29 +18,34 @@ pub struct HttpArgs {
     /// The URL to load: http://host[:port]/path?query or https://...
     pub url: String,
     /// Request method [default: GET, or POST with a body]
-    #[arg(short = 'X', long, visible_short_alias = 'm')]
+    #[arg(short = 'X', long, visible_short_alias = 'm', help_heading = heading::REQUEST)]
     pub method: Option<String>,
     /// Extra header, NAME:VALUE (repeatable)
-    #[arg(short = 'H', long = "header")]
+    #[arg(short = 'H', long = "header", help_heading = heading::REQUEST)]
     pub headers: Vec<String>,
     /// Request body
-    #[arg(short = 'd', long, conflicts_with_all = ["data_file", "data_lines"])]
+    #[arg(
+        short = 'd',
+        long,
+        conflicts_with_all = ["data_file", "data_lines"],
+        help_heading = heading::REQUEST
+    )]
     pub data: Option<String>,
     /// Request body from a file
-    #[arg(long, conflicts_with = "data_lines")]
+    #[arg(long, conflicts_with = "data_lines", help_heading = heading::REQUEST)]
     pub data_file: Option<PathBuf>,
     /// Bodies from a file, one per line, used in turn (request i gets line i mod N)
-    #[arg(long)]
+    #[arg(long, help_heading = heading::REQUEST)]
     pub data_lines: Option<PathBuf>,
     /// Status codes that count as OK: CODE or LOW-HIGH; redirects are never followed, their
     /// status is counted
-    #[arg(long, default_value = "200-299")]
+    #[arg(long, default_value = "200-299", help_heading = heading::REQUEST)]
     pub ok_status: String,
 }
 
 /// `--ok-status`: `200` or `200-399`, within 100..=599.
-fn parse_status_range(s: &str) -> Result<(u16, u16), String> {
-    let bad = || format!("--ok-status {s:?}: expected CODE or LOW-HIGH between 100 and 599");
+fn parse_status_range(s: &str) -> Result<(u16, u16), ArgError> {
+    let bad = || ArgError::OkStatus(s.to_string());
     let (lo, hi) = match s.split_once('-') {
         Some((lo, hi)) => (lo.trim(), hi.trim()),
         None => (s.trim(), s.trim()),
@@ -66,7 +72,7 @@ fn lines(data: &[u8]) -> Vec<Vec<u8>> {
 }
 
 impl HttpArgs {
-    pub(super) fn into_run(self, run: RunArgs) -> Result<Action, String> {
+    pub(super) fn into_run(self, run: RunArgs) -> Result<Action, ArgError> {
         let (spec, endpoints) = self.spec()?;
         let cfg = run.into_config(spec, endpoints, Target::All)?;
         Ok(Action::Run {
@@ -76,15 +82,15 @@ impl HttpArgs {
     }
 
     /// The workload and the endpoint these flags name.
-    pub(super) fn spec(self) -> Result<(WorkloadSpec, Vec<Endpoint>), String> {
-        let (endpoint, path) = parse_url(&self.url).map_err(|e| e.to_string())?;
+    pub(super) fn spec(self) -> Result<(WorkloadSpec, Vec<Endpoint>), ArgError> {
+        let (endpoint, path) = parse_url(&self.url)?;
         let bodies = match (&self.data, &self.data_file, &self.data_lines) {
             (Some(d), _, _) => vec![d.clone().into_bytes()],
             (_, Some(f), _) => vec![read_limited("--data-file", f, MAX_DATA_FILE)?],
             (_, _, Some(f)) => {
                 let bodies = lines(&read_limited("--data-lines", f, MAX_DATA_FILE)?);
                 if bodies.is_empty() {
-                    return Err(format!("--data-lines {}: no lines", f.display()));
+                    return Err(ArgError::NoLines(f.clone()));
                 }
                 bodies
             }
@@ -102,8 +108,12 @@ impl HttpArgs {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        RequestTemplate::new(&method, &path, &endpoint.authority, &pairs)
-            .map_err(|e| format!("{}: {e}", self.url))?;
+        RequestTemplate::new(&method, &path, &endpoint.authority, &pairs).map_err(|source| {
+            ArgError::Request {
+                url: self.url.clone(),
+                source,
+            }
+        })?;
         let spec = WorkloadSpec::Http(HttpSpec {
             method,
             path,
@@ -121,9 +131,9 @@ mod tests {
 
     #[test]
     fn status_ranges() {
-        assert_eq!(parse_status_range("200-299"), Ok((200, 299)));
-        assert_eq!(parse_status_range("204"), Ok((204, 204)));
-        assert_eq!(parse_status_range(" 200 - 399 "), Ok((200, 399)));
+        assert_eq!(parse_status_range("200-299").ok(), Some((200, 299)));
+        assert_eq!(parse_status_range("204").ok(), Some((204, 204)));
+        assert_eq!(parse_status_range(" 200 - 399 ").ok(), Some((200, 399)));
         for bad in ["", "2xx", "300-200", "99", "200-600", "-"] {
             assert!(parse_status_range(bad).is_err(), "{bad}");
         }

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Action;
-use super::common::FormatArg;
+use super::common::{FormatArg, heading};
+use super::error::ArgError;
 use crate::app::merge::Merge;
 use crate::config::Format;
 
@@ -16,19 +17,19 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "REPORT")]
     pub reports: Vec<PathBuf>,
     /// Report format
-    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    #[arg(long, value_enum, default_value_t = FormatArg::Text, help_heading = heading::OUTPUT)]
     pub format: FormatArg,
     /// Write the merged report to this file instead of stdout
-    #[arg(short = 'o', long)]
+    #[arg(short = 'o', long, help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
     /// A condition the merged figures must meet, as for a run (e.g. 'p99<5ms'); a broken one
     /// exits 3
-    #[arg(long = "fail-if", value_name = "THRESHOLD")]
+    #[arg(long = "fail-if", value_name = "THRESHOLD", help_heading = heading::THRESHOLDS)]
     pub fail_if: Vec<String>,
 }
 
 impl MergeArgs {
-    pub(super) fn into_action(self) -> Result<Action, String> {
+    pub(super) fn into_action(self) -> Result<Action, ArgError> {
         let thresholds = self
             .fail_if
             .iter()

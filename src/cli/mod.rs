@@ -4,10 +4,14 @@
 mod call;
 mod common;
 mod compare;
+mod completions;
 mod echo;
+mod error;
 mod etcd;
 mod grpc;
 mod http;
+mod load;
+mod man;
 mod merge;
 mod outputs;
 mod serve;
@@ -15,7 +19,7 @@ mod sweep;
 mod sweep_payload;
 mod watch;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::app::{self, Action};
 use crate::config::Config;
@@ -26,10 +30,13 @@ pub use common::{
     CallProto, Consistency, FormatArg, LimitArgs, OnOff, PASSWORD_ENV, ProtoArg, RunArgs, TlsArgs,
 };
 pub use compare::CompareCmd;
+pub use completions::CompletionsArgs;
 pub use echo::EchoArgs;
+pub use error::ArgError;
 pub use etcd::EtcdCmd;
 pub use grpc::GrpcArgs;
 pub use http::HttpArgs;
+pub use man::ManArgs;
 pub use merge::MergeArgs;
 pub use serve::ServeArgs;
 pub use sweep::{SweepArgs, SweepCmd, SweepEtcd};
@@ -101,6 +108,10 @@ pub enum Command {
         #[command(subcommand)]
         what: CompareCmd,
     },
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell)
+    Completions(CompletionsArgs),
+    /// Print the man page, or write one page per command into a directory (--dir)
+    Man(ManArgs),
 }
 
 /// The whole command line tool: parse, run, print, exit code.
@@ -149,7 +160,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
 
 impl Cli {
     /// Validates the flags into what to do; the error is one line for the user.
-    pub fn into_action(self) -> Result<Action, String> {
+    pub fn into_action(self) -> Result<Action, ArgError> {
         match self.command {
             Command::Etcd { op } => op.into_action(),
             Command::Echo { echo, run } => echo.into_run(run),
@@ -160,11 +171,13 @@ impl Cli {
             Command::Sweep { what } => what.into_action(),
             Command::Call { what } => what.into_action(),
             Command::Merge(args) => args.into_action(),
+            Command::Completions(args) => Ok(args.into_action(Cli::command())),
+            Command::Man(args) => Ok(args.into_action(Cli::command())),
         }
     }
 
     /// The run configuration of a load command (tests use this).
-    pub fn into_config(self) -> Result<Config, String> {
+    pub fn into_config(self) -> Result<Config, ArgError> {
         match self.into_action()? {
             Action::Run { cfg, .. } | Action::Call { cfg, .. } | Action::Compare { cfg, .. } => {
                 Ok(cfg)
@@ -174,9 +187,9 @@ impl Cli {
             | Action::Sweep(_)
             | Action::SweepPayload(_)
             | Action::Merge(_)
-            | Action::ListGrpc { .. } => {
-                Err("this command has no request-load configuration".into())
-            }
+            | Action::ListGrpc { .. }
+            | Action::Print(_)
+            | Action::WriteFiles { .. } => Err(ArgError::NoLoad),
         }
     }
 }
@@ -194,6 +207,7 @@ mod tests {
         Cli::try_parse_from(v)
             .map_err(|e| e.to_string())?
             .into_config()
+            .map_err(|e| e.to_string())
     }
 
     #[test]

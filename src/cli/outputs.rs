@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::common::heading;
+use super::error::ArgError;
 use crate::config::{Outputs, parse_duration};
 
 /// The longest `--metrics-linger` accepted.
@@ -16,32 +18,38 @@ const MAX_LINGER: Duration = Duration::from_secs(24 * 3600);
 pub struct OutputArgs {
     /// Serve live figures as Prometheus text at http://HOST:PORT/metrics while the run goes
     /// (requests by stack and status, a latency histogram, bytes, syscalls, CPU, connections)
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", help_heading = heading::OUTPUT)]
     pub metrics_addr: Option<String>,
     /// Keep serving --metrics-addr this long after the report is written (its figures are
     /// then the report's), e.g. 30s
-    #[arg(long, value_parser = parse_duration, requires = "metrics_addr", value_name = "DURATION")]
+    #[arg(
+        long,
+        value_parser = parse_duration,
+        requires = "metrics_addr",
+        value_name = "DURATION",
+        help_heading = heading::OUTPUT
+    )]
     pub metrics_linger: Option<Duration>,
     /// Write one CSV row per measured request to FILE: start offset, latency, stack, status,
     /// connection (local port), response bytes, error (as h2load --log-file, ghz's csv)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub log_requests: Option<PathBuf>,
     /// Write the report as one self-contained HTML page (tables and charts) to FILE
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub html: Option<PathBuf>,
     /// Write the latency by percentile chart (every stack, log percentile axis to 99.999) as SVG
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub latency_svg: Option<PathBuf>,
     /// Write the timeline chart (requests/s and p99 per second, every stack, stages marked)
     /// as SVG
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub timeline_svg: Option<PathBuf>,
 }
 
 /// `--metrics-addr`: an address with a port (`127.0.0.1:9090`, `[::1]:9090`, `localhost:9090`,
 /// `:9090` for every address).
-pub(super) fn parse_addr(s: &str) -> Result<SocketAddr, String> {
-    let bad = || format!("--metrics-addr {s:?}: expected HOST:PORT (e.g. 127.0.0.1:9090)");
+pub(super) fn parse_addr(s: &str) -> Result<SocketAddr, ArgError> {
+    let bad = || ArgError::MetricsAddr(s.to_string());
     let s = s.trim();
     let full = if s.starts_with(':') {
         format!("0.0.0.0{s}")
@@ -56,16 +64,19 @@ pub(super) fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         return Err(bad());
     }
     full.to_socket_addrs()
-        .map_err(|e| format!("--metrics-addr {s:?}: {e}"))?
+        .map_err(|source| ArgError::MetricsAddrLookup {
+            addr: s.to_string(),
+            source,
+        })?
         .next()
-        .ok_or_else(|| format!("--metrics-addr {s:?}: the name has no address"))
+        .ok_or_else(|| ArgError::MetricsAddrNone(s.to_string()))
 }
 
 impl OutputArgs {
-    pub(super) fn into_outputs(self) -> Result<Outputs, String> {
+    pub(super) fn into_outputs(self) -> Result<Outputs, ArgError> {
         let linger = self.metrics_linger.unwrap_or(Duration::ZERO);
         if linger > MAX_LINGER {
-            return Err(format!("--metrics-linger {linger:?}: at most 24h"));
+            return Err(ArgError::Linger(linger));
         }
         let files = [
             ("--log-requests", &self.log_requests),
@@ -77,16 +88,16 @@ impl OutputArgs {
             if let Some(p) = f
                 && (p.as_os_str().is_empty() || p.is_dir())
             {
-                return Err(format!("{flag} {:?}: a file name is needed", p.display()));
+                return Err(ArgError::NotAFileName {
+                    flag,
+                    path: p.clone(),
+                });
             }
         }
         let given: Vec<&PathBuf> = files.iter().filter_map(|(_, f)| f.as_ref()).collect();
         for (i, a) in given.iter().enumerate() {
             if given[..i].contains(a) {
-                return Err(format!(
-                    "{} is given to two flags: each output needs a file of its own",
-                    a.display()
-                ));
+                return Err(ArgError::SameFile(a.to_path_buf()));
             }
         }
         Ok(Outputs {
@@ -117,7 +128,7 @@ mod tests {
         assert_eq!(parse_addr("[::1]:0").unwrap(), "[::1]:0".parse().unwrap());
         assert_eq!(parse_addr("localhost:9090").unwrap().port(), 9090);
         for bad in ["9090", "127.0.0.1", "127.0.0.1:99999", "host:port", ":", ""] {
-            let e = parse_addr(bad).unwrap_err();
+            let e = parse_addr(bad).unwrap_err().to_string();
             assert!(e.starts_with("--metrics-addr"), "{bad}: {e}");
         }
     }
@@ -129,12 +140,17 @@ mod tests {
             latency_svg: Some("r.html".into()),
             ..OutputArgs::default()
         };
-        let e = args.into_outputs().unwrap_err();
+        let e = args.into_outputs().unwrap_err().to_string();
         assert!(e.contains("two flags"), "{e}");
         let args = OutputArgs {
             log_requests: Some(std::env::temp_dir()),
             ..OutputArgs::default()
         };
-        assert!(args.into_outputs().unwrap_err().contains("a file name"));
+        assert!(
+            args.into_outputs()
+                .unwrap_err()
+                .to_string()
+                .contains("a file name")
+        );
     }
 }

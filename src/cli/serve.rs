@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::common::nonzero;
+use super::common::{heading, nonzero};
+use super::error::ArgError;
 use crate::config::parse_duration;
 use crate::server::ServeConfig;
 use crate::server::faults::{Delay, Faults, parse_probability, parse_response_size};
@@ -19,83 +20,84 @@ pub struct ServeArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Close connections at this age, ±10% (GOAWAY on h2, Connection: close on HTTP/1.1)
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, help_heading = heading::CONNECTIONS)]
     pub max_conn_age: Option<Duration>,
     /// Close connections idle for this long
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, help_heading = heading::CONNECTIONS)]
     pub max_conn_idle: Option<Duration>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced on h2 connections
-    #[arg(long)]
+    #[arg(long, help_heading = heading::HTTP2)]
     pub max_concurrent_streams: Option<u32>,
     /// Serve TLS with this certificate chain (PEM); with --tls-key
-    #[arg(long)]
+    #[arg(long, help_heading = heading::TLS)]
     pub tls_cert: Option<PathBuf>,
     /// The certificate's private key (PEM)
-    #[arg(long)]
+    #[arg(long, help_heading = heading::TLS)]
     pub tls_key: Option<PathBuf>,
     /// Wait this long before answering each request: 5ms, uniform:1ms-9ms, exp:5ms (the mean);
     /// a request's `wirebench-delay` header or metadata overrides it
-    #[arg(long, value_parser = Delay::parse)]
+    #[arg(long, value_parser = Delay::parse, help_heading = heading::FAULTS)]
     pub delay: Option<Delay>,
     /// Answer this share of the requests with an error (HTTP 503, gRPC UNAVAILABLE, or the
     /// codes below): 10% or 0.1; `wirebench-fail` overrides it
-    #[arg(long, value_parser = parse_probability)]
+    #[arg(long, value_parser = parse_probability, help_heading = heading::FAULTS)]
     pub fail: Option<f64>,
     /// The HTTP status of an injected failure (HTTP/1.1 and plain HTTP/2)
-    #[arg(long, default_value_t = 503)]
+    #[arg(long, default_value_t = 503, help_heading = heading::FAULTS)]
     pub fail_http_status: u16,
     /// The gRPC status code of an injected failure (a number, 1 to 16)
-    #[arg(long, default_value_t = 14)]
+    #[arg(long, default_value_t = 14, help_heading = heading::FAULTS)]
     pub fail_grpc_code: u32,
     /// Pad each echo reply to about this many bytes (an EchoResponse field, or a JSON member,
     /// that grpc-echo clients ignore); `wirebench-response-size` overrides it
-    #[arg(long, value_parser = parse_response_size)]
+    #[arg(long, value_parser = parse_response_size, help_heading = heading::FAULTS)]
     pub response_size: Option<usize>,
     /// Close the TCP connection after answering this share of the requests (every stack);
     /// `wirebench-close` overrides it
-    #[arg(long, value_parser = parse_probability)]
+    #[arg(long, value_parser = parse_probability, help_heading = heading::FAULTS)]
     pub close: Option<f64>,
     /// h2: send GOAWAY after this many streams on a connection
-    #[arg(long)]
+    #[arg(long, help_heading = heading::FAULTS)]
     pub goaway_after: Option<u64>,
 }
 
 impl ServeArgs {
-    pub(super) fn into_config(self) -> Result<ServeConfig, String> {
+    pub(super) fn into_config(self) -> Result<ServeConfig, ArgError> {
         let addr = std::net::ToSocketAddrs::to_socket_addrs(&self.addr)
-            .map_err(|e| format!("--addr {}: {e}", self.addr))?
+            .map_err(|source| ArgError::Addr {
+                addr: self.addr.clone(),
+                source,
+            })?
             .next()
-            .ok_or_else(|| format!("--addr {}: no address", self.addr))?;
+            .ok_or_else(|| ArgError::AddrNone(self.addr.clone()))?;
         let threads = match self.threads {
             Some(t) => nonzero("threads", t)?,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
-        for (name, d) in [
+        for (flag, d) in [
             ("max-conn-age", self.max_conn_age),
             ("max-conn-idle", self.max_conn_idle),
         ] {
             if d.is_some_and(|d| d.is_zero()) {
-                return Err(format!("--{name} must be positive"));
+                return Err(ArgError::NotPositive { flag });
             }
         }
         if self.max_concurrent_streams == Some(0) {
-            return Err("--max-concurrent-streams must be at least 1".into());
+            return Err(ArgError::Zero {
+                flag: "max-concurrent-streams",
+            });
         }
         if !(400..=599).contains(&self.fail_http_status) {
-            return Err(format!(
-                "--fail-http-status {}: an error status, 400 to 599",
-                self.fail_http_status
-            ));
+            return Err(ArgError::FailHttpStatus(self.fail_http_status));
         }
         if !(1..=16).contains(&self.fail_grpc_code) {
-            return Err(format!(
-                "--fail-grpc-code {}: a gRPC error code, 1 to 16",
-                self.fail_grpc_code
-            ));
+            return Err(ArgError::FailGrpcCode(self.fail_grpc_code));
         }
         let fail_grpc_code = wirebench_wire::grpc::Code::from_u32(self.fail_grpc_code);
         if self.goaway_after == Some(0) {
-            return Err("--goaway-after must be at least 1".into());
+            return Err(ArgError::Zero {
+                flag: "goaway-after",
+            });
         }
         Ok(ServeConfig {
             addr,
@@ -106,7 +108,7 @@ impl ServeArgs {
             tls: match (&self.tls_cert, &self.tls_key) {
                 (Some(c), Some(k)) => Some(crate::net::tls::server_config(c, k)?),
                 (None, None) => None,
-                _ => return Err("--tls-cert and --tls-key go together".into()),
+                _ => return Err(ArgError::Conflict("--tls-cert and --tls-key go together")),
             },
             faults: Faults {
                 delay: self.delay,

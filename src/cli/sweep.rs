@@ -7,9 +7,10 @@ use clap::{Args, Subcommand};
 
 use super::Action;
 use super::common::{
-    CallProto, Consistency, LimitArgs, ProtoArg, RunArgs, TableArg, TlsArgs, nonzero,
+    CallProto, Consistency, LimitArgs, ProtoArg, RunArgs, TableArg, TlsArgs, heading, nonzero,
     parse_endpoints, parse_target,
 };
+use super::error::ArgError;
 use super::etcd::{etcd_lease_keepalive, etcd_put, etcd_txn_mixed, etcd_txn_put};
 use super::sweep_payload::{SweepEchoArgs, SweepGrpcArgs, SweepHttpArgs};
 use crate::config::{EtcdOp, Proto, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec};
@@ -108,39 +109,44 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value_t = Consistency::L)]
     pub consistency: Consistency,
     /// Comma-separated endpoints of the cluster (http://host:port)
-    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379",
+        help_heading = heading::ETCD
+    )]
     pub endpoints: Vec<String>,
-    /// gRPC connections per row (capped at the row's clients)
-    #[arg(long, default_value_t = 1)]
-    pub conns: usize,
+    /// etcd user, NAME[:PASSWORD]
+    #[arg(long, help_heading = heading::ETCD)]
+    pub user: Option<String>,
     /// -n / -z / --warmup apply to each row
     #[command(flatten)]
     pub limits: LimitArgs,
     /// Seed for generated keys and values
-    #[arg(long)]
+    #[arg(long, help_heading = heading::LOAD)]
     pub seed: Option<u64>,
-    /// etcd user, NAME[:PASSWORD]
-    #[arg(long)]
-    pub user: Option<String>,
-    /// Report this server process's CPU per op (a server CPU column)
-    #[arg(long)]
-    pub server_pid: Option<u32>,
-    /// A condition every row must meet (as for a run: 'p90<10ms', 'errors<0.1%'); a broken one
-    /// exits 3 with one line per row that broke it
-    #[arg(long = "fail-if", value_name = "THRESHOLD")]
-    pub fail_if: Vec<String>,
+    /// gRPC connections per row (capped at the row's clients)
+    #[arg(long, default_value_t = 1, help_heading = heading::CONNECTIONS)]
+    pub conns: usize,
     #[command(flatten)]
     pub tls: TlsArgs,
     /// Table format
-    #[arg(long, value_enum, default_value_t = TableArg::Markdown)]
+    #[arg(long, value_enum, default_value_t = TableArg::Markdown, help_heading = heading::OUTPUT)]
     pub format: TableArg,
     /// Write the table to this file instead of stdout
-    #[arg(short = 'o', long)]
+    #[arg(short = 'o', long, help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
+    /// Report this server process's CPU per op (a server CPU column)
+    #[arg(long, help_heading = heading::MEASUREMENT)]
+    pub server_pid: Option<u32>,
+    /// A condition every row must meet (as for a run: 'p90<10ms', 'errors<0.1%'); a broken one
+    /// exits 3 with one line per row that broke it
+    #[arg(long = "fail-if", value_name = "THRESHOLD", help_heading = heading::THRESHOLDS)]
+    pub fail_if: Vec<String>,
 }
 
 impl SweepCmd {
-    pub(super) fn into_action(self) -> Result<Action, String> {
+    pub(super) fn into_action(self) -> Result<Action, ArgError> {
         let op = match self {
             SweepCmd::Etcd { op } => op,
             SweepCmd::Echo(a) => return Ok(Action::SweepPayload(a.into_sweep()?)),
@@ -176,19 +182,21 @@ enum Swept {
 }
 
 impl SweepArgs {
-    fn into_config(mut self, swept: Swept) -> Result<SweepConfig, String> {
+    fn into_config(mut self, swept: Swept) -> Result<SweepConfig, ArgError> {
         if matches!(swept, Swept::Lease(_)) {
             if !self.key_size.is_empty() {
-                return Err("sweep etcd lease-keepalive has no key size: drop --key-size".into());
+                return Err(ArgError::Conflict(
+                    "sweep etcd lease-keepalive has no key size: drop --key-size",
+                ));
             }
             // one cell per client count and target: a keepalive has no key (0 stands for none)
             self.key_size = vec![0];
         } else if self.key_size.is_empty() {
             self.key_size = vec![64, 256];
         }
-        let nonempty = |name: &str, n: usize| {
+        let nonempty = |flag: &'static str, n: usize| {
             if n == 0 {
-                Err(format!("--{name} needs at least one value"))
+                Err(ArgError::NoValues { flag })
             } else {
                 Ok(())
             }
@@ -244,7 +252,7 @@ impl SweepArgs {
                     )?);
                 }
                 let Some(EtcdOp::TxnMixed(m)) = m else {
-                    return Err("--key-size needs at least one value".into());
+                    return Err(ArgError::NoValues { flag: "key-size" });
                 };
                 SweepOp::TxnMixed {
                     val_size: self.val_size,
@@ -280,11 +288,10 @@ impl SweepArgs {
         let base = run.into_config(spec, parse_endpoints(&self.endpoints)?, Target::All)?;
         let mut protos: Vec<Proto> = self.proto.iter().map(|p| p.proto()).collect();
         if protos.contains(&Proto::H2) {
-            return Err(
+            return Err(ArgError::Conflict(
                 "sweep etcd runs over http and grpc (etcd's gateway is not reached over \
-                        plain HTTP/2)"
-                    .into(),
-            );
+                        plain HTTP/2)",
+            ));
         }
         protos.dedup();
         Ok(SweepConfig {

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use clap::Args;
 use prost_reflect::DynamicMessage;
 
-use super::common::TableArg;
 use super::common::{LimitArgs, RunArgs, Stacks, TlsArgs, parse_endpoints, parse_proto_arg};
+use super::common::{TableArg, heading};
+use super::error::ArgError;
 use super::grpc::GrpcArgs;
 use super::http::HttpArgs;
 use crate::app::sweep_payload::{PayloadSweep, SweepTarget};
@@ -45,13 +46,13 @@ pub struct SweepEchoArgs {
     #[arg(long, value_delimiter = ',')]
     pub target: Vec<String>,
     /// Extra header / gRPC metadata, NAME:VALUE (repeatable)
-    #[arg(short = 'H', long = "header")]
+    #[arg(short = 'H', long = "header", help_heading = heading::REQUEST)]
     pub headers: Vec<String>,
     /// Threads of the built-in server (when no --target)
     #[arg(long, default_value_t = 1)]
     pub server_threads: usize,
     /// Requests in flight
-    #[arg(short = 'c', long, default_value_t = 1)]
+    #[arg(short = 'c', long, default_value_t = 1, help_heading = heading::LOAD)]
     pub clients: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -62,36 +63,36 @@ pub struct SweepEchoArgs {
 /// What every payload sweep shares: the rows' thresholds and TLS, the table and the chart.
 #[derive(Debug, Args)]
 pub struct TableOut {
-    /// A condition every row must meet ('p99<5ms', 'errors<0.1%'); a broken one exits 3
-    #[arg(long = "fail-if", value_name = "THRESHOLD")]
-    pub fail_if: Vec<String>,
     #[command(flatten)]
     pub tls: TlsArgs,
     /// Table format
-    #[arg(long, value_enum, default_value_t = TableArg::Markdown)]
+    #[arg(long, value_enum, default_value_t = TableArg::Markdown, help_heading = heading::OUTPUT)]
     pub format: TableArg,
     /// Write the table to this file instead of stdout
-    #[arg(short = 'o', long)]
+    #[arg(short = 'o', long, help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
     /// Write the line chart (cost per request by payload size, one line per stack) as SVG
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OUTPUT)]
     pub svg: Option<PathBuf>,
+    /// A condition every row must meet ('p99<5ms', 'errors<0.1%'); a broken one exits 3
+    #[arg(long = "fail-if", value_name = "THRESHOLD", help_heading = heading::THRESHOLDS)]
+    pub fail_if: Vec<String>,
 }
 
 /// The flags of `sweep http` and `sweep grpc` rows: the load, its limits, TLS and the output.
 #[derive(Debug, Args)]
 pub struct RowArgs {
     /// Requests in flight
-    #[arg(short = 'c', long, default_value_t = 1)]
+    #[arg(short = 'c', long, default_value_t = 1, help_heading = heading::LOAD)]
     pub clients: usize,
-    /// HTTP/2 and gRPC TCP connections (the clients are spread over them as h2 streams)
-    #[arg(long, default_value_t = 1)]
-    pub conns: usize,
     /// -n / -z / --warmup apply to each row [default: -n 1000]
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// HTTP/2 and gRPC TCP connections (the clients are spread over them as h2 streams)
+    #[arg(long, default_value_t = 1, help_heading = heading::CONNECTIONS)]
+    pub conns: usize,
     /// Report this server process's CPU per request (a server CPU column)
-    #[arg(long)]
+    #[arg(long, help_heading = heading::MEASUREMENT)]
     pub server_pid: Option<u32>,
     #[command(flatten)]
     pub out: TableOut,
@@ -114,19 +115,19 @@ pub struct SweepHttpArgs {
     #[arg(long, value_parser = parse_proto_arg)]
     pub proto: Option<Stacks>,
     /// Request method [default: POST]
-    #[arg(short = 'X', long, visible_short_alias = 'm')]
+    #[arg(short = 'X', long, visible_short_alias = 'm', help_heading = heading::REQUEST)]
     pub method: Option<String>,
     /// Extra header, NAME:VALUE (repeatable)
-    #[arg(short = 'H', long = "header")]
+    #[arg(short = 'H', long = "header", help_heading = heading::REQUEST)]
     pub headers: Vec<String>,
     /// A body template with one {{payload}} where the payload goes, e.g. '{"ping":"{{payload}}"}'
-    #[arg(short = 'd', long, conflicts_with = "data_file")]
+    #[arg(short = 'd', long, conflicts_with = "data_file", help_heading = heading::REQUEST)]
     pub data: Option<String>,
     /// The body template from a file
-    #[arg(long)]
+    #[arg(long, help_heading = heading::REQUEST)]
     pub data_file: Option<PathBuf>,
     /// Status codes that count as OK: CODE or LOW-HIGH
-    #[arg(long, default_value = "200-299")]
+    #[arg(long, default_value = "200-299", help_heading = heading::REQUEST)]
     pub ok_status: String,
     #[command(flatten)]
     pub rows: RowArgs,
@@ -187,7 +188,7 @@ impl Shared {
     }
 
     /// The run of one payload size.
-    fn row(&self, spec: WorkloadSpec, endpoints: Vec<Endpoint>) -> Result<Config, String> {
+    fn row(&self, spec: WorkloadSpec, endpoints: Vec<Endpoint>) -> Result<Config, ArgError> {
         let mut limits = copy_limits(&self.limits);
         if limits.total.is_none() && limits.duration.is_none() {
             limits.total = Some(ROW_REQUESTS);
@@ -216,23 +217,24 @@ fn copy_limits(l: &LimitArgs) -> LimitArgs {
 
 /// The sizes, checked: at least one, none above `max` bytes (`why` says where the limit comes
 /// from).
-fn check_sizes(sizes: &[u64], max: u64, why: &str) -> Result<(), String> {
+fn check_sizes(sizes: &[u64], max: u64, why: &'static str) -> Result<(), ArgError> {
     if sizes.is_empty() {
-        return Err("--payload-size needs at least one value".into());
+        return Err(ArgError::NoValues {
+            flag: "payload-size",
+        });
     }
     match sizes.iter().find(|&&n| n > max) {
-        Some(n) => Err(format!(
-            "--payload-size {n}: at most {max} bytes ({} MiB: {why})",
-            max >> 20
-        )),
+        Some(&n) => Err(ArgError::PayloadOverLimit { n, max, why }),
         None => Ok(()),
     }
 }
 
 impl SweepEchoArgs {
-    pub(super) fn into_sweep(self) -> Result<PayloadSweep, String> {
+    pub(super) fn into_sweep(self) -> Result<PayloadSweep, ArgError> {
         if self.payload_size.is_empty() {
-            return Err("--payload-size needs at least one value".into());
+            return Err(ArgError::NoValues {
+                flag: "payload-size",
+            });
         }
         let stacks = self
             .proto
@@ -257,9 +259,10 @@ impl SweepEchoArgs {
                 headers: self.headers.clone(),
                 server_threads: self.server_threads,
             };
-            let (spec, endpoints, serve) = echo
-                .resolve()
-                .map_err(|e| e.replace("--payload-size", &format!("--payload-size {size}")))?;
+            let (spec, endpoints, serve) = echo.resolve().map_err(|e| ArgError::EchoRow {
+                size,
+                source: Box::new(e),
+            })?;
             embedded = serve;
             rows.push((size, shared.row(spec, endpoints)?));
         }
@@ -289,21 +292,24 @@ fn http_body(template: Option<&[u8]>, n: usize) -> Vec<u8> {
 }
 
 /// The template of `-d` / `--data-file` (`flag`), which has exactly one mark.
-fn check_template(flag: &str, t: &[u8]) -> Result<(), String> {
+fn check_template(flag: &'static str, t: &[u8]) -> Result<(), ArgError> {
     let mark = PAYLOAD_MARK.as_bytes();
     match t.windows(mark.len()).filter(|w| *w == mark).count() {
         1 => Ok(()),
-        0 => Err(format!(
-            "{flag}: the body template has no {PAYLOAD_MARK} for the payload to go in"
-        )),
-        n => Err(format!(
-            "{flag}: the body template has {PAYLOAD_MARK} {n} times: give it once"
-        )),
+        0 => Err(ArgError::NoPayloadMark {
+            flag,
+            mark: PAYLOAD_MARK,
+        }),
+        count => Err(ArgError::PayloadMarks {
+            flag,
+            mark: PAYLOAD_MARK,
+            count,
+        }),
     }
 }
 
 impl SweepHttpArgs {
-    pub(super) fn into_sweep(self) -> Result<PayloadSweep, String> {
+    pub(super) fn into_sweep(self) -> Result<PayloadSweep, ArgError> {
         check_sizes(
             &self.payload_size,
             super::http::MAX_DATA_FILE,
@@ -333,7 +339,9 @@ impl SweepHttpArgs {
         }
         .spec()?;
         let WorkloadSpec::Http(base) = spec else {
-            return Err("wirebench sweep http: not an HTTP workload".into());
+            return Err(ArgError::Conflict(
+                "wirebench sweep http: not an HTTP workload",
+            ));
         };
         let shared = Shared::of(stacks, &self.rows);
         let mut rows = Vec::with_capacity(self.payload_size.len());
@@ -357,7 +365,7 @@ impl SweepHttpArgs {
 }
 
 impl SweepGrpcArgs {
-    pub(super) fn into_sweep(self) -> Result<PayloadSweep, String> {
+    pub(super) fn into_sweep(self) -> Result<PayloadSweep, ArgError> {
         check_sizes(
             &self.payload_size,
             super::grpc::MAX_DATA_FILE,
@@ -366,29 +374,29 @@ impl SweepGrpcArgs {
         let g = &self.grpc;
         let endpoints = parse_endpoints(std::slice::from_ref(&g.target))?;
         let Some(method) = g.method.as_deref() else {
-            return Err("a method is needed: package.Service/Method".into());
+            return Err(ArgError::Needed(
+                "a method is needed: package.Service/Method",
+            ));
         };
         let service = crate::workload::grpc::service_of(method)?;
         let name = method.trim_start_matches('/');
         let path = format!("/{service}/{}", &name[service.len() + 1..]);
         if g.reflect && !g.proto_files.is_empty() {
-            return Err("--reflect and --proto-file: give the schema one way".into());
-        }
-        if g.reflect && g.data_bin.is_some() {
-            return Err("--data-bin with --reflect: give the request as JSON (-d)".into());
-        }
-        if !g.reflect && g.proto_files.is_empty() {
-            return Err(format!(
-                "--payload-size fills a field of the request message, which needs its schema: \
-                 --proto-file FILE or --reflect{}",
-                if g.data_bin.is_some() {
-                    " (--data-bin alone has none)"
-                } else {
-                    ""
-                }
+            return Err(ArgError::Conflict(
+                "--reflect and --proto-file: give the schema one way",
             ));
         }
-        let spec = |request: GrpcRequest, response, server_streaming| -> Result<_, String> {
+        if g.reflect && g.data_bin.is_some() {
+            return Err(ArgError::Conflict(
+                "--data-bin with --reflect: give the request as JSON (-d)",
+            ));
+        }
+        if !g.reflect && g.proto_files.is_empty() {
+            return Err(ArgError::NoSchemaToFill {
+                data_bin: g.data_bin.is_some(),
+            });
+        }
+        let spec = |request: GrpcRequest, response, server_streaming| -> Result<_, ArgError> {
             Ok(WorkloadSpec::Grpc(GrpcSpec {
                 path: path.clone(),
                 request,
@@ -422,12 +430,12 @@ impl SweepGrpcArgs {
                 Some(f) => {
                     let bytes =
                         super::common::read_limited("--data-bin", f, super::grpc::MAX_DATA_FILE)?;
-                    DynamicMessage::decode(m.input(), &bytes[..]).map_err(|e| {
-                        format!(
-                            "--data-bin {}: not a {}: {e}",
-                            f.display(),
-                            m.input().full_name()
-                        )
+                    DynamicMessage::decode(m.input(), &bytes[..]).map_err(|source| {
+                        ArgError::NotAMessage {
+                            path: f.clone(),
+                            message: m.input().full_name().to_string(),
+                            source,
+                        }
                     })?
                 }
                 None => decode_json(&m.input(), &g.json()?)?,
@@ -465,9 +473,11 @@ mod tests {
         assert_eq!(http_body(Some(t), 3), br#"{"ping":"xxx"}"#);
         assert_eq!(http_body(Some(t), 0), br#"{"ping":""}"#);
         assert!(check_template("-d", t).is_ok());
-        let e = check_template("-d", b"{}").unwrap_err();
+        let e = check_template("-d", b"{}").unwrap_err().to_string();
         assert!(e.starts_with("-d: ") && e.contains("no {{payload}}"), "{e}");
-        let e = check_template("--data-file", b"{{payload}}{{payload}}").unwrap_err();
+        let e = check_template("--data-file", b"{{payload}}{{payload}}")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("2 times"), "{e}");
     }
 
@@ -475,10 +485,12 @@ mod tests {
     fn sizes_are_checked_against_the_limit() {
         assert!(check_sizes(&[16, 1024], 1024, "why").is_ok());
         assert_eq!(
-            check_sizes(&[], 1024, "why").unwrap_err(),
+            check_sizes(&[], 1024, "why").unwrap_err().to_string(),
             "--payload-size needs at least one value"
         );
-        let e = check_sizes(&[16, 4 << 20], 2 << 20, "held in memory").unwrap_err();
+        let e = check_sizes(&[16, 4 << 20], 2 << 20, "held in memory")
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "--payload-size 4194304: at most 2097152 bytes (2 MiB: held in memory)"

@@ -7,8 +7,10 @@ use std::time::Duration;
 use clap::Args;
 
 use super::common::{
-    CallProto, FormatArg, H2ClientArg, MAX_GENERATED, ProtoArg, TlsArgs, nonzero, parse_endpoints,
+    CallProto, FormatArg, H2ClientArg, MAX_GENERATED, ProtoArg, TlsArgs, heading, nonzero,
+    parse_endpoints,
 };
+use super::error::ArgError;
 use crate::config::{Format, Proto, WatchConfig, WatchKind, parse_duration};
 use crate::net::{H2Config, NetConfig};
 
@@ -24,13 +26,18 @@ const MAX_RECEIPTS: u64 = 16 << 20;
 pub struct WatchShared {
     /// Comma-separated endpoints (http://host:port); streams are spread over them, the puts go
     /// to the first, and a member lost mid-run is replaced by the next live one
-    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379",
+        help_heading = heading::ETCD
+    )]
     pub endpoints: Vec<String>,
     /// Watch protocol; `both` runs HTTP/1.1 then gRPC, each with its own put load
     #[arg(long, value_enum, default_value_t = ProtoArg::Both)]
     pub proto: ProtoArg,
     /// gRPC connections carrying the streams
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = heading::CONNECTIONS)]
     pub conns: usize,
     /// Protocol of the put load (default gRPC, so both watch protocols see the same events)
     #[arg(long, value_enum, default_value_t = CallProto::Grpc)]
@@ -43,19 +50,24 @@ pub struct WatchShared {
     #[arg(long, value_parser = parse_duration, default_value = "20s")]
     pub put_timeout: Duration,
     /// TCP connect timeout
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(
+        long,
+        value_parser = parse_duration,
+        default_value = "5s",
+        help_heading = heading::CONNECTIONS
+    )]
     pub connect_timeout: Duration,
     /// Which h2 client carries the watch streams and gRPC puts: wirebench's own (wire) or the
     /// h2 crate (h2)
-    #[arg(long, value_enum, default_value_t = H2ClientArg::Wire)]
+    #[arg(long, value_enum, default_value_t = H2ClientArg::Wire, help_heading = heading::HTTP2)]
     pub h2_client: H2ClientArg,
     #[command(flatten)]
     pub tls: TlsArgs,
     /// Report format
-    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    #[arg(long, value_enum, default_value_t = FormatArg::Text, help_heading = heading::OUTPUT)]
     pub format: FormatArg,
     /// Write the report to this file instead of stdout
-    #[arg(short = 'o', long)]
+    #[arg(short = 'o', long, help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
 }
 
@@ -92,11 +104,11 @@ pub struct WatchArgs {
     /// The seed's run: 10 put clients, 80,000 puts, one watcher counting every event
     #[arg(long)]
     pub seed_preset: bool,
+    #[command(flatten)]
+    pub shared: WatchShared,
     /// --compact-interval, --compact-index-delta: a compactor beside the put load
     #[command(flatten)]
     pub compact: super::common::CompactArgs,
-    #[command(flatten)]
-    pub shared: WatchShared,
 }
 
 /// etcd benchmark's `watch-latency`: one key, watched by every watcher, put at a steady rate.
@@ -120,11 +132,11 @@ pub struct WatchLatencyArgs {
     /// Value size; the first 8 bytes carry the send time
     #[arg(long, default_value_t = 32)]
     pub val_size: usize,
+    #[command(flatten)]
+    pub shared: WatchShared,
     /// --compact-interval, --compact-index-delta: a compactor beside the put load
     #[command(flatten)]
     pub compact: super::common::CompactArgs,
-    #[command(flatten)]
-    pub shared: WatchShared,
 }
 
 /// etcd benchmark's `watch-get`: unsynced watchers replay a key's history while a serializable
@@ -168,7 +180,7 @@ struct Layout {
 }
 
 impl WatchArgs {
-    pub(super) fn into_config(self) -> Result<WatchConfig, String> {
+    pub(super) fn into_config(self) -> Result<WatchConfig, ArgError> {
         let mut a = self;
         if a.seed_preset {
             a.watchers = 1;
@@ -194,19 +206,21 @@ impl WatchArgs {
 }
 
 impl WatchLatencyArgs {
-    pub(super) fn into_config(self) -> Result<WatchConfig, String> {
+    pub(super) fn into_config(self) -> Result<WatchConfig, ArgError> {
         let streams = nonzero("streams", self.streams)?;
         let per_stream = nonzero("watchers-per-stream", self.watchers_per_stream)?;
-        let watchers = streams.checked_mul(per_stream).ok_or("too many watchers")?;
+        let watchers = streams
+            .checked_mul(per_stream)
+            .ok_or(ArgError::TooManyWatchers)?;
         if (watchers as u64).saturating_mul(self.put_total) > MAX_RECEIPTS {
-            return Err(format!(
-                "{watchers} watchers x {} puts is over {MAX_RECEIPTS} events (each event's \
-                 receipt time is kept): fewer watchers or puts",
-                self.put_total
-            ));
+            return Err(ArgError::TooManyEvents {
+                watchers,
+                puts: self.put_total,
+                max: MAX_RECEIPTS,
+            });
         }
         if !(4..=MAX_GENERATED).contains(&self.key_size) {
-            return Err(format!("--key-size must be between 4 and {MAX_GENERATED}"));
+            return Err(ArgError::WatchKeySize);
         }
         let layout = Layout {
             kind: WatchKind::Latency,
@@ -226,13 +240,13 @@ impl WatchLatencyArgs {
 }
 
 impl WatchGetArgs {
-    pub(super) fn into_config(self) -> Result<WatchConfig, String> {
+    pub(super) fn into_config(self) -> Result<WatchConfig, ArgError> {
         let get_clients = nonzero("get-clients", self.get_clients)?;
         if self.get_key.is_empty() {
-            return Err("--get-key must not be empty".into());
+            return Err(ArgError::Empty { flag: "get-key" });
         }
         if self.events == 0 {
-            return Err("--events must be at least 1".into());
+            return Err(ArgError::Zero { flag: "events" });
         }
         let layout = Layout {
             kind: WatchKind::Get {
@@ -275,44 +289,52 @@ fn config(
     l: Layout,
     a: WatchShared,
     compact: Option<crate::config::Compaction>,
-) -> Result<WatchConfig, String> {
+) -> Result<WatchConfig, ArgError> {
     let watchers = nonzero("watchers", l.watchers)?;
     let streams = nonzero("streams", l.streams)?;
     let conns = nonzero("conns", a.conns)?;
     if streams > watchers {
-        return Err(format!(
-            "--streams {streams} exceeds --watchers {watchers}: every stream needs a watcher"
-        ));
+        return Err(ArgError::Exceeds {
+            flag: "streams",
+            value: streams,
+            bound_flag: "watchers",
+            bound: watchers,
+            why: "every stream needs a watcher",
+        });
     }
     if conns > streams {
-        return Err(format!(
-            "--conns {conns} exceeds --streams {streams}: every connection needs a stream"
-        ));
+        return Err(ArgError::Exceeds {
+            flag: "conns",
+            value: conns,
+            bound_flag: "streams",
+            bound: streams,
+            why: "every connection needs a stream",
+        });
     }
     let watched_keys = nonzero("watched-keys", l.watched_keys)?;
     let put_clients = nonzero("put-clients", l.put_clients)?;
     if l.put_total == 0 {
-        return Err("--put-total must be at least 1".into());
+        return Err(ArgError::Zero { flag: "put-total" });
     }
     if let Some(r) = l.put_rate
         && !(r.is_finite() && r > 0.0)
     {
-        return Err(format!("--put-rate must be a positive number, got {r}"));
+        return Err(ArgError::PutRate(r));
     }
-    if l.val_size < crate::workload::etcd::STAMP_LEN || l.val_size > MAX_GENERATED {
-        return Err(format!(
-            "--val-size must be between {} (the send-time stamp) and {MAX_GENERATED}",
-            crate::workload::etcd::STAMP_LEN
-        ));
+    let stamp = crate::workload::etcd::STAMP_LEN;
+    if l.val_size < stamp || l.val_size > MAX_GENERATED {
+        return Err(ArgError::WatchValSize { stamp });
     }
     if l.key_prefix.is_empty() {
-        return Err("--key-prefix must not be empty".into());
+        return Err(ArgError::Empty { flag: "key-prefix" });
     }
     if a.timeout.is_zero() || a.connect_timeout.is_zero() {
-        return Err("--timeout and --connect-timeout must be positive".into());
+        return Err(ArgError::TimeoutsNotPositive);
     }
     if a.put_timeout.is_zero() {
-        return Err("--put-timeout must be positive".into());
+        return Err(ArgError::NotPositive {
+            flag: "put-timeout",
+        });
     }
     let protos = match a.proto {
         ProtoArg::Http => vec![Proto::Http],
@@ -338,11 +360,10 @@ fn config(
             CallProto::Http => Proto::Http,
             CallProto::Grpc => Proto::Grpc,
             CallProto::H2 => {
-                return Err(
+                return Err(ArgError::Conflict(
                     "--put-proto: choose http or grpc (etcd's API is not reached \
-                            over plain HTTP/2)"
-                        .into(),
-                );
+                            over plain HTTP/2)",
+                ));
             }
         },
         val_size: l.val_size,
