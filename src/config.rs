@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::net::{H2Config, NetConfig};
+use crate::client::grpc::H2Config;
+use crate::net::NetConfig;
 
 /// Which KV operation, with its parameters (validated by the CLI).
 #[derive(Debug, Clone)]

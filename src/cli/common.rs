@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use crate::client::grpc::{H2Client, H2Config};
 use crate::config::{
     Compaction, Config, Endpoint, Format, Load, Proto, Stop, Target, WorkloadSpec, parse_duration,
     parse_size,
 };
-use crate::net::{H2Client, H2Config, NetConfig};
+use crate::net::NetConfig;
 use crate::workload::Workload;
 use wirebench_wire::h2::hpack::Strategy;
 
@@ -120,7 +121,8 @@ impl TlsArgs {
             insecure_skip_verify: self.insecure_skip_verify,
             sni: self.sni.clone(),
             resume: self.tls_resume == OnOff::On,
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         Ok(Some(std::sync::Arc::new(client)))
     }
 }
@@ -704,7 +706,7 @@ impl RunArgs {
             }
         }
         let bind = match &self.bind {
-            Some(b) => crate::net::parse_bind(b)?,
+            Some(b) => crate::net::parse_bind(b).map_err(|e| e.to_string())?,
             None => Vec::new(),
         };
         if !bind.is_empty()

@@ -9,8 +9,9 @@ use clap::Args;
 use super::common::{
     CallProto, FormatArg, H2ClientArg, MAX_GENERATED, ProtoArg, TlsArgs, nonzero, parse_endpoints,
 };
+use crate::client::grpc::H2Config;
 use crate::config::{Format, Proto, WatchConfig, WatchKind, parse_duration};
-use crate::net::{H2Config, NetConfig};
+use crate::net::NetConfig;
 
 /// h2's small-DATA-frame allowance on watch connections (bytes of framing overhead).
 const WATCH_DATA_FRAME_BUDGET: usize = 16 << 20;
