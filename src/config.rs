@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::net::{H2Config, NetConfig};
+use crate::client::grpc::H2Config;
+use crate::net::NetConfig;
 
 /// A value given on the command line that is not one (clap prints it after the flag): the
 /// line to print, naming the value.

@@ -5,9 +5,9 @@
 //!
 //! ## Layout
 //! Imports point down: `cli` → `app` → {`engine`, `etcd`, `report`, `server`} → `workload` →
-//! `client` → `net` → `wirebench_wire`; `config`, `outcome` and `stats` are importable from
-//! above and import nothing above them (`config` → `net` for the connection settings, `stats`
-//! → `outcome`). No cycle between modules.
+//! `client` → `net` → `wirebench_wire`; `config`, `outcome`, `rng` and `stats` are importable
+//! from above and import nothing above them (`config` → `client` and `net` for the connection
+//! settings, `stats` → `outcome`). No cycle between modules.
 //! - `cli`: the clap grammar, one file per command, validated into an `app::Action` holding
 //!   `config` types; nothing else sees raw flags.
 //! - `app`: one file per command (run, call, compare, sweep, watch, serve, merge) and `prepare`: file
@@ -28,13 +28,16 @@
 //!   lease keepalives and the watch puts), one enum, static dispatch; `workload::etcd::client`:
 //!   one etcd client over both stacks (authenticate, status, member list, put; compact and
 //!   leases over gRPC).
-//! - `client`: thin IO drivers around the wire cores: HTTP/1.1 keepalive, gRPC unary on raw h2.
+//! - `client`: thin IO drivers around the wire cores: HTTP/1.1 keepalive, gRPC and plain
+//!   HTTP/2 on raw h2 (either h2 client), the h2 settings.
 //! - `net`: connect with socket options, `Metered` (socket bytes and syscalls), `Io` (plain or
-//!   TLS, plaintext and layer accounting), TCP_INFO; the connection settings.
+//!   TLS, plaintext and layer accounting), TCP_INFO; the socket settings.
 //! - `config`: the validated run description, plain data, never changed after validation;
 //!   `config::stages`: `--stages` / `--client-stages` parsed and their math (level, integral,
 //!   inverse, each client's active stretches); `config::clock`: `--start-at`'s times.
-//! - `outcome`: the typed failure kinds and status keys; details interned per thread.
+//! - `outcome`: the typed failure kinds, gRPC status codes and status keys; details interned
+//!   per thread.
+//! - `rng`: one small seedable generator (keys, values, injected faults); imports nothing.
 //! - `threshold`: `--fail-if` parsed (figure, comparison, limit), part of the configuration;
 //!   `report::verdict` judges it on a report.
 //! - `stats`: HDR latency, per-layer counters, per-connection records, process CPU, per-thread
@@ -64,6 +67,7 @@ pub mod etcd;
 pub mod net;
 pub mod outcome;
 pub mod report;
+pub mod rng;
 pub mod server;
 pub mod stats;
 pub mod threshold;

@@ -146,11 +146,17 @@ impl fmt::Display for FailureKind {
     }
 }
 
-/// Why a request failed: a stable kind (the metric key) and, where useful, the peer's message.
-/// The message is interned per thread: a failure that happened before costs no allocation.
+/// Why a request failed: a stable kind (the metric key), the gRPC status code the peer
+/// answered with when it named one, and, where useful, the peer's message. The decisions taken
+/// on a failure (move to another member, ask again) read the kind and the code, never the
+/// message. The message is interned per thread: a failure that happened before costs no
+/// allocation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Failure {
     pub kind: FailureKind,
+    /// the status code of a grpc-status, or of the `code` in etcd's gateway error
+    pub code: Option<Code>,
+    /// the text printed after the kind (a gRPC status's own: its code's name, then its message)
     pub detail: Option<Arc<str>>,
 }
 
@@ -185,13 +191,26 @@ fn intern(detail: impl fmt::Display) -> Arc<str> {
 
 impl Failure {
     pub fn new(kind: FailureKind) -> Self {
-        Failure { kind, detail: None }
+        Failure {
+            kind,
+            code: None,
+            detail: None,
+        }
     }
 
     pub fn with(kind: FailureKind, detail: impl fmt::Display) -> Self {
         Failure {
             kind,
+            code: None,
             detail: Some(intern(detail)),
+        }
+    }
+
+    /// A failure the peer gave gRPC status `code` for, printed as `detail`.
+    pub fn status(kind: FailureKind, code: Code, detail: impl fmt::Display) -> Self {
+        Failure {
+            code: Some(code),
+            ..Failure::with(kind, detail)
         }
     }
 }
@@ -226,6 +245,20 @@ mod tests {
         assert_eq!(&*da, "no response within 2s");
         let c = Failure::with(FailureKind::Timeout, "another");
         assert!(!Arc::ptr_eq(&da, c.detail.as_ref().unwrap()));
+    }
+
+    #[test]
+    fn a_status_code_is_carried_beside_the_text_it_prints() {
+        let f = Failure::status(
+            FailureKind::Etcd,
+            Code::Unavailable,
+            "UNAVAILABLE: etcdserver: no leader",
+        );
+        assert_eq!(f.code, Some(Code::Unavailable));
+        assert_eq!(f.to_string(), "etcd: UNAVAILABLE: etcdserver: no leader");
+        assert_eq!(Failure::with(FailureKind::Etcd, "x").code, None);
+        // as cheap to clone and to key a map with as before: a kind, a code, a shared text
+        assert!(std::mem::size_of::<Failure>() <= 24);
     }
 
     #[test]

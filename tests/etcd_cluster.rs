@@ -98,7 +98,8 @@ fn finds_the_leader_and_the_followers_over_both_protocols() {
             &H2Config::default(),
             None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with(&format!("status of {closed}: connect: ")),
             "{name}: {e}"
@@ -151,7 +152,8 @@ fn discovery_of_a_closed_port_fails_with_one_line_naming_it() {
             &H2Config::default(),
             None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(
             e,
             format!("status of {url}: connect: connection refused"),

@@ -3,7 +3,7 @@
 use super::run::run;
 use super::{Prepared, RunError, exit};
 use crate::config::{Config, WorkloadSpec};
-use crate::workload::reflect::{ReflectFailure, Reflected};
+use crate::workload::reflect::Reflected;
 
 /// Sends the one request and prints its answer.
 pub(super) fn call(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
@@ -40,11 +40,7 @@ pub(super) fn list_grpc(cfg: &Config) -> Result<i32, RunError> {
     };
     let lines = Reflected::new(cfg, g, &cfg.endpoints[0])
         .list()
-        .map_err(|f| match f {
-            ReflectFailure::UnknownService(why) | ReflectFailure::Other(why) => {
-                RunError::Setup(why)
-            }
-        })?;
+        .map_err(|e| RunError::Setup(e.to_string()))?;
     let mut text = lines.join("\n");
     text.push('\n');
     super::emit(None, &text)?;

@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::RunError;
 use crate::config::{Config, Endpoint, EtcdOp, GrpcRequest, GrpcSpec, Proto, Target, WorkloadSpec};
 use crate::engine;
-use crate::etcd::compact::{self, Compactor};
+use crate::etcd::Cluster;
+use crate::etcd::compact::Compactor;
 use crate::etcd::discover::{self, MemberStatus};
 use crate::etcd::lease;
 use crate::net;
@@ -17,7 +18,7 @@ use crate::stats::{ClockError, ProcessClock};
 use crate::workload::Workload;
 use crate::workload::etcd::client;
 use crate::workload::grpc;
-use crate::workload::reflect::{ReflectFailure, Reflected};
+use crate::workload::reflect::{ReflectError, Reflected};
 
 /// A validated `Config`'s run as it will happen: what was learnt at run time, and the workload
 /// rendered for it. The `Config` itself is never changed.
@@ -90,16 +91,10 @@ impl Prepared {
             (None, Some(f)) => Some(f),
             (None, None) => None,
         };
-        let via = lease::Via {
-            members: self.members(),
-            net: &cfg.net,
-            h2: &cfg.h2,
-            token: self.token.as_deref(),
-            timeout: cfg.load.timeout,
-        };
+        let cluster = self.cluster(cfg);
         let leased = match cfg.spec {
             WorkloadSpec::Etcd(EtcdOp::LeaseKeepalive { ttl }) => {
-                Some(lease::grant(&via, cfg.load.clients, ttl)?)
+                Some(lease::grant(&cluster, cfg.load.clients, ttl).map_err(|e| e.to_string())?)
             }
             _ => None,
         };
@@ -107,7 +102,7 @@ impl Prepared {
             .as_ref()
             .map(|(ids, _)| self.workload.with_leases(ids));
         let compactor = match cfg.compact {
-            Some(c) => Some(Compactor::start(c, self.compact_target(cfg))?),
+            Some(c) => Some(Compactor::start(c, cluster.clone()).map_err(|e| e.to_string())?),
             None => None,
         };
         let run = engine::run_proto_with(
@@ -123,7 +118,7 @@ impl Prepared {
         let leases = leased.map(|(ids, ttl)| crate::stats::Leases {
             granted: ids.len() as u64,
             ttl_s: ttl,
-            ..lease::revoke(&via, &ids)
+            ..lease::revoke(&cluster, &ids)
         });
         let mut run = run.map_err(|e| e.to_string())?;
         run.compaction = compaction;
@@ -138,9 +133,10 @@ impl Prepared {
             .map_or(&self.endpoints[..], |f| &f.members[..])
     }
 
-    /// Where `--compact-interval`'s compactor goes: the run's members, with its settings.
-    pub fn compact_target(&self, cfg: &Config) -> compact::Target {
-        compact::Target {
+    /// Where a run's side calls go (its leases, `--compact-interval`'s compactor): the run's
+    /// members, with its settings.
+    pub fn cluster(&self, cfg: &Config) -> Cluster {
+        Cluster {
             members: self.members().to_vec(),
             net: cfg.net.clone(),
             h2: cfg.h2,
@@ -237,7 +233,7 @@ fn ensure_fds(cfg: &Config, embedded: bool) -> Result<(), RunError> {
         .unwrap_or(0);
     net::raise_nofile(needed + SPARE)
         .map(|_| ())
-        .map_err(RunError::Setup)
+        .map_err(|e| RunError::Setup(e.to_string()))
 }
 
 /// With `--user`: gets an etcd auth token from the first of `endpoints` (over HTTP/1.1 through
@@ -254,7 +250,13 @@ pub(super) fn authenticate(
     } else {
         Proto::Grpc
     };
-    let token = client::authenticate(&endpoints[0], over, &cfg.net, &cfg.h2, &user, &password);
+    let dial = client::Dial {
+        ep: &endpoints[0],
+        proto: over,
+        net: &cfg.net,
+        h2: &cfg.h2,
+    };
+    let token = client::authenticate(dial, &user, &password);
     token
         .map(Some)
         .map_err(|e| RunError::Setup(format!("authenticate as {user}: {e}")))
@@ -285,7 +287,7 @@ pub(super) fn failover(
             );
             let statuses: Vec<Option<MemberStatus>> =
                 answers.iter().map(|a| a.as_ref().ok().cloned()).collect();
-            let next = discover::reroute(target, &statuses, current);
+            let next = discover::reroute(target, &statuses, current).map_err(|e| e.to_string());
             engine::Rediscovery {
                 answers: match next {
                     Ok(_) => Vec::new(),
@@ -332,7 +334,10 @@ fn resolve_target(
         Err(_) if target == Target::All => return Ok((given, Vec::new(), None)),
         Err(e) => return Err(RunError::Setup(format!("--target {}: {e}", target.name()))),
     };
-    let roles = discover::roles(&given, &chosen, &view);
+    let roles = discover::roles(&given, &chosen, &view)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let members = discover::members(&given, &chosen, &view);
     Ok((chosen, roles, Some(members)))
 }
@@ -344,8 +349,8 @@ fn by_reflection(cfg: &Config, g: &GrpcSpec, endpoints: &[Endpoint]) -> Result<G
         return Ok(g.clone());
     };
     let m = reflected_method(cfg, g, endpoints)?;
-    let server_streaming = grpc::callable(&m).map_err(RunError::Usage)?;
-    let request = grpc::encode_json(&m, json).map_err(RunError::Usage)?;
+    let server_streaming = grpc::callable(&m).map_err(|e| RunError::Usage(e.to_string()))?;
+    let request = grpc::encode_json(&m, json).map_err(|e| RunError::Usage(e.to_string()))?;
     Ok(GrpcSpec {
         request: GrpcRequest::Encoded(request),
         response: Some(m.output()),
@@ -370,14 +375,14 @@ pub(super) fn reflected_method(
     let Some(endpoint) = endpoints.first() else {
         return Err(RunError::Setup("reflection needs an endpoint".into()));
     };
-    let service = grpc::service_of(method).map_err(RunError::Usage)?;
+    let service = grpc::service_of(method).map_err(|e| RunError::Usage(e.to_string()))?;
     let pool = Reflected::new(cfg, g, endpoint)
         .schema(service)
-        .map_err(|f| match f {
-            ReflectFailure::UnknownService(why) => RunError::Usage(why),
-            ReflectFailure::Other(why) => RunError::Setup(why),
+        .map_err(|e| match e {
+            ReflectError::UnknownService { .. } => RunError::Usage(e.to_string()),
+            _ => RunError::Setup(e.to_string()),
         })?;
-    grpc::find_method(&pool, method).map_err(RunError::Usage)
+    grpc::find_method(&pool, method).map_err(|e| RunError::Usage(e.to_string()))
 }
 
 /// Starts the built-in server.

@@ -90,7 +90,7 @@ fn verify(
         prepared.token.as_deref(),
         cfg.load.timeout,
     )
-    .map_err(RunError::Setup)?;
+    .map_err(|e| RunError::Setup(e.to_string()))?;
     Ok(report::VerifyReport {
         checked: v.checked,
         lost: v.lost,

@@ -12,6 +12,7 @@ use crate::config::{
 };
 use crate::report::show::{self, num};
 use crate::report::{RunReport, plus};
+use crate::rng::Rng;
 use crate::workload::etcd::{self as ops, client};
 
 /// One run of the sweep.
@@ -160,24 +161,20 @@ fn write_range_key(
 ) -> Result<(), RunError> {
     let base = &s.base;
     let key = vec![0; key_size];
-    let value = ops::put_value(&mut ops::Rng::new(base.seed), val_size);
-    let ep = &base.endpoints[0];
-    client::put(
-        ep,
-        Proto::Grpc,
-        &base.net,
-        &base.h2,
-        token,
-        &key,
-        &value,
-        base.load.timeout,
-    )
-    .map(drop)
-    .map_err(|why| {
-        RunError::Setup(format!(
-            "cannot write the {key_size}-byte key to read: {why}"
-        ))
-    })
+    let value = ops::put_value(&mut Rng::new(base.seed), val_size);
+    let dial = client::Dial {
+        ep: &base.endpoints[0],
+        proto: Proto::Grpc,
+        net: &base.net,
+        h2: &base.h2,
+    };
+    client::put(dial, token, &key, &value, base.load.timeout)
+        .map(drop)
+        .map_err(|why| {
+            RunError::Setup(format!(
+                "cannot write the {key_size}-byte key to read: {why}"
+            ))
+        })
 }
 
 /// Runs the sweep (authenticated once with `--user`) and writes its table; fails when a row had

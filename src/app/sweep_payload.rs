@@ -136,14 +136,16 @@ fn by_reflection(s: &PayloadSweep) -> Result<Option<Vec<(u64, Config)>>, RunErro
     };
     let m = prepare::reflected_method(first, g, &first.endpoints)?;
     let input = m.input();
-    let path = grpc::payload_field(&input, field.as_deref()).map_err(RunError::Usage)?;
-    let base = grpc::decode_json(&input, json).map_err(RunError::Usage)?;
-    let server_streaming = grpc::callable(&m).map_err(RunError::Usage)?;
+    let path = grpc::payload_field(&input, field.as_deref())
+        .map_err(|e| RunError::Usage(e.to_string()))?;
+    let base = grpc::decode_json(&input, json).map_err(|e| RunError::Usage(e.to_string()))?;
+    let server_streaming = grpc::callable(&m).map_err(|e| RunError::Usage(e.to_string()))?;
     let mut rows = Vec::with_capacity(s.rows.len());
     for (payload, cfg) in &s.rows {
         let n = usize::try_from(*payload)
             .map_err(|_| RunError::Usage(format!("--payload-size {payload}: too large")))?;
-        let request = grpc::fill_field(&base, &path, n).map_err(RunError::Usage)?;
+        let request =
+            grpc::fill_field(&base, &path, n).map_err(|e| RunError::Usage(e.to_string()))?;
         let spec = WorkloadSpec::Grpc(GrpcSpec {
             request: GrpcRequest::Encoded(request),
             response: Some(m.output()),

@@ -11,7 +11,8 @@ use crate::config::{
     WorkloadSpec,
 };
 use crate::engine;
-use crate::etcd::compact::{self, Compactor};
+use crate::etcd::Cluster;
+use crate::etcd::compact::Compactor;
 use crate::etcd::discover;
 use crate::etcd::watch::{Loss, WatchConfig, Watchers};
 use crate::report::watch::{self as report, GetsReport, PutOutcome, WatchReport};
@@ -104,14 +105,14 @@ fn run_one(
     {
         return run_get(cfg, proto, members, *get_clients, get_key);
     }
-    let watchers = Watchers::start(cfg, proto, members, 0)?;
+    let watchers = Watchers::start(cfg, proto, members, 0).map_err(|e| e.to_string())?;
     // --compact-interval: a compactor beside the put load (stopped with it, or on its error)
     let compactor = match cfg.compact {
-        Some(c) => match Compactor::start(c, compact::Target::watch(cfg)) {
+        Some(c) => match Compactor::start(c, Cluster::watch(cfg)) {
             Ok(c) => Some(c),
             Err(e) => {
                 let _ = watchers.finish(Arc::default());
-                return Err(e);
+                return Err(e.to_string());
             }
         },
         None => None,
@@ -128,7 +129,9 @@ fn run_one(
     // Every watcher should see every acknowledged put to the keys it watches.
     let expected = Arc::new(cfg.expected(&puts.revisions));
     let expected_events: u64 = expected.iter().map(|v| v.len() as u64).sum();
-    let w = watchers.finish(expected.clone())?;
+    let w = watchers
+        .finish(expected.clone())
+        .map_err(|e| e.to_string())?;
     let loss = Loss::count(&expected, &w.seen);
     let mut report = WatchReport::new(cfg, proto, w, &puts, expected_events, loss);
     report.compaction = compaction.as_ref().map(crate::report::CompactionReport::of);
@@ -184,7 +187,7 @@ fn run_get(
     let ran = gets
         .join()
         .map_err(|_| "the range load's thread panicked (a bug: please report it)".to_string())?;
-    let w = watched?;
+    let w = watched.map_err(|e| e.to_string())?;
     let ran = ran.map_err(|e| e.to_string())?;
     let loss = Loss::count(&expected, &w.seen);
     let mut report = WatchReport::new(cfg, proto, w, &puts, expected_events, loss);
@@ -225,7 +228,7 @@ const GETS_SLACK: Duration = Duration::from_secs(60);
 /// when it goes away. Every put ends counted in exactly one of `ok`, `failed` and
 /// `not_sent`; an error is a setup error (a connection, the request).
 pub fn put_load(cfg: &WatchConfig, members: &[Endpoint]) -> Result<PutOutcome, String> {
-    let workload = Workload::WatchPuts(Box::new(WatchPuts::new(cfg)?));
+    let workload = Workload::WatchPuts(Box::new(WatchPuts::new(cfg).map_err(|e| e.to_string())?));
     let endpoints = &cfg.endpoints[..1];
     let put_cfg = put_config(cfg);
     let failover = (members.len() > 1).then(|| prepare::failover(&put_cfg, members.to_vec(), None));

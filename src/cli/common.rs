@@ -7,8 +7,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::error::ArgError;
+use crate::client::grpc::H2Client;
 use crate::config::{Compaction, Endpoint, Proto, Target, parse_duration, parse_size};
-use crate::net::H2Client;
 
 /// The largest key or value wirebench will generate (etcd's own request limit is 1.5 MiB).
 pub(super) const MAX_GENERATED: usize = 64 << 20;
@@ -130,7 +130,8 @@ impl TlsArgs {
             insecure_skip_verify: self.insecure_skip_verify,
             sni: self.sni.clone(),
             resume: self.tls_resume == OnOff::On,
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         Ok(Some(std::sync::Arc::new(client)))
     }
 }

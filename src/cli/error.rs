@@ -21,6 +21,8 @@ pub enum ArgError {
     Threshold(#[from] crate::threshold::ThresholdError),
     #[error(transparent)]
     Clock(#[from] crate::stats::ClockError),
+    #[error(transparent)]
+    Bind(#[from] crate::net::BindError),
     /// Flags (or a flag and the command) that do not go together; the text says why.
     #[error("{0}")]
     Conflict(&'static str),

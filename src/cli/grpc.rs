@@ -103,7 +103,7 @@ impl GrpcArgs {
                  TARGET --list` lists what a server with reflection has)",
             ));
         };
-        let service = service_of(method)?;
+        let service = service_of(method).map_err(|e| e.to_string())?;
         let name = method.trim_start_matches('/');
         let path = format!("/{service}/{}", &name[service.len() + 1..]);
         if self.reflect && !self.proto_files.is_empty() {
@@ -131,9 +131,9 @@ impl GrpcArgs {
             let bytes = read_limited("--data-bin", f, MAX_DATA_FILE)?;
             (GrpcRequest::Encoded(bytes), None)
         } else {
-            let pool = compile(&self.proto_files, &self.import_paths)?;
-            let m = find_method(&pool, method)?;
-            server_streaming = callable(&m)?;
+            let pool = compile(&self.proto_files, &self.import_paths).map_err(|e| e.to_string())?;
+            let m = find_method(&pool, method).map_err(|e| e.to_string())?;
+            server_streaming = callable(&m).map_err(|e| e.to_string())?;
             let bytes = match &self.data_bin {
                 Some(f) => {
                     let bytes = read_limited("--data-bin", f, MAX_DATA_FILE)?;
@@ -146,7 +146,7 @@ impl GrpcArgs {
                     })?;
                     bytes
                 }
-                None => encode_json(&m, &self.json()?)?,
+                None => encode_json(&m, &self.json()?).map_err(|e| e.to_string())?,
             };
             (GrpcRequest::Encoded(bytes), Some(m.output()))
         };

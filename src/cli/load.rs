@@ -11,11 +11,12 @@ use super::common::{
     Stacks, TlsArgs, nonzero,
 };
 use super::error::ArgError;
+use crate::client::grpc::H2Config;
 use crate::config::stages::Stages;
 use crate::config::{
     Config, Endpoint, Format, Interval, Load, Proto, Staged, Stop, Target, WorkloadSpec,
 };
-use crate::net::{H2Config, NetConfig};
+use crate::net::NetConfig;
 use crate::threshold::Threshold;
 use crate::workload::Workload;
 use wirebench_wire::h2::hpack::Strategy;

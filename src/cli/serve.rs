@@ -106,7 +106,9 @@ impl ServeArgs {
             max_conn_idle: self.max_conn_idle,
             max_concurrent_streams: self.max_concurrent_streams,
             tls: match (&self.tls_cert, &self.tls_key) {
-                (Some(c), Some(k)) => Some(crate::net::tls::server_config(c, k)?),
+                (Some(c), Some(k)) => {
+                    Some(crate::net::tls::server_config(c, k).map_err(|e| e.to_string())?)
+                }
                 (None, None) => None,
                 _ => return Err(ArgError::Conflict("--tls-cert and --tls-key go together")),
             },

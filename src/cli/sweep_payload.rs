@@ -378,7 +378,7 @@ impl SweepGrpcArgs {
                 "a method is needed: package.Service/Method",
             ));
         };
-        let service = crate::workload::grpc::service_of(method)?;
+        let service = crate::workload::grpc::service_of(method).map_err(|e| e.to_string())?;
         let name = method.trim_start_matches('/');
         let path = format!("/{service}/{}", &name[service.len() + 1..]);
         if g.reflect && !g.proto_files.is_empty() {
@@ -423,9 +423,9 @@ impl SweepGrpcArgs {
             }
             Some(self.payload_field.clone())
         } else {
-            let pool = compile(&g.proto_files, &g.import_paths)?;
-            let m = find_method(&pool, method)?;
-            let server_streaming = callable(&m)?;
+            let pool = compile(&g.proto_files, &g.import_paths).map_err(|e| e.to_string())?;
+            let m = find_method(&pool, method).map_err(|e| e.to_string())?;
+            let server_streaming = callable(&m).map_err(|e| e.to_string())?;
             let base = match &g.data_bin {
                 Some(f) => {
                     let bytes =
@@ -438,12 +438,15 @@ impl SweepGrpcArgs {
                         }
                     })?
                 }
-                None => decode_json(&m.input(), &g.json()?)?,
+                None => decode_json(&m.input(), &g.json()?).map_err(|e| e.to_string())?,
             };
-            let field = payload_field(&m.input(), self.payload_field.as_deref())?;
+            let field = payload_field(&m.input(), self.payload_field.as_deref())
+                .map_err(|e| e.to_string())?;
             for &size in &self.payload_size {
                 // below MAX_DATA_FILE (checked above), so it fits a usize
-                let request = GrpcRequest::Encoded(fill_field(&base, &field, size as usize)?);
+                let request = GrpcRequest::Encoded(
+                    fill_field(&base, &field, size as usize).map_err(|e| e.to_string())?,
+                );
                 let spec = spec(request, Some(m.output()), server_streaming)?;
                 rows.push((size, shared.row(spec, endpoints.clone())?));
             }

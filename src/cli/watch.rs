@@ -11,8 +11,9 @@ use super::common::{
     parse_endpoints,
 };
 use super::error::ArgError;
+use crate::client::grpc::H2Config;
 use crate::config::{Format, Proto, WatchConfig, WatchKind, parse_duration};
-use crate::net::{H2Config, NetConfig};
+use crate::net::NetConfig;
 
 /// h2's small-DATA-frame allowance on watch connections (bytes of framing overhead).
 const WATCH_DATA_FRAME_BUDGET: usize = 16 << 20;

@@ -1,4 +1,5 @@
-//! Connections that carry one request at a time per caller: HTTP/1.1 keepalive and gRPC on h2.
+//! Connections that carry one request at a time per caller: HTTP/1.1 keepalive, and gRPC and
+//! plain HTTP/2 on h2 (`grpc`, on either h2 client).
 
 pub mod grpc;
 pub mod http1;
@@ -28,13 +29,17 @@ pub fn io_failure(e: &io::Error) -> Failure {
     }
 }
 
+/// The runtime `block_on` needs could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start a runtime: {0}")]
+pub struct RuntimeError(#[from] io::Error);
+
 /// Runs `fut` to completion on a fresh current-thread runtime with a `LocalSet` (the h2 drivers
-/// are local tasks): the one-off calls before a run (etcd's authenticate, status, member list, put), the watch
-/// benchmark's own threads.
-pub fn block_on<F: Future>(fut: F) -> Result<F::Output, String> {
+/// are local tasks): the one-off calls before a run (etcd's authenticate, status, member list,
+/// put), the watch benchmark's own threads.
+pub fn block_on<F: Future>(fut: F) -> Result<F::Output, RuntimeError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        .build()?;
     Ok(tokio::task::LocalSet::new().block_on(&rt, fut))
 }

@@ -248,8 +248,12 @@ fn ended(status: Option<Result<Code, grpc::Error>>, message: Option<&str>) -> Br
         Some(Ok(code)) => (
             Some(StatusKey::Grpc(code.as_u32())),
             match message {
-                Some(m) => Failure::with(FailureKind::Etcd, format_args!("{}: {m}", code.as_str())),
-                None => Failure::with(FailureKind::Etcd, code.as_str()),
+                Some(m) => Failure::status(
+                    FailureKind::Etcd,
+                    code,
+                    format_args!("{}: {m}", code.as_str()),
+                ),
+                None => Failure::status(FailureKind::Etcd, code, code.as_str()),
             },
         ),
         Some(Err(e)) => (None, Failure::with(FailureKind::GrpcFraming, e)),

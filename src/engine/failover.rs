@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind};
 use crate::stats::{FailoverEvent, Unresolved};
+use wirebench_wire::grpc::Code;
 
 /// How often the main thread asks the cluster again while clients keep failing.
 pub(super) const RETRY_EVERY: Duration = Duration::from_millis(50);
@@ -68,7 +69,9 @@ pub(super) struct Routes {
     errors: Mutex<Unresolved>,
 }
 
-/// Whether failure `f` can mean its member is gone or no longer leads.
+/// Whether failure `f` can mean its member is gone or no longer leads: the connection failed,
+/// or etcd answered UNAVAILABLE ("no leader", "leader changed", "request timed out", a member
+/// the gateway cannot reach).
 fn suggests_move(f: &Failure) -> bool {
     match f.kind {
         FailureKind::Connect
@@ -79,10 +82,7 @@ fn suggests_move(f: &Failure) -> bool {
         | FailureKind::RstStream
         | FailureKind::Goaway
         | FailureKind::H2 => true,
-        FailureKind::Etcd => f.detail.as_deref().is_some_and(|d| {
-            let d = d.to_ascii_lowercase();
-            d.contains("leader") || d.contains("timed out") || d.contains("unavailable")
-        }),
+        FailureKind::Etcd => f.code == Some(Code::Unavailable),
         _ => false,
     }
 }
@@ -330,12 +330,35 @@ mod tests {
     }
 
     #[test]
+    fn a_move_is_suggested_by_the_kind_or_the_status_code_never_the_text() {
+        let etcd = |code| Failure::status(FailureKind::Etcd, code, "etcdserver: no leader");
+        assert!(suggests_move(&etcd(Code::Unavailable)));
+        assert!(suggests_move(&Failure::new(FailureKind::Connect)));
+        assert!(!suggests_move(&etcd(Code::InvalidArgument)));
+        // a text that reads like one, without the code
+        assert!(!suggests_move(&Failure::with(
+            FailureKind::Etcd,
+            "UNAVAILABLE: etcdserver: leader changed"
+        )));
+        // a server that is not etcd
+        assert!(!suggests_move(&Failure::status(
+            FailureKind::GrpcStatus,
+            Code::Unavailable,
+            "UNAVAILABLE"
+        )));
+    }
+
+    #[test]
     fn an_episode_without_a_move_is_no_failover() {
         let r = Routes::new(2, Instant::now());
         let f = failover(vec![0, 1]);
         r.failed(
             1,
-            &Failure::with(FailureKind::Etcd, "etcdserver: leader changed"),
+            &Failure::status(
+                FailureKind::Etcd,
+                Code::Unavailable,
+                "etcdserver: leader changed",
+            ),
             true,
         );
         r.rediscover(&f);

@@ -178,16 +178,13 @@ impl ConnSlot {
                 break Ok(Err(CallError::plain(Failure::new(FailureKind::Connect))));
             };
             let generation = h.generation;
-            let call = grpc_client::unary_sent(
-                &mut h.send,
-                &h.ledger,
+            let req = grpc_client::Request {
                 call,
-                body,
-                rx,
+                bytes: body,
                 max_message,
-                progress,
-                Some(deadline),
-            );
+            };
+            let call =
+                grpc_client::unary_sent(&mut h.send, &h.ledger, req, rx, progress, Some(deadline));
             let Some(r) = call.await else {
                 break Err(());
             };
@@ -475,16 +472,12 @@ async fn stream_call(
     } else {
         0
     };
-    let call = grpc_client::server_stream(
-        &mut h.send,
-        &h.ledger,
-        work.call(endpoint),
-        work.grpc_request(),
-        rx,
-        ctx.h2.max_recv_message,
-        &progress,
-        keep,
-    );
+    let req = grpc_client::Request {
+        call: work.call(endpoint),
+        bytes: work.grpc_request(),
+        max_message: ctx.h2.max_recv_message,
+    };
+    let call = grpc_client::server_stream(&mut h.send, &h.ledger, req, rx, &progress, keep);
     let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
     let result = tokio::time::timeout_at(deadline, call).await;
     if progress.sent.get() {

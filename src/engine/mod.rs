@@ -51,8 +51,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use crate::client::grpc::H2Config;
 use crate::config::{Proto, Stop};
-use crate::net::{H2Config, NetConfig};
+use crate::net::NetConfig;
 use crate::workload::OnStack;
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.

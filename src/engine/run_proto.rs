@@ -307,7 +307,7 @@ impl Ctx {
             warmup: load.warmup,
             timeout: load.timeout,
             net: cfg.net.clone(),
-            h2: crate::net::H2Config {
+            h2: crate::client::grpc::H2Config {
                 plain: proto == Proto::H2,
                 ..cfg.h2
             },

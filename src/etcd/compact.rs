@@ -6,16 +6,22 @@
 //! their own threads). A revision read or a compaction that fails is counted with its reason,
 //! and the connection is opened again at the next interval.
 
+use std::io;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::config::{Compaction, Endpoint, Proto};
-use crate::net::{H2Config, NetConfig};
+use super::Cluster;
+use crate::config::{Compaction, Proto};
 use crate::outcome::{Failure, FailureKind};
 use crate::stats::Compactions;
-use crate::workload::etcd::client::Connection;
+use crate::workload::etcd::client::{Connection, Dial};
+
+/// The compactor could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the compactor's thread: {0}")]
+pub struct CompactError(io::Error);
 
 /// A compactor running beside a load; `stop` ends it and says what it did.
 pub struct Compactor {
@@ -23,37 +29,14 @@ pub struct Compactor {
     thread: Option<JoinHandle<Compactions>>,
 }
 
-/// What the compactor calls: the members a run may use (its endpoints first), the connection
-/// settings, the auth token and the per-request timeout.
-pub struct Target {
-    pub members: Vec<Endpoint>,
-    pub net: NetConfig,
-    pub h2: H2Config,
-    pub token: Option<String>,
-    pub timeout: Duration,
-}
-
-impl Target {
-    /// The watch benchmark's: its endpoints, its settings, the put timeout per request.
-    pub fn watch(cfg: &crate::config::WatchConfig) -> Target {
-        Target {
-            members: cfg.endpoints.clone(),
-            net: cfg.net.clone(),
-            h2: cfg.h2,
-            token: None,
-            timeout: cfg.put_timeout,
-        }
-    }
-}
-
 impl Compactor {
-    /// Starts compacting every `cfg.interval` (the first one interval from now).
-    pub fn start(cfg: Compaction, target: Target) -> Result<Compactor, String> {
+    /// Starts compacting `cluster` every `cfg.interval` (the first one interval from now).
+    pub fn start(cfg: Compaction, cluster: Cluster) -> Result<Compactor, CompactError> {
         let (stop, stopped) = oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("wirebench-compactor".into())
             .spawn(move || {
-                crate::client::block_on(compact_every(cfg, target, stopped)).unwrap_or_else(|e| {
+                crate::client::block_on(compact_every(cfg, cluster, stopped)).unwrap_or_else(|e| {
                     Compactions {
                         interval: cfg.interval,
                         index_delta: cfg.index_delta,
@@ -62,7 +45,7 @@ impl Compactor {
                     }
                 })
             })
-            .map_err(|e| format!("cannot start the compactor's thread: {e}"))?;
+            .map_err(CompactError)?;
         Ok(Compactor {
             stop: Some(stop),
             thread: Some(thread),
@@ -103,7 +86,7 @@ impl Drop for Compactor {
 /// The compactor's loop: sleep an interval (or stop), read the revision, compact.
 async fn compact_every(
     cfg: Compaction,
-    t: Target,
+    t: Cluster,
     mut stopped: oneshot::Receiver<()>,
 ) -> Compactions {
     let mut done = Compactions {
@@ -186,10 +169,16 @@ async fn compact_every(
 }
 
 /// A gRPC connection to the first member that accepts one, and which member it is.
-async fn open(t: &Target) -> Result<(Connection, usize), Failure> {
+async fn open(t: &Cluster) -> Result<(Connection, usize), Failure> {
     let mut last = Failure::with(FailureKind::Connect, "no member to compact on");
     for (m, ep) in t.members.iter().enumerate() {
-        match Connection::open(ep, m, Proto::Grpc, &t.net, &t.h2).await {
+        let dial = Dial {
+            ep,
+            proto: Proto::Grpc,
+            net: &t.net,
+            h2: &t.h2,
+        };
+        match Connection::open(dial, m).await {
             Ok(c) => return Ok((c, m)),
             Err(e) => {
                 last = Failure::with(FailureKind::Connect, format_args!("{}: {e}", ep.url));

@@ -8,15 +8,20 @@
 //! synthetic views. In etcd 3.4 neither call needs an auth token (a token that is given is sent
 //! all the same).
 
+use std::fmt;
 use std::future::Future;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::HeaderValue;
 
+use crate::client::RuntimeError;
+use crate::client::grpc::H2Config;
 use crate::config::{Endpoint, Proto};
-use crate::net::{H2Config, NetConfig};
-use crate::workload::etcd::client::{self, Connection, Member};
+use crate::net::NetConfig;
+use crate::outcome::Failure;
+use crate::workload::etcd::client::{self, Connection, Dial, Member};
 
 /// The targets discovery resolves (plain data, defined with the rest of the configuration).
 pub use crate::config::Target;
@@ -24,6 +29,95 @@ pub use crate::config::Target;
 /// Whether `target` needs to know the cluster's roles before the run.
 pub fn needs_discovery(target: Target) -> bool {
     target != Target::First
+}
+
+/// An etcd member's role, as discovery labels the endpoints a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Leader,
+    Follower,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Leader => "leader",
+            Role::Follower => "follower",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why one member gave no status (or no member list).
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// no connection: the OS's words without their "(os error N)" tail
+    #[error("connect: {}", io_text(.0))]
+    Connect(io::Error),
+    #[error("{0}")]
+    Failed(Failure),
+    #[error("the response names no member id")]
+    NoMemberId,
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the server closed the connection after the status")]
+    ClosedAfterStatus,
+    /// the probe's task ended without its answer
+    #[error("{0}")]
+    Task(tokio::task::JoinError),
+    /// no runtime to ask with (shared by every member of a survey)
+    #[error("{0}")]
+    Runtime(Arc<RuntimeError>),
+}
+
+/// Why the cluster could not be discovered: one line, naming the endpoint at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoverError {
+    #[error("no endpoints to discover the cluster through")]
+    NoEndpoints,
+    #[error("the auth token is not a valid header value")]
+    Token,
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error("status of {url}: {source}")]
+    Status { url: String, source: ProbeError },
+    #[error("member list from {url}: {source}")]
+    Members { url: String, source: ProbeError },
+}
+
+/// Why `--target` selects no endpoint in the cluster as seen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("no endpoints")]
+    NoEndpoints,
+    #[error("no member answers")]
+    NoMemberAnswers,
+    #[error("no leader yet: no answering member leads at the newest term (an election runs)")]
+    NoLeaderYet,
+    #[error("no follower answers")]
+    NoFollowerAnswers,
+    #[error("no member answered with its status")]
+    NoStatus,
+    #[error("no leader: the members disagree or an election is running")]
+    NoLeader,
+    #[error("the leader (member {0:x}) is not among the endpoints")]
+    LeaderNotGiven(u64),
+    #[error("no follower among the endpoints; give more --endpoints")]
+    NoFollower,
+    #[error("the leader (member {0:x}) is not in the member list")]
+    LeaderNotListed(u64),
+    /// `member`: the leader described (`m2, member 8e9e05c52164694d`)
+    #[error("the leader ({member}) has no client URL")]
+    NoClientUrl { member: String },
+    /// the leader's client URL is no endpoint: why, in the configuration's words
+    #[error("the leader ({member}): {why}")]
+    BadClientUrl { member: String, why: String },
 }
 
 /// What one endpoint's Maintenance Status said.
@@ -58,13 +152,12 @@ pub fn discover(
     net: &NetConfig,
     h2: &H2Config,
     token: Option<&str>,
-) -> Result<ClusterView, String> {
+) -> Result<ClusterView, DiscoverError> {
     if endpoints.is_empty() {
-        return Err("no endpoints to discover the cluster through".into());
+        return Err(DiscoverError::NoEndpoints);
     }
     if let Some(t) = token {
-        HeaderValue::from_str(t)
-            .map_err(|_| "the auth token is not a valid header value".to_string())?;
+        HeaderValue::from_str(t).map_err(|_| DiscoverError::Token)?;
     }
     let proto = if over_grpc { Proto::Grpc } else { Proto::Http };
     crate::client::block_on(async {
@@ -76,18 +169,29 @@ pub fn discover(
         let mut first_error = None;
         // Every probe is awaited, so the connections that worked are closed cleanly.
         for (handle, ep) in probes.into_iter().zip(endpoints) {
+            let status = |source| DiscoverError::Status {
+                url: ep.url.clone(),
+                source,
+            };
             match handle.await {
-                Ok(Ok((status, list))) => {
+                Ok((Ok(status), list)) => {
                     statuses.push(status);
-                    if let Some(list) = list {
-                        members = list;
+                    match list {
+                        Some(Ok(list)) => members = list,
+                        Some(Err(source)) => {
+                            first_error.get_or_insert(DiscoverError::Members {
+                                url: ep.url.clone(),
+                                source,
+                            });
+                        }
+                        None => {}
                     }
                 }
-                Ok(Err(e)) => {
-                    first_error.get_or_insert(e);
+                Ok((Err(e), _)) => {
+                    first_error.get_or_insert(status(e));
                 }
                 Err(e) => {
-                    first_error.get_or_insert(format!("status of {}: {e}", ep.url));
+                    first_error.get_or_insert(status(ProbeError::Task(e)));
                 }
             }
         }
@@ -107,7 +211,7 @@ pub fn survey(
     h2: &H2Config,
     token: Option<&str>,
     limit: Duration,
-) -> Vec<Result<MemberStatus, String>> {
+) -> Vec<Result<MemberStatus, ProbeError>> {
     let proto = if over_grpc { Proto::Grpc } else { Proto::Http };
     let net = NetConfig {
         connect_timeout: limit,
@@ -122,25 +226,26 @@ pub fn survey(
             })
             .collect();
         let mut out = Vec::with_capacity(probes.len());
-        for (p, ep) in probes.into_iter().zip(endpoints) {
+        for p in probes {
             out.push(match p.await {
-                Ok(Ok(Ok((status, _)))) => Ok(status),
-                Ok(Ok(Err(e))) => {
-                    let about = format!("status of {}: ", ep.url);
-                    Err(e.strip_prefix(&about).map_or(e.clone(), str::to_string))
-                }
-                Ok(Err(_)) => Err(format!("no answer within {:?}", limit * 2)),
-                Err(e) => Err(e.to_string()),
+                Ok(Ok((status, _))) => status,
+                Ok(Err(_)) => Err(ProbeError::Timeout(limit * 2)),
+                Err(e) => Err(ProbeError::Task(e)),
             });
         }
         out
     })
-    .unwrap_or_else(|e| vec![Err(e.to_string()); endpoints.len()])
+    .unwrap_or_else(|e| {
+        let e = Arc::new(e);
+        (0..endpoints.len())
+            .map(|_| Err(ProbeError::Runtime(e.clone())))
+            .collect()
+    })
 }
 
 /// One member's answer to a survey, as a run that found nowhere to go reports it:
 /// `http://127.0.0.1:2379: member 8e9e05c52164694d, leader none (term 5)`.
-pub fn answer_line(ep: &Endpoint, answer: &Result<MemberStatus, String>) -> String {
+pub fn answer_line(ep: &Endpoint, answer: &Result<MemberStatus, ProbeError>) -> String {
     match answer {
         Ok(s) if s.leader == 0 => format!(
             "{}: member {:x}, leader none (term {})",
@@ -163,10 +268,10 @@ pub fn reroute(
     target: Target,
     statuses: &[Option<MemberStatus>],
     current: &[usize],
-) -> Result<Vec<usize>, String> {
+) -> Result<Vec<usize>, TargetError> {
     let live: Vec<&MemberStatus> = statuses.iter().flatten().collect();
     if live.is_empty() {
-        return Err("no member answers".into());
+        return Err(TargetError::NoMemberAnswers);
     }
     // Raft elects at most one leader per term: a member that says it leads, at the highest
     // term any answering member has seen, leads (one still naming no leader at that term has
@@ -180,9 +285,7 @@ pub fn reroute(
     match target {
         Target::First => Ok(current.to_vec()),
         Target::Leader => {
-            let l = leader.ok_or(
-                "no leader yet: no answering member leads at the newest term (an election runs)",
-            )?;
+            let l = leader.ok_or(TargetError::NoLeaderYet)?;
             Ok(vec![l; current.len()])
         }
         Target::All | Target::Followers => {
@@ -192,7 +295,7 @@ pub fn reroute(
                 .filter(|&e| target == Target::All || Some(e) != leader)
                 .collect();
             if pool.is_empty() {
-                return Err("no follower answers".into());
+                return Err(TargetError::NoFollowerAnswers);
             }
             Ok(current
                 .iter()
@@ -267,12 +370,20 @@ impl Probe {
         })
     }
 
-    /// The status, and the member list when it was asked for, over one connection.
-    async fn run(self, proto: Proto) -> Result<(MemberStatus, Option<Vec<Member>>), String> {
+    /// The status, and the member list when it was asked for (and the status came), over one
+    /// connection.
+    async fn run(self, proto: Proto) -> (Result<MemberStatus, ProbeError>, Option<Members>) {
         let ep = &self.ep;
-        let mut conn = Connection::open(ep, self.index, proto, &self.net, &self.h2)
-            .await
-            .map_err(|e| format!("status of {}: connect: {}", ep.url, io_text(&e)))?;
+        let dial = Dial {
+            ep,
+            proto,
+            net: &self.net,
+            h2: &self.h2,
+        };
+        let mut conn = match Connection::open(dial, self.index).await {
+            Ok(c) => c,
+            Err(e) => return (Err(ProbeError::Connect(e)), None),
+        };
         let limit = self.net.connect_timeout;
         let token = self.token.as_deref();
         let status = bounded(limit, async {
@@ -280,7 +391,7 @@ impl Probe {
                 .client(&ep.authority, token)
                 .status()
                 .await
-                .map_err(|f| f.to_string())?;
+                .map_err(ProbeError::Failed)?;
             member_status(self.index, s)
         })
         .await;
@@ -291,28 +402,25 @@ impl Probe {
                     conn.client(&ep.authority, token)
                         .member_list()
                         .await
-                        .map_err(|f| f.to_string())
+                        .map_err(ProbeError::Failed)
                 })
                 .await,
             ),
-            Ok(_) => Some(Err(
-                "the server closed the connection after the status".into()
-            )),
+            Ok(_) => Some(Err(ProbeError::ClosedAfterStatus)),
             Err(_) => None,
         };
         conn.close().await;
-        let status = status.map_err(|e| format!("status of {}: {e}", ep.url))?;
-        let members = members
-            .transpose()
-            .map_err(|e| format!("member list from {}: {e}", ep.url))?;
-        Ok((status, members))
+        (status, members)
     }
 }
 
+/// A member list, or why there is none.
+type Members = Result<Vec<Member>, ProbeError>;
+
 /// A checked status: a member that does not say who it is cannot be matched to a leader.
-fn member_status(endpoint: usize, s: client::Status) -> Result<MemberStatus, String> {
+fn member_status(endpoint: usize, s: client::Status) -> Result<MemberStatus, ProbeError> {
     if s.member_id == 0 {
-        return Err("the response names no member id".into());
+        return Err(ProbeError::NoMemberId);
     }
     Ok(MemberStatus {
         endpoint,
@@ -326,11 +434,11 @@ fn member_status(endpoint: usize, s: client::Status) -> Result<MemberStatus, Str
 /// `fut`, or an error once `limit` has passed.
 async fn bounded<T>(
     limit: Duration,
-    fut: impl Future<Output = Result<T, String>>,
-) -> Result<T, String> {
+    fut: impl Future<Output = Result<T, ProbeError>>,
+) -> Result<T, ProbeError> {
     tokio::time::timeout(limit, fut)
         .await
-        .unwrap_or_else(|_| Err(format!("no answer within {limit:?}")))
+        .unwrap_or(Err(ProbeError::Timeout(limit)))
 }
 
 /// The OS's words for an IO error without the "(os error N)" tail, e.g. "connection refused".
@@ -348,13 +456,13 @@ fn io_text(e: &io::Error) -> String {
 }
 
 /// The leader every status agrees on.
-fn agreed_leader(view: &ClusterView) -> Result<u64, String> {
+fn agreed_leader(view: &ClusterView) -> Result<u64, TargetError> {
     let mut leaders = view.statuses.iter().map(|s| s.leader);
     let Some(leader) = leaders.next() else {
-        return Err("no member answered with its status".into());
+        return Err(TargetError::NoStatus);
     };
     if leader == 0 || leaders.any(|l| l != leader) {
-        return Err("no leader: the members disagree or an election is running".into());
+        return Err(TargetError::NoLeader);
     }
     Ok(leader)
 }
@@ -365,9 +473,9 @@ pub fn select(
     view: &ClusterView,
     endpoints: &[Endpoint],
     target: Target,
-) -> Result<Vec<usize>, String> {
+) -> Result<Vec<usize>, TargetError> {
     if endpoints.is_empty() {
-        return Err("no endpoints".into());
+        return Err(TargetError::NoEndpoints);
     }
     let given = |s: &&MemberStatus| s.endpoint < endpoints.len();
     match target {
@@ -380,7 +488,7 @@ pub fn select(
                 .filter(given)
                 .find(|s| s.member_id == leader)
                 .map(|s| vec![s.endpoint])
-                .ok_or_else(|| format!("the leader (member {leader:x}) is not among the endpoints"))
+                .ok_or(TargetError::LeaderNotGiven(leader))
         }
         Target::Followers => {
             let leader = agreed_leader(view)?;
@@ -392,7 +500,7 @@ pub fn select(
                 .map(|s| s.endpoint)
                 .collect();
             if followers.is_empty() {
-                return Err("no follower among the endpoints; give more --endpoints".into());
+                return Err(TargetError::NoFollower);
             }
             Ok(followers)
         }
@@ -406,7 +514,7 @@ pub fn resolve(
     endpoints: &[Endpoint],
     target: Target,
     view: &ClusterView,
-) -> Result<Vec<Endpoint>, String> {
+) -> Result<Vec<Endpoint>, TargetError> {
     if target == Target::Leader {
         let leader = agreed_leader(view)?;
         let given = view
@@ -428,23 +536,27 @@ fn leader_from_members(
     endpoints: &[Endpoint],
     view: &ClusterView,
     leader: u64,
-) -> Result<Endpoint, String> {
+) -> Result<Endpoint, TargetError> {
     let member = view
         .members
         .iter()
         .find(|m| m.id == leader)
-        .ok_or_else(|| format!("the leader (member {leader:x}) is not in the member list"))?;
+        .ok_or(TargetError::LeaderNotListed(leader))?;
     let url = member
         .client_urls
         .first()
-        .ok_or_else(|| format!("the leader ({}) has no client URL", describe(member)))?;
+        .ok_or_else(|| TargetError::NoClientUrl {
+            member: describe(member),
+        })?;
     let scheme = match endpoints.first() {
         Some(ep) if ep.tls => "https://",
         _ => "http://",
     };
     let authority = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-    Endpoint::parse(&format!("{scheme}{authority}"))
-        .map_err(|e| format!("the leader ({}): {e}", describe(member)))
+    Endpoint::parse(&format!("{scheme}{authority}")).map_err(|why| TargetError::BadClientUrl {
+        member: describe(member),
+        why: why.to_string(),
+    })
 }
 
 /// `m2, member 8e9e05c52164694d` (the name is empty until a member has started).
@@ -456,9 +568,9 @@ fn describe(m: &Member) -> String {
     }
 }
 
-/// The role of each chosen endpoint: "leader" or "follower" by the statuses of the `given`
+/// The role of each chosen endpoint: leader or follower by the statuses of the `given`
 /// endpoints it is one of; an endpoint not given is the leader found in the member list.
-pub fn roles(given: &[Endpoint], chosen: &[Endpoint], view: &ClusterView) -> Vec<String> {
+pub fn roles(given: &[Endpoint], chosen: &[Endpoint], view: &ClusterView) -> Vec<Role> {
     let leader = view.statuses.first().map(|s| s.leader).unwrap_or_default();
     chosen
         .iter()
@@ -468,285 +580,14 @@ pub fn roles(given: &[Endpoint], chosen: &[Endpoint], view: &ClusterView) -> Vec
                 .position(|g| g.addr == ep.addr)
                 .and_then(|i| view.statuses.iter().find(|s| s.endpoint == i));
             match status {
-                Some(s) if s.member_id == leader => "leader",
-                Some(_) => "follower",
+                Some(s) if s.member_id == leader => Role::Leader,
+                Some(_) => Role::Follower,
                 // not a given endpoint: the leader found in the member list
-                None => "leader",
+                None => Role::Leader,
             }
-            .to_string()
         })
         .collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn endpoints(ports: &[u16]) -> Vec<Endpoint> {
-        ports
-            .iter()
-            .map(|p| Endpoint::parse(&format!("http://127.0.0.1:{p}")).unwrap())
-            .collect()
-    }
-
-    fn status(endpoint: usize, member_id: u64, leader: u64) -> MemberStatus {
-        MemberStatus {
-            endpoint,
-            member_id,
-            leader,
-            raft_term: 2,
-            is_learner: false,
-        }
-    }
-
-    /// Members 11, 22, 33 on ports 2001..2003; 22 leads.
-    fn members() -> Vec<Member> {
-        [(11, 2001), (22, 2002), (33, 2003)]
-            .into_iter()
-            .map(|(id, port)| Member {
-                id,
-                name: format!("m{}", id / 11),
-                client_urls: vec![format!("http://127.0.0.1:{port}")],
-            })
-            .collect()
-    }
-
-    fn full_view() -> ClusterView {
-        ClusterView {
-            statuses: vec![status(0, 11, 22), status(1, 22, 22), status(2, 33, 22)],
-            members: members(),
-        }
-    }
-
-    fn ports(eps: &[Endpoint]) -> Vec<u16> {
-        eps.iter().map(|e| e.addr.port()).collect()
-    }
-
-    #[test]
-    fn targets_parse_and_name() {
-        for t in [
-            Target::Leader,
-            Target::Followers,
-            Target::All,
-            Target::First,
-        ] {
-            assert_eq!(t.name().parse::<Target>().unwrap(), t);
-        }
-        let e = "primary".parse::<Target>().unwrap_err().to_string();
-        assert!(e.contains("leader, followers, all or first"), "{e}");
-        assert!(!needs_discovery(Target::First));
-        assert!(needs_discovery(Target::Leader));
-        assert!(needs_discovery(Target::Followers));
-        assert!(needs_discovery(Target::All));
-    }
-
-    #[test]
-    fn reroute_follows_the_leader_and_leaves_the_dead() {
-        // member 0 (id 11) led and is gone; 22 leads now
-        let after = vec![None, Some(status(1, 22, 22)), Some(status(2, 33, 22))];
-        assert_eq!(reroute(Target::Leader, &after, &[0]).unwrap(), vec![1]);
-        // slots on live members stay; the dead one's slot moves
-        assert_eq!(
-            reroute(Target::All, &after, &[0, 1, 2]).unwrap(),
-            vec![1, 1, 2]
-        );
-        assert_eq!(
-            reroute(Target::Followers, &after, &[0, 2]).unwrap(),
-            vec![2, 2]
-        );
-        // an election: no leader named yet
-        let electing = vec![None, Some(status(1, 22, 0)), Some(status(2, 33, 0))];
-        assert!(reroute(Target::Leader, &electing, &[0]).is_err());
-        // still named, but the named leader does not answer
-        let stale = vec![None, Some(status(1, 22, 11)), Some(status(2, 33, 11))];
-        assert!(reroute(Target::Leader, &stale, &[0]).is_err());
-        // 33 won term 3; 22 has not had its first heartbeat yet
-        let at = |endpoint, id, leader, raft_term| {
-            Some(MemberStatus {
-                raft_term,
-                ..status(endpoint, id, leader)
-            })
-        };
-        let won = vec![None, at(1, 22, 0, 3), at(2, 33, 33, 3)];
-        assert_eq!(reroute(Target::Leader, &won, &[0]).unwrap(), vec![2]);
-        // an old leader cut off at term 2 still says it leads: the term-3 leader does
-        let cut_off = vec![at(0, 11, 11, 2), at(1, 22, 33, 3), at(2, 33, 33, 3)];
-        assert_eq!(reroute(Target::Leader, &cut_off, &[0]).unwrap(), vec![2]);
-        // a member already at term 4 (a new election) outranks the term-3 leader
-        let newer = vec![None, at(1, 22, 0, 4), at(2, 33, 33, 3)];
-        assert!(reroute(Target::Leader, &newer, &[0]).is_err());
-        assert!(reroute(Target::All, &[None, None], &[0, 1]).is_err());
-    }
-
-    #[test]
-    fn members_list_the_chosen_first_then_every_other() {
-        let given = endpoints(&[2001, 2002]);
-        let chosen = endpoints(&[2002]);
-        assert_eq!(
-            ports(&super::members(&given, &chosen, &full_view())),
-            [2002, 2001, 2003]
-        );
-    }
-
-    #[test]
-    fn leader_among_the_endpoints() {
-        let eps = endpoints(&[2001, 2002, 2003]);
-        let view = full_view();
-        assert_eq!(select(&view, &eps, Target::Leader).unwrap(), vec![1]);
-        assert_eq!(
-            ports(&resolve(&eps, Target::Leader, &view).unwrap()),
-            [2002]
-        );
-    }
-
-    #[test]
-    fn followers_all_and_first() {
-        let eps = endpoints(&[2001, 2002, 2003]);
-        let view = full_view();
-        assert_eq!(select(&view, &eps, Target::Followers).unwrap(), vec![0, 2]);
-        assert_eq!(
-            ports(&resolve(&eps, Target::Followers, &view).unwrap()),
-            [2001, 2003]
-        );
-        assert_eq!(
-            ports(&resolve(&eps, Target::All, &view).unwrap()),
-            [2001, 2002, 2003]
-        );
-        assert_eq!(ports(&resolve(&eps, Target::First, &view).unwrap()), [2001]);
-    }
-
-    #[test]
-    fn leader_from_the_member_list() {
-        let eps = endpoints(&[2003]);
-        let view = ClusterView {
-            statuses: vec![status(0, 33, 22)],
-            members: members(),
-        };
-        let e = select(&view, &eps, Target::Leader).unwrap_err();
-        assert!(e.contains("not among the endpoints"), "{e}");
-        let leader = resolve(&eps, Target::Leader, &view).unwrap();
-        assert_eq!(ports(&leader), [2002]);
-        assert_eq!(leader[0].url, "http://127.0.0.1:2002");
-        assert!(!leader[0].tls);
-        assert_eq!(
-            ports(&resolve(&eps, Target::Followers, &view).unwrap()),
-            [2003]
-        );
-    }
-
-    #[test]
-    fn member_list_url_takes_the_given_scheme() {
-        let eps = vec![Endpoint::parse("https://127.0.0.1:2003").unwrap()];
-        let view = ClusterView {
-            statuses: vec![status(0, 33, 22)],
-            members: members(),
-        };
-        let leader = resolve(&eps, Target::Leader, &view).unwrap();
-        assert_eq!(leader[0].url, "https://127.0.0.1:2002");
-        assert!(leader[0].tls);
-    }
-
-    #[test]
-    fn no_leader_when_statuses_disagree_or_name_none() {
-        let eps = endpoints(&[2001, 2002]);
-        let msg = "no leader: the members disagree or an election is running";
-        for statuses in [
-            vec![status(0, 11, 22), status(1, 22, 33)],
-            vec![status(0, 11, 0), status(1, 22, 0)],
-        ] {
-            let view = ClusterView {
-                statuses,
-                members: members(),
-            };
-            for t in [Target::Leader, Target::Followers] {
-                assert_eq!(resolve(&eps, t, &view).unwrap_err(), msg);
-            }
-            // Neither needs a leader.
-            assert_eq!(resolve(&eps, Target::All, &view).unwrap().len(), 2);
-            assert_eq!(resolve(&eps, Target::First, &view).unwrap().len(), 1);
-        }
-    }
-
-    #[test]
-    fn no_follower_among_the_endpoints() {
-        let eps = endpoints(&[2002]);
-        let view = ClusterView {
-            statuses: vec![status(0, 22, 22)],
-            members: members(),
-        };
-        assert_eq!(
-            resolve(&eps, Target::Followers, &view).unwrap_err(),
-            "no follower among the endpoints; give more --endpoints"
-        );
-    }
-
-    #[test]
-    fn leader_missing_from_the_member_list_or_without_url() {
-        let eps = endpoints(&[2003]);
-        let mut view = ClusterView {
-            statuses: vec![status(0, 33, 44)],
-            members: members(),
-        };
-        let e = resolve(&eps, Target::Leader, &view).unwrap_err();
-        assert_eq!(e, "the leader (member 2c) is not in the member list");
-        view.members.push(Member {
-            id: 44,
-            name: String::new(),
-            client_urls: Vec::new(),
-        });
-        let e = resolve(&eps, Target::Leader, &view).unwrap_err();
-        assert_eq!(e, "the leader (member 2c) has no client URL");
-        view.members[3].client_urls.push("unix://etcd.sock".into());
-        let e = resolve(&eps, Target::Leader, &view).unwrap_err();
-        assert!(e.starts_with("the leader (member 2c): endpoint"), "{e}");
-    }
-
-    #[test]
-    fn statuses_pointing_past_the_endpoints_are_ignored() {
-        let eps = endpoints(&[2001]);
-        let view = ClusterView {
-            statuses: vec![status(0, 11, 22), status(5, 33, 22)],
-            members: members(),
-        };
-        assert_eq!(select(&view, &eps, Target::Followers).unwrap(), vec![0]);
-    }
-
-    #[test]
-    fn a_status_without_member_id_is_an_error() {
-        let status = |member_id| client::Status {
-            member_id,
-            leader: 5,
-            raft_term: 1,
-            is_learner: false,
-        };
-        assert!(member_status(0, status(0)).is_err());
-        assert_eq!(member_status(2, status(9)).unwrap().endpoint, 2);
-    }
-
-    #[test]
-    fn roles_follow_the_statuses_and_the_member_list() {
-        let given = endpoints(&[2001, 2002, 2003]);
-        let view = full_view();
-        let chosen = resolve(&given, Target::All, &view).unwrap();
-        assert_eq!(
-            roles(&given, &chosen, &view),
-            ["follower", "leader", "follower"]
-        );
-        // the leader found in the member list is not a given endpoint
-        let one = endpoints(&[2003]);
-        let view = ClusterView {
-            statuses: vec![status(0, 33, 22)],
-            members: members(),
-        };
-        let chosen = resolve(&one, Target::Leader, &view).unwrap();
-        assert_eq!(roles(&one, &chosen, &view), ["leader"]);
-    }
-
-    #[test]
-    fn io_errors_read_as_the_os_says_them() {
-        let e = io::Error::from_raw_os_error(libc::ECONNREFUSED);
-        assert_eq!(io_text(&e), "connection refused");
-        let e = io::Error::other("h2 handshake: no PING answer");
-        assert_eq!(io_text(&e), "h2 handshake: no PING answer");
-    }
-}
+mod tests;

@@ -2,29 +2,44 @@
 //! revoked after it, over gRPC on a connection of their own (outside every figure of the run).
 
 use std::cell::{Cell, RefCell};
+use std::io;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::config::{Endpoint, Proto};
-use crate::net::{H2Config, NetConfig};
+use super::Cluster;
+use crate::client::RuntimeError;
+use crate::config::Proto;
 use crate::outcome::{Failure, FailureKind};
 use crate::stats::Leases;
-use crate::workload::etcd::client::{Client, Connection};
+use crate::workload::etcd::client::{Client, Connection, Dial};
+use wirebench_wire::grpc::Code;
 
 /// Grants or revocations in flight at once (h2 streams on one connection).
 const IN_FLIGHT: usize = 32;
 
-/// etcd's answer to revoking a lease it no longer has.
-const NOT_FOUND: &str = "requested lease not found";
+/// Why a batch of lease calls stopped before every call was made.
+#[derive(Debug, thiserror::Error)]
+pub enum Stopped {
+    #[error("no member to ask")]
+    NoMember,
+    #[error("connect to {url}: {source}")]
+    Connect { url: String, source: io::Error },
+    #[error("the lease calls run over gRPC")]
+    NotGrpc,
+    /// a call had no answer in time: the connection is in doubt
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
 
-/// Where the lease calls go: the members a run may use (its endpoints first), its
-/// connection settings, its auth token and its per-request timeout.
-pub struct Via<'a> {
-    pub members: &'a [Endpoint],
-    pub net: &'a NetConfig,
-    pub h2: &'a H2Config,
-    pub token: Option<&'a str>,
-    pub timeout: Duration,
+/// Why the clients' leases could not be granted.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error("granting the clients' leases: {0}")]
+    Stopped(Stopped),
+    #[error("granting the clients' leases: {0}")]
+    Refused(Failure),
 }
 
 /// One lease call.
@@ -38,50 +53,45 @@ enum Call {
 /// What a call answered: a granted lease's (id, TTL), or nothing.
 type Answer = Result<Option<(i64, i64)>, Failure>;
 
-/// Grants `n` leases of `ttl` seconds: their ids and the TTL etcd granted. One line on error
-/// (the leases granted until then are revoked first).
-pub fn grant(via: &Via<'_>, n: usize, ttl: i64) -> Result<(Vec<i64>, i64), String> {
-    let answers = calls(via, vec![Call::Grant(ttl); n]);
-    let (answers, stopped) = match answers {
-        Ok(a) => (a, None),
-        Err((a, why)) => (a, Some(why)),
-    };
+/// Grants `n` leases of `ttl` seconds on `cluster`: their ids and the TTL etcd granted. On
+/// error the leases granted until then are revoked first.
+pub fn grant(cluster: &Cluster, n: usize, ttl: i64) -> Result<(Vec<i64>, i64), LeaseError> {
+    let (answers, stopped) = calls(cluster, vec![Call::Grant(ttl); n]);
     let mut granted = Vec::with_capacity(n);
-    let mut first_error = stopped;
+    let mut first_error = stopped.map(LeaseError::Stopped);
     for a in answers.into_iter().flatten() {
         match a {
             Ok(Some(lease)) => granted.push(lease),
             Ok(None) => {}
             Err(f) => {
-                first_error.get_or_insert_with(|| f.to_string());
+                first_error.get_or_insert(LeaseError::Refused(f));
             }
         }
     }
     let ids: Vec<i64> = granted.iter().map(|&(id, _)| id).collect();
     if let Some(e) = first_error {
-        let _ = revoke(via, &ids);
-        return Err(format!("granting the clients' leases: {e}"));
+        let _ = revoke(cluster, &ids);
+        return Err(e);
     }
     Ok((ids, granted.first().map_or(ttl, |&(_, t)| t)))
 }
 
-/// Revokes the leases `ids`: a lease already gone counts as gone, not failed; a revocation
-/// that could not be made leaves its lease to expire (counted as failed, with the last reason).
-pub fn revoke(via: &Via<'_>, ids: &[i64]) -> Leases {
-    let (answers, stopped) = match calls(via, ids.iter().map(|&id| Call::Revoke(id)).collect()) {
-        Ok(a) => (a, None),
-        Err((a, why)) => (a, Some(why)),
-    };
+/// Whether a failed revocation says the lease is gone already (etcd's NOT_FOUND: "requested
+/// lease not found").
+fn gone(f: &Failure) -> bool {
+    f.kind == FailureKind::Etcd && f.code == Some(Code::NotFound)
+}
+
+/// Revokes the leases `ids` on `cluster`: a lease already gone counts as gone, not failed; a
+/// revocation that could not be made leaves its lease to expire (counted as failed, with the
+/// last reason).
+pub fn revoke(cluster: &Cluster, ids: &[i64]) -> Leases {
+    let (answers, stopped) = calls(cluster, ids.iter().map(|&id| Call::Revoke(id)).collect());
     let mut t = Leases::default();
     for a in answers {
         match a {
             Some(Ok(_)) => t.revoked += 1,
-            Some(Err(f))
-                if f.kind == FailureKind::Etcd
-                    && f.detail.as_deref().is_some_and(|d| d.contains(NOT_FOUND)) =>
-            {
-                t.gone += 1
-            }
+            Some(Err(f)) if gone(&f) => t.gone += 1,
             Some(Err(f)) => {
                 t.revoke_failed += 1;
                 t.revoke_error = Some(f.to_string());
@@ -90,46 +100,51 @@ pub fn revoke(via: &Via<'_>, ids: &[i64]) -> Leases {
         }
     }
     if let Some(why) = stopped {
-        t.revoke_error = Some(why);
+        t.revoke_error = Some(why.to_string());
     }
     t
 }
 
 /// Makes every call of `todo`, `IN_FLIGHT` at a time on one gRPC connection to the first of
-/// `via.members` that accepts one, each bounded by the timeout: each call's answer (None: not
-/// made). A timeout stops the batch (the connection is in doubt); so does finding no member:
-/// then the answers so far and the reason.
-#[allow(clippy::type_complexity)]
-fn calls(
-    via: &Via<'_>,
-    todo: Vec<Call>,
-) -> Result<Vec<Option<Answer>>, (Vec<Option<Answer>>, String)> {
+/// `cluster.members` that accepts one, each bounded by the timeout: each call's answer (None:
+/// not made), and why the batch stopped early, if it did: a timeout (the connection is in
+/// doubt), or no member to make them on.
+fn calls(cluster: &Cluster, todo: Vec<Call>) -> (Vec<Option<Answer>>, Option<Stopped>) {
     let n = todo.len();
-    let timeout = via.timeout;
+    let timeout = cluster.timeout;
     let answers: Rc<RefCell<Vec<Option<Answer>>>> = Rc::new(RefCell::new(vec![None; n]));
     let todo: Rc<[Call]> = todo.into();
     let out = crate::client::block_on(async {
-        let mut last = String::from("no member to ask");
-        for (m, ep) in via.members.iter().enumerate() {
-            let conn = match Connection::open(ep, m, Proto::Grpc, via.net, via.h2).await {
+        let mut last = Stopped::NoMember;
+        for (m, ep) in cluster.members.iter().enumerate() {
+            let dial = Dial {
+                ep,
+                proto: Proto::Grpc,
+                net: &cluster.net,
+                h2: &cluster.h2,
+            };
+            let conn = match Connection::open(dial, m).await {
                 Ok(c) => c,
-                Err(e) => {
-                    last = format!("connect to {}: {e}", ep.url);
+                Err(source) => {
+                    last = Stopped::Connect {
+                        url: ep.url.clone(),
+                        source,
+                    };
                     continue;
                 }
             };
             let Connection::Grpc(grpc_conn, _) = &conn else {
-                return Some("the lease calls run over gRPC".to_string());
+                return Some(Stopped::NotGrpc);
             };
             let next = Rc::new(Cell::new(0usize));
-            let stop: Rc<RefCell<Option<String>>> = Rc::default();
+            let stop: Rc<RefCell<Option<Stopped>>> = Rc::default();
             let mut tasks = Vec::with_capacity(IN_FLIGHT);
             for _ in 0..IN_FLIGHT.min(n) {
                 let mut send = grpc_conn.handle();
                 let ledger = grpc_conn.ledger().clone();
                 let (next, stop, todo, answers) =
                     (next.clone(), stop.clone(), todo.clone(), answers.clone());
-                let (authority, token) = (ep.authority.clone(), via.token.map(str::to_string));
+                let (authority, token) = (ep.authority.clone(), cluster.token.clone());
                 tasks.push(tokio::task::spawn_local(async move {
                     loop {
                         let i = next.get();
@@ -156,8 +171,7 @@ fn calls(
                         match answer {
                             Ok(a) => answers.borrow_mut()[i] = Some(a),
                             Err(_) => {
-                                stop.borrow_mut()
-                                    .get_or_insert(format!("no answer within {timeout:?}"));
+                                stop.borrow_mut().get_or_insert(Stopped::Timeout(timeout));
                                 return;
                             }
                         }
@@ -174,7 +188,7 @@ fn calls(
     });
     let answers = answers.take();
     match out {
-        Ok(None) => Ok(answers),
-        Ok(Some(why)) | Err(why) => Err((answers, why)),
+        Ok(stopped) => (answers, stopped),
+        Err(e) => (answers, Some(Stopped::Runtime(e))),
     }
 }

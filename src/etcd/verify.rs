@@ -6,14 +6,18 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::io;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::client::RuntimeError;
+use crate::client::grpc::H2Config;
 use crate::config::{Endpoint, Proto};
-use crate::net::{H2Config, NetConfig};
+use crate::net::NetConfig;
 use crate::outcome::{Failure, FailureKind};
-use crate::workload::etcd::client::{Client, Connection};
+use crate::workload::etcd::client::{Client, Connection, Dial};
 use crate::workload::etcd::put_key;
+use wirebench_wire::grpc::Code;
 
 /// Lookups in flight at once (h2 streams on one connection).
 const IN_FLIGHT: usize = 32;
@@ -47,6 +51,49 @@ pub struct Verified {
     pub via: String,
 }
 
+/// Why a lookup got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Unanswered {
+    #[error("{0}")]
+    Failed(Failure),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// A failure on the way to an answer: a member that took no connection, or a lookup that got
+/// no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Miss {
+    #[error("connect to {url}: {source}")]
+    Connect { url: String, source: io::Error },
+    #[error("range at revision {rev} via {url}: {why}")]
+    Lookup {
+        rev: i64,
+        url: String,
+        why: Unanswered,
+    },
+}
+
+/// Why `--verify` could not look every write up (not a lost write: that is a finding).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("--verify: no member to ask")]
+    NoMember,
+    /// `last`: the last failure that made a lookup be asked again or elsewhere
+    #[error(
+        "--verify: no lookup answered for {PATIENCE:?}; the last failure: {}",
+        .last.as_ref().map_or_else(|| "none".to_string(), ToString::to_string)
+    )]
+    OutOfPatience { last: Option<Miss> },
+    #[error("--verify: the lookups run over gRPC")]
+    NotGrpc,
+    /// a lookup failed in a way asking again cannot change
+    #[error("--verify: {0}")]
+    Failed(Miss),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
 /// How long the lookups may go on without one of them answered before `--verify` gives up: an
 /// election (etcd answers "leader changed" or "no leader", or times out) or the loss of the
 /// member asked takes a few seconds.
@@ -78,16 +125,13 @@ fn next_step(f: &Failure) -> Next {
         | FailureKind::H2 => Next::Move,
         FailureKind::RstStream => Next::Again,
         // etcd's election and overload errors: "leader changed", "no leader", "request timed
-        // out", "too many requests"
-        FailureKind::Etcd
-            if f.detail.as_deref().is_some_and(|d| {
-                ["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]
-                    .iter()
-                    .any(|c| d.starts_with(c))
-            }) =>
-        {
-            Next::Again
-        }
+        // out" (UNAVAILABLE), "too many requests" (RESOURCE_EXHAUSTED), and a deadline
+        FailureKind::Etcd => match f.code {
+            Some(Code::Unavailable | Code::DeadlineExceeded | Code::ResourceExhausted) => {
+                Next::Again
+            }
+            _ => Next::Fail,
+        },
         _ => Next::Fail,
     }
 }
@@ -100,9 +144,9 @@ struct Work {
     queue: RefCell<VecDeque<usize>>,
     found: RefCell<Verified>,
     /// a lookup that failed for good
-    fatal: RefCell<Option<String>>,
+    fatal: RefCell<Option<VerifyError>>,
     /// the last failure that made a lookup be asked again or elsewhere
-    last: RefCell<String>,
+    last: RefCell<Option<Miss>>,
     /// when a lookup was last answered (or the lookups started)
     progress: Cell<Instant>,
     /// the connection in use failed: its tasks end and the next member is asked
@@ -115,10 +159,16 @@ impl Work {
     }
 
     fn give_up(&self) {
-        let last = self.last.borrow();
-        self.fatal.borrow_mut().get_or_insert_with(|| {
-            format!("--verify: no lookup answered for {PATIENCE:?}; the last failure: {last}")
-        });
+        let mut fatal = self.fatal.borrow_mut();
+        if fatal.is_none() {
+            let last = self.last.borrow_mut().take();
+            *fatal = Some(VerifyError::OutOfPatience { last });
+        }
+    }
+
+    /// Fails the lookups for good with `e`, unless they failed already.
+    fn fail(&self, e: VerifyError) {
+        self.fatal.borrow_mut().get_or_insert(e);
     }
 }
 
@@ -136,9 +186,9 @@ pub fn verify_writes(
     h2: &H2Config,
     token: Option<&str>,
     timeout: Duration,
-) -> Result<Verified, String> {
+) -> Result<Verified, VerifyError> {
     if members.is_empty() {
-        return Err("--verify: no member to ask".into());
+        return Err(VerifyError::NoMember);
     }
     let work = Rc::new(Work {
         acks: acks.to_vec(),
@@ -146,7 +196,7 @@ pub fn verify_writes(
         queue: RefCell::new((0..acks.len()).collect()),
         found: RefCell::default(),
         fatal: RefCell::default(),
-        last: RefCell::new(String::from("none")),
+        last: RefCell::default(),
         progress: Cell::new(Instant::now()),
         broken: Cell::new(false),
     });
@@ -161,12 +211,21 @@ pub fn verify_writes(
             if let Some(e) = work.fatal.borrow_mut().take() {
                 return Err(e);
             }
-            match Connection::open(ep, i, Proto::Grpc, net, h2).await {
+            let dial = Dial {
+                ep,
+                proto: Proto::Grpc,
+                net,
+                h2,
+            };
+            match Connection::open(dial, i).await {
                 Ok(conn) => {
                     lookups(conn, ep, &work, token, timeout).await;
                 }
-                Err(e) => {
-                    *work.last.borrow_mut() = format!("connect to {}: {e}", ep.url);
+                Err(source) => {
+                    *work.last.borrow_mut() = Some(Miss::Connect {
+                        url: ep.url.clone(),
+                        source,
+                    });
                     // every member refused: wait a little before the next round
                     if i + 1 == members.len() {
                         tokio::time::sleep(PAUSE_MAX).await;
@@ -191,9 +250,7 @@ async fn lookups(
     timeout: Duration,
 ) {
     let Connection::Grpc(grpc_conn, _) = &conn else {
-        work.fatal
-            .borrow_mut()
-            .get_or_insert_with(|| "--verify: the lookups run over gRPC".into());
+        work.fail(VerifyError::NotGrpc);
         return;
     };
     work.broken.set(false);
@@ -231,11 +288,11 @@ async fn lookups(
                             break;
                         }
                         Ok(Err(f)) => {
-                            failed = Some((next_step(&f), f.to_string()));
+                            failed = Some((next_step(&f), Unanswered::Failed(f)));
                             break;
                         }
                         Err(_) => {
-                            failed = Some((Next::Move, format!("no answer within {timeout:?}")));
+                            failed = Some((Next::Move, Unanswered::Timeout(timeout)));
                             break;
                         }
                     }
@@ -256,17 +313,19 @@ async fn lookups(
                     }
                     continue;
                 };
-                let why = format!("range at revision {rev} via {url}: {why}");
+                let why = Miss::Lookup {
+                    rev,
+                    url: url.clone(),
+                    why,
+                };
                 if next == Next::Fail {
-                    work.fatal
-                        .borrow_mut()
-                        .get_or_insert_with(|| format!("--verify: {why}"));
+                    work.fail(VerifyError::Failed(why));
                     return;
                 }
                 // asked again, here after a pause or on the next member
                 work.queue.borrow_mut().push_back(i);
                 work.found.borrow_mut().retried += 1;
-                *work.last.borrow_mut() = why;
+                *work.last.borrow_mut() = Some(why);
                 if work.out_of_patience() {
                     work.give_up();
                     return;
@@ -292,13 +351,30 @@ mod tests {
 
     #[test]
     fn an_election_is_waited_out_a_lost_connection_moved_from_the_rest_fail() {
-        let etcd = |d: &str| Failure::with(FailureKind::Etcd, d);
+        // a grpc-status as `client::grpc` carries it: the code, and its name and message as text
+        let etcd = |code: Code, message: &str| {
+            Failure::status(
+                FailureKind::Etcd,
+                code,
+                format_args!("{}: {message}", code.as_str()),
+            )
+        };
         for again in [
-            etcd("UNAVAILABLE: etcdserver: leader changed"),
-            etcd("UNAVAILABLE: etcdserver: no leader"),
-            etcd("UNAVAILABLE: etcdserver: request timed out"),
-            etcd("DEADLINE_EXCEEDED"),
-            etcd("RESOURCE_EXHAUSTED: etcdserver: too many requests"),
+            etcd(Code::Unavailable, "etcdserver: leader changed"),
+            etcd(Code::Unavailable, "etcdserver: no leader"),
+            etcd(Code::Unavailable, "etcdserver: request timed out"),
+            Failure::status(
+                FailureKind::Etcd,
+                Code::DeadlineExceeded,
+                "DEADLINE_EXCEEDED",
+            ),
+            etcd(Code::ResourceExhausted, "etcdserver: too many requests"),
+            // through the gateway: the code its error body names, the message alone as text
+            Failure::status(
+                FailureKind::Etcd,
+                Code::Unavailable,
+                "etcdserver: no leader",
+            ),
             Failure::new(FailureKind::RstStream),
         ] {
             assert_eq!(next_step(&again), Next::Again, "{again}");
@@ -314,11 +390,16 @@ mod tests {
             assert_eq!(next_step(&Failure::new(kind)), Next::Move, "{kind:?}");
         }
         for fail in [
-            etcd("OUT_OF_RANGE: etcdserver: mvcc: required revision has been compacted"),
-            etcd("PERMISSION_DENIED: etcdserver: permission denied"),
-            etcd("INVALID_ARGUMENT: etcdserver: key is not provided"),
+            etcd(
+                Code::OutOfRange,
+                "etcdserver: mvcc: required revision has been compacted",
+            ),
+            etcd(Code::PermissionDenied, "etcdserver: permission denied"),
+            etcd(Code::InvalidArgument, "etcdserver: key is not provided"),
             // UNAVAILABLE inside a message is not the status
-            etcd("UNKNOWN: UNAVAILABLE"),
+            etcd(Code::Unknown, "UNAVAILABLE"),
+            // nor is a message that reads like one without the code
+            Failure::with(FailureKind::Etcd, "UNAVAILABLE: etcdserver: no leader"),
             Failure::new(FailureKind::Etcd),
             Failure::new(FailureKind::BadResponse),
             Failure::new(FailureKind::Auth),

@@ -45,78 +45,6 @@ impl Default for NetConfig {
     }
 }
 
-/// Which h2 client carries gRPC (`--h2-client`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum H2Client {
-    /// the wire crate's sans-IO client with its own driver (the default)
-    #[default]
-    Wire,
-    /// the `h2` crate, a general-purpose library: the reference
-    H2,
-}
-
-impl H2Client {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            H2Client::Wire => "wire",
-            H2Client::H2 => "h2",
-        }
-    }
-}
-
-/// h2 settings wirebench announces as a client (plain data beside `NetConfig`, so `config`
-/// and `client` both take it from below).
-#[derive(Debug, Clone, Copy)]
-pub struct H2Config {
-    pub initial_window_size: u32,
-    pub initial_conn_window_size: u32,
-    pub max_frame_size: u32,
-    /// largest response message accepted (gRPC's receive limit)
-    pub max_recv_message: usize,
-    /// break the connection's bytes into h2 layers (counted by the wire client's codec, or by
-    /// frame sniffers on the h2 crate's client)
-    pub ledger: bool,
-    /// the connection carries plain HTTP/2 requests, not gRPC: its layers have no gRPC
-    /// message layer in DATA
-    pub plain: bool,
-    /// h2's allowance for buffered small DATA frames before it closes the connection with
-    /// ENHANCE_YOUR_CALM; must cover one response frame per concurrent stream
-    pub data_frame_budget: usize,
-    /// which client
-    pub client: H2Client,
-    /// how the wire client encodes request headers (the h2 crate has its own way)
-    pub hpack: wirebench_wire::h2::hpack::Strategy,
-}
-
-/// h2's own default budget for small DATA frames.
-pub const MIN_DATA_FRAME_BUDGET: usize = 25_600;
-
-impl H2Config {
-    /// Sizes the small-DATA-frame budget for `streams` concurrent streams per connection: each
-    /// may have one small response frame buffered (at most 256 bytes of budget) while its
-    /// client is busy, and that is normal load, not abuse.
-    pub fn for_streams(mut self, streams: usize) -> Self {
-        self.data_frame_budget = MIN_DATA_FRAME_BUDGET.max(streams.saturating_mul(512));
-        self
-    }
-}
-
-impl Default for H2Config {
-    fn default() -> Self {
-        H2Config {
-            initial_window_size: 65_535,
-            initial_conn_window_size: 65_535,
-            max_frame_size: 16_384,
-            max_recv_message: wirebench_wire::grpc::DEFAULT_MAX_MESSAGE,
-            data_frame_budget: MIN_DATA_FRAME_BUDGET,
-            ledger: true,
-            plain: false,
-            client: H2Client::default(),
-            hpack: wirebench_wire::h2::hpack::Strategy::default(),
-        }
-    }
-}
-
 /// Opens a TCP connection to `addr` with the configured options, within the connect timeout.
 pub async fn connect(addr: SocketAddr, cfg: &NetConfig) -> io::Result<TcpStream> {
     let domain = Domain::for_address(addr);
@@ -184,37 +112,54 @@ fn set_bind_address_no_port(socket: &Socket) {
     }
 }
 
+/// Why `--bind` does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BindError {
+    #[error("--bind {part}: not an IPv4 range")]
+    NotARange { part: String },
+    #[error("--bind {part}: the range ends before it starts")]
+    Backwards { part: String },
+    #[error("--bind {part}: too many addresses")]
+    TooMany { part: String },
+    #[error("--bind {part}: not an IP address")]
+    NotAnAddress { part: String },
+    #[error("--bind needs at least one address")]
+    Empty,
+}
+
 /// Parses `--bind`: addresses and IPv4 ranges, comma-separated
 /// (`127.0.0.1-127.0.0.8,127.0.1.1`).
-pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, String> {
+pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, BindError> {
     /// More source addresses than anyone needs (each has ~28k ephemeral ports).
     const MAX_BIND: usize = 65_536;
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = |why: &str| format!("--bind {part}: {why}");
+        let owned = || part.to_string();
+        let not_a_range = |_| BindError::NotARange { part: owned() };
         match part.split_once('-') {
             Some((a, b)) => {
-                let a: std::net::Ipv4Addr =
-                    a.trim().parse().map_err(|_| bad("not an IPv4 range"))?;
-                let b: std::net::Ipv4Addr =
-                    b.trim().parse().map_err(|_| bad("not an IPv4 range"))?;
+                let a: std::net::Ipv4Addr = a.trim().parse().map_err(not_a_range)?;
+                let b: std::net::Ipv4Addr = b.trim().parse().map_err(not_a_range)?;
                 let (a, b) = (u32::from(a), u32::from(b));
                 if b < a {
-                    return Err(bad("the range ends before it starts"));
+                    return Err(BindError::Backwards { part: owned() });
                 }
                 if (b - a) as usize >= MAX_BIND - out.len() {
-                    return Err(bad("too many addresses"));
+                    return Err(BindError::TooMany { part: owned() });
                 }
                 out.extend((a..=b).map(|n| IpAddr::from(std::net::Ipv4Addr::from(n))));
             }
-            None => out.push(part.parse().map_err(|_| bad("not an IP address"))?),
+            None => out.push(
+                part.parse()
+                    .map_err(|_| BindError::NotAnAddress { part: owned() })?,
+            ),
         }
         if out.len() > MAX_BIND {
-            return Err(bad("too many addresses"));
+            return Err(BindError::TooMany { part: owned() });
         }
     }
     if out.is_empty() {
-        return Err("--bind needs at least one address".into());
+        return Err(BindError::Empty);
     }
     Ok(out)
 }
@@ -224,20 +169,28 @@ pub fn local_port(stream: &TcpStream) -> u16 {
     stream.local_addr().map(|a| a.port()).unwrap_or(0)
 }
 
+/// Why the open-file limit could not be raised far enough.
+#[derive(Debug, thiserror::Error)]
+pub enum FileLimitError {
+    #[error("cannot read the open-file limit: {0}")]
+    Unreadable(io::Error),
+    #[error(
+        "this run needs about {needed} open files but the limit is {limit} (raise it with `ulimit -n`)"
+    )]
+    TooLow { needed: u64, limit: u64 },
+}
+
 /// Raises the open-file limit (RLIMIT_NOFILE) to what `needed` descriptors require: the soft
 /// limit up to the hard one, and the hard one too when allowed (root). Returns the new soft limit,
-/// or a one-line error saying how far short it is.
-pub fn raise_nofile(needed: u64) -> Result<u64, String> {
+/// or why it is short.
+pub fn raise_nofile(needed: u64) -> Result<u64, FileLimitError> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: a valid pointer to an rlimit we own.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(format!(
-            "cannot read the open-file limit: {}",
-            io::Error::last_os_error()
-        ));
+        return Err(FileLimitError::Unreadable(io::Error::last_os_error()));
     }
     let set = |cur: u64, max: u64| {
         let l = libc::rlimit {
@@ -254,10 +207,10 @@ pub fn raise_nofile(needed: u64) -> Result<u64, String> {
         lim.rlim_cur = lim.rlim_max;
     }
     if lim.rlim_cur < needed {
-        return Err(format!(
-            "this run needs about {needed} open files but the limit is {} (raise it with `ulimit -n`)",
-            lim.rlim_cur
-        ));
+        return Err(FileLimitError::TooLow {
+            needed,
+            limit: lim.rlim_cur,
+        });
     }
     Ok(lim.rlim_cur)
 }
@@ -290,7 +243,7 @@ mod tests {
     fn nofile_limit_is_raised_or_explained() {
         let now = raise_nofile(64).unwrap();
         assert!(now >= 64);
-        let e = raise_nofile(u64::MAX).unwrap_err();
+        let e = raise_nofile(u64::MAX).unwrap_err().to_string();
         assert!(e.contains("open files"), "{e}");
     }
 }

@@ -31,51 +31,96 @@ pub struct TlsClient {
     pub sni: Option<String>,
 }
 
+/// Why a TLS configuration could not be made (the words name the file or the flag at fault).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{}: {source}", path.display())]
+    Pem {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("{}: no PEM certificate in it", path.display())]
+    NoCertificate { path: PathBuf },
+    #[error("{}: {source}", path.display())]
+    BadCertificate {
+        path: PathBuf,
+        source: rustls::Error,
+    },
+    #[error("https needs --cacert FILE (or --insecure-skip-verify)")]
+    NoCacert,
+    #[error("--cert and --key go together")]
+    CertWithoutKey,
+    #[error("--cert/--key: {0}")]
+    ClientCert(rustls::Error),
+    #[error("--tls-cert/--tls-key: {0}")]
+    ServerCert(rustls::Error),
+    /// the crypto provider refused the protocol versions
+    #[error("{0}")]
+    Versions(rustls::Error),
+    #[error("server name {name:?}: {source}")]
+    ServerName {
+        name: String,
+        source: rustls::pki_types::InvalidDnsNameError,
+    },
+}
+
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(ring::default_provider())
 }
 
-fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let pem = |source| TlsError::Pem {
+        path: path.to_path_buf(),
+        source,
+    };
     let certs: Vec<_> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
+        .map_err(pem)?
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(pem)?;
     if certs.is_empty() {
-        return Err(format!("{}: no PEM certificate in it", path.display()));
+        return Err(TlsError::NoCertificate {
+            path: path.to_path_buf(),
+        });
     }
     Ok(certs)
 }
 
-fn key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| format!("{}: {e}", path.display()))
+fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|source| TlsError::Pem {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 impl TlsClient {
-    pub fn new(o: &TlsOptions) -> Result<TlsClient, String> {
-        let build = |alpn: &[u8]| -> Result<Arc<ClientConfig>, String> {
+    pub fn new(o: &TlsOptions) -> Result<TlsClient, TlsError> {
+        let build = |alpn: &[u8]| -> Result<Arc<ClientConfig>, TlsError> {
             let builder = ClientConfig::builder_with_provider(provider())
                 .with_safe_default_protocol_versions()
-                .map_err(|e| e.to_string())?;
+                .map_err(TlsError::Versions)?;
             let builder = if o.insecure_skip_verify {
                 builder
                     .dangerous()
                     .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
             } else {
                 let Some(ca) = &o.cacert else {
-                    return Err("https needs --cacert FILE (or --insecure-skip-verify)".into());
+                    return Err(TlsError::NoCacert);
                 };
                 let mut roots = RootCertStore::empty();
                 for c in certs(ca)? {
-                    roots.add(c).map_err(|e| format!("{}: {e}", ca.display()))?;
+                    roots.add(c).map_err(|source| TlsError::BadCertificate {
+                        path: ca.clone(),
+                        source,
+                    })?;
                 }
                 builder.with_root_certificates(roots)
             };
             let mut cfg = match (&o.cert, &o.key) {
                 (Some(c), Some(k)) => builder
                     .with_client_auth_cert(certs(c)?, key(k)?)
-                    .map_err(|e| format!("--cert/--key: {e}"))?,
+                    .map_err(TlsError::ClientCert)?,
                 (None, None) => builder.with_no_client_auth(),
-                _ => return Err("--cert and --key go together".into()),
+                _ => return Err(TlsError::CertWithoutKey),
             };
             cfg.alpn_protocols = vec![alpn.to_vec()];
             if !o.resume {
@@ -91,21 +136,24 @@ impl TlsClient {
     }
 
     /// The name to present for `host` (the endpoint's host, or `--sni`).
-    pub fn server_name(&self, host: &str) -> Result<ServerName<'static>, String> {
+    pub fn server_name(&self, host: &str) -> Result<ServerName<'static>, TlsError> {
         let name = self.sni.as_deref().unwrap_or(host);
         let name = name.trim_start_matches('[').trim_end_matches(']');
-        ServerName::try_from(name.to_string()).map_err(|e| format!("server name {name:?}: {e}"))
+        ServerName::try_from(name.to_string()).map_err(|source| TlsError::ServerName {
+            name: name.to_string(),
+            source,
+        })
     }
 }
 
 /// The built-in server's TLS: certificate chain and key from PEM, ALPN h2 and http/1.1.
-pub fn server_config(cert: &Path, key_path: &Path) -> Result<Arc<ServerConfig>, String> {
+pub fn server_config(cert: &Path, key_path: &Path) -> Result<Arc<ServerConfig>, TlsError> {
     let mut cfg = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(TlsError::Versions)?
         .with_no_client_auth()
         .with_single_cert(certs(cert)?, key(key_path)?)
-        .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+        .map_err(TlsError::ServerCert)?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }

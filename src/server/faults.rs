@@ -4,10 +4,9 @@
 //! (HTTP/1.1, HTTP/2) or gRPC metadata: `wirebench-delay`, `wirebench-fail`,
 //! `wirebench-response-size`, `wirebench-close`. The server echoes none of its control headers.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::rng::Rng;
 use wirebench_wire::grpc::Code;
 
 /// The prefix of the request headers the server reads as control and does not echo.
@@ -19,6 +18,28 @@ pub const CLOSE_HEADER: &str = "wirebench-close";
 
 /// The largest reply a request may ask for (`--response-size`, `wirebench-response-size`).
 pub const MAX_RESPONSE_SIZE: usize = 64 << 20;
+
+/// Why a fault's value (a flag, or a request's control header) does not parse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FaultsError {
+    #[error("{0:?}: write uniform:MIN-MAX, e.g. uniform:1ms-9ms")]
+    UniformShape(String),
+    #[error("{0:?}: the minimum is above the maximum")]
+    UniformBackwards(String),
+    /// a duration or a size that does not parse, in the configuration's words
+    #[error("{0}")]
+    Value(String),
+    #[error("{0:?}: a probability, 0% to 100% (or 0 to 1)")]
+    Probability(String),
+    #[error("{0:?}: at most {max} MiB", max = MAX_RESPONSE_SIZE >> 20)]
+    TooLarge(String),
+    /// a request's control header whose value does not parse
+    #[error("{header}: {source}")]
+    Header {
+        header: &'static str,
+        source: Box<FaultsError>,
+    },
+}
 
 /// How long to wait before answering.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -32,15 +53,17 @@ pub enum Delay {
 
 impl Delay {
     /// `5ms`, `uniform:1ms-9ms`, `exp:5ms`.
-    pub fn parse(s: &str) -> Result<Delay, String> {
-        let d = |v: &str| crate::config::parse_duration(v.trim()).map_err(|e| e.to_string());
+    pub fn parse(s: &str) -> Result<Delay, FaultsError> {
+        let d = |v: &str| {
+            crate::config::parse_duration(v.trim()).map_err(|e| FaultsError::Value(e.to_string()))
+        };
         if let Some(range) = s.strip_prefix("uniform:") {
             let (lo, hi) = range
                 .split_once('-')
-                .ok_or_else(|| format!("{s:?}: write uniform:MIN-MAX, e.g. uniform:1ms-9ms"))?;
+                .ok_or_else(|| FaultsError::UniformShape(s.to_string()))?;
             let (lo, hi) = (d(lo)?, d(hi)?);
             if lo > hi {
-                return Err(format!("{s:?}: the minimum is above the maximum"));
+                return Err(FaultsError::UniformBackwards(s.to_string()));
             }
             return Ok(Delay::Uniform(lo, hi));
         }
@@ -50,7 +73,7 @@ impl Delay {
         Ok(Delay::Fixed(d(s)?))
     }
 
-    fn sample(self, rng: &Rng) -> Duration {
+    fn sample(self, rng: &mut Rng) -> Duration {
         match self {
             Delay::Fixed(d) => d,
             Delay::Uniform(lo, hi) => lo + (hi - lo).mul_f64(rng.unit()),
@@ -61,7 +84,7 @@ impl Delay {
 }
 
 /// `10%` or `0.1`: a probability.
-pub fn parse_probability(s: &str) -> Result<f64, String> {
+pub fn parse_probability(s: &str) -> Result<f64, FaultsError> {
     let t = s.trim();
     let p = match t.strip_suffix('%') {
         Some(n) => n.trim().parse::<f64>().map(|v| v / 100.0),
@@ -69,17 +92,17 @@ pub fn parse_probability(s: &str) -> Result<f64, String> {
     };
     match p {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
-        _ => Err(format!("{s:?}: a probability, 0% to 100% (or 0 to 1)")),
+        _ => Err(FaultsError::Probability(s.to_string())),
     }
 }
 
 /// A size in bytes, at most `MAX_RESPONSE_SIZE`.
-pub fn parse_response_size(s: &str) -> Result<usize, String> {
-    let n = crate::config::parse_size(s.trim()).map_err(|e| e.to_string())?;
+pub fn parse_response_size(s: &str) -> Result<usize, FaultsError> {
+    let n = crate::config::parse_size(s.trim()).map_err(|e| FaultsError::Value(e.to_string()))?;
     usize::try_from(n)
         .ok()
         .filter(|&n| n <= MAX_RESPONSE_SIZE)
-        .ok_or_else(|| format!("{s:?}: at most {} MiB", MAX_RESPONSE_SIZE >> 20))
+        .ok_or_else(|| FaultsError::TooLarge(s.to_string()))
 }
 
 /// The server's fault defaults (`wirebench serve --delay ...`).
@@ -126,23 +149,28 @@ impl Faults {
     pub fn plan<'a>(
         &self,
         header: impl Fn(&str) -> Option<&'a str>,
-        rng: &Rng,
-    ) -> Result<Plan, String> {
-        let named = |name: &str, e: String| format!("{name}: {e}");
+        rng: &mut Rng,
+    ) -> Result<Plan, FaultsError> {
+        let named = |header: &'static str| {
+            move |e: FaultsError| FaultsError::Header {
+                header,
+                source: Box::new(e),
+            }
+        };
         let delay = match header(DELAY_HEADER) {
-            Some(v) => Some(Delay::parse(v).map_err(|e| named(DELAY_HEADER, e))?),
+            Some(v) => Some(Delay::parse(v).map_err(named(DELAY_HEADER))?),
             None => self.delay,
         };
         let fail = match header(FAIL_HEADER) {
-            Some(v) => parse_probability(v).map_err(|e| named(FAIL_HEADER, e))?,
+            Some(v) => parse_probability(v).map_err(named(FAIL_HEADER))?,
             None => self.fail,
         };
         let pad_to = match header(RESPONSE_SIZE_HEADER) {
-            Some(v) => Some(parse_response_size(v).map_err(|e| named(RESPONSE_SIZE_HEADER, e))?),
+            Some(v) => Some(parse_response_size(v).map_err(named(RESPONSE_SIZE_HEADER))?),
             None => self.response_size,
         };
         let close = match header(CLOSE_HEADER) {
-            Some(v) => parse_probability(v).map_err(|e| named(CLOSE_HEADER, e))?,
+            Some(v) => parse_probability(v).map_err(named(CLOSE_HEADER))?,
             None => self.close,
         };
         Ok(Plan {
@@ -174,38 +202,6 @@ pub(crate) async fn wait(timer: &mut Option<crate::net::timer::Timer>, d: Durati
     }
 }
 
-/// A small per-connection generator (xorshift64*): the faults need no cryptographic quality.
-#[derive(Debug)]
-pub struct Rng(Cell<u64>);
-
-impl Rng {
-    /// A generator seeded apart from every other one of this process.
-    pub fn new() -> Rng {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        Rng(Cell::new((t ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1))
-    }
-
-    /// Uniform in [0, 1).
-    pub fn unit(&self) -> f64 {
-        let mut x = self.0.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0.set(x);
-        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-impl Default for Rng {
-    fn default() -> Self {
-        Rng::new()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,7 +222,7 @@ mod tests {
 
     #[test]
     fn sampled_delays_have_the_mean_asked_for() {
-        let rng = Rng::new();
+        let mut rng = Rng::unique();
         let ms = Duration::from_millis;
         for (d, mean) in [
             (Delay::Uniform(ms(1), ms(9)), 5.0),
@@ -234,7 +230,7 @@ mod tests {
             (Delay::Fixed(ms(5)), 5.0),
         ] {
             let n = 100_000;
-            let sum: f64 = (0..n).map(|_| d.sample(&rng).as_secs_f64() * 1e3).sum();
+            let sum: f64 = (0..n).map(|_| d.sample(&mut rng).as_secs_f64() * 1e3).sum();
             let got = sum / n as f64;
             assert!((got - mean).abs() < mean * 0.03, "{d:?}: mean {got} ms");
         }
@@ -242,13 +238,13 @@ mod tests {
 
     #[test]
     fn headers_override_the_defaults() {
-        let rng = Rng::new();
+        let mut rng = Rng::unique();
         let faults = Faults {
             delay: Some(Delay::Fixed(Duration::from_millis(3))),
             ..Faults::default()
         };
         let none = |_: &str| None;
-        let plan = faults.plan(none, &rng).unwrap();
+        let plan = faults.plan(none, &mut rng).unwrap();
         assert_eq!(plan.delay, Duration::from_millis(3));
         assert!(!plan.fail && !plan.close && plan.pad_to.is_none());
         let asked = |name: &str| match name {
@@ -258,7 +254,7 @@ mod tests {
             CLOSE_HEADER => Some("1"),
             _ => None,
         };
-        let plan = faults.plan(asked, &rng).unwrap();
+        let plan = faults.plan(asked, &mut rng).unwrap();
         assert_eq!(
             plan,
             Plan {
@@ -269,22 +265,22 @@ mod tests {
             }
         );
         let bad = |name: &str| (name == FAIL_HEADER).then_some("often");
-        let e = faults.plan(bad, &rng).unwrap_err();
+        let e = faults.plan(bad, &mut rng).unwrap_err().to_string();
         assert!(e.starts_with("wirebench-fail: "), "{e}");
         let huge = |name: &str| (name == RESPONSE_SIZE_HEADER).then_some("1G");
-        assert!(faults.plan(huge, &rng).is_err());
+        assert!(faults.plan(huge, &mut rng).is_err());
     }
 
     #[test]
     fn a_probability_injects_that_share() {
-        let rng = Rng::new();
+        let mut rng = Rng::unique();
         let faults = Faults {
             fail: 0.1,
             ..Faults::default()
         };
         let n = 100_000;
         let failed = (0..n)
-            .filter(|_| faults.plan(|_| None, &rng).unwrap().fail)
+            .filter(|_| faults.plan(|_| None, &mut rng).unwrap().fail)
             .count();
         let share = failed as f64 / n as f64;
         assert!((share - 0.1).abs() < 0.005, "{share}");

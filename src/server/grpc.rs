@@ -2,7 +2,7 @@
 //! a request that is not gRPC (no `application/grpc` content-type) is plain HTTP/2, answered as
 //! the HTTP/1.1 side answers it (`POST /v1/echo` JSON).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -15,7 +15,8 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Request, Response};
 use prost::Message;
 
-use crate::server::faults::{Faults, Plan, Rng};
+use crate::rng::Rng;
+use crate::server::faults::{Faults, FaultsError, Plan};
 use crate::server::{
     MAX_REQUEST, Rewind, ServeConfig, echo_json, echo_response, error_json, is_control, pad_message,
 };
@@ -43,7 +44,7 @@ pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: 
     // what the handlers share: the fault defaults, a generator, the close a handler asks for
     let faults = Rc::new(Injector {
         faults: cfg.faults.clone(),
-        rng: Rng::new(),
+        rng: RefCell::new(Rng::unique()),
         close: tokio::sync::Notify::new(),
     });
     let mut streams = 0u64;
@@ -100,7 +101,7 @@ const HEALTH_PATH: &str = "/grpc.health.v1.Health/Check";
 /// The fault injection of one h2 connection, shared by its stream handlers.
 struct Injector {
     faults: Faults,
-    rng: Rng,
+    rng: RefCell<Rng>,
     /// a handler asks for the connection's close after its answer
     close: tokio::sync::Notify,
 }
@@ -108,13 +109,13 @@ struct Injector {
 impl Injector {
     /// The plan for a request with these headers (the defaults when nothing is configured or
     /// asked for).
-    fn plan(&self, headers: &HeaderMap) -> Result<Plan, String> {
+    fn plan(&self, headers: &HeaderMap) -> Result<Plan, FaultsError> {
         if self.faults.none() && !headers.keys().any(|k| is_control(k.as_str())) {
             return Ok(Plan::default());
         }
         self.faults.plan(
             |name| headers.get(name).and_then(|v| v.to_str().ok()),
-            &self.rng,
+            &mut self.rng.borrow_mut(),
         )
     }
 
@@ -165,7 +166,7 @@ async fn handle(
     }
     let plan = match faults.plan(&parts.headers) {
         Ok(plan) => plan,
-        Err(e) => return status_only(&mut respond, Code::InvalidArgument, &e),
+        Err(e) => return status_only(&mut respond, Code::InvalidArgument, &e.to_string()),
     };
     if !plan.delay.is_zero() {
         crate::server::faults::wait(&mut None, plan.delay).await;
@@ -255,7 +256,7 @@ async fn plain(
     let (status, json) = if too_large {
         (413, error_json("request body too large"))
     } else if let Err(e) = &plan {
-        (400, error_json(e))
+        (400, error_json(&e.to_string()))
     } else if plan.as_ref().is_ok_and(|p| p.fail) {
         (
             faults.faults.fail_http_status,

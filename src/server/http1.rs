@@ -9,7 +9,8 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::server::faults::{self, Plan, Rng};
+use crate::rng::Rng;
+use crate::server::faults::{self, Plan};
 use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_json, error_json, is_control};
 use wirebench_wire::http1::{
     MAX_HEAD_BYTES, MAX_REQUEST_HEADERS, RequestError, RequestHead, RequestLimits,
@@ -60,7 +61,7 @@ pub(super) async fn serve(
     age: Option<Duration>,
 ) {
     let born = Instant::now();
-    let rng = Rng::new();
+    let mut rng = Rng::unique();
     let mut timer = None;
     let mut buf = BytesMut::with_capacity(8192);
     let mut out = Vec::with_capacity(1024);
@@ -130,10 +131,10 @@ pub(super) async fn serve(
                     .find(|(name, _)| name.eq_ignore_ascii_case(want))
                     .and_then(|(_, v)| std::str::from_utf8(v).ok())
             };
-            match cfg.faults.plan(header, &rng) {
+            match cfg.faults.plan(header, &mut rng) {
                 Ok(plan) => plan,
                 Err(e) => {
-                    respond(&mut out, 400, &error_json(&e), close);
+                    respond(&mut out, 400, &error_json(&e.to_string()), close);
                     if close {
                         let _ = io.write_all(&out).await;
                         let _ = io.shutdown().await;

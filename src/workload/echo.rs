@@ -19,6 +19,25 @@ use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::proto::echo::{EchoRequest, EchoResponse};
 
+/// Why the echo requests cannot be built for the endpoints.
+#[derive(Debug, thiserror::Error)]
+pub enum EchoError {
+    #[error("invalid header name {0:?}")]
+    HeaderName(String),
+    #[error("invalid header value for {0}")]
+    HeaderValue(String),
+    #[error("target {url}: {source}")]
+    Template {
+        url: String,
+        source: wirebench_wire::http1::Error,
+    },
+    #[error("target {url}: {source}")]
+    Uri {
+        url: String,
+        source: http::uri::InvalidUri,
+    },
+}
+
 pub const GRPC_PATH: &str = "/grpc_echo.v1.EchoService/Echo";
 pub const HTTP_PATH: &str = "/v1/echo";
 
@@ -56,13 +75,12 @@ impl EchoWorkload {
         ping: String,
         headers: &[(String, String)],
         endpoints: &[Endpoint],
-    ) -> Result<Self, String> {
+    ) -> Result<Self, EchoError> {
         let mut metadata = Vec::with_capacity(headers.len());
         for (k, v) in headers {
             let name = HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
-                .map_err(|_| format!("invalid header name {k:?}"))?;
-            let value =
-                HeaderValue::from_str(v).map_err(|_| format!("invalid header value for {k}"))?;
+                .map_err(|_| EchoError::HeaderName(k.clone()))?;
+            let value = HeaderValue::from_str(v).map_err(|_| EchoError::HeaderValue(k.clone()))?;
             metadata.push((name, value));
         }
         let extra: Vec<(&str, &str)> = headers
@@ -80,20 +98,28 @@ impl EchoWorkload {
         ];
         h2_headers.extend(metadata.iter().cloned());
         for ep in endpoints {
+            let uri_error = |source| EchoError::Uri {
+                url: ep.url.clone(),
+                source,
+            };
             let mut h = vec![("Content-Type", "application/json")];
             h.extend_from_slice(&extra);
             templates.push(
-                RequestTemplate::new("POST", HTTP_PATH, &ep.authority, &h)
-                    .map_err(|e| format!("target {}: {e}", ep.url))?,
+                RequestTemplate::new("POST", HTTP_PATH, &ep.authority, &h).map_err(|source| {
+                    EchoError::Template {
+                        url: ep.url.clone(),
+                        source,
+                    }
+                })?,
             );
             let uri: Uri = format!("http://{}{GRPC_PATH}", ep.authority)
                 .parse()
-                .map_err(|e| format!("target {}: {e}", ep.url))?;
+                .map_err(uri_error)?;
             calls.push(Call::new(uri, metadata.clone(), FailureKind::GrpcStatus));
             let scheme = if ep.tls { "https" } else { "http" };
             let uri: Uri = format!("{scheme}://{}{HTTP_PATH}", ep.authority)
                 .parse()
-                .map_err(|e| format!("target {}: {e}", ep.url))?;
+                .map_err(uri_error)?;
             h2_calls.push(Call::plain(Method::POST, uri, h2_headers.clone()));
         }
         let mut frame = BytesMut::new();

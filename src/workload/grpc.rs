@@ -22,6 +22,97 @@ use crate::client::grpc::Call;
 use crate::config::{Endpoint, GrpcRequest, GrpcSpec};
 use crate::outcome::FailureKind;
 
+/// Why a gRPC method cannot be called as asked: its schema, its name, its request, its
+/// metadata, or the field a payload sweep fills.
+#[derive(Debug, thiserror::Error)]
+pub enum GrpcError {
+    #[error("{target}: {source}")]
+    Uri {
+        target: String,
+        source: http::uri::InvalidUri,
+    },
+    #[error("the request waits for the server's schema (reflection)")]
+    AwaitsSchema,
+    #[error("the request message is larger than 4 GiB")]
+    RequestTooLarge,
+    /// a `.proto` file that does not compile: what the compiler said, on one line
+    #[error("--proto-file: {0}")]
+    ProtoFile(String),
+    /// `known`: the services the schema has, comma-separated
+    #[error("unknown service {service:?}; the schema has: {known}")]
+    UnknownService { service: String, known: String },
+    /// `known`: the methods the service has, comma-separated
+    #[error("unknown method {method:?} of {service}; it has: {known}")]
+    UnknownMethod {
+        method: String,
+        service: String,
+        known: String,
+    },
+    #[error("method {0:?}: expected package.Service/Method")]
+    MethodName(String),
+    #[error(
+        "{method} is a {kind} method: only unary and server-streaming methods are supported yet"
+    )]
+    Streaming { method: String, kind: &'static str },
+    #[error("invalid metadata name {0:?}")]
+    MetadataName(String),
+    #[error("invalid metadata value for {0}")]
+    MetadataValue(String),
+    #[error("the request is not a {message}: {source}")]
+    NotTheRequest {
+        message: String,
+        source: serde_json::Error,
+    },
+    #[error(
+        "--payload-field: {0} has no string or bytes field to carry the payload; name one \
+         inside a nested message (--payload-field outer.inner)"
+    )]
+    NoPayloadField(String),
+    #[error("--payload-field is needed: {message} has several string and bytes fields: {fields}")]
+    PayloadFieldNeeded { message: String, fields: String },
+    #[error(
+        "--payload-field {path}: {message} has no field {part:?} (its string and bytes fields: \
+         {fields})"
+    )]
+    NoSuchField {
+        path: String,
+        message: String,
+        part: String,
+        fields: String,
+    },
+    /// `what` the last field of the path is instead ("a map", "an int64 field", ...)
+    #[error(
+        "--payload-field {path}: {field} is {what}: the payload goes into a singular string or \
+         bytes field"
+    )]
+    NotAPayloadField {
+        path: String,
+        field: String,
+        what: String,
+    },
+    /// `what` a field on the way is instead of a singular message
+    #[error(
+        "--payload-field {path}: {field} is {what}: the path goes through singular message \
+         fields only"
+    )]
+    NotAMessageOnTheWay {
+        path: String,
+        field: String,
+        what: String,
+    },
+    #[error("--payload-field: no field")]
+    NoField,
+    #[error("--payload-field: {0} is not a message")]
+    NotAMessage(String),
+    #[error("--payload-field: {0} is not a string or bytes field")]
+    NotStringOrBytes(String),
+    #[error("--payload-field {field}: {source}")]
+    SetField {
+        field: String,
+        source: prost_reflect::SetFieldError,
+    },
+}
+
 #[derive(Debug)]
 struct Shared {
     calls: Vec<Call>,
@@ -37,7 +128,7 @@ pub struct GrpcWorkload {
 }
 
 impl GrpcWorkload {
-    pub fn new(spec: &GrpcSpec, endpoints: &[Endpoint]) -> Result<GrpcWorkload, String> {
+    pub fn new(spec: &GrpcSpec, endpoints: &[Endpoint]) -> Result<GrpcWorkload, GrpcError> {
         let metadata = metadata_of(&spec.metadata)?;
         let mut calls = Vec::with_capacity(endpoints.len());
         for ep in endpoints {
@@ -45,15 +136,17 @@ impl GrpcWorkload {
             let scheme = if ep.tls { "https" } else { "http" };
             let uri: Uri = format!("{scheme}://{authority}{}", spec.path)
                 .parse()
-                .map_err(|e| format!("{authority}{}: {e}", spec.path))?;
+                .map_err(|source| GrpcError::Uri {
+                    target: format!("{authority}{}", spec.path),
+                    source,
+                })?;
             calls.push(Call::new(uri, metadata.clone(), FailureKind::GrpcStatus));
         }
         let GrpcRequest::Encoded(request) = &spec.request else {
-            return Err("the request waits for the server's schema (reflection)".into());
+            return Err(GrpcError::AwaitsSchema);
         };
         let mut frame = BytesMut::with_capacity(wirebench_wire::grpc::PREFIX_LEN + request.len());
-        let len = u32::try_from(request.len())
-            .map_err(|_| "the request message is larger than 4 GiB".to_string())?;
+        let len = u32::try_from(request.len()).map_err(|_| GrpcError::RequestTooLarge)?;
         frame.extend_from_slice(&[0]);
         frame.extend_from_slice(&len.to_be_bytes());
         frame.extend_from_slice(request);
@@ -101,7 +194,7 @@ impl GrpcWorkload {
 }
 
 /// The schema of `files`, imports looked up in `includes` and each file's directory.
-pub fn compile(files: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, String> {
+pub fn compile(files: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, GrpcError> {
     let mut dirs: Vec<PathBuf> = includes.to_vec();
     for f in files {
         let dir = f
@@ -112,52 +205,54 @@ pub fn compile(files: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool
             dirs.push(dir.to_path_buf());
         }
     }
-    let mut compiler = protox::Compiler::new(&dirs).map_err(|e| format!("--proto-file: {e}"))?;
+    let mut compiler =
+        protox::Compiler::new(&dirs).map_err(|e| GrpcError::ProtoFile(e.to_string()))?;
     compiler.include_imports(true);
     compiler.open_files(files).map_err(|e| {
         let what = e.to_string().replace('\n', " ");
-        match e.file() {
-            Some(file) if !what.contains(file) => format!("--proto-file: {file}: {what}"),
-            _ => format!("--proto-file: {what}"),
-        }
+        GrpcError::ProtoFile(match e.file() {
+            Some(file) if !what.contains(file) => format!("{file}: {what}"),
+            _ => what,
+        })
     })?;
     Ok(compiler.descriptor_pool())
 }
 
 /// `package.Service/Method` or `package.Service.Method` in `pool`; the error lists what the
 /// schema offers.
-pub fn find_method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, String> {
+pub fn find_method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, GrpcError> {
     let name = name.trim_start_matches('/');
     let service = service_of(name)?;
     let method = &name[service.len() + 1..];
     let Some(svc) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
-        return Err(format!(
-            "unknown service {service:?}; the schema has: {}",
-            if known.is_empty() {
+        return Err(GrpcError::UnknownService {
+            service: service.to_string(),
+            known: if known.is_empty() {
                 "no services".to_string()
             } else {
                 known.join(", ")
-            }
-        ));
+            },
+        });
     };
     svc.methods().find(|m| m.name() == method).ok_or_else(|| {
         let known: Vec<String> = svc.methods().map(|m| m.name().to_string()).collect();
-        format!(
-            "unknown method {method:?} of {service}; it has: {}",
-            known.join(", ")
-        )
+        GrpcError::UnknownMethod {
+            method: method.to_string(),
+            service: service.to_string(),
+            known: known.join(", "),
+        }
     })
 }
 
 /// `-H NAME:VALUE` pairs as gRPC metadata (names lower-cased).
-pub fn metadata_of(list: &[(String, String)]) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+pub fn metadata_of(list: &[(String, String)]) -> Result<Vec<(HeaderName, HeaderValue)>, GrpcError> {
     list.iter()
         .map(|(k, v)| {
             let name = HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
-                .map_err(|_| format!("invalid metadata name {k:?}"))?;
+                .map_err(|_| GrpcError::MetadataName(k.clone()))?;
             let value =
-                HeaderValue::from_str(v).map_err(|_| format!("invalid metadata value for {k}"))?;
+                HeaderValue::from_str(v).map_err(|_| GrpcError::MetadataValue(k.clone()))?;
             Ok((name, value))
         })
         .collect()
@@ -176,37 +271,39 @@ pub fn streaming(m: &MethodDescriptor) -> Option<&'static str> {
 
 /// Whether `m` can be measured: unary (`false`) and server-streaming (`true`) methods can,
 /// client-streaming and bidirectional ones are refused (not supported yet).
-pub fn callable(m: &MethodDescriptor) -> Result<bool, String> {
+pub fn callable(m: &MethodDescriptor) -> Result<bool, GrpcError> {
     match (m.is_client_streaming(), m.is_server_streaming()) {
         (false, server) => Ok(server),
-        _ => Err(format!(
-            "{} is a {} method: only unary and server-streaming methods are supported yet",
-            m.full_name(),
-            streaming(m).unwrap_or("streaming")
-        )),
+        _ => Err(GrpcError::Streaming {
+            method: m.full_name().to_string(),
+            kind: streaming(m).unwrap_or("streaming"),
+        }),
     }
 }
 
 /// The service part of `package.Service/Method` (or `package.Service.Method`).
-pub fn service_of(method: &str) -> Result<&str, String> {
+pub fn service_of(method: &str) -> Result<&str, GrpcError> {
     let name = method.trim_start_matches('/');
     name.rsplit_once('/')
         .or_else(|| name.rsplit_once('.'))
         .map(|(s, _)| s)
-        .ok_or_else(|| format!("method {name:?}: expected package.Service/Method"))
+        .ok_or_else(|| GrpcError::MethodName(name.to_string()))
 }
 
 /// The request message of `method` from JSON, encoded; the error names the field and why.
-pub fn encode_json(method: &MethodDescriptor, json: &str) -> Result<Vec<u8>, String> {
+pub fn encode_json(method: &MethodDescriptor, json: &str) -> Result<Vec<u8>, GrpcError> {
     decode_json(&method.input(), json).map(|m| m.encode_to_vec())
 }
 
 /// A `input` message from JSON (proto3 JSON mapping); the error names the field and why.
-pub fn decode_json(input: &MessageDescriptor, json: &str) -> Result<DynamicMessage, String> {
+pub fn decode_json(input: &MessageDescriptor, json: &str) -> Result<DynamicMessage, GrpcError> {
     let mut de = serde_json::Deserializer::from_str(json);
     DynamicMessage::deserialize(input.clone(), &mut de)
         .and_then(|m| de.end().map(|()| m))
-        .map_err(|e| format!("the request is not a {}: {e}", input.full_name()))
+        .map_err(|source| GrpcError::NotTheRequest {
+            message: input.full_name().to_string(),
+            source,
+        })
 }
 
 /// Whether a payload can go into `f`: a singular string or bytes field.
@@ -241,21 +338,16 @@ fn candidates(m: &MessageDescriptor) -> String {
 pub fn payload_field(
     input: &MessageDescriptor,
     path: Option<&str>,
-) -> Result<Vec<FieldDescriptor>, String> {
+) -> Result<Vec<FieldDescriptor>, GrpcError> {
     let Some(path) = path else {
         let mut fit = input.fields().filter(carries_payload);
         return match (fit.next(), fit.next()) {
             (Some(f), None) => Ok(vec![f]),
-            (None, _) => Err(format!(
-                "--payload-field: {} has no string or bytes field to carry the payload; name \
-                 one inside a nested message (--payload-field outer.inner)",
-                input.full_name()
-            )),
-            (Some(_), Some(_)) => Err(format!(
-                "--payload-field is needed: {} has several string and bytes fields: {}",
-                input.full_name(),
-                candidates(input)
-            )),
+            (None, _) => Err(GrpcError::NoPayloadField(input.full_name().to_string())),
+            (Some(_), Some(_)) => Err(GrpcError::PayloadFieldNeeded {
+                message: input.full_name().to_string(),
+                fields: candidates(input),
+            }),
         };
     };
     let mut fields = Vec::new();
@@ -263,12 +355,12 @@ pub fn payload_field(
     let mut parts = path.split('.').peekable();
     while let Some(part) = parts.next() {
         let Some(f) = field_named(&at, part) else {
-            return Err(format!(
-                "--payload-field {path}: {} has no field {part:?} (its string and bytes fields: \
-                 {})",
-                at.full_name(),
-                candidates(&at)
-            ));
+            return Err(GrpcError::NoSuchField {
+                path: path.to_string(),
+                message: at.full_name().to_string(),
+                part: part.to_string(),
+                fields: candidates(&at),
+            });
         };
         let last = parts.peek().is_none();
         let what = if f.is_map() {
@@ -295,18 +387,11 @@ pub fn payload_field(
                 }
             }
         };
+        let (path, field) = (path.to_string(), f.full_name().to_string());
         return Err(if last {
-            format!(
-                "--payload-field {path}: {} is {what}: the payload goes into a singular string \
-                 or bytes field",
-                f.full_name()
-            )
+            GrpcError::NotAPayloadField { path, field, what }
         } else {
-            format!(
-                "--payload-field {path}: {} is {what}: the path goes through singular message \
-                 fields only",
-                f.full_name()
-            )
+            GrpcError::NotAMessageOnTheWay { path, field, what }
         });
     }
     Ok(fields)
@@ -320,9 +405,9 @@ pub fn fill_field(
     base: &DynamicMessage,
     path: &[FieldDescriptor],
     n: usize,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, GrpcError> {
     let Some((last, through)) = path.split_last() else {
-        return Err("--payload-field: no field".into());
+        return Err(GrpcError::NoField);
     };
     let mut msg = base.clone();
     let mut at = &mut msg;
@@ -330,27 +415,20 @@ pub fn fill_field(
         // an unset message field reads as its default, which is then set
         at = match at.get_field_mut(f) {
             Field::Message(m) => m,
-            _ => {
-                return Err(format!(
-                    "--payload-field: {} is not a message",
-                    f.full_name()
-                ));
-            }
+            _ => return Err(GrpcError::NotAMessage(f.full_name().to_string())),
         };
     }
     let filler = super::filler(n);
     let value = match last.kind() {
         Kind::Bytes => Field::Bytes(Bytes::from(filler.into_bytes())),
         Kind::String => Field::String(filler),
-        _ => {
-            return Err(format!(
-                "--payload-field: {} is not a string or bytes field",
-                last.full_name()
-            ));
-        }
+        _ => return Err(GrpcError::NotStringOrBytes(last.full_name().to_string())),
     };
     at.try_set_field(last, value)
-        .map_err(|e| format!("--payload-field {}: {e}", last.full_name()))?;
+        .map_err(|source| GrpcError::SetField {
+            field: last.full_name().to_string(),
+            source,
+        })?;
     Ok(msg.encode_to_vec())
 }
 
@@ -373,12 +451,16 @@ mod tests {
         ] {
             assert_eq!(find_method(&pool, name).unwrap().name(), "Echo", "{name}");
         }
-        let e = find_method(&pool, "grpc_echo.v1.Nope/Echo").unwrap_err();
+        let e = find_method(&pool, "grpc_echo.v1.Nope/Echo")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("the schema has: grpc_echo.v1.EchoService"),
             "{e}"
         );
-        let e = find_method(&pool, "grpc_echo.v1.EchoService/Nope").unwrap_err();
+        let e = find_method(&pool, "grpc_echo.v1.EchoService/Nope")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("it has: Echo"), "{e}");
     }
 
@@ -388,12 +470,12 @@ mod tests {
         // field 1, length 2, "hi"
         assert_eq!(encode_json(&m, r#"{"ping":"hi"}"#).unwrap(), b"\x0a\x02hi");
         assert_eq!(encode_json(&m, "{}").unwrap(), b"");
-        let e = encode_json(&m, r#"{"pong":"hi"}"#).unwrap_err();
+        let e = encode_json(&m, r#"{"pong":"hi"}"#).unwrap_err().to_string();
         assert!(
             e.contains("grpc_echo.v1.EchoRequest") && e.contains("pong"),
             "{e}"
         );
-        let e = encode_json(&m, r#"{"ping":3}"#).unwrap_err();
+        let e = encode_json(&m, r#"{"ping":3}"#).unwrap_err().to_string();
         assert!(e.contains("grpc_echo.v1.EchoRequest"), "{e}");
         assert!(encode_json(&m, r#"{"ping":"a"} x"#).is_err());
     }
@@ -449,12 +531,12 @@ message Bare { int32 n = 1; Inner inner = 2; }
         );
         // the only singular string or bytes field (the repeated one does not count)
         assert_eq!(names(&payload_field(&only, None).unwrap()), ["blob"]);
-        let e = payload_field(&req, None).unwrap_err();
+        let e = payload_field(&req, None).unwrap_err().to_string();
         assert!(
             e.starts_with("--payload-field is needed") && e.contains("name, word, long_name"),
             "{e}"
         );
-        let e = payload_field(&bare, None).unwrap_err();
+        let e = payload_field(&bare, None).unwrap_err().to_string();
         assert!(e.contains("t.v1.Bare has no string or bytes field"), "{e}");
         // by proto name, JSON name, and a dotted path through a message
         assert_eq!(names(&payload_field(&req, Some("name")).unwrap()), ["name"]);
@@ -484,7 +566,7 @@ message Bare { int32 n = 1; Inner inner = 2; }
             ("", "has no field \"\""),
             ("inner.", "has no field \"\""),
         ] {
-            let e = payload_field(&req, Some(path)).unwrap_err();
+            let e = payload_field(&req, Some(path)).unwrap_err().to_string();
             assert!(
                 e.starts_with(&format!("--payload-field {path}: ")) && e.contains(words),
                 "{path}: {e}"
@@ -552,7 +634,7 @@ message Bare { int32 n = 1; Inner inner = 2; }
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("bad.proto");
         std::fs::write(&f, "syntax = \"proto3\";\nmessage A { int32 x = ; }\n").unwrap();
-        let e = compile(&[f], &[]).unwrap_err();
+        let e = compile(&[f], &[]).unwrap_err().to_string();
         assert!(
             e.starts_with("--proto-file: ") && e.contains("bad.proto"),
             "{e}"

@@ -16,6 +16,27 @@ use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
 use wirebench_wire::http1::RequestTemplate;
 
+/// Why the requests cannot be built for the endpoints.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("{url}: {source}")]
+    Template {
+        url: String,
+        source: wirebench_wire::http1::Error,
+    },
+    #[error("{url}: {source}")]
+    Uri {
+        url: String,
+        source: http::uri::InvalidUri,
+    },
+    #[error("invalid method {0:?}")]
+    Method(String),
+    #[error("invalid header name {0:?}")]
+    HeaderName(String),
+    #[error("invalid header value for {0}")]
+    HeaderValue(String),
+}
+
 #[derive(Debug)]
 struct Shared {
     templates: Vec<RequestTemplate>,
@@ -41,7 +62,7 @@ fn anticipates_no_content(method: &str) -> bool {
 }
 
 impl HttpWorkload {
-    pub fn new(spec: &HttpSpec, endpoints: &[Endpoint]) -> Result<HttpWorkload, String> {
+    pub fn new(spec: &HttpSpec, endpoints: &[Endpoint]) -> Result<HttpWorkload, HttpError> {
         let headers: Vec<(&str, &str)> = spec
             .headers
             .iter()
@@ -50,7 +71,10 @@ impl HttpWorkload {
         let mut templates = Vec::with_capacity(endpoints.len());
         for ep in endpoints {
             let t = RequestTemplate::new(&spec.method, &spec.path, &ep.authority, &headers)
-                .map_err(|e| format!("{}: {e}", ep.url))?;
+                .map_err(|source| HttpError::Template {
+                    url: ep.url.clone(),
+                    source,
+                })?;
             templates.push(if anticipates_no_content(&spec.method) {
                 t.omit_empty_length()
             } else {
@@ -134,9 +158,9 @@ fn h2_calls(
     spec: &HttpSpec,
     endpoints: &[Endpoint],
     bodies: &[Bytes],
-) -> Result<Vec<Call>, String> {
+) -> Result<Vec<Call>, HttpError> {
     let method = Method::from_bytes(spec.method.as_bytes())
-        .map_err(|_| format!("invalid method {:?}", spec.method))?;
+        .map_err(|_| HttpError::Method(spec.method.clone()))?;
     let mut fields = Vec::with_capacity(spec.headers.len() + 1);
     for (k, v) in &spec.headers {
         let name = k.to_ascii_lowercase();
@@ -144,9 +168,8 @@ fn h2_calls(
             continue;
         }
         let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("invalid header name {k:?}"))?;
-        let value =
-            HeaderValue::from_str(v).map_err(|_| format!("invalid header value for {k}"))?;
+            .map_err(|_| HttpError::HeaderName(k.clone()))?;
+        let value = HeaderValue::from_str(v).map_err(|_| HttpError::HeaderValue(k.clone()))?;
         fields.push((name, value));
     }
     let len = bodies[0].len();
@@ -159,7 +182,10 @@ fn h2_calls(
         let scheme = if ep.tls { "https" } else { "http" };
         let uri: Uri = format!("{scheme}://{}{}", ep.authority, spec.path)
             .parse()
-            .map_err(|e| format!("{}: {e}", ep.url))?;
+            .map_err(|source| HttpError::Uri {
+                url: ep.url.clone(),
+                source,
+            })?;
         calls.push(Call::plain(method.clone(), uri, fields.clone()));
     }
     Ok(calls)

@@ -66,17 +66,18 @@ impl Workload {
         token: Option<&str>,
     ) -> Result<Workload, String> {
         Ok(match spec {
-            WorkloadSpec::Etcd(op) => Workload::Etcd(Box::new(EtcdWorkload::new(
-                op.clone(),
-                endpoints,
-                seed,
-                token,
-            )?)),
-            WorkloadSpec::Echo { ping, headers } => {
-                Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
+            WorkloadSpec::Etcd(op) => Workload::Etcd(Box::new(
+                EtcdWorkload::new(op.clone(), endpoints, seed, token).map_err(|e| e.to_string())?,
+            )),
+            WorkloadSpec::Echo { ping, headers } => Workload::Echo(
+                EchoWorkload::new(ping.clone(), headers, endpoints).map_err(|e| e.to_string())?,
+            ),
+            WorkloadSpec::Http(h) => {
+                Workload::Http(HttpWorkload::new(h, endpoints).map_err(|e| e.to_string())?)
             }
-            WorkloadSpec::Http(h) => Workload::Http(HttpWorkload::new(h, endpoints)?),
-            WorkloadSpec::Grpc(g) => Workload::Grpc(GrpcWorkload::new(g, endpoints)?),
+            WorkloadSpec::Grpc(g) => {
+                Workload::Grpc(GrpcWorkload::new(g, endpoints).map_err(|e| e.to_string())?)
+            }
         })
     }
 
@@ -84,16 +85,22 @@ impl Workload {
     /// found without generating keys and values.
     pub fn check(spec: &WorkloadSpec, endpoints: &[Endpoint]) -> Result<(), String> {
         match spec {
-            WorkloadSpec::Etcd(op) => EtcdWorkload::check(op, endpoints),
+            WorkloadSpec::Etcd(op) => EtcdWorkload::check(op, endpoints).map_err(|e| e.to_string()),
             WorkloadSpec::Echo { ping, headers } => {
-                EchoWorkload::new(ping.clone(), headers, endpoints).map(drop)
+                EchoWorkload::new(ping.clone(), headers, endpoints)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
             }
-            WorkloadSpec::Http(h) => HttpWorkload::new(h, endpoints).map(drop),
+            WorkloadSpec::Http(h) => HttpWorkload::new(h, endpoints)
+                .map(drop)
+                .map_err(|e| e.to_string()),
             // the request is encoded during setup, once reflection gave the schema
             WorkloadSpec::Grpc(g) if matches!(g.request, GrpcRequest::ByReflection { .. }) => {
                 Ok(())
             }
-            WorkloadSpec::Grpc(g) => GrpcWorkload::new(g, endpoints).map(drop),
+            WorkloadSpec::Grpc(g) => GrpcWorkload::new(g, endpoints)
+                .map(drop)
+                .map_err(|e| e.to_string()),
         }
     }
 

@@ -3,6 +3,7 @@
 //! same messages under the older name). Setup, on a connection of its own: outside the
 //! figures, as authentication is.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -11,12 +12,12 @@ use prost::Message;
 use prost_reflect::DescriptorPool;
 use prost_types::FileDescriptorProto;
 
-use crate::client::block_on;
-use crate::client::grpc::{Bidi, Call, Conn};
+use crate::client::grpc::{Bidi, Call, Conn, H2Config};
+use crate::client::{RuntimeError, block_on};
 use crate::config::{Config, Endpoint, GrpcSpec};
-use crate::net::{H2Config, NetConfig};
-use crate::outcome::FailureKind;
-use crate::workload::grpc::{metadata_of, streaming};
+use crate::net::NetConfig;
+use crate::outcome::{Failure, FailureKind};
+use crate::workload::grpc::{GrpcError, metadata_of, streaming};
 use wirebench_wire::grpc as framing;
 
 /// The largest reflection answer accepted (a schema with its imports).
@@ -87,13 +88,79 @@ struct ReflectionError {
     message: String,
 }
 
-/// Why reflection gave no schema.
-#[derive(Debug)]
-pub enum ReflectFailure {
-    /// the server does not know the service: the services it lists
-    UnknownService(String),
-    /// anything else (no reflection service, connection, malformed answer): one line
-    Other(String),
+/// Why one request on a reflection stream got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("{0}")]
+    Stream(Failure),
+    /// the server refused the stream with this grpc-message
+    #[error("{0}")]
+    Refused(String),
+    /// the server refused the stream with this HTTP status (and no grpc-message)
+    #[error("HTTP {0}")]
+    RefusedStatus(u16),
+    #[error("a malformed reflection answer: {0}")]
+    Framing(wirebench_wire::grpc::Error),
+    #[error("a malformed reflection answer: {0}")]
+    Malformed(prost::DecodeError),
+    #[error("a reflection answer without content")]
+    Empty,
+    #[error("the reflection stream ended without an answer")]
+    Ended,
+}
+
+/// Why reflection gave no schema (or no list of methods).
+#[derive(Debug, thiserror::Error)]
+pub enum ReflectError {
+    /// the server does not know the service: `listed`, the services it lists
+    #[error("unknown service {service:?}; the server has: {listed}")]
+    UnknownService { service: String, listed: String },
+    #[error("connect to {addr}: {source}")]
+    Connect {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("reflection: no answer within {0:?}")]
+    Timeout(Duration),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Metadata(#[from] GrpcError),
+    #[error("{authority}: {source}")]
+    Uri {
+        authority: String,
+        source: http::uri::InvalidUri,
+    },
+    #[error("reflection: {0}")]
+    Open(Failure),
+    /// neither version is served: why the first was not
+    #[error(
+        "the server has no reflection service (grpc.reflection.v1 nor v1alpha): {}",
+        .first.as_ref().map(ToString::to_string).unwrap_or_default()
+    )]
+    NoService { first: Option<AskError> },
+    #[error("reflection answered list_services with something else")]
+    NotAList,
+    #[error("reflection answered a file request with a service list")]
+    NotFiles,
+    #[error("a malformed file descriptor from reflection: {0}")]
+    BadFile(prost::DecodeError),
+    #[error("reflection: more than {MAX_FILES} imported files")]
+    TooManyFiles,
+    #[error("reflection did not give {0:?}")]
+    NotGiven(String),
+    #[error("reflection has no file {0:?}")]
+    NoFile(String),
+    #[error(transparent)]
+    Ask(AskError),
+    /// the files left, none with all its imports in the pool
+    #[error("reflection: the files {0:?} import each other or something missing")]
+    Cycle(Vec<String>),
+    #[error("reflection: file {name:?}: {source}")]
+    AddFile {
+        name: String,
+        source: prost_reflect::DescriptorError,
+    },
 }
 
 /// One reflection stream: a request, then its answer.
@@ -104,42 +171,40 @@ struct Session {
 }
 
 impl Session {
-    async fn ask(&mut self, ask: Ask) -> Result<Answer, String> {
+    async fn ask(&mut self, ask: Ask) -> Result<Answer, AskError> {
         let req = ReflectionRequest {
             host: String::new(),
             ask: Some(ask),
         };
         let mut frame = BytesMut::new();
         framing::encode(&req, &mut frame);
-        self.bidi.send(frame.freeze()).map_err(|f| f.to_string())?;
+        self.bidi.send(frame.freeze()).map_err(AskError::Stream)?;
         if !self.head_read {
-            let head = self.bidi.head().await.map_err(|f| f.to_string())?;
+            let head = self.bidi.head().await.map_err(AskError::Stream)?;
             if head.status != 200 || head.trailers_only {
-                return Err(head
-                    .message
-                    .unwrap_or_else(|| format!("HTTP {}", head.status)));
+                return Err(match head.message {
+                    Some(m) => AskError::Refused(m),
+                    None => AskError::RefusedStatus(head.status),
+                });
             }
             self.head_read = true;
         }
         loop {
             match framing::decode(&mut self.buf, MAX_ANSWER) {
                 Ok(Some(msg)) => {
-                    let resp = ReflectionResponse::decode(msg)
-                        .map_err(|e| format!("a malformed reflection answer: {e}"))?;
-                    return resp
-                        .answer
-                        .ok_or_else(|| "a reflection answer without content".to_string());
+                    let resp = ReflectionResponse::decode(msg).map_err(AskError::Malformed)?;
+                    return resp.answer.ok_or(AskError::Empty);
                 }
                 Ok(None) => {}
-                Err(e) => return Err(format!("a malformed reflection answer: {e}")),
+                Err(e) => return Err(AskError::Framing(e)),
             }
             if !self
                 .bidi
                 .recv(&mut self.buf)
                 .await
-                .map_err(|f| f.to_string())?
+                .map_err(AskError::Stream)?
             {
-                return Err("the reflection stream ended without an answer".into());
+                return Err(AskError::Ended);
             }
         }
     }
@@ -171,25 +236,21 @@ impl<'a> Reflected<'a> {
     }
 
     /// The schema of `service`, with every file it imports.
-    pub fn schema(&self, service: &str) -> Result<DescriptorPool, ReflectFailure> {
+    pub fn schema(&self, service: &str) -> Result<DescriptorPool, ReflectError> {
         let files = self.on_stream(async |s| files_of(s, service).await)?;
-        pool_of(files).map_err(ReflectFailure::Other)
+        pool_of(files)
     }
 
     /// Every method the server's reflection names, one line each: `package.Service/Method`,
     /// with `(server-streaming)` and the like after a streaming one; the reflection service
     /// itself left out. Sorted.
-    pub fn list(&self) -> Result<Vec<String>, ReflectFailure> {
+    pub fn list(&self) -> Result<Vec<String>, ReflectError> {
         let (names, files) = self.on_stream(async |s| {
             let names = match s.ask(Ask::ListServices(String::new())).await {
                 Ok(Answer::Services(l)) => {
                     l.services.into_iter().map(|n| n.name).collect::<Vec<_>>()
                 }
-                Ok(_) => {
-                    return Err(Step::Failed(ReflectFailure::Other(
-                        "reflection answered list_services with something else".into(),
-                    )));
-                }
+                Ok(_) => return Err(Step::Failed(ReflectError::NotAList)),
                 Err(why) => return Err(Step::NoService(why)),
             };
             let mut files = Vec::new();
@@ -198,7 +259,7 @@ impl<'a> Reflected<'a> {
             }
             Ok((names, files))
         })?;
-        let pool = pool_of(files).map_err(ReflectFailure::Other)?;
+        let pool = pool_of(files)?;
         let mut lines = Vec::new();
         for name in names.iter().filter(|n| !n.starts_with("grpc.reflection.")) {
             let Some(svc) = pool.get_service_by_name(name) else {
@@ -220,7 +281,7 @@ impl<'a> Reflected<'a> {
     fn on_stream<T>(
         &self,
         work: impl AsyncFn(&mut Session) -> Result<T, Step>,
-    ) -> Result<T, ReflectFailure> {
+    ) -> Result<T, ReflectError> {
         let h2 = H2Config {
             ledger: false,
             ..*self.h2
@@ -229,7 +290,10 @@ impl<'a> Reflected<'a> {
         let run = async {
             let conn = Conn::connect(ep.addr, &ep.host, 0, self.net, &h2)
                 .await
-                .map_err(|e| ReflectFailure::Other(format!("connect to {}: {e}", ep.addr)))?;
+                .map_err(|source| ReflectError::Connect {
+                    addr: ep.addr,
+                    source,
+                })?;
             let result = each_version(&conn, ep, self.authority, self.metadata, &work).await;
             conn.close(Duration::from_millis(200)).await;
             result
@@ -238,13 +302,9 @@ impl<'a> Reflected<'a> {
         let bounded = async {
             tokio::time::timeout(timeout, run)
                 .await
-                .unwrap_or_else(|_| {
-                    Err(ReflectFailure::Other(format!(
-                        "reflection: no answer within {timeout:?}"
-                    )))
-                })
+                .unwrap_or(Err(ReflectError::Timeout(timeout)))
         };
-        block_on(bounded).map_err(ReflectFailure::Other)?
+        block_on(bounded)?
     }
 }
 
@@ -254,8 +314,8 @@ async fn each_version<T>(
     authority: &str,
     metadata: &[(String, String)],
     work: &impl AsyncFn(&mut Session) -> Result<T, Step>,
-) -> Result<T, ReflectFailure> {
-    let meta = metadata_of(metadata).map_err(ReflectFailure::Other)?;
+) -> Result<T, ReflectError> {
+    let meta = metadata_of(metadata)?;
     let scheme = if ep.tls { "https" } else { "http" };
     let mut first_error = None;
     for version in ["v1", "v1alpha"] {
@@ -263,12 +323,15 @@ async fn each_version<T>(
             "{scheme}://{authority}/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo"
         )
         .parse()
-        .map_err(|e| ReflectFailure::Other(format!("{authority}: {e}")))?;
+        .map_err(|source| ReflectError::Uri {
+            authority: authority.to_string(),
+            source,
+        })?;
         let call = Call::new(uri, meta.clone(), FailureKind::GrpcStatus);
         let mut send = conn.handle();
         let bidi = Bidi::open(&mut send, conn.ledger(), &call, MAX_ANSWER)
             .await
-            .map_err(|f| ReflectFailure::Other(format!("reflection: {f}")))?;
+            .map_err(ReflectError::Open)?;
         let mut session = Session {
             bidi,
             buf: BytesMut::new(),
@@ -282,16 +345,13 @@ async fn each_version<T>(
             Ok(t) => return Ok(t),
         }
     }
-    Err(ReflectFailure::Other(format!(
-        "the server has no reflection service (grpc.reflection.v1 nor v1alpha): {}",
-        first_error.unwrap_or_default()
-    )))
+    Err(ReflectError::NoService { first: first_error })
 }
 
 enum Step {
     /// this reflection version is not served
-    NoService(String),
-    Failed(ReflectFailure),
+    NoService(AskError),
+    Failed(ReflectError),
 }
 
 /// The files defining `service` and everything they import, as the server sends them.
@@ -301,7 +361,7 @@ async fn files_of(s: &mut Session, service: &str) -> Result<Vec<FileDescriptorPr
         .await
         .map_err(Step::NoService)?;
     let mut files = match answer {
-        Answer::Files(f) => decode_files(&f).map_err(|e| Step::Failed(ReflectFailure::Other(e)))?,
+        Answer::Files(f) => decode_files(&f).map_err(Step::Failed)?,
         Answer::Error(_) => {
             let listed = match s.ask(Ask::ListServices(String::new())).await {
                 Ok(Answer::Services(l)) => l
@@ -312,52 +372,40 @@ async fn files_of(s: &mut Session, service: &str) -> Result<Vec<FileDescriptorPr
                     .join(", "),
                 _ => "(it did not list them)".to_string(),
             };
-            return Err(Step::Failed(ReflectFailure::UnknownService(format!(
-                "unknown service {service:?}; the server has: {listed}"
-            ))));
+            return Err(Step::Failed(ReflectError::UnknownService {
+                service: service.to_string(),
+                listed,
+            }));
         }
-        Answer::Services(_) => {
-            return Err(Step::Failed(ReflectFailure::Other(
-                "reflection answered a file request with a service list".into(),
-            )));
-        }
+        Answer::Services(_) => return Err(Step::Failed(ReflectError::NotFiles)),
     };
     // imports the answer left out, asked for by name (the well-known types are built in)
     let mut asked = 0;
     while let Some(missing) = missing_import(&files) {
         asked += 1;
         if asked > MAX_FILES {
-            return Err(Step::Failed(ReflectFailure::Other(format!(
-                "reflection: more than {MAX_FILES} imported files"
-            ))));
+            return Err(Step::Failed(ReflectError::TooManyFiles));
         }
         match s.ask(Ask::FileByFilename(missing.clone())).await {
             Ok(Answer::Files(f)) => {
-                let more = decode_files(&f).map_err(|e| Step::Failed(ReflectFailure::Other(e)))?;
+                let more = decode_files(&f).map_err(Step::Failed)?;
                 if !more.iter().any(|f| f.name() == missing) {
-                    return Err(Step::Failed(ReflectFailure::Other(format!(
-                        "reflection did not give {missing:?}"
-                    ))));
+                    return Err(Step::Failed(ReflectError::NotGiven(missing)));
                 }
                 files.extend(more);
             }
-            Ok(_) => {
-                return Err(Step::Failed(ReflectFailure::Other(format!(
-                    "reflection has no file {missing:?}"
-                ))));
-            }
-            Err(e) => return Err(Step::Failed(ReflectFailure::Other(e))),
+            Ok(_) => return Err(Step::Failed(ReflectError::NoFile(missing))),
+            Err(e) => return Err(Step::Failed(ReflectError::Ask(e))),
         }
     }
     Ok(files)
 }
 
-fn decode_files(f: &FileDescriptors) -> Result<Vec<FileDescriptorProto>, String> {
+fn decode_files(f: &FileDescriptors) -> Result<Vec<FileDescriptorProto>, ReflectError> {
     f.files
         .iter()
         .map(|b| {
-            FileDescriptorProto::decode(Bytes::copy_from_slice(b))
-                .map_err(|e| format!("a malformed file descriptor from reflection: {e}"))
+            FileDescriptorProto::decode(Bytes::copy_from_slice(b)).map_err(ReflectError::BadFile)
         })
         .collect()
 }
@@ -376,7 +424,7 @@ fn missing_import(files: &[FileDescriptorProto]) -> Option<String> {
 }
 
 /// A pool of the well-known types and `files`, added in import order.
-fn pool_of(mut files: Vec<FileDescriptorProto>) -> Result<DescriptorPool, String> {
+fn pool_of(mut files: Vec<FileDescriptorProto>) -> Result<DescriptorPool, ReflectError> {
     let mut pool = DescriptorPool::global();
     // once each (several services may share a file), and not the built-in ones
     let mut seen = std::collections::HashSet::new();
@@ -390,15 +438,13 @@ fn pool_of(mut files: Vec<FileDescriptorProto>) -> Result<DescriptorPool, String
                 .all(|d| pool.get_file_by_name(d).is_some())
         });
         let Some(i) = ready else {
-            let names: Vec<&str> = files.iter().map(|f| f.name()).collect();
-            return Err(format!(
-                "reflection: the files {names:?} import each other or something missing"
-            ));
+            let names = files.iter().map(|f| f.name().to_string()).collect();
+            return Err(ReflectError::Cycle(names));
         };
         let f = files.swap_remove(i);
         let name = f.name().to_string();
         pool.add_file_descriptor_proto(f)
-            .map_err(|e| format!("reflection: file {name:?}: {e}"))?;
+            .map_err(|source| ReflectError::AddFile { name, source })?;
     }
     Ok(pool)
 }

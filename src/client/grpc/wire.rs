@@ -8,14 +8,22 @@
 //! runtime polls after the other woken callers, so their requests share that one write.
 //!
 //! With the ledger on, the connection's codec counts the h2 layers of its own frames (no frame
-//! sniffer on this client): `Handle::layers` takes them, with the incomplete frame still in the
-//! read buffer, when the connection's record is taken.
+//! sniffer on this client): `ConnHandle::layers` takes them, with the incomplete frame still in
+//! the read buffer, when the connection's record is taken.
 //!
-//! Nothing here allocates per call in steady state: a call takes a slot (its verdict state and
-//! its caller's response buffer, swapped in for the call) from a free list, the request's
-//! header fields are borrowed from its `Call`, and the connection's buffers keep their capacity.
-//! Nor does a call register a timer: its deadline sits in its slot, and the driver's one timer
-//! (`deadlines`) ends the calls whose deadline passed.
+//! Nothing here allocates per call in steady state: a call takes a slot (`slot::StreamSlot`: its
+//! verdict state and its caller's response buffer, swapped in for the call) from a free list,
+//! the request's header fields are borrowed from its `Call`, and the connection's buffers keep
+//! their capacity. Nor does a call register a timer: its deadline sits in its slot, and the
+//! driver's one timer (`deadlines`) ends the calls whose deadline passed.
+//!
+//! Its files: `slot` (a call's slot and the frame events applied to the slots), `bidi` (a
+//! bidirectional stream on a slot).
+
+mod bidi;
+mod slot;
+
+pub use bidi::WireBidi;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -29,29 +37,24 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use super::{Call, CallError, Progress, judged_message};
-use crate::net::{H2Config, Io, Ledger};
+use super::call::{Call, CallError, InFlight, Progress, Request};
+use super::settings::H2Config;
+use crate::net::{Io, Ledger};
 use crate::outcome::{Failure, FailureKind};
 use crate::stats::Duplex;
-use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
-use wirebench_wire::grpc::{self, Code};
-use wirebench_wire::h2::client::{Closed, Config, Connection, Events, OpenError};
+use slot::{Sink, StreamSlot};
+use wirebench_wire::h2::client::{Config, Connection, OpenError};
 use wirebench_wire::h2::counts::H2Counts;
 use wirebench_wire::h2::frame::Reason;
-use wirebench_wire::h2::hpack::Field;
 use wirebench_wire::h2::tally::TallyLayers;
 
 /// The read buffer's first size; it grows to hold the largest frame we accept.
 const READ_START: usize = 16 << 10;
-/// A grpc-message is kept up to this many bytes.
-const MAX_MESSAGE_TEXT: usize = 1024;
-/// What a bidi stream may hold unread beyond one message at the receive limit.
-const STREAM_SLACK: usize = 1 << 20;
 
 /// The connection settings of `H2Config` as the wire client's: with the ledger on, the
 /// connection counts the h2 layers of its frames (the gRPC messages in DATA unless it carries
 /// plain HTTP/2).
-pub fn config(h2: &H2Config) -> Config {
+fn config(h2: &H2Config) -> Config {
     Config {
         initial_window_size: h2.initial_window_size,
         initial_conn_window_size: h2.initial_conn_window_size,
@@ -84,117 +87,13 @@ impl Dead {
     }
 }
 
-/// One call's state while its stream is open.
-struct Slot {
-    /// the caller's response buffer, lent for the call
-    rx: BytesMut,
-    max_message: usize,
-    status_kind: FailureKind,
-    status: u16,
-    /// grpc-status of the head (trailers-only) and of the trailers, parsed (`None`: absent)
-    head_grpc: Option<Result<Code, grpc::Error>>,
-    trailer_grpc: Option<Result<Code, grpc::Error>>,
-    message: Vec<u8>,
-    header_bytes_in: u64,
-    stream: u32,
-    outcome: Option<Result<Bytes, CallError>>,
-    waker: Option<Waker>,
-    /// a bidi stream (`Bidi`): DATA is kept in `rx` for its reader, not judged as one message
-    streaming: bool,
-    /// a plain HTTP/2 request: the response is a status and a body of at most `max_message`
-    /// bytes, complete at END_STREAM (no gRPC framing, no grpc-status)
-    plain: bool,
-    /// the stream's response head arrived
-    head_seen: bool,
-    /// the server ended the stream
-    ended: bool,
-    /// a bidi stream's trailers arrived (their grpc-status is `trailer_grpc`)
-    trailers_seen: bool,
-    /// when a unary call gives up (the driver's timer checks it); `None` for none
-    deadline: Option<Instant>,
-    /// the deadline passed before the call's outcome came
-    expired: bool,
-}
-
-impl Slot {
-    fn new() -> Slot {
-        Slot {
-            rx: BytesMut::new(),
-            max_message: 0,
-            status_kind: FailureKind::GrpcStatus,
-            status: 0,
-            head_grpc: None,
-            trailer_grpc: None,
-            message: Vec::new(),
-            header_bytes_in: 0,
-            stream: 0,
-            outcome: None,
-            waker: None,
-            streaming: false,
-            plain: false,
-            head_seen: false,
-            ended: false,
-            trailers_seen: false,
-            deadline: None,
-            expired: false,
-        }
-    }
-
-    /// Ready for a new call, its buffers kept.
-    fn begin(&mut self, call: &Call, max_message: usize) {
-        self.rx.clear();
-        self.max_message = max_message;
-        self.status_kind = call.status_kind;
-        self.status = 0;
-        self.head_grpc = None;
-        self.trailer_grpc = None;
-        self.message.clear();
-        self.header_bytes_in = 0;
-        self.stream = 0;
-        self.outcome = None;
-        self.waker = None;
-        self.streaming = false;
-        self.plain = call.is_plain();
-        self.head_seen = false;
-        self.ended = false;
-        self.trailers_seen = false;
-        self.deadline = None;
-        self.expired = false;
-    }
-
-    fn wake(&mut self) {
-        if let Some(w) = self.waker.take() {
-            w.wake();
-        }
-    }
-
-    /// Registers the task that waits on this slot.
-    fn wait(&mut self, cx: &Context<'_>) {
-        if self.waker.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
-            self.waker = Some(cx.waker().clone());
-        }
-    }
-
-    fn done(&mut self, outcome: Result<Bytes, CallError>) {
-        if self.outcome.is_none() {
-            self.outcome = Some(outcome);
-            self.wake();
-        }
-    }
-
-    fn judged(&self, v: Verdict) -> CallError {
-        let message = (!self.message.is_empty()).then_some(&self.message[..]);
-        judged_message(v, message, self.status_kind)
-    }
-}
-
 /// The connection and its calls, shared by the driver and the callers on one thread.
 struct State {
     conn: Connection,
     /// what was read, `rbuf[..filled]` not yet taken by the connection (an incomplete frame)
     rbuf: Vec<u8>,
     filled: usize,
-    slots: Vec<Slot>,
+    slots: Vec<StreamSlot>,
     free: Vec<usize>,
     /// streams to reset after the frames at hand are handled (a verdict came early)
     to_reset: Vec<u32>,
@@ -251,7 +150,7 @@ impl State {
         let token = match self.free.pop() {
             Some(t) => t,
             None => {
-                self.slots.push(Slot::new());
+                self.slots.push(StreamSlot::new());
                 self.slots.len() - 1
             }
         };
@@ -280,201 +179,20 @@ impl State {
     }
 }
 
-/// The events of received frames, applied to the calls' slots.
-struct Sink<'a> {
-    slots: &'a mut Vec<Slot>,
-    to_reset: &'a mut Vec<u32>,
-    /// what a lost stream fails with
-    lost: Option<Failure>,
-}
-
-impl Events for Sink<'_> {
-    fn field(&mut self, token: usize, f: Field<'_>, trailers: bool) {
-        let s = &mut self.slots[token];
-        s.header_bytes_in += (f.name.len() + f.value.len()) as u64;
-        match f.name {
-            // three digits: the connection hands over no other :status
-            b":status" => {
-                s.status = std::str::from_utf8(f.value)
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-            }
-            b"grpc-status" if trailers => s.trailer_grpc = Some(grpc::parse_status(f.value)),
-            b"grpc-status" => s.head_grpc = Some(grpc::parse_status(f.value)),
-            b"grpc-message" => {
-                s.message.clear();
-                s.message
-                    .extend_from_slice(&f.value[..f.value.len().min(MAX_MESSAGE_TEXT)]);
-            }
-            _ => {}
-        }
-    }
-
-    fn headers_done(&mut self, token: usize, trailers: bool, end_stream: bool) {
-        let s = &mut self.slots[token];
-        if s.outcome.is_some() {
-            return;
-        }
-        if s.streaming {
-            if !trailers && (100..200).contains(&s.status) {
-                s.status = 0;
-                return;
-            }
-            s.head_seen = true;
-            s.trailers_seen |= trailers;
-            s.ended |= trailers || end_stream;
-            s.wake();
-            return;
-        }
-        if s.plain {
-            if trailers || end_stream {
-                // trailers end a plain response too; an informational head never ends one
-                if trailers || !(100..200).contains(&s.status) {
-                    let body = s.rx.split().freeze();
-                    s.done(Ok(body));
-                }
-            } else if (100..200).contains(&s.status) {
-                s.status = 0;
-            } else {
-                s.rx.clear();
-            }
-            return;
-        }
-        let verdict = UnaryResponse::new(s.max_message);
-        if trailers {
-            let r = verdict.finish(&mut s.rx, true, s.trailer_grpc);
-            let r = r.map_err(|v| s.judged(v));
-            s.done(r);
-            return;
-        }
-        if (100..200).contains(&s.status) {
-            // informational: the real head follows
-            s.status = 0;
-            return;
-        }
-        match verdict.headers(s.status, s.head_grpc) {
-            Err(v) => {
-                let e = s.judged(v);
-                s.done(Err(e));
-                if !end_stream {
-                    self.to_reset.push(s.stream);
-                }
-            }
-            Ok(_) if end_stream => {
-                let r = verdict
-                    .finish(&mut s.rx, false, None)
-                    .map_err(|v| s.judged(v));
-                s.done(r);
-            }
-            Ok(_) => s.rx.clear(),
-        }
-    }
-
-    fn data(&mut self, token: usize, data: &[u8], end_stream: bool) {
-        let s = &mut self.slots[token];
-        if s.outcome.is_some() {
-            return;
-        }
-        if s.streaming {
-            // what the reader has not taken yet is bounded: one message at the receive limit
-            // and a window's worth behind it
-            if s.rx.len() + data.len() > s.max_message + STREAM_SLACK {
-                let failure = Failure::with(
-                    FailureKind::GrpcFraming,
-                    "the stream's unread data exceeds the receive limit",
-                );
-                s.done(Err(CallError::plain(failure)));
-                self.to_reset.push(s.stream);
-                return;
-            }
-            s.rx.extend_from_slice(data);
-            s.ended |= end_stream;
-            s.wake();
-            return;
-        }
-        if s.plain {
-            if s.rx.len() + data.len() > s.max_message {
-                let failure = Failure::with(
-                    FailureKind::BodyTooLarge,
-                    format_args!("response body beyond {} bytes (--max-body)", s.max_message),
-                );
-                s.done(Err(CallError::plain(failure)));
-                if !end_stream {
-                    self.to_reset.push(s.stream);
-                }
-                return;
-            }
-            s.rx.extend_from_slice(data);
-            if end_stream {
-                let body = s.rx.split().freeze();
-                s.done(Ok(body));
-            }
-            return;
-        }
-        let verdict = UnaryResponse::new(s.max_message);
-        if let Err(v) = verdict.data(&mut s.rx, data) {
-            let e = s.judged(v);
-            s.done(Err(e));
-            if !end_stream {
-                self.to_reset.push(s.stream);
-            }
-        } else if end_stream {
-            let r = verdict
-                .finish(&mut s.rx, false, None)
-                .map_err(|v| s.judged(v));
-            s.done(r);
-        }
-    }
-
-    fn closed(&mut self, token: usize, why: Closed) {
-        let s = &mut self.slots[token];
-        let e = match why {
-            Closed::Reset(r) => CallError {
-                status: None,
-                failure: Failure::with(
-                    FailureKind::RstStream,
-                    format_args!("{r}: {}", r.meaning()),
-                ),
-                conn_broken: false,
-                unprocessed: r == Reason::REFUSED_STREAM,
-            },
-            Closed::Refused => CallError {
-                status: None,
-                failure: Failure::with(FailureKind::Goaway, "stream above the GOAWAY's last id"),
-                conn_broken: true,
-                unprocessed: true,
-            },
-            Closed::Error(reason, what) => CallError {
-                status: None,
-                failure: Failure::with(FailureKind::H2, format_args!("{reason}: {what}")),
-                conn_broken: false,
-                unprocessed: false,
-            },
-            Closed::Lost => CallError {
-                status: None,
-                failure: self
-                    .lost
-                    .clone()
-                    .unwrap_or_else(|| Failure::with(FailureKind::Io, "connection lost")),
-                conn_broken: true,
-                unprocessed: false,
-            },
-        };
-        s.done(Err(e));
-    }
-}
-
 /// A handle on one wire-client connection; clones share it.
 #[derive(Clone)]
-pub struct Handle {
+pub struct ConnHandle {
     state: Rc<RefCell<State>>,
 }
 
 /// Starts the client on `io`, its driver a task on the current `LocalSet` that sets `dead` when
 /// it ends: the preface goes out, and the returned handle opens streams once the server's
 /// SETTINGS are in (callers wait for them, within their timeout).
-pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, tokio::task::JoinHandle<()>) {
+pub(super) fn start(
+    io: Io,
+    h2: &H2Config,
+    dead: Rc<Cell<bool>>,
+) -> (ConnHandle, tokio::task::JoinHandle<()>) {
     let max_frame = h2.max_frame_size as usize;
     let state = Rc::new(RefCell::new(State {
         conn: Connection::new(config(h2)),
@@ -491,7 +209,7 @@ pub fn start(io: Io, h2: &H2Config, dead: Rc<Cell<bool>>) -> (Handle, tokio::tas
         shut: false,
         eof: false,
     }));
-    let handle = Handle {
+    let handle = ConnHandle {
         state: state.clone(),
     };
     let task = tokio::task::spawn_local(async move {
@@ -641,7 +359,7 @@ fn flush(st: &mut State, io: &mut Io, cx: &mut Context<'_>) -> Poll<bool> {
     Poll::Ready(st.dead.is_none())
 }
 
-impl Handle {
+impl ConnHandle {
     /// Whether the connection can take no more calls.
     pub fn is_dead(&self) -> bool {
         let st = self.state.borrow();
@@ -690,17 +408,19 @@ impl Handle {
     /// One unary call (or plain request); `progress` tells when its HEADERS are queued and
     /// the response's status. `None` when `deadline` passed first (its stream, if open, is
     /// reset).
-    #[allow(clippy::too_many_arguments)]
     pub async fn unary(
         &self,
         ledger: &Ledger,
-        call: &Call,
-        request: &Bytes,
+        req: Request<'_>,
         rx: &mut BytesMut,
-        max_message: usize,
         progress: &Progress,
         deadline: Option<Instant>,
     ) -> Option<Result<Bytes, CallError>> {
+        let Request {
+            call,
+            bytes: request,
+            max_message,
+        } = req;
         let token = {
             let mut st = self.state.borrow_mut();
             let token = st.take_slot(call, max_message);
@@ -727,7 +447,7 @@ impl Handle {
         if ledger.h2.is_some() {
             ledger.h2_header_lists(call.header_list_bytes, 0);
         }
-        let _in_flight = super::InFlight::new(ledger);
+        let _in_flight = InFlight::new(ledger);
         let outcome = poll_fn(|cx| {
             let mut st = self.state.borrow_mut();
             let s = &mut st.slots[token];
@@ -799,7 +519,7 @@ fn open_stream(
     cx: &mut Context<'_>,
 ) -> Poll<Result<u32, CallError>> {
     if let Some(d) = &st.dead {
-        return Poll::Ready(Err(never_sent(d.failure())));
+        return Poll::Ready(Err(CallError::never_sent(d.failure())));
     }
     match st
         .conn
@@ -816,19 +536,10 @@ fn open_stream(
             st.slots[token].wait(cx);
             Poll::Pending
         }
-        Err(OpenError::Closing) => Poll::Ready(Err(never_sent(Failure::with(
+        Err(OpenError::Closing) => Poll::Ready(Err(CallError::never_sent(Failure::with(
             FailureKind::Goaway,
             "the connection is going away",
         )))),
-    }
-}
-
-fn never_sent(failure: Failure) -> CallError {
-    CallError {
-        status: None,
-        failure,
-        conn_broken: true,
-        unprocessed: true,
     }
 }
 
@@ -845,145 +556,6 @@ impl Drop for CallGuard<'_> {
         s.outcome = None;
         s.waker = None;
         s.deadline = None;
-        st.free.push(self.token);
-    }
-}
-
-/// The head of a bidi stream's response.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamHead {
-    pub status: u16,
-    /// the head carried a grpc-status: a trailers-only answer, the stream is over
-    pub trailers_only: bool,
-    /// that grpc-status, parsed
-    pub grpc_status: Option<Result<Code, grpc::Error>>,
-    /// its grpc-message, percent-decoded
-    pub message: Option<String>,
-}
-
-/// A bidirectional stream on a wire-client connection (etcd's Watch): messages go out as DATA
-/// without END_STREAM, what arrives is read as it comes. Dropping it resets the stream.
-pub struct Bidi {
-    state: Rc<RefCell<State>>,
-    token: usize,
-    stream: u32,
-}
-
-impl Handle {
-    /// Opens a bidi stream of `call` (HEADERS without END_STREAM); `max_message` bounds what it
-    /// may hold unread.
-    pub async fn bidi(
-        &self,
-        ledger: &Ledger,
-        call: &Call,
-        max_message: usize,
-    ) -> Result<Bidi, CallError> {
-        let token = self.state.borrow_mut().take_slot(call, max_message);
-        self.state.borrow_mut().slots[token].streaming = true;
-        let mut bidi = Bidi {
-            state: self.state.clone(),
-            token,
-            stream: 0,
-        };
-        bidi.stream =
-            poll_fn(|cx| open_stream(&mut bidi.state.borrow_mut(), token, call, false, cx)).await?;
-        ledger.count_request();
-        if ledger.h2.is_some() {
-            ledger.h2_header_lists(call.header_list_bytes, 0);
-        }
-        Ok(bidi)
-    }
-}
-
-impl Bidi {
-    /// Queues `message` (already gRPC-framed) on the stream; `last` ends our side with it.
-    pub fn send(&self, message: &[u8], last: bool) {
-        let mut st = self.state.borrow_mut();
-        st.conn.send_data(self.stream, message, last);
-        st.wake_driver();
-    }
-
-    /// The uncompressed size of the response's header lists so far (head and trailers).
-    pub fn header_bytes_in(&self) -> u64 {
-        self.state.borrow().slots[self.token].header_bytes_in
-    }
-
-    /// Once the stream ended: whether trailers came, their grpc-status (or a trailers-only
-    /// head's) and grpc-message.
-    pub fn trailers(&self) -> (bool, Option<Result<Code, grpc::Error>>, Vec<u8>) {
-        let st = self.state.borrow();
-        let s = &st.slots[self.token];
-        match s.head_grpc {
-            Some(head) => (true, Some(head), s.message.clone()),
-            None => (s.trailers_seen, s.trailer_grpc, s.message.clone()),
-        }
-    }
-
-    /// Waits for the response head.
-    pub async fn head(&self) -> Result<StreamHead, Failure> {
-        poll_fn(|cx| {
-            let mut st = self.state.borrow_mut();
-            let s = &mut st.slots[self.token];
-            // a head that came is the answer, even if a reset followed it (a trailers-only
-            // answer to a stream still open on our side ends with RST_STREAM NO_ERROR)
-            if !s.head_seen {
-                if let Some(Err(e)) = &s.outcome {
-                    return Poll::Ready(Err(e.failure.clone()));
-                }
-                s.wait(cx);
-                return Poll::Pending;
-            }
-            let message = (!s.message.is_empty()).then(|| {
-                let mut text = String::new();
-                wirebench_wire::grpc::decode_message_text(&s.message, MAX_MESSAGE_TEXT, &mut text);
-                text
-            });
-            Poll::Ready(Ok(StreamHead {
-                status: s.status,
-                trailers_only: s.head_grpc.is_some(),
-                grpc_status: s.head_grpc,
-                message,
-            }))
-        })
-        .await
-    }
-
-    /// Appends what arrived to `into`, waiting for something: `Ok(true)` with bytes,
-    /// `Ok(false)` once the server ended the stream and everything was read.
-    pub async fn recv(&self, into: &mut BytesMut) -> Result<bool, Failure> {
-        poll_fn(|cx| {
-            let mut st = self.state.borrow_mut();
-            let s = &mut st.slots[self.token];
-            if !s.rx.is_empty() {
-                into.extend_from_slice(&s.rx);
-                s.rx.clear();
-                return Poll::Ready(Ok(true));
-            }
-            if let Some(Err(e)) = &s.outcome {
-                return Poll::Ready(Err(e.failure.clone()));
-            }
-            if s.ended {
-                return Poll::Ready(Ok(false));
-            }
-            s.wait(cx);
-            Poll::Pending
-        })
-        .await
-    }
-}
-
-impl Drop for Bidi {
-    fn drop(&mut self) {
-        let mut st = self.state.borrow_mut();
-        if self.stream != 0 {
-            // cancels what the stream still does (etcd: its watches); nothing if it is over
-            st.conn.reset(self.stream, Reason::CANCEL);
-            st.wake_driver();
-        }
-        let s = &mut st.slots[self.token];
-        s.outcome = None;
-        s.waker = None;
-        s.streaming = false;
         st.free.push(self.token);
     }
 }

@@ -117,10 +117,11 @@ impl Pipe {
 
     /// Ensures the pipe has a live connection: returns at once if it has, waits if another
     /// client is connecting, otherwise connects with `connect`. `Ok(true)`: this call made a new
-    /// connection.
-    pub async fn acquire<F>(&self, connect: impl FnOnce() -> F) -> Result<bool, Failure>
+    /// connection; a connect error is a `connect` failure with its words.
+    pub async fn acquire<F, E>(&self, connect: impl FnOnce() -> F) -> Result<bool, Failure>
     where
-        F: Future<Output = Result<Conn, String>>,
+        F: Future<Output = Result<Conn, E>>,
+        E: std::fmt::Display,
     {
         loop {
             let (live, connecting) = {

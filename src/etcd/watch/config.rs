@@ -68,8 +68,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::client::grpc::H2Config;
     use crate::config::{Format, Proto};
-    use crate::net::{H2Config, NetConfig};
+    use crate::net::NetConfig;
 
     #[test]
     fn prefix_end_increments_the_last_byte() {

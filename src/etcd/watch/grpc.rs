@@ -9,9 +9,9 @@ use std::time::Instant;
 use bytes::BytesMut;
 use http::Uri;
 
-use super::Ended;
 use super::config::{WatchConfig, stream_watchers};
-use super::state::WatchState;
+use super::state::{Response, WatchState};
+use super::{Ended, WatchError};
 use crate::client::grpc::{Bidi, Call, Conn as GrpcConn};
 use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind};
@@ -31,14 +31,17 @@ pub(super) async fn open(
     cfg: &Arc<WatchConfig>,
     st: &Rc<WatchState>,
     members: &Rc<[Endpoint]>,
-) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
+) -> Result<Vec<tokio::task::JoinHandle<()>>, WatchError> {
     let mut conns = Vec::with_capacity(cfg.conns);
     for c in 0..cfg.conns {
         let m = c % cfg.endpoints.len();
         let ep = &cfg.endpoints[m];
         let conn = GrpcConn::connect(ep.addr, &ep.host, m, &cfg.net, &cfg.h2)
             .await
-            .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
+            .map_err(|source| WatchError::Connect {
+                addr: ep.addr,
+                source,
+            })?;
         conns.push((Rc::new(conn), m));
     }
     let mut streams = Vec::with_capacity(cfg.streams);
@@ -205,10 +208,13 @@ async fn watch_on(
         ledger.h2_header_lists(0, bidi.header_bytes_in());
     }
     if head.status != 200 || head.trailers_only {
-        let status = head
+        let text = head
             .message
             .unwrap_or_else(|| format!("HTTP {}", head.status));
-        st.error(Failure::with(FailureKind::Etcd, status));
+        st.error(match head.grpc_status {
+            Some(Ok(code)) => Failure::status(FailureKind::Etcd, code, text),
+            _ => Failure::with(FailureKind::Etcd, text),
+        });
         return Ended::Broken;
     }
     let mut pending: VecDeque<usize> = watchers.iter().copied().collect();
@@ -244,17 +250,16 @@ async fn watch_on(
                         let kv = e.kv.unwrap_or_default();
                         (e.r#type == 1, kv.mod_revision, kv.value.to_vec())
                     });
-                    st.response(
-                        r.watch_id,
+                    let response = Response {
+                        watch_id: r.watch_id,
                         revision,
-                        r.created,
-                        r.canceled,
-                        r.compact_revision,
-                        &r.cancel_reason,
-                        revision_events,
-                        &mut pending,
-                        &mut ids,
-                    );
+                        created: r.created,
+                        canceled: r.canceled,
+                        compact_revision: r.compact_revision,
+                        cancel_reason: &r.cancel_reason,
+                        events: revision_events,
+                    };
+                    st.response(response, &mut pending, &mut ids);
                     st.recreated_all(moved, pending.is_empty());
                 }
                 Ok(None) => break,

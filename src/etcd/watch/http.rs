@@ -9,12 +9,13 @@ use std::time::Instant;
 use bytes::{BufMut, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::Ended;
 use super::config::{WatchConfig, stream_watchers};
-use super::state::WatchState;
+use super::state::{Response, WatchState};
+use super::{Ended, WatchError};
 use crate::config::Endpoint;
 use crate::net::{self, Layers};
 use crate::outcome::{Failure, FailureKind};
+use crate::workload::etcd::client::gateway_code;
 use wirebench_wire::etcd::watch as wline;
 use wirebench_wire::http1::{self as h1, BodyKind, ChunkedDecoder, RequestTemplate};
 
@@ -25,7 +26,7 @@ pub(super) async fn open(
     cfg: &Arc<WatchConfig>,
     st: &Rc<WatchState>,
     members: &Rc<[Endpoint]>,
-) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
+) -> Result<Vec<tokio::task::JoinHandle<()>>, WatchError> {
     let mut tasks = Vec::with_capacity(cfg.streams);
     for s in 0..cfg.streams {
         let e = s % cfg.endpoints.len();
@@ -33,7 +34,10 @@ pub(super) async fn open(
         let watchers = stream_watchers(cfg.watchers, cfg.streams, s);
         let opened = net::open(ep.addr, &ep.host, &cfg.net, net::Alpn::Http1, Layers::Http1)
             .await
-            .map_err(|err| format!("connect to {}: {err}", ep.addr))?;
+            .map_err(|source| WatchError::Connect {
+                addr: ep.addr,
+                source,
+            })?;
         tasks.push(tokio::task::spawn_local(stream(
             st.clone(),
             cfg.clone(),
@@ -105,43 +109,15 @@ async fn watch_on(
             None,
         )
     };
-    // `Connection: close`, because the stream's connection is never reused, and because without
-    // it etcd's HTTP server (Go's net/http) discards whatever part of the body the gateway has
-    // not read yet when it writes the response head, which it does on the first confirmation:
-    // a body of many create requests then loses some of them.
-    let template = match RequestTemplate::new(
-        "POST",
-        "/v3/watch",
-        authority,
-        &[
-            ("Content-Type", "application/json"),
-            ("Connection", "close"),
-        ],
-    ) {
-        Ok(t) => t,
+    let (wbuf, head_len, body_len) = match create_request(cfg, st, authority, watchers) {
+        Ok(r) => r,
         Err(e) => {
             st.error(Failure::with(FailureKind::Http1, e));
             return Ended::Stopped;
         }
     };
-    let mut body = BytesMut::new();
-    for (i, &w) in watchers.iter().enumerate() {
-        if i > 0 {
-            body.put_u8(b'\n');
-        }
-        let (key, range_end) = cfg.range(w);
-        wline::render_create_request(
-            &key,
-            range_end.as_deref(),
-            st.start_revision(w),
-            None,
-            &mut body,
-        );
-    }
-    let mut wbuf = BytesMut::new();
-    let head_len = template.encode(&body, &mut wbuf);
     ledger.count_request();
-    ledger.http1_request(head_len, body.len());
+    ledger.http1_request(head_len, body_len);
     if moved.is_none() {
         let now = Instant::now();
         for &w in watchers {
@@ -208,52 +184,7 @@ async fn watch_on(
                 break Ended::Broken;
             }
         };
-        loop {
-            // At the end of the body the gateway's last line (an error) has no newline.
-            let next = if ended {
-                wline::next_line_eof(&mut lines)
-            } else {
-                wline::next_line(&mut lines)
-            };
-            match next {
-                Ok(Some(line)) => match wline::parse_line(&line) {
-                    Ok(wline::WatchLine::Response {
-                        watch_id,
-                        revision,
-                        created,
-                        canceled,
-                        compact_revision,
-                        cancel_reason,
-                        events,
-                        ..
-                    }) => {
-                        st.response(
-                            watch_id,
-                            revision,
-                            created,
-                            canceled,
-                            compact_revision,
-                            cancel_reason.as_deref().unwrap_or(""),
-                            events
-                                .into_iter()
-                                .map(|e| (e.delete, e.mod_revision, e.value)),
-                            &mut pending,
-                            &mut ids,
-                        );
-                        st.recreated_all(moved, pending.is_empty());
-                    }
-                    Ok(wline::WatchLine::Error { message, .. }) => {
-                        st.error(Failure::with(FailureKind::Etcd, message))
-                    }
-                    Err(e) => st.error(Failure::with(FailureKind::BadResponse, e)),
-                },
-                Ok(None) => break,
-                Err(e) => {
-                    st.error(Failure::with(FailureKind::BadResponse, e));
-                    break;
-                }
-            }
-        }
+        handle_lines(st, &mut lines, ended, moved, &mut pending, &mut ids);
         if ended {
             st.error(Failure::with(
                 FailureKind::Watch,
@@ -272,4 +203,103 @@ async fn watch_on(
     st.chunks.set(st.chunks.get() + chunked.chunks());
     st.conns.borrow_mut().push(record(&io));
     ended
+}
+
+/// The `POST /v3/watch` request creating `watchers` (each from its start revision), to
+/// `authority`: the request, its head's length and its body's.
+fn create_request(
+    cfg: &WatchConfig,
+    st: &WatchState,
+    authority: &str,
+    watchers: &[usize],
+) -> Result<(BytesMut, usize, usize), h1::Error> {
+    // `Connection: close`, because the stream's connection is never reused, and because without
+    // it etcd's HTTP server (Go's net/http) discards whatever part of the body the gateway has
+    // not read yet when it writes the response head, which it does on the first confirmation:
+    // a body of many create requests then loses some of them.
+    let template = RequestTemplate::new(
+        "POST",
+        "/v3/watch",
+        authority,
+        &[
+            ("Content-Type", "application/json"),
+            ("Connection", "close"),
+        ],
+    )?;
+    let mut body = BytesMut::new();
+    for (i, &w) in watchers.iter().enumerate() {
+        if i > 0 {
+            body.put_u8(b'\n');
+        }
+        let (key, range_end) = cfg.range(w);
+        wline::render_create_request(
+            &key,
+            range_end.as_deref(),
+            st.start_revision(w),
+            None,
+            &mut body,
+        );
+    }
+    let mut wbuf = BytesMut::new();
+    let head_len = template.encode(&body, &mut wbuf);
+    Ok((wbuf, head_len, body.len()))
+}
+
+/// Handles every complete line of `lines` (at the end of the body, `at_end`, also the last one,
+/// which has no newline): WatchResponses for the stream's watchers (`pending`: those not
+/// created yet, in order; `ids`: the watch ids of those created), and etcd's errors.
+fn handle_lines(
+    st: &WatchState,
+    lines: &mut BytesMut,
+    at_end: bool,
+    moved: Option<usize>,
+    pending: &mut VecDeque<usize>,
+    ids: &mut HashMap<i64, usize>,
+) {
+    loop {
+        let next = if at_end {
+            wline::next_line_eof(lines)
+        } else {
+            wline::next_line(lines)
+        };
+        let line = match next {
+            Ok(Some(line)) => line,
+            Ok(None) => return,
+            Err(e) => {
+                st.error(Failure::with(FailureKind::BadResponse, e));
+                return;
+            }
+        };
+        match wline::parse_line(&line) {
+            Ok(wline::WatchLine::Response {
+                watch_id,
+                revision,
+                created,
+                canceled,
+                compact_revision,
+                cancel_reason,
+                events,
+                ..
+            }) => {
+                let response = Response {
+                    watch_id,
+                    revision,
+                    created,
+                    canceled,
+                    compact_revision,
+                    cancel_reason: cancel_reason.as_deref().unwrap_or(""),
+                    events: events
+                        .into_iter()
+                        .map(|e| (e.delete, e.mod_revision, e.value)),
+                };
+                st.response(response, pending, ids);
+                st.recreated_all(moved, pending.is_empty());
+            }
+            Ok(wline::WatchLine::Error { code, message }) => st.error(match gateway_code(code) {
+                Some(code) => Failure::status(FailureKind::Etcd, code, message),
+                None => Failure::with(FailureKind::Etcd, message),
+            }),
+            Err(e) => st.error(Failure::with(FailureKind::BadResponse, e)),
+        }
+    }
 }

@@ -25,11 +25,49 @@ pub use run::Watchers;
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::client::RuntimeError;
 use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind};
 use state::WatchState;
+
+/// Why the watchers could not all be created, or gave no outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("cannot start the watch thread: {0}")]
+    Thread(io::Error),
+    #[error("watches were not all created within {0:?}")]
+    Setup(Duration),
+    #[error("the watch thread panicked (a bug: please report it)")]
+    Panicked,
+    #[error("connect to {addr}: {source}")]
+    Connect { addr: SocketAddr, source: io::Error },
+    #[error("etcd watch runs over HTTP/1.1 or gRPC")]
+    PlainH2,
+    /// `failures`: what the streams failed with meanwhile
+    #[error(
+        "only {created} of {watchers} watches were created{}",
+        in_parens(.failures)
+    )]
+    Incomplete {
+        created: usize,
+        watchers: usize,
+        failures: Vec<Failure>,
+    },
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+/// ` (a; b)`, or nothing for no failures.
+fn in_parens(failures: &[Failure]) -> String {
+    if failures.is_empty() {
+        return String::new();
+    }
+    let texts: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    format!(" ({})", texts.join("; "))
+}
 
 /// How a stream's run on one connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use super::config::WatchConfig;
 use super::state::{Expected, WatchState};
-use super::{grpc, http};
+use super::{WatchError, grpc, http};
 use crate::client::block_on;
 use crate::config::{Endpoint, Proto, WatchKind};
 use crate::stats::WatchOutcome;
@@ -35,21 +35,21 @@ impl Watchers {
         proto: Proto,
         members: &[Endpoint],
         from: i64,
-    ) -> Result<Watchers, String> {
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    ) -> Result<Watchers, WatchError> {
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), WatchError>>();
         let (done, done_rx) = oneshot::channel::<Arc<Vec<Vec<i64>>>>();
         let wcfg = cfg.clone();
         let members = members.to_vec();
         let thread = std::thread::Builder::new()
             .name("wirebench-watch".into())
             .spawn(move || watch_thread(wcfg, proto, members, from, ready_tx, done_rx))
-            .map_err(|e| format!("cannot start the watch thread: {e}"))?;
+            .map_err(WatchError::Thread)?;
         let watchers = Watchers { thread, done };
         let setup_limit = cfg.net.connect_timeout + SETUP_SLACK;
         let failed = match ready_rx.recv_timeout(setup_limit) {
             Ok(Ok(())) => return Ok(watchers),
             Ok(Err(e)) => e,
-            Err(_) => format!("watches were not all created within {setup_limit:?}"),
+            Err(_) => WatchError::Setup(setup_limit),
         };
         let _ = watchers.finish(Arc::default());
         Err(failed)
@@ -58,11 +58,9 @@ impl Watchers {
     /// Hands the watchers the revisions each must still receive (`expected`, per watcher,
     /// sorted), waits for them at most `--timeout`, stops the streams and returns what the
     /// watchers measured.
-    pub fn finish(self, expected: Arc<Vec<Vec<i64>>>) -> Result<WatchOutcome, String> {
+    pub fn finish(self, expected: Arc<Vec<Vec<i64>>>) -> Result<WatchOutcome, WatchError> {
         let _ = self.done.send(expected);
-        self.thread
-            .join()
-            .map_err(|_| "the watch thread panicked (a bug: please report it)".to_string())
+        self.thread.join().map_err(|_| WatchError::Panicked)
     }
 }
 
@@ -71,7 +69,7 @@ fn watch_thread(
     proto: Proto,
     members: Vec<Endpoint>,
     from: i64,
-    ready: mpsc::Sender<Result<(), String>>,
+    ready: mpsc::Sender<Result<(), WatchError>>,
     done: oneshot::Receiver<Arc<Vec<Vec<i64>>>>,
 ) -> WatchOutcome {
     let st = Rc::new(WatchState::new(
@@ -86,7 +84,7 @@ fn watch_thread(
         let opened = match proto {
             Proto::Grpc => grpc::open(&cfg, &st, &members).await,
             Proto::Http => http::open(&cfg, &st, &members).await,
-            Proto::H2 => Err("etcd watch runs over HTTP/1.1 or gRPC".to_string()),
+            Proto::H2 => Err(WatchError::PlainH2),
         };
         let tasks = match opened {
             Ok(t) => t,
@@ -104,17 +102,12 @@ fn watch_thread(
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         if st.created.get() < cfg.watchers {
-            let errs: Vec<String> = st.errors.borrow().keys().map(|f| f.to_string()).collect();
-            let _ = ready.send(Err(format!(
-                "only {} of {} watches were created{}",
-                st.created.get(),
-                cfg.watchers,
-                if errs.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", errs.join("; "))
-                }
-            )));
+            let failures = st.errors.borrow().keys().cloned().collect();
+            let _ = ready.send(Err(WatchError::Incomplete {
+                created: st.created.get(),
+                watchers: cfg.watchers,
+                failures,
+            }));
             st.stop_all(tasks).await;
             return;
         }
@@ -130,7 +123,7 @@ fn watch_thread(
         st.stop_all(tasks).await;
     });
     if let Err(e) = ran {
-        let _ = ready.send(Err(e));
+        let _ = ready.send(Err(e.into()));
     }
     st.outcome()
 }

@@ -218,20 +218,25 @@ impl WatchState {
         self.last_event.set(Some(now));
     }
 
-    /// Handles one WatchResponse of a stream whose watchers are created in `pending` order.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn response(
+    /// Handles one WatchResponse of a stream whose watchers are created in `pending` order
+    /// (`ids`: the watch id etcd gave each created one).
+    pub(super) fn response<E>(
         &self,
-        watch_id: i64,
-        revision: i64,
-        created: bool,
-        canceled: bool,
-        compact_revision: i64,
-        cancel_reason: &str,
-        events: impl Iterator<Item = (bool, i64, Vec<u8>)>,
+        r: Response<'_, E>,
         pending: &mut VecDeque<usize>,
         ids: &mut HashMap<i64, usize>,
-    ) {
+    ) where
+        E: Iterator<Item = (bool, i64, Vec<u8>)>,
+    {
+        let Response {
+            watch_id,
+            revision,
+            created,
+            canceled,
+            compact_revision,
+            cancel_reason,
+            events,
+        } = r;
         let now = Instant::now();
         self.responses.set(self.responses.get() + 1);
         if created {
@@ -277,6 +282,18 @@ impl WatchState {
             self.event(w, revision, &value, now);
         }
     }
+}
+
+/// One WatchResponse, from either stack: what `WatchState::response` reads of it.
+pub(super) struct Response<'a, E> {
+    pub watch_id: i64,
+    pub revision: i64,
+    pub created: bool,
+    pub canceled: bool,
+    pub compact_revision: i64,
+    pub cancel_reason: &'a str,
+    /// each event: (a DELETE, its mod revision, its value)
+    pub events: E,
 }
 
 #[cfg(test)]

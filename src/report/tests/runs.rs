@@ -261,7 +261,7 @@ pub(super) fn etcd_put_config() -> Config {
             interval: None,
         },
         net: crate::net::NetConfig::default(),
-        h2: crate::net::H2Config::default(),
+        h2: crate::client::grpc::H2Config::default(),
         max_body: 64 << 20,
         spec: WorkloadSpec::Etcd(EtcdOp::Put {
             key_size: 8,

@@ -3,11 +3,15 @@
 //! calls on an h2 connection, or gateway POSTs on an HTTP/1.1 keepalive connection.
 //!
 //! `Client` borrows a connection someone else owns (the engine re-authenticates on its own);
-//! `Connection` opens one of its own for calls made before or between runs, and `client::block_on` runs
-//! such calls on a current-thread runtime. These calls are not measured: no h2 sniffing, no
-//! HTTP/1.1 layer accounting on the connections `Connection` opens.
+//! `Connection` opens one of its own (where: a `Dial`) for calls made before or between runs,
+//! and `client::block_on` runs such calls on a current-thread runtime. These calls are not
+//! measured: no h2 sniffing, no HTTP/1.1 layer accounting on the connections `Connection` opens.
+//!
+//! Whether a failure means "authenticate again" is read from its gRPC status code
+//! (UNAUTHENTICATED), over gRPC and through the gateway alike.
 
 use std::io;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -15,12 +19,13 @@ use http::Uri;
 use http::header::{HeaderName, HeaderValue};
 use prost::Message;
 
-use crate::client::{block_on, grpc, http1};
+use crate::client::grpc::H2Config;
+use crate::client::{RuntimeError, block_on, grpc, http1};
 use crate::config::{Endpoint, Proto};
-use crate::net::{H2Config, Layers, Ledger, NetConfig};
+use crate::net::{Layers, Ledger, NetConfig};
 use crate::outcome::{Failure, FailureKind};
 use wirebench_wire::etcd::gateway::{self, GwError, GwMemberList, GwResponse, GwStatus, GwToken};
-use wirebench_wire::grpc as grpc_wire;
+use wirebench_wire::grpc::{self as grpc_wire, Code};
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::proto::etcd::{
     AuthenticateRequest, AuthenticateResponse, CompactionRequest, CompactionResponse,
@@ -34,15 +39,33 @@ pub const MAX_RESPONSE: usize = 1 << 20;
 /// How long a closing gRPC connection of a one-off call waits for its streams.
 const CLOSE_LINGER: Duration = Duration::from_secs(1);
 
-/// The etcd error that means "authenticate again".
-pub const INVALID_TOKEN: &str = "invalid auth token";
-
-/// Whether a failure is etcd rejecting an expired or revoked token.
+/// Whether a failure is etcd rejecting an expired or revoked token ("invalid auth token",
+/// etcd's one UNAUTHENTICATED answer).
 pub fn is_invalid_token(f: &Failure) -> bool {
-    f.kind == FailureKind::Etcd
-        && f.detail
-            .as_deref()
-            .is_some_and(|d| d.contains(INVALID_TOKEN))
+    f.kind == FailureKind::Etcd && f.code == Some(Code::Unauthenticated)
+}
+
+/// Where a connection of its own goes: an endpoint, over gRPC or through the gateway, with the
+/// run's connection settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Dial<'a> {
+    pub ep: &'a Endpoint,
+    pub proto: Proto,
+    pub net: &'a NetConfig,
+    pub h2: &'a H2Config,
+}
+
+/// Why a one-off call on a connection of its own gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum OneOffError {
+    #[error("connect to {addr}: {source}")]
+    Connect { addr: SocketAddr, source: io::Error },
+    #[error("{0}")]
+    Failed(Failure),
+    #[error("no response within {0:?}")]
+    Timeout(Duration),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
 }
 
 /// What one member's Maintenance/Status says.
@@ -65,19 +88,20 @@ pub struct Member {
     pub client_urls: Vec<String>,
 }
 
-/// The connection a `Client` calls over.
-enum Via<'c> {
+/// The borrowed connection a `Client` calls over: an h2 connection's sender and ledger
+/// (gRPC), or an HTTP/1.1 connection (the gateway).
+enum Channel<'c> {
     Grpc {
         send: &'c mut grpc::Sender,
         ledger: &'c Ledger,
     },
-    Http(&'c mut http1::Conn),
+    Gateway(&'c mut http1::Conn),
 }
 
 /// etcd's calls on a borrowed connection, with an optional auth token (gRPC metadata `token`,
 /// the gateway's raw `Authorization` header).
 pub struct Client<'c> {
-    via: Via<'c>,
+    channel: Channel<'c>,
     authority: &'c str,
     token: Option<&'c str>,
 }
@@ -86,7 +110,7 @@ impl<'c> Client<'c> {
     /// Calls as h2 streams of the connection behind `send` (its ledger counts them).
     pub fn grpc(send: &'c mut grpc::Sender, ledger: &'c Ledger, authority: &'c str) -> Self {
         Client {
-            via: Via::Grpc { send, ledger },
+            channel: Channel::Grpc { send, ledger },
             authority,
             token: None,
         }
@@ -95,7 +119,7 @@ impl<'c> Client<'c> {
     /// Calls through the gateway on `conn`.
     pub fn http(conn: &'c mut http1::Conn, authority: &'c str) -> Self {
         Client {
-            via: Via::Http(conn),
+            channel: Channel::Gateway(conn),
             authority,
             token: None,
         }
@@ -108,8 +132,8 @@ impl<'c> Client<'c> {
 
     /// `Auth/Authenticate`: the token for `user`.
     pub async fn authenticate(mut self, user: &str, password: &str) -> Result<String, Failure> {
-        let token = match &mut self.via {
-            Via::Grpc { send, ledger } => {
+        let token = match &mut self.channel {
+            Channel::Grpc { send, ledger } => {
                 let req = AuthenticateRequest {
                     name: user.to_string(),
                     password: password.to_string(),
@@ -120,7 +144,7 @@ impl<'c> Client<'c> {
                     .map_err(|e| Failure::with(FailureKind::BadResponse, e))?
                     .token
             }
-            Via::Http(conn) => {
+            Channel::Gateway(conn) => {
                 let body = serde_json::json!({ "name": user, "password": password }).to_string();
                 let path = AUTHENTICATE.gateway;
                 let answer = post(conn, self.authority, self.token, path, body.as_bytes()).await?;
@@ -140,8 +164,8 @@ impl<'c> Client<'c> {
 
     /// `Maintenance/Status` of the member behind the connection.
     pub async fn status(mut self) -> Result<Status, Failure> {
-        match &mut self.via {
-            Via::Grpc { send, ledger } => {
+        match &mut self.channel {
+            Channel::Grpc { send, ledger } => {
                 let msg = unary(
                     send,
                     ledger,
@@ -160,7 +184,7 @@ impl<'c> Client<'c> {
                     is_learner: r.is_learner,
                 })
             }
-            Via::Http(conn) => {
+            Channel::Gateway(conn) => {
                 let answer = post(conn, self.authority, self.token, STATUS.gateway, b"{}").await?;
                 let s: GwStatus = serde_json::from_slice(answer)
                     .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
@@ -182,8 +206,8 @@ impl<'c> Client<'c> {
 
     /// `Cluster/MemberList`.
     pub async fn member_list(mut self) -> Result<Vec<Member>, Failure> {
-        match &mut self.via {
-            Via::Grpc { send, ledger } => {
+        match &mut self.channel {
+            Channel::Grpc { send, ledger } => {
                 let req = MemberListRequest {};
                 let msg = unary(send, ledger, self.authority, self.token, MEMBERS, &req).await?;
                 let r = MemberListResponse::decode(msg)
@@ -197,7 +221,7 @@ impl<'c> Client<'c> {
                     })
                     .collect())
             }
-            Via::Http(conn) => {
+            Channel::Gateway(conn) => {
                 let answer = post(conn, self.authority, self.token, MEMBERS.gateway, b"{}").await?;
                 let list: GwMemberList = serde_json::from_slice(answer)
                     .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
@@ -216,8 +240,8 @@ impl<'c> Client<'c> {
 
     /// `KV/Put` of `value` at `key`: the revision etcd assigned.
     pub async fn put(mut self, key: &[u8], value: &[u8]) -> Result<i64, Failure> {
-        match &mut self.via {
-            Via::Grpc { send, ledger } => {
+        match &mut self.channel {
+            Channel::Grpc { send, ledger } => {
                 let req = PutRequest {
                     key: Bytes::copy_from_slice(key),
                     value: Bytes::copy_from_slice(value),
@@ -226,7 +250,7 @@ impl<'c> Client<'c> {
                 let msg = unary(send, ledger, self.authority, self.token, PUT, &req).await?;
                 put_revision(msg)
             }
-            Via::Http(conn) => {
+            Channel::Gateway(conn) => {
                 let mut body = BytesMut::new();
                 put_body(key, value, &mut body);
                 let (status, answer) =
@@ -245,7 +269,7 @@ impl Client<'_> {
         key: &[u8],
         revision: i64,
     ) -> Result<Option<i64>, Failure> {
-        let Via::Grpc { send, ledger } = &mut self.via else {
+        let Channel::Grpc { send, ledger } = &mut self.channel else {
             return Err(Failure::with(
                 FailureKind::H2,
                 "a range at a revision runs over gRPC",
@@ -264,9 +288,9 @@ impl Client<'_> {
 
     /// The connection's gRPC sender and ledger: the calls below run over gRPC only.
     fn grpc_only(&mut self, what: &str) -> Result<(&mut grpc::Sender, &Ledger), Failure> {
-        match &mut self.via {
-            Via::Grpc { send, ledger } => Ok((send, ledger)),
-            Via::Http(_) => Err(Failure::with(
+        match &mut self.channel {
+            Channel::Grpc { send, ledger } => Ok((send, ledger)),
+            Channel::Gateway(_) => Err(Failure::with(
                 FailureKind::H2,
                 format_args!("{what} runs over gRPC"),
             )),
@@ -314,6 +338,7 @@ impl Client<'_> {
         let r = LeaseGrantResponse::decode(msg)
             .map_err(|e| Failure::with(FailureKind::BadResponse, e))?;
         if !r.error.is_empty() {
+            // an error in the answer itself: no status code
             return Err(Failure::with(FailureKind::Etcd, r.error));
         }
         if r.id == 0 {
@@ -452,12 +477,23 @@ async fn post<'a>(
     Ok(answer)
 }
 
-/// A gateway answer that is not a 200: etcd's own words when the body holds them.
+/// A gateway answer that is not a 200: etcd's own words when the body holds them, with the
+/// gRPC status code the body names.
 pub fn gateway_error(status: u16, body: &[u8]) -> Failure {
     match serde_json::from_slice::<GwError>(body) {
-        Ok(e) => Failure::with(FailureKind::Etcd, e.text()),
+        Ok(e) => match gateway_code(e.code) {
+            Some(code) => Failure::status(FailureKind::Etcd, code, e.text()),
+            None => Failure::with(FailureKind::Etcd, e.text()),
+        },
         Err(_) => Failure::with(FailureKind::HttpStatus, format_args!("HTTP {status}")),
     }
+}
+
+/// The gRPC status code of a gateway error's numeric `code` (absent, or not a code: none).
+pub fn gateway_code(code: Option<i64>) -> Option<Code> {
+    code.and_then(|c| u32::try_from(c).ok())
+        .filter(|&c| c <= Code::Unauthenticated.as_u32())
+        .map(Code::from_u32)
 }
 
 /// Appends the gateway's PutRequest body `{"key": ..., "value": ...}` (base64) to `dst`.
@@ -497,15 +533,10 @@ pub enum Connection {
 }
 
 impl Connection {
-    /// Opens a connection to `ep` (`index`: its endpoint number in the connection's record)
-    /// for calls over `proto`.
-    pub async fn open(
-        ep: &Endpoint,
-        index: usize,
-        proto: Proto,
-        net: &NetConfig,
-        h2: &H2Config,
-    ) -> io::Result<Connection> {
+    /// Opens a connection as `dial` says (`index`: its endpoint number in the connection's
+    /// record).
+    pub async fn open(dial: Dial<'_>, index: usize) -> io::Result<Connection> {
+        let Dial { ep, proto, net, h2 } = dial;
         Ok(match proto {
             Proto::Grpc => {
                 let h2 = H2Config {
@@ -564,50 +595,45 @@ impl Connection {
     }
 }
 
-/// Authenticates as `user` at `ep` over `proto` on a connection of its own; one line on error.
-pub fn authenticate(
-    ep: &Endpoint,
-    proto: Proto,
-    net: &NetConfig,
-    h2: &H2Config,
-    user: &str,
-    password: &str,
-) -> Result<String, String> {
+/// A connection of its own as `dial` says, its connect error as a one-off call's.
+async fn open_one_off(dial: Dial<'_>) -> Result<Connection, OneOffError> {
+    Connection::open(dial, 0)
+        .await
+        .map_err(|source| OneOffError::Connect {
+            addr: dial.ep.addr,
+            source,
+        })
+}
+
+/// Authenticates as `user` on a connection of its own as `dial` says.
+pub fn authenticate(dial: Dial<'_>, user: &str, password: &str) -> Result<String, OneOffError> {
     block_on(async {
-        let mut conn = Connection::open(ep, 0, proto, net, h2)
-            .await
-            .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
+        let mut conn = open_one_off(dial).await?;
         let token = conn
-            .client(&ep.authority, None)
+            .client(&dial.ep.authority, None)
             .authenticate(user, password)
             .await
-            .map_err(|f| f.to_string());
+            .map_err(OneOffError::Failed);
         conn.close().await;
         token
     })?
 }
 
-/// Puts `value` at `key` on `ep` over `proto` on a connection of its own, bounded by `timeout`;
-/// the revision, or one line on error.
-#[allow(clippy::too_many_arguments)]
+/// Puts `value` at `key` on a connection of its own as `dial` says, bounded by `timeout`: the
+/// revision.
 pub fn put(
-    ep: &Endpoint,
-    proto: Proto,
-    net: &NetConfig,
-    h2: &H2Config,
+    dial: Dial<'_>,
     token: Option<&str>,
     key: &[u8],
     value: &[u8],
     timeout: Duration,
-) -> Result<i64, String> {
+) -> Result<i64, OneOffError> {
     block_on(async {
-        let mut conn = Connection::open(ep, 0, proto, net, h2)
-            .await
-            .map_err(|e| format!("connect to {}: {e}", ep.addr))?;
-        let put = conn.client(&ep.authority, token).put(key, value);
+        let mut conn = open_one_off(dial).await?;
+        let put = conn.client(&dial.ep.authority, token).put(key, value);
         let revision = match tokio::time::timeout(timeout, put).await {
-            Ok(r) => r.map_err(|f| f.to_string()),
-            Err(_) => Err(format!("no response within {timeout:?}")),
+            Ok(r) => r.map_err(OneOffError::Failed),
+            Err(_) => Err(OneOffError::Timeout(timeout)),
         };
         conn.close().await;
         revision
@@ -665,14 +691,22 @@ mod tests {
 
     #[test]
     fn invalid_tokens_are_etcd_failures_naming_it() {
-        assert!(is_invalid_token(&Failure::with(
-            FailureKind::Etcd,
-            "etcdserver: invalid auth token"
-        )));
-        assert!(!is_invalid_token(&Failure::with(
-            FailureKind::Auth,
-            "etcdserver: invalid auth token"
-        )));
+        let unauthenticated = |kind| {
+            Failure::status(
+                kind,
+                Code::Unauthenticated,
+                "UNAUTHENTICATED: etcdserver: invalid auth token",
+            )
+        };
+        assert!(is_invalid_token(&unauthenticated(FailureKind::Etcd)));
+        assert!(!is_invalid_token(&unauthenticated(FailureKind::Auth)));
         assert!(!is_invalid_token(&Failure::new(FailureKind::Etcd)));
+        // through the gateway: the code its error body names
+        let gateway = gateway_error(
+            401,
+            br#"{"error":"etcdserver: invalid auth token","code":16}"#,
+        );
+        assert!(is_invalid_token(&gateway), "{gateway:?}");
+        assert_eq!(gateway.to_string(), "etcd: etcdserver: invalid auth token");
     }
 }

@@ -1,190 +1,69 @@
 //! etcd's operations as the engine drives them (put, range, txn-put, txn-mixed, lease
 //! keepalives, the watch benchmark's stamped puts): request N over the gateway's JSON and over
 //! gRPC, and the verdict on its answer.
+//!
+//! Its files: `keys` (the benchmark tool's key layout and values), `request` (what each
+//! operation sends, rendered once), `watch_puts` (the watch benchmark's put load), `client`
+//! (one etcd client over both stacks, for the calls outside the measured load); this file is
+//! one client's view of an operation.
 
-use std::sync::{Arc, LazyLock};
-use std::time::{Duration, Instant};
+pub mod client;
+mod keys;
+mod request;
+mod watch_puts;
+
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
-use http::{Method, Uri};
 use prost::Message;
 use serde_json::Value;
 
+pub use keys::{put_key, put_value, varint_len};
+pub use watch_puts::{STAMP_LEN, WatchPuts, epoch_ns, since_stamp, stamp};
+
 use crate::client::grpc::Call;
 use crate::config::{Endpoint, EtcdOp, TxnMixed};
-pub mod client;
-
-use crate::config::WatchConfig;
 use crate::outcome::{Failure, FailureKind, StatusKey};
-use client::{gateway_error, put_body, put_revision, put_revision_gateway};
+use crate::rng::Rng;
+use client::gateway_error;
+use keys::{next_key, put_key_index};
+use request::{TXN_END, TXN_FIELD, TXN_HEAD, TXN_OP_HEAD, json_body_len, mixed_read, targets};
 use wirebench_wire::etcd::gateway::{self, GwResponse};
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::proto::etcd::{
-    LeaseKeepAliveResponse, PutResponse, RangeRequest, RangeResponse, RequestOp, TxnRequest,
-    TxnResponse, TxnResults, request_op,
+    LeaseKeepAliveResponse, PutResponse, RangeResponse, TxnResponse, TxnResults,
 };
 
-/// The gateway path of `op`.
-fn gateway_path(op: &EtcdOp) -> &'static str {
-    match op {
-        EtcdOp::Put { .. } => "/v3/kv/put",
-        EtcdOp::Range { .. } => "/v3/kv/range",
-        EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_) => "/v3/kv/txn",
-        EtcdOp::LeaseKeepalive { .. } => "/v3/lease/keepalive",
-    }
-}
-
-/// The gRPC method of `op`.
-fn grpc_path(op: &EtcdOp) -> &'static str {
-    match op {
-        EtcdOp::Put { .. } => "/etcdserverpb.KV/Put",
-        EtcdOp::Range { .. } => "/etcdserverpb.KV/Range",
-        EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_) => "/etcdserverpb.KV/Txn",
-        EtcdOp::LeaseKeepalive { .. } => "/etcdserverpb.Lease/LeaseKeepAlive",
-    }
-}
-
-/// Bytes of a zigzag varint (Go's binary.PutVarint) for a non-negative n.
-pub fn varint_len(n: u64) -> usize {
-    let mut z = u128::from(n) << 1;
-    let mut len = 1;
-    while z >= 0x80 {
-        z >>= 7;
-        len += 1;
-    }
-    len
-}
-
-/// Writes n as Go's binary.PutVarint does (zigzag, so 2n as a uvarint) at the start of `key`,
-/// leaving the rest zero: the key layout of etcd's benchmark tool. `key` must hold varint_len(n).
-fn put_key_index(key: &mut [u8], n: u64) {
-    key.fill(0);
-    let mut z = u128::from(n) << 1;
-    let mut i = 0;
-    while z >= 0x80 {
-        key[i] = (z as u8) | 0x80;
-        z >>= 7;
-        i += 1;
-    }
-    key[i] = z as u8;
-}
-
-/// Sets `key` to the key of put number `idx`: sequential, or uniform over the key space.
-/// Put: writes the key of request `idx` into `key`; returns its key index (0 for range).
-fn next_key(op: &EtcdOp, rng: &mut Rng, key: &mut [u8], idx: u64) -> u64 {
-    if let EtcdOp::Put {
-        key_space_size,
-        sequential_keys,
-        ..
-    } = *op
-    {
-        let n = if sequential_keys {
-            idx % key_space_size
-        } else {
-            rng.below(key_space_size)
-        };
-        put_key_index(key, n);
-        return n;
-    }
-    0
-}
-
-/// The put key of index `n`, `key_size` bytes (what the put load wrote for it).
-pub fn put_key(key_size: usize, n: u64) -> Vec<u8> {
-    let mut key = vec![0; key_size];
-    put_key_index(&mut key, n);
-    key
-}
-
-/// What `op` sends to each endpoint: the HTTP/1.1 request heads, the gRPC calls, and the
-/// gateway requests over plain HTTP/2.
-struct Targets {
-    templates: Vec<RequestTemplate>,
-    calls: Vec<Call>,
-    h2_calls: Vec<Call>,
-}
-
-/// The length of `op`'s JSON body (the same for every request: the keys have one size).
-fn json_body_len(op: &EtcdOp, json_tail: &[u8]) -> usize {
-    match op {
-        EtcdOp::Put { key_size, .. } => {
-            let mut b = BytesMut::new();
-            gateway::put_base64(&vec![0; *key_size], &mut b);
-            br#"{"key":""#.len() + b.len() + json_tail.len()
-        }
-        EtcdOp::Range { .. } => json_tail.len(),
-        EtcdOp::TxnPut { key_size, ops, .. } => txn_body_len(*key_size, *ops, json_tail),
-        // the writes' (`cli` runs neither of these two over plain HTTP/2, where the length is
-        // a header of the call)
-        EtcdOp::TxnMixed(m) => txn_body_len(m.key_size, 1, json_tail),
-        EtcdOp::LeaseKeepalive { .. } => 0,
-    }
-}
-
-/// The length of a txn-put's JSON body: `ops` puts of `key_size`-byte keys.
-fn txn_body_len(key_size: usize, ops: usize, json_tail: &[u8]) -> usize {
-    let mut b = BytesMut::new();
-    gateway::put_base64(&vec![0; key_size], &mut b);
-    let op = TXN_OP_HEAD.len() + b.len() + json_tail.len();
-    TXN_HEAD.len() + ops * op + (ops - 1) + TXN_END.len()
-}
-
-/// A txn-put's gateway body: `{"success":[` ops `]}`, each op `{"request_put":{"key":"K` +
-/// the value tail.
-const TXN_HEAD: &[u8] = br#"{"success":["#;
-const TXN_OP_HEAD: &[u8] = br#"{"request_put":{"key":""#;
-const TXN_END: &[u8] = b"]}";
-
-/// TxnRequest.success and RequestOp.request_put: both field 2, length-delimited.
-const TXN_FIELD: u32 = 2;
-
-/// The requests of `op`, one of each kind per endpoint; `body_len`: the JSON body's length.
-fn targets(
-    op: &EtcdOp,
-    endpoints: &[Endpoint],
-    token: Option<&str>,
-    body_len: usize,
-) -> Result<Targets, String> {
-    let mut templates = Vec::with_capacity(endpoints.len());
-    let mut calls = Vec::with_capacity(endpoints.len());
-    let mut h2_calls = Vec::with_capacity(endpoints.len());
-    let mut headers = vec![("Content-Type", "application/json")];
-    let mut metadata = Vec::new();
-    // the HTTP/1.1 request's headers as HTTP/2 fields
-    let mut fields = vec![
-        (CONTENT_TYPE, HeaderValue::from_static("application/json")),
-        (CONTENT_LENGTH, HeaderValue::from(body_len)),
-    ];
-    if let Some(t) = token {
-        headers.push(("Authorization", t));
-        let v = HeaderValue::from_str(t)
-            .map_err(|_| "the auth token is not a valid header value".to_string())?;
-        metadata.push((HeaderName::from_static("token"), v.clone()));
-        fields.push((AUTHORIZATION, v));
-    }
-    for ep in endpoints {
-        let t = RequestTemplate::new("POST", gateway_path(op), &ep.authority, &headers)
-            .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
-        templates.push(t);
-        let uri: Uri = format!("http://{}{}", ep.authority, grpc_path(op))
-            .parse()
-            .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
-        calls.push(Call::new(uri, metadata.clone(), FailureKind::Etcd));
-        let scheme = if ep.tls { "https" } else { "http" };
-        let uri: Uri = format!("{scheme}://{}{}", ep.authority, gateway_path(op))
-            .parse()
-            .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
-        let mut call = Call::plain(Method::POST, uri, fields.clone());
-        call.status_kind = FailureKind::Etcd;
-        h2_calls.push(call);
-    }
-    Ok(Targets {
-        templates,
-        calls,
-        h2_calls,
-    })
+/// Why an etcd operation's requests cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    #[error("the auth token is not a valid header value")]
+    Token,
+    #[error("endpoint {url}: {source}")]
+    Template {
+        url: String,
+        source: wirebench_wire::http1::Error,
+    },
+    #[error("endpoint {url}: {source}")]
+    Uri {
+        url: String,
+        source: http::uri::InvalidUri,
+    },
+    #[error("no endpoint to put to")]
+    NoEndpoint,
+    #[error("no key to put to")]
+    NoKey,
+    #[error("put request for {authority}: {source}")]
+    PutTemplate {
+        authority: String,
+        source: wirebench_wire::http1::Error,
+    },
+    #[error("put request path for {authority}: {source}")]
+    PutUri {
+        authority: String,
+        source: http::uri::InvalidUri,
+    },
 }
 
 /// Everything that is the same for all clients, built once.
@@ -239,7 +118,7 @@ pub struct EtcdWorkload {
 impl EtcdWorkload {
     /// Whether `op` renders for `endpoints` (request heads, URIs), without generating its
     /// value: the errors `new` would give without a token.
-    pub fn check(op: &EtcdOp, endpoints: &[Endpoint]) -> Result<(), String> {
+    pub fn check(op: &EtcdOp, endpoints: &[Endpoint]) -> Result<(), EtcdError> {
         targets(op, endpoints, None, 0).map(drop)
     }
 
@@ -250,76 +129,9 @@ impl EtcdWorkload {
         endpoints: &[Endpoint],
         seed: u64,
         token: Option<&str>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, EtcdError> {
         let mut rng = Rng::new(seed);
-        let (json_tail, proto_tail) = match &op {
-            EtcdOp::Put { val_size, .. }
-            | EtcdOp::TxnPut { val_size, .. }
-            | EtcdOp::TxnMixed(TxnMixed { val_size, .. }) => {
-                // etcd's benchmark: one random value of val-size bytes for the whole run.
-                let value = put_value(&mut rng, *val_size);
-                let mut jt = BytesMut::new();
-                jt.put_slice(br#"","value":""#);
-                gateway::put_base64(&value, &mut jt);
-                jt.put_slice(
-                    if matches!(op, EtcdOp::TxnPut { .. } | EtcdOp::TxnMixed(_)) {
-                        br#""}}"#.as_slice()
-                    } else {
-                        br#""}"#.as_slice()
-                    },
-                );
-                let mut pt = BytesMut::new();
-                prost::encoding::bytes::encode(2, &value, &mut pt);
-                (jt.freeze(), pt.freeze())
-            }
-            EtcdOp::Range {
-                key,
-                serializable,
-                options: o,
-            } => {
-                let range_end = o.prefix.then(|| crate::config::prefix_end(key));
-                let mut jt = BytesMut::new();
-                jt.put_slice(br#"{"key":""#);
-                gateway::put_base64(key, &mut jt);
-                jt.put_slice(b"\"");
-                if let Some(end) = &range_end {
-                    jt.put_slice(br#","range_end":""#);
-                    gateway::put_base64(end, &mut jt);
-                    jt.put_slice(b"\"");
-                }
-                // int64 fields as JSON strings, as the gateway writes them
-                if o.limit > 0 {
-                    jt.put_slice(format!(r#","limit":"{}""#, o.limit).as_bytes());
-                }
-                if o.revision > 0 {
-                    jt.put_slice(format!(r#","revision":"{}""#, o.revision).as_bytes());
-                }
-                for (on, field) in [
-                    (*serializable, r#","serializable":true"#),
-                    (o.keys_only, r#","keys_only":true"#),
-                    (o.count_only, r#","count_only":true"#),
-                ] {
-                    if on {
-                        jt.put_slice(field.as_bytes());
-                    }
-                }
-                jt.put_slice(b"}");
-                let req = RangeRequest {
-                    key: Bytes::copy_from_slice(key),
-                    range_end: range_end.map(Bytes::from).unwrap_or_default(),
-                    limit: o.limit,
-                    revision: o.revision,
-                    serializable: *serializable,
-                    keys_only: o.keys_only,
-                    count_only: o.count_only,
-                };
-                let mut pt = BytesMut::new();
-                grpc::encode(&req, &mut pt);
-                (jt.freeze(), pt.freeze())
-            }
-            // each client's request names its lease (`for_client`)
-            EtcdOp::LeaseKeepalive { .. } => (Bytes::new(), Bytes::new()),
-        };
+        let (json_tail, proto_tail) = request::tails(&op, &mut rng);
         let key_size = match &op {
             EtcdOp::Put { key_size, .. }
             | EtcdOp::TxnPut { key_size, .. }
@@ -423,7 +235,7 @@ impl EtcdWorkload {
     }
 
     /// This client's copy with a new auth token (after re-authenticating); allocates.
-    pub fn set_token(&mut self, token: &str) -> Result<(), String> {
+    pub fn set_token(&mut self, token: &str) -> Result<(), EtcdError> {
         let s = &*self.shared;
         let body_len = json_body_len(&s.op, &s.json_tail);
         let t = targets(&s.op, &s.endpoints, Some(token), body_len)?;
@@ -549,7 +361,7 @@ impl EtcdWorkload {
         if let EtcdOp::LeaseKeepalive { .. } = self.shared.op {
             return match gateway::keepalive_answer(body) {
                 Ok(k) => self.kept_alive(k.id, k.ttl).map(|()| (key, None)),
-                Err(gateway::KeepAliveError::Stream(m)) => Err(Failure::with(FailureKind::Etcd, m)),
+                Err(gateway::KeepAliveError::Stream(m)) => Err(stream_error(body, &m)),
                 Err(gateway::KeepAliveError::Malformed(why)) => {
                     Err(Failure::with(FailureKind::BadResponse, why))
                 }
@@ -718,613 +530,31 @@ impl EtcdWorkload {
     }
 }
 
-/// txn-mixed's read, etcd benchmark's: a transaction of one range from key `\0` to the end key
-/// (`\0`, every key, when none is given) with the limit and the consistency: its JSON body,
-/// its framed gRPC request, and the u64 below which a uniform draw is a read
-/// (rw-ratio / (1 + rw-ratio) of 2^64).
-fn mixed_read(m: &TxnMixed) -> (Bytes, Bytes, u64) {
-    let range_end = if m.end_key.is_empty() {
-        vec![0]
-    } else {
-        m.end_key.clone()
-    };
-    let mut j = BytesMut::new();
-    j.put_slice(br#"{"success":[{"request_range":{"key":"AA==","range_end":""#);
-    gateway::put_base64(&range_end, &mut j);
-    j.put_slice(b"\"");
-    if m.limit > 0 {
-        j.put_slice(format!(r#","limit":"{}""#, m.limit).as_bytes());
-    }
-    if m.serializable {
-        j.put_slice(br#","serializable":true"#);
-    }
-    j.put_slice(b"}}]}");
-    let req = TxnRequest {
-        success: vec![RequestOp {
-            request: Some(request_op::Request::RequestRange(RangeRequest {
-                key: Bytes::from_static(b"\0"),
-                range_end: range_end.into(),
-                limit: m.limit,
-                serializable: m.serializable,
-                ..Default::default()
-            })),
-        }],
-        failure: Vec::new(),
-    };
-    let mut p = BytesMut::new();
-    grpc::encode(&req, &mut p);
-    let share = m.rw_ratio / (1.0 + m.rw_ratio);
-    // 2^64 as f64; a share of 1 (all reads) saturates to u64::MAX
-    let below = (share * 18_446_744_073_709_551_616.0).min(u64::MAX as f64) as u64;
-    (j.freeze(), p.freeze(), below)
-}
-
 /// What an acknowledged request hands the run besides its status: for the watch benchmark's
 /// puts, the key index and the revision etcd assigned (`stats::Stats::revisions`); nothing for
 /// the other workloads.
 pub type Ack = Option<(usize, i64)>;
 
-/// The watch benchmark's put load as the engine drives it: put N goes to key N mod
-/// `--watched-keys` on the first endpoint, its value starts with its send time (`watch::stamp`,
-/// written when the request is encoded, just before it is sent) padded with zeros to
-/// `--val-size`, and its verdict acknowledges the revision etcd assigned, per key index.
-#[derive(Debug, Clone)]
-pub struct WatchPuts {
-    targets: Arc<PutTargets>,
-    value: Vec<u8>,
-    body: BytesMut,
-    frame: BytesMut,
-    /// the framed request in flight
-    request: Bytes,
-    /// key index of the request in flight (each client has one at a time)
-    key: usize,
-}
-
-/// What every put client of the watch load shares.
-#[derive(Debug)]
-struct PutTargets {
-    keys: Vec<Vec<u8>>,
-    template: RequestTemplate,
-    call: Call,
-}
-
-impl WatchPuts {
-    /// The put load of `cfg`, to its first endpoint.
-    pub fn new(cfg: &WatchConfig) -> Result<WatchPuts, String> {
-        let ep = cfg
-            .endpoints
-            .first()
-            .ok_or_else(|| "no endpoint to put to".to_string())?;
-        if cfg.watched_keys == 0 {
-            return Err("no key to put to".into());
-        }
-        let template = RequestTemplate::new(
-            "POST",
-            "/v3/kv/put",
-            &ep.authority,
-            &[("Content-Type", "application/json")],
-        )
-        .map_err(|e| format!("put request for {}: {e}", ep.authority))?;
-        let uri: Uri = format!("http://{}/etcdserverpb.KV/Put", ep.authority)
-            .parse()
-            .map_err(|e| format!("put request path for {}: {e}", ep.authority))?;
-        Ok(WatchPuts {
-            targets: Arc::new(PutTargets {
-                keys: (0..cfg.watched_keys).map(|k| cfg.key(k)).collect(),
-                template,
-                call: Call::new(uri, Vec::new(), FailureKind::Etcd),
-            }),
-            value: vec![0; cfg.val_size],
-            body: BytesMut::new(),
-            frame: BytesMut::new(),
-            request: Bytes::new(),
-            key: 0,
-        })
+/// A gateway stream's `{"error": {...}}` line (`message`, its text): an etcd failure with the
+/// gRPC status code the line names.
+fn stream_error(line: &[u8], message: &str) -> Failure {
+    #[derive(serde::Deserialize)]
+    struct Line {
+        error: Status,
     }
-
-    pub fn for_client(&self) -> WatchPuts {
-        WatchPuts {
-            targets: self.targets.clone(),
-            value: self.value.clone(),
-            body: BytesMut::with_capacity(256),
-            frame: BytesMut::with_capacity(256),
-            request: Bytes::new(),
-            key: 0,
-        }
+    #[derive(serde::Deserialize)]
+    struct Status {
+        #[serde(default)]
+        grpc_code: Option<i64>,
     }
-
-    /// Stamps the value for put `idx` and keeps its key index for the verdict.
-    fn next(&mut self, idx: u64) {
-        self.key = (idx % self.targets.keys.len() as u64) as usize;
-        stamp(&mut self.value);
+    let code = serde_json::from_slice::<Line>(line)
+        .ok()
+        .and_then(|l| client::gateway_code(l.error.grpc_code));
+    match code {
+        Some(code) => Failure::status(FailureKind::Etcd, code, message),
+        None => Failure::with(FailureKind::Etcd, message),
     }
-
-    pub fn encode_http(&mut self, idx: u64, dst: &mut BytesMut) -> usize {
-        self.next(idx);
-        // `next` keeps the index below the number of keys, and `new` made at least one.
-        let key = &self.targets.keys[self.key];
-        self.body.clear();
-        put_body(key, &self.value, &mut self.body);
-        self.targets.template.encode(&self.body, dst)
-    }
-
-    /// Encodes gRPC put number `idx`, then [`WatchPuts::grpc_request`].
-    pub fn next_grpc(&mut self, idx: u64) {
-        self.request = Bytes::new();
-        self.next(idx);
-        // `next` keeps the index below the number of keys, and `new` made at least one.
-        let key = &self.targets.keys[self.key];
-        // PutRequest{key = 1, value = 2}, framed.
-        let len = prost::encoding::bytes::encoded_len(1, key)
-            + prost::encoding::bytes::encoded_len(2, &self.value);
-        self.frame.reserve(grpc::PREFIX_LEN + len);
-        self.frame.put_u8(0);
-        self.frame.put_u32(len as u32);
-        prost::encoding::bytes::encode(1, key, &mut self.frame);
-        prost::encoding::bytes::encode(2, &self.value, &mut self.frame);
-        self.request = self.frame.split().freeze();
-    }
-
-    /// The framed put `next_grpc` made.
-    pub fn grpc_request(&self) -> &Bytes {
-        &self.request
-    }
-
-    pub fn call(&self) -> &Call {
-        &self.targets.call
-    }
-
-    /// The revision of the put in flight, acknowledged for its key index.
-    pub fn check_http(
-        &self,
-        status: u16,
-        body: &[u8],
-    ) -> Result<(StatusKey, Ack), (StatusKey, Failure)> {
-        let key = StatusKey::Http(status);
-        match put_revision_gateway(status, body) {
-            Ok(revision) => Ok((key, Some((self.key, revision)))),
-            Err(f) => Err((key, f)),
-        }
-    }
-
-    pub fn check_grpc(&self, message: &Bytes) -> Result<Ack, Failure> {
-        put_revision(message.clone()).map(|revision| Some((self.key, revision)))
-    }
-
-    pub fn sample_grpc(&self, message: &Bytes) -> Value {
-        PutResponse::decode(message.clone())
-            .map(|r| gateway::put_response_json(&r))
-            .unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
-    }
-}
-
-/// The value a put run writes: `val_size` bytes from the run's generator, drawn first (the
-/// sweep writes the same value once before it reads it back).
-pub fn put_value(rng: &mut Rng, val_size: usize) -> Vec<u8> {
-    let mut value = vec![0u8; val_size];
-    rng.fill(&mut value);
-    value
-}
-
-/// SplitMix64: a tiny, fast, seedable generator for keys and values (not for secrets).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in 0..n (n > 0), by Lemire's multiply-shift (bias below 2^-32 for our n).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let v = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&v[..chunk.len()]);
-        }
-    }
-}
-
-/// Bytes at the front of every put value: the send time, ns since the epoch, little endian.
-pub const STAMP_LEN: usize = 8;
-
-/// The process-wide origin of the send-time stamps: the put side writes and the watch side
-/// reads them against the same monotonic clock, so no clock sync is needed.
-static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
-
-/// Writes the send time (ns since the epoch, little endian) into the front of `value`.
-pub fn stamp(value: &mut [u8]) {
-    let ns = EPOCH.elapsed().as_nanos() as u64;
-    if let Some(s) = value.get_mut(..STAMP_LEN) {
-        s.copy_from_slice(&ns.to_le_bytes());
-    }
-}
-
-/// `at` as ns since the stamps' epoch (the clock of `stamp`).
-pub fn epoch_ns(at: Instant) -> u64 {
-    at.saturating_duration_since(*EPOCH).as_nanos() as u64
-}
-
-/// Time from the send stamped in `value` to `now`; None when the value holds no stamp.
-pub fn since_stamp(value: &[u8], now: Instant) -> Option<Duration> {
-    let stamp = value.get(..STAMP_LEN)?;
-    let mut b = [0u8; STAMP_LEN];
-    b.copy_from_slice(stamp);
-    let sent = u64::from_le_bytes(b);
-    Some(Duration::from_nanos(epoch_ns(now).saturating_sub(sent)))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stamps_read_back_as_the_time_since_they_were_written() {
-        let mut value = vec![0xaa; 12];
-        stamp(&mut value);
-        assert_eq!(&value[STAMP_LEN..], &[0xaa; 4]);
-        let later = Instant::now() + Duration::from_millis(5);
-        let age = since_stamp(&value, later).expect("a stamp");
-        assert!(age >= Duration::from_millis(5), "{age:?}");
-        assert!(age < Duration::from_secs(5), "{age:?}");
-        assert_eq!(since_stamp(&value[..4], later), None);
-    }
-
-    use clap::Parser as _;
-    use wirebench_wire::proto::etcd::PutRequest;
-
-    fn endpoint() -> Endpoint {
-        Endpoint::parse("http://127.0.0.1:2379").unwrap()
-    }
-
-    #[test]
-    fn key_layout_matches_go_putvarint() {
-        // Go: binary.PutVarint(k, 1) -> 0x02; 64 -> 0x80 0x01; 300 -> 0xd8 0x04
-        let mut k = [0xffu8; 4];
-        put_key_index(&mut k, 1);
-        assert_eq!(k, [0x02, 0, 0, 0]);
-        put_key_index(&mut k, 64);
-        assert_eq!(k, [0x80, 0x01, 0, 0]);
-        put_key_index(&mut k, 300);
-        assert_eq!(k, [0xd8, 0x04, 0, 0]);
-        assert_eq!(varint_len(63), 1);
-        assert_eq!(varint_len(64), 2);
-    }
-
-    #[test]
-    fn put_requests_agree_across_protocols() {
-        let op = EtcdOp::Put {
-            key_size: 8,
-            val_size: 16,
-            key_space_size: 1000,
-            sequential_keys: true,
-        };
-        let base = EtcdWorkload::new(op, &[endpoint()], 7, None).unwrap();
-        let mut w = base.for_client(0);
-        w.next_grpc(300);
-        let framed = w.grpc_request();
-        let mut buf = BytesMut::from(&framed[..]);
-        let msg = grpc::decode(&mut buf, 1 << 20).unwrap().unwrap();
-        let req = PutRequest::decode(msg).unwrap();
-        assert_eq!(&req.key[..], &[0xd8, 0x04, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(req.value.len(), 16);
-
-        let mut out = BytesMut::new();
-        w.encode_http(300, 0, &mut out);
-        let text = std::str::from_utf8(&out).unwrap();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap();
-        assert!(head.starts_with("POST /v3/kv/put HTTP/1.1\r\nHost: 127.0.0.1:2379\r\n"));
-        assert!(head.contains(&format!("Content-Length: {}", body.len())));
-        let v: Value = serde_json::from_str(body).unwrap();
-        use base64::Engine as _;
-        let b64 = base64::engine::general_purpose::STANDARD;
-        assert_eq!(
-            b64.decode(v["key"].as_str().unwrap()).unwrap(),
-            &req.key[..]
-        );
-        assert_eq!(
-            b64.decode(v["value"].as_str().unwrap()).unwrap(),
-            &req.value[..]
-        );
-    }
-
-    fn mixed(rw_ratio: f64) -> EtcdOp {
-        EtcdOp::TxnMixed(TxnMixed {
-            key_size: 8,
-            val_size: 4,
-            key_space_size: 10,
-            rw_ratio,
-            limit: 1000,
-            end_key: Vec::new(),
-            serializable: true,
-        })
-    }
-
-    /// The framed gRPC request `w` made, decoded.
-    fn txn_of(w: &EtcdWorkload) -> TxnRequest {
-        let mut buf = BytesMut::from(&w.grpc_request()[..]);
-        TxnRequest::decode(grpc::decode(&mut buf, 1 << 20).unwrap().unwrap()).unwrap()
-    }
-
-    #[test]
-    fn txn_mixed_reads_range_every_key_and_writes_put_one_over_both_stacks() {
-        use base64::Engine as _;
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let base = EtcdWorkload::new(mixed(1.0), &[endpoint()], 3, None).unwrap();
-        assert_eq!(base.classes(), ["read", "write"]);
-        let (mut reads, mut writes) = (0, 0);
-        for idx in 0..200u64 {
-            // the same client twice: gRPC and HTTP/1.1 draw the same classes and keys
-            let mut g = base.for_client(1);
-            let mut h = base.for_client(1);
-            for i in 0..idx % 3 {
-                g.next_grpc(i);
-                let mut out = BytesMut::new();
-                h.encode_http(i, 0, &mut out);
-            }
-            g.next_grpc(idx);
-            let mut out = BytesMut::new();
-            h.encode_http(idx, 0, &mut out);
-            assert_eq!(g.class(), h.class());
-            let text = std::str::from_utf8(&out).unwrap();
-            let (head, body) = text.split_once("\r\n\r\n").unwrap();
-            assert!(head.starts_with("POST /v3/kv/txn HTTP/1.1\r\n"), "{head}");
-            assert!(
-                head.contains(&format!("Content-Length: {}", body.len())),
-                "{head}"
-            );
-            let json: Value = serde_json::from_str(body).unwrap();
-            let op = &txn_of(&g).success[0];
-            match (&op.request, g.class()) {
-                (Some(request_op::Request::RequestRange(r)), Some(0)) => {
-                    reads += 1;
-                    // every key, from \0, limited and serializable as asked
-                    assert_eq!((&r.key[..], &r.range_end[..]), (&b"\0"[..], &b"\0"[..]));
-                    assert_eq!((r.limit, r.serializable), (1000, true));
-                    let jr = &json["success"][0]["request_range"];
-                    assert_eq!(jr["key"], "AA==");
-                    assert_eq!(jr["range_end"], "AA==");
-                    assert_eq!(jr["limit"], "1000");
-                    assert_eq!(jr["serializable"], true);
-                    assert_eq!(g.ack(5), None, "a read acknowledges no write");
-                }
-                (Some(request_op::Request::RequestPut(p)), Some(1)) => {
-                    writes += 1;
-                    // request N writes key N mod the key space, as etcd's tool
-                    let mut key = vec![0u8; 8];
-                    put_key_index(&mut key, idx % 10);
-                    assert_eq!(&p.key[..], &key[..]);
-                    assert_eq!(p.value.len(), 4);
-                    let jp = &json["success"][0]["request_put"];
-                    assert_eq!(b64.decode(jp["key"].as_str().unwrap()).unwrap(), key);
-                    assert_eq!(
-                        b64.decode(jp["value"].as_str().unwrap()).unwrap(),
-                        &p.value[..]
-                    );
-                    assert_eq!(g.ack(7), Some(((idx % 10) as usize, 7)));
-                    assert_eq!(h.ack(7), Some(((idx % 10) as usize, 7)));
-                }
-                other => panic!("request {idx}: {other:?}"),
-            }
-        }
-        assert_eq!(reads + writes, 200);
-        assert!(
-            (60..140).contains(&reads),
-            "{reads} reads of 200 at rw-ratio 1"
-        );
-    }
-
-    #[test]
-    fn txn_mixed_honours_the_ratio_and_its_extremes() {
-        let share = |ratio: f64| {
-            let mut w = EtcdWorkload::new(mixed(ratio), &[endpoint()], 11, None)
-                .unwrap()
-                .for_client(0);
-            let reads = (0..10_000u64)
-                .filter(|&i| {
-                    w.next_grpc(i);
-                    w.class() == Some(0)
-                })
-                .count();
-            reads as f64 / 10_000.0
-        };
-        assert_eq!(share(0.0), 0.0, "rw-ratio 0: writes only");
-        let s = share(3.0);
-        assert!((0.73..0.77).contains(&s), "rw-ratio 3: {s} reads");
-        let s = share(0.25);
-        assert!((0.18..0.22).contains(&s), "rw-ratio 0.25: {s} reads");
-        assert_eq!(share(1e12), 1.0, "a huge ratio: reads only");
-    }
-
-    #[test]
-    fn txn_mixed_reads_below_an_end_key() {
-        let op = EtcdOp::TxnMixed(TxnMixed {
-            end_key: b"k".to_vec(),
-            limit: 0,
-            serializable: false,
-            ..match mixed(1e12) {
-                EtcdOp::TxnMixed(m) => m,
-                _ => unreachable!(),
-            }
-        });
-        let mut w = EtcdWorkload::new(op, &[endpoint()], 1, None)
-            .unwrap()
-            .for_client(0);
-        w.next_grpc(0);
-        let Some(request_op::Request::RequestRange(r)) = &txn_of(&w).success[0].request else {
-            panic!("a read");
-        };
-        assert_eq!(
-            (&r.range_end[..], r.limit, r.serializable),
-            (&b"k"[..], 0, false)
-        );
-        let mut out = BytesMut::new();
-        w.encode_http(0, 0, &mut out);
-        let text = String::from_utf8(out.to_vec()).unwrap();
-        assert!(
-            text.ends_with(r#"{"success":[{"request_range":{"key":"AA==","range_end":"aw=="}}]}"#),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn txn_put_acknowledges_its_first_key() {
-        let op = EtcdOp::TxnPut {
-            key_size: 8,
-            val_size: 4,
-            key_space_size: 5,
-            ops: 3,
-        };
-        let mut w = EtcdWorkload::new(op, &[endpoint()], 9, None)
-            .unwrap()
-            .for_client(0);
-        for idx in 0..20 {
-            w.next_grpc(idx);
-            let txn = txn_of(&w);
-            let Some((first, 4)) = w.ack(4) else {
-                panic!("a txn-put acknowledges its write");
-            };
-            // its keys: consecutive indices from the first, modulo the key space
-            for (j, op) in txn.success.iter().enumerate() {
-                let Some(request_op::Request::RequestPut(p)) = &op.request else {
-                    panic!("a put");
-                };
-                assert_eq!(&p.key[..], &put_key(8, (first as u64 + j as u64) % 5)[..]);
-            }
-        }
-    }
-
-    #[test]
-    fn lease_keepalives_name_each_clients_lease_and_judge_the_answer() {
-        use wirebench_wire::proto::etcd::{LeaseKeepAliveRequest, ResponseHeader};
-        let base = EtcdWorkload::new(EtcdOp::LeaseKeepalive { ttl: 100 }, &[endpoint()], 1, None)
-            .unwrap()
-            .with_leases(&[11, 22]);
-        assert!(base.bidi());
-        let mut w = base.for_client(3);
-        assert_eq!(w.lease, 22, "client 3 of 2 leases keeps the second");
-        w.next_grpc(3);
-        let mut buf = BytesMut::from(&w.grpc_request()[..]);
-        let req: LeaseKeepAliveRequest = grpc::decode_message(&mut buf, 1 << 20).unwrap().unwrap();
-        assert_eq!(req.id, 22);
-        let mut out = BytesMut::new();
-        w.encode_http(3, 0, &mut out);
-        let text = String::from_utf8(out.to_vec()).unwrap();
-        assert!(
-            text.starts_with("POST /v3/lease/keepalive HTTP/1.1\r\n"),
-            "{text}"
-        );
-        assert!(text.ends_with(r#"{"ID":"22"}"#), "{text}");
-
-        let answer = |id, ttl| {
-            Bytes::from(
-                LeaseKeepAliveResponse {
-                    header: Some(ResponseHeader {
-                        revision: 4,
-                        ..Default::default()
-                    }),
-                    id,
-                    ttl,
-                }
-                .encode_to_vec(),
-            )
-        };
-        assert_eq!(w.check_grpc(&answer(22, 100)), Ok(None));
-        let kind = |m| w.check_grpc(&m).map_err(|f| f.kind);
-        assert_eq!(kind(answer(22, 0)), Err(FailureKind::Lease));
-        assert_eq!(kind(answer(22, -1)), Err(FailureKind::Lease));
-        assert_eq!(kind(answer(11, 100)), Err(FailureKind::Lease));
-        assert_eq!(
-            kind(Bytes::from_static(b"\xff")),
-            Err(FailureKind::BadResponse)
-        );
-
-        let http = |body: &[u8]| {
-            w.check_http(200, body)
-                .map(|(_, a)| a)
-                .map_err(|(_, f)| f.kind)
-        };
-        let line = br#"{"result":{"header":{"revision":"4"},"ID":"22","TTL":"100"}}"#;
-        assert_eq!(http(line), Ok(None));
-        let gone = br#"{"result":{"header":{"revision":"4"},"ID":"22"}}"#;
-        assert_eq!(http(gone), Err(FailureKind::Lease));
-        let other = br#"{"result":{"header":{"revision":"4"},"ID":"11","TTL":"9"}}"#;
-        assert_eq!(http(other), Err(FailureKind::Lease));
-        let err = br#"{"error":{"grpc_code":14,"message":"etcdserver: no leader"}}"#;
-        assert_eq!(http(err), Err(FailureKind::Etcd));
-        assert_eq!(http(b"{}"), Err(FailureKind::BadResponse));
-    }
-
-    #[test]
-    fn gateway_errors_become_etcd_failures() {
-        let op = EtcdOp::Range {
-            key: b"k".to_vec(),
-            serializable: false,
-            options: Default::default(),
-        };
-        let w = EtcdWorkload::new(op, &[endpoint()], 1, None).unwrap();
-        let body = br#"{"error":"etcdserver: user name is empty","message":"etcdserver: user name is empty","code":3}"#;
-        let (status, failure) = w.check_http(400, body).unwrap_err();
-        assert_eq!(status, StatusKey::Http(400));
-        assert_eq!(
-            failure,
-            Failure::with(FailureKind::Etcd, "etcdserver: user name is empty")
-        );
-        assert!(w.check_http(200, br#"{"header":{"revision":"1"}}"#).is_ok());
-        assert!(w.check_http(200, b"{}").is_err());
-        assert!(w.check_http(200, b"not json").is_err());
-    }
-
-    #[test]
-    fn watch_puts_stamp_each_value_and_acknowledge_its_key() {
-        let cli = crate::cli::Cli::try_parse_from([
-            "wirebench",
-            "etcd",
-            "watch",
-            "--endpoints",
-            "http://127.0.0.1:2379",
-            "--watched-keys",
-            "3",
-            "--val-size",
-            "12",
-        ]);
-        let Ok(crate::app::Action::Watch(cfg)) = cli.map(|c| c.into_action()).unwrap() else {
-            panic!("a watch configuration");
-        };
-        let mut w = WatchPuts::new(&cfg).unwrap().for_client();
-        w.next_grpc(4);
-        let framed = w.grpc_request();
-        let mut buf = BytesMut::from(&framed[..]);
-        let req = PutRequest::decode(grpc::decode(&mut buf, 1 << 20).unwrap().unwrap()).unwrap();
-        assert_eq!(&req.key[..], b"wirebench/watch/1");
-        assert_eq!(req.value.len(), 12);
-        assert_eq!(&req.value[crate::etcd::watch::STAMP_LEN..], &[0; 4]);
-        assert!(req.value[..crate::etcd::watch::STAMP_LEN] != [0; 8]);
-        // the verdict acknowledges the key index of the put in flight
-        let ok = br#"{"header":{"revision":"9"}}"#;
-        let mut out = BytesMut::new();
-        w.encode_http(5, &mut out);
-        let text = std::str::from_utf8(&out).unwrap();
-        assert!(text.starts_with("POST /v3/kv/put HTTP/1.1\r\n"), "{text}");
-        assert_eq!(
-            w.check_http(200, ok),
-            Ok((StatusKey::Http(200), Some((2, 9))))
-        );
-        let (status, f) = w.check_http(200, b"{}").unwrap_err();
-        assert_eq!(
-            (status, f.kind),
-            (StatusKey::Http(200), FailureKind::BadResponse)
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,240 @@
+//! What a call on an h2 connection sends and how it ends, on either client: its target (a gRPC
+//! method, or a plain HTTP/2 request), what the caller is told while it runs, and the failure
+//! a verdict of the wire crate's gRPC cores becomes (its grpc-status carried as a code).
+
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue};
+use http::{Method, Uri};
+
+use crate::net::Ledger;
+use crate::outcome::{Failure, FailureKind, StatusKey};
+use wirebench_wire::grpc::unary::Verdict;
+use wirebench_wire::grpc::{self, Code};
+
+/// A unary call's target, built once: full URI (scheme, authority, path), extra metadata, and
+/// the failure kind a non-OK grpc-status is counted under (e.g. "etcd"). Or, made by
+/// [`Call::plain`], a plain HTTP/2 request: method, URI and headers, with a body of its own
+/// (no gRPC framing), answered by a status and a body.
+///
+/// Its header fields never change after `new`: the wire client keeps their HPACK block under
+/// `key` (clones share it, as they share the fields).
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub(super) uri: Uri,
+    pub(super) metadata: Vec<(HeaderName, HeaderValue)>,
+    pub status_kind: FailureKind,
+    /// uncompressed size of the request's header list (`fields`, pseudo-headers included)
+    pub(super) header_list_bytes: u64,
+    pub(super) key: u64,
+    /// a plain HTTP/2 request with this method; `None`: a gRPC call
+    plain: Option<Method>,
+}
+
+/// The next `Call::key`.
+static NEXT_CALL_KEY: AtomicU64 = AtomicU64::new(0);
+
+impl Call {
+    pub fn new(
+        uri: Uri,
+        metadata: Vec<(HeaderName, HeaderValue)>,
+        status_kind: FailureKind,
+    ) -> Call {
+        Call::build(uri, metadata, status_kind, None)
+    }
+
+    /// A plain HTTP/2 request: `method` on `uri` (scheme, authority, path and query) with
+    /// `headers` (lower-case names; no connection-specific ones, RFC 9113 §8.2.2).
+    pub fn plain(method: Method, uri: Uri, headers: Vec<(HeaderName, HeaderValue)>) -> Call {
+        Call::build(uri, headers, FailureKind::HttpStatus, Some(method))
+    }
+
+    fn build(
+        uri: Uri,
+        metadata: Vec<(HeaderName, HeaderValue)>,
+        status_kind: FailureKind,
+        plain: Option<Method>,
+    ) -> Call {
+        let mut call = Call {
+            uri,
+            metadata,
+            status_kind,
+            header_list_bytes: 0,
+            key: NEXT_CALL_KEY.fetch_add(1, Ordering::Relaxed),
+            plain,
+        };
+        call.header_list_bytes = call
+            .fields()
+            .map(|(name, value)| (name.len() + value.len()) as u64)
+            .sum();
+        call
+    }
+
+    /// Whether this is a plain HTTP/2 request rather than a gRPC call.
+    pub fn is_plain(&self) -> bool {
+        self.plain.is_some()
+    }
+
+    /// The request's header fields: the pseudo-headers, then (gRPC) content-type and te and the
+    /// metadata, or (plain) the headers.
+    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        const GRPC: [(&[u8], &[u8]); 2] =
+            [(b"content-type", b"application/grpc"), (b"te", b"trailers")];
+        let scheme = self.uri.scheme_str().unwrap_or("http");
+        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
+        let authority = self.uri.authority().map_or("", |a| a.as_str());
+        let method = self.plain.as_ref().map_or("POST", Method::as_str);
+        let grpc = if self.plain.is_some() {
+            &[][..]
+        } else {
+            &GRPC[..]
+        };
+        [
+            (&b":method"[..], method.as_bytes()),
+            (b":scheme", scheme.as_bytes()),
+            (b":path", path.as_bytes()),
+            (b":authority", authority.as_bytes()),
+        ]
+        .into_iter()
+        .chain(grpc.iter().copied())
+        .chain(
+            self.metadata
+                .iter()
+                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
+        )
+    }
+}
+
+/// One request of a call: its target, its bytes (a framed gRPC message, or a plain request's
+/// body), and the largest response message (or body) accepted.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub call: &'a Call,
+    pub bytes: &'a Bytes,
+    pub max_message: usize,
+}
+
+/// How a failed call ended: the gRPC status when there was one, and why.
+#[derive(Debug)]
+pub struct CallError {
+    pub status: Option<StatusKey>,
+    pub failure: Failure,
+    /// the connection itself is broken (GOAWAY, IO error), not just this stream
+    pub conn_broken: bool,
+    /// the server cannot have processed the request (refused, above GOAWAY's last stream, or
+    /// never sent), so it is safe to retry on another connection
+    pub unprocessed: bool,
+}
+
+impl CallError {
+    pub fn plain(failure: Failure) -> CallError {
+        CallError {
+            status: None,
+            failure,
+            conn_broken: false,
+            unprocessed: false,
+        }
+    }
+
+    /// A call that never went out: its connection is going away or gone.
+    pub(super) fn never_sent(failure: Failure) -> CallError {
+        CallError {
+            status: None,
+            failure,
+            conn_broken: true,
+            unprocessed: true,
+        }
+    }
+}
+
+/// What a call tells its caller besides its outcome.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// the request was handed to h2 (its HEADERS queued)
+    pub sent: Cell<bool>,
+    /// the response's :status (0 before a final head); a plain request's verdict needs it
+    pub status: Cell<u16>,
+}
+
+/// Counts a stream in flight on the connection while it lives (the close waits for none).
+pub(super) struct InFlight<'a>(&'a Ledger);
+
+impl<'a> InFlight<'a> {
+    pub(super) fn new(l: &'a Ledger) -> InFlight<'a> {
+        l.in_flight.set(l.in_flight.get() + 1);
+        InFlight(l)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .set(self.0.in_flight.get().saturating_sub(1));
+    }
+}
+
+/// The head of a streaming call's response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamHead {
+    pub status: u16,
+    /// the head carried a grpc-status: a trailers-only answer, the stream is over
+    pub trailers_only: bool,
+    /// that grpc-status, parsed
+    pub grpc_status: Option<Result<Code, grpc::Error>>,
+    /// its grpc-message, percent-decoded
+    pub message: Option<String>,
+}
+
+/// A verdict as a call error, `message` the grpc-message that came with it (still
+/// percent-encoded).
+pub(super) fn judged(v: Verdict, message: Option<&[u8]>, kind: FailureKind) -> CallError {
+    let (status, failure) = match v {
+        Verdict::HttpStatus { http, code } => (
+            Some(StatusKey::GrpcFromHttp {
+                code: code.as_u32(),
+                http,
+            }),
+            Failure::with(FailureKind::HttpStatus, v),
+        ),
+        Verdict::Status(code) => (
+            Some(StatusKey::Grpc(code.as_u32())),
+            status_failure(code, message, kind),
+        ),
+        Verdict::Framing(e) => (None, Failure::with(FailureKind::GrpcFraming, e)),
+        Verdict::NoMessage
+        | Verdict::NoTrailers
+        | Verdict::NoStatus
+        | Verdict::Truncated
+        | Verdict::MoreThanOne => (None, Failure::with(FailureKind::BadResponse, v)),
+    };
+    CallError {
+        status,
+        ..CallError::plain(failure)
+    }
+}
+
+thread_local! {
+    /// Where a grpc-message is percent-decoded.
+    static MESSAGE: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// A non-zero grpc-status as a failure of `kind` carrying `code`, with its grpc-message when
+/// there is one: printed `CODE` or `CODE: message`.
+fn status_failure(code: Code, text: Option<&[u8]>, kind: FailureKind) -> Failure {
+    MESSAGE.with(|buf| {
+        // a reused buffer: the text is interned by Failure, so a repeated message allocates nothing
+        let mut message = buf.borrow_mut();
+        message.clear();
+        if let Some(m) = text {
+            grpc::decode_message_text(m, 1024, &mut message);
+        }
+        if message.is_empty() {
+            Failure::status(kind, code, code.as_str())
+        } else {
+            Failure::status(kind, code, format_args!("{}: {}", code.as_str(), message))
+        }
+    })
+}
