@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::client::grpc::H2Config;
 use crate::net::NetConfig;
+use crate::stack::Proto;
 
 /// A value given on the command line that is not one (clap prints it after the flag): the
 /// line to print, naming the value.
@@ -373,9 +374,6 @@ impl FromStr for Target {
         }
     }
 }
-
-/// Which stack carries the requests (defined with the measurements, which are per stack).
-pub use crate::stats::Proto;
 
 /// One server address as given (`http://host:port`) and resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]

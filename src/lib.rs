@@ -69,6 +69,7 @@ pub mod outcome;
 pub mod report;
 pub mod rng;
 pub mod server;
+pub mod stack;
 pub mod stats;
 pub mod threshold;
 pub mod workload;

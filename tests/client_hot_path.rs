@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use clap::Parser;
 use wirebench::cli::Cli;
-use wirebench::config::Proto;
+use wirebench::stack::Proto;
 use wirebench::workload::Workload;
 
 struct Counting;

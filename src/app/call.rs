@@ -1,6 +1,6 @@
 //! `wirebench call`: one request; prints the response as JSON, or the failure as one line.
 
-use super::run::run;
+use super::stacks::run;
 use super::{Prepared, RunError, exit};
 use crate::config::{Config, WorkloadSpec};
 use crate::workload::reflect::Reflected;

@@ -1,6 +1,6 @@
 //! `wirebench compare`: both protocols in alternating rounds; medians, ratios and findings.
 
-use super::run::{first_error, run, write_svg};
+use super::stacks::{first_error, run, write_svg};
 use super::{Prepared, RunError, emit, exit};
 use crate::config::{Config, Format};
 use crate::report;
@@ -50,7 +50,7 @@ pub(super) fn compare(cfg: &Config, prepared: &Prepared, rounds: usize) -> Resul
         }
     }
     if code == exit::OK {
-        code = super::run::judge(&cfg.thresholds, judge_medians(cfg, &reports).into_iter());
+        code = super::stacks::judge(&cfg.thresholds, judge_medians(cfg, &reports).into_iter());
     }
     Ok(code)
 }

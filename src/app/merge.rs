@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::run::judged;
+use super::stacks::judged;
 use super::{RunError, emit, exit};
 use crate::config::Format;
 use crate::report::merge::{self, AgentRow, Source};

@@ -7,8 +7,8 @@ pub mod merge;
 pub mod metrics;
 pub mod outputs;
 pub mod prepare;
-pub mod run;
 pub mod serve;
+pub mod stacks;
 pub mod sweep;
 pub mod sweep_payload;
 pub mod watch;
@@ -120,7 +120,7 @@ pub fn execute(action: Action) -> i32 {
         Action::Sweep(s) => sweep::sweep_and_write(&s),
         Action::SweepPayload(s) => sweep_payload::sweep_payload_and_write(&s),
         Action::Run { cfg, embedded } => {
-            prepare(&cfg, embedded).and_then(|p| run::run_and_write(&cfg, &p))
+            prepare(&cfg, embedded).and_then(|p| stacks::run_and_write(&cfg, &p))
         }
         Action::Call { cfg, embedded } => {
             prepare(&cfg, embedded).and_then(|p| call::call(&cfg, &p))

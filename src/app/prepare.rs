@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::RunError;
-use crate::config::{Config, Endpoint, EtcdOp, GrpcRequest, GrpcSpec, Proto, Target, WorkloadSpec};
+use crate::config::{Config, Endpoint, EtcdOp, GrpcRequest, GrpcSpec, Target, WorkloadSpec};
 use crate::engine;
 use crate::etcd::Cluster;
 use crate::etcd::compact::Compactor;
@@ -13,6 +13,7 @@ use crate::etcd::lease;
 use crate::net;
 use crate::report::Report;
 use crate::server::{ServeConfig, Server};
+use crate::stack::Proto;
 use crate::stats::ProtoRun;
 use crate::stats::{ClockError, ProcessClock};
 use crate::workload::Workload;
@@ -56,8 +57,8 @@ impl Prepared {
             }
             _ => &cfg.spec,
         };
-        let workload =
-            Workload::new(spec, &endpoints, cfg.seed, token.as_deref()).map_err(RunError::Setup)?;
+        let workload = Workload::new(spec, &endpoints, cfg.seed, token.as_deref())
+            .map_err(|e| RunError::Setup(e.to_string()))?;
         Ok(Prepared {
             endpoints,
             roles,

@@ -8,11 +8,12 @@ use serde::Serialize;
 use super::prepare;
 use super::{RunError, emit, exit};
 use crate::config::{
-    Config, EtcdOp, Load, Proto, Stop, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec,
+    Config, EtcdOp, Load, Stop, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec,
 };
 use crate::report::show::{self, num};
 use crate::report::{RunReport, plus};
 use crate::rng::Rng;
+use crate::stack::Proto;
 use crate::workload::etcd::{self as ops, client};
 
 /// One run of the sweep.
@@ -223,7 +224,7 @@ pub(super) fn sweep_and_write(s: &SweepConfig) -> Result<i32, RunError> {
         );
         return Ok(exit::FAILURE);
     }
-    Ok(super::run::judge(&s.base.thresholds, broken.into_iter()))
+    Ok(super::stacks::judge(&s.base.thresholds, broken.into_iter()))
 }
 
 /// Runs every cell in turn, with the etcd auth `token`; `progress` hears about each finished row.

@@ -8,12 +8,13 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{RunError, emit, exit, prepare};
-use crate::config::{Config, GrpcRequest, GrpcSpec, Proto, TableFormat, WorkloadSpec};
+use crate::config::{Config, GrpcRequest, GrpcSpec, TableFormat, WorkloadSpec};
 use crate::report::show::{self, num};
 use crate::report::svg::{LinePanel, render_lines};
 use crate::report::verdict::Broken;
 use crate::report::{RunReport, plus};
 use crate::server::ServeConfig;
+use crate::stack::Proto;
 use crate::workload::grpc;
 use wirebench_wire::h2::frame::FrameType;
 
@@ -226,7 +227,7 @@ pub(super) fn sweep_payload_and_write(s: &PayloadSweep) -> Result<i32, RunError>
         .first()
         .map(|(_, c)| c.thresholds.as_slice())
         .unwrap_or_default();
-    Ok(super::run::judge(thresholds, broken.into_iter()))
+    Ok(super::stacks::judge(thresholds, broken.into_iter()))
 }
 
 fn title(proto: &str) -> &'static str {

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use super::{RunError, emit, exit, prepare};
 use crate::config::{
-    Config, Endpoint, EtcdOp, Format, Load, Proto, RangeOptions, Stop, Target, WatchKind,
-    WorkloadSpec,
+    Config, Endpoint, EtcdOp, Format, Load, RangeOptions, Stop, Target, WatchKind, WorkloadSpec,
 };
 use crate::engine;
 use crate::etcd::Cluster;
@@ -16,6 +15,7 @@ use crate::etcd::compact::Compactor;
 use crate::etcd::discover;
 use crate::etcd::watch::{Loss, WatchConfig, Watchers};
 use crate::report::watch::{self as report, GetsReport, PutOutcome, WatchReport};
+use crate::stack::Proto;
 use crate::workload::Workload;
 use crate::workload::etcd::WatchPuts;
 use crate::workload::etcd::client::MAX_RESPONSE;
@@ -159,7 +159,8 @@ fn run_get(
     let expected = Arc::new(cfg.expected(&puts.revisions));
     let expected_events: u64 = expected.iter().map(|v| v.len() as u64).sum();
     let gets_cfg = gets_config(cfg, proto, get_clients, get_key);
-    let workload = Workload::new(&gets_cfg.spec, &cfg.endpoints[..1], 0, None)?;
+    let workload =
+        Workload::new(&gets_cfg.spec, &cfg.endpoints[..1], 0, None).map_err(|e| e.to_string())?;
     let control = Arc::new(engine::Control::default());
     let gets = {
         let (control, endpoints) = (control.clone(), cfg.endpoints[..1].to_vec());

@@ -7,28 +7,10 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::error::ArgError;
+use super::heading;
 use crate::client::grpc::H2Client;
-use crate::config::{Compaction, Endpoint, Proto, Target, parse_duration, parse_size};
-
-/// The largest key or value wirebench will generate (etcd's own request limit is 1.5 MiB).
-pub(super) const MAX_GENERATED: usize = 64 << 20;
-
-/// The headings `--help` groups the flags under (the man pages' sections too), in the order
-/// a load command shows them; a command's own flags come first, under `Options`.
-pub(super) mod heading {
-    pub const REQUEST: &str = "Request";
-    pub const LOAD: &str = "Load";
-    pub const CONNECTIONS: &str = "Connections";
-    pub const HTTP1: &str = "HTTP/1.1";
-    pub const HTTP2: &str = "HTTP/2";
-    pub const TLS: &str = "TLS";
-    pub const ETCD: &str = "etcd";
-    pub const OUTPUT: &str = "Output";
-    pub const MEASUREMENT: &str = "Measurement";
-    pub const THRESHOLDS: &str = "Thresholds";
-    pub const DISTRIBUTED: &str = "Distributed runs";
-    pub const FAULTS: &str = "Faults";
-}
+use crate::config::{Compaction, Endpoint, Target, parse_duration, parse_size};
+use crate::stack::Proto;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CallProto {

@@ -8,7 +8,8 @@ use super::echo::EchoArgs;
 use super::error::ArgError;
 use super::etcd::{EtcdCmd, etcd_config};
 use super::http::HttpArgs;
-use crate::config::{Proto, Target};
+use crate::config::Target;
+use crate::stack::Proto;
 
 #[derive(Debug, Subcommand)]
 pub enum CompareCmd {

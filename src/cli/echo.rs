@@ -4,8 +4,9 @@
 use clap::Args;
 
 use super::Action;
-use super::common::{RunArgs, heading, nonzero, parse_endpoints, parse_headers};
+use super::common::{RunArgs, nonzero, parse_endpoints, parse_headers};
 use super::error::ArgError;
+use super::heading;
 use crate::config::{Endpoint, Target, WorkloadSpec};
 use crate::server::ServeConfig;
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::common::MAX_GENERATED;
+use super::limits::MAX_GENERATED;
 
 /// A flag, a value or a combination of flags refused before anything runs.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +23,8 @@ pub enum ArgError {
     Clock(#[from] crate::stats::ClockError),
     #[error(transparent)]
     Bind(#[from] crate::net::BindError),
+    #[error(transparent)]
+    Workload(#[from] crate::workload::WorkloadError),
     /// Flags (or a flag and the command) that do not go together; the text says why.
     #[error("{0}")]
     Conflict(&'static str),

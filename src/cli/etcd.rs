@@ -4,12 +4,13 @@
 use clap::Subcommand;
 
 use super::Action;
-use super::common::{
-    CompactArgs, Consistency, MAX_GENERATED, RunArgs, heading, parse_endpoints, parse_target,
-};
+use super::common::{CompactArgs, Consistency, RunArgs, parse_endpoints, parse_target};
 use super::error::ArgError;
+use super::heading;
+use super::limits::MAX_GENERATED;
 use super::watch::{WatchArgs, WatchGetArgs, WatchLatencyArgs};
-use crate::config::{Config, EtcdOp, Proto, RangeOptions, Target, TxnMixed, WorkloadSpec};
+use crate::config::{Config, EtcdOp, RangeOptions, Target, TxnMixed, WorkloadSpec};
+use crate::stack::Proto;
 use crate::workload::etcd::varint_len;
 
 /// Where a load goes: the endpoints, and which of the cluster's members get the clients.

@@ -7,8 +7,9 @@ use clap::Args;
 use prost_reflect::DynamicMessage;
 
 use super::Action;
-use super::common::{RunArgs, heading, parse_endpoints, parse_headers, read_limited};
+use super::common::{RunArgs, parse_endpoints, parse_headers, read_limited};
 use super::error::ArgError;
+use super::heading;
 use crate::config::{Endpoint, GrpcRequest, GrpcSpec, Target, WorkloadSpec};
 use crate::workload::grpc::{callable, compile, encode_json, find_method, service_of};
 

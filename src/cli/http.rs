@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Action;
-use super::common::{RunArgs, heading, parse_headers, read_limited};
+use super::common::{RunArgs, parse_headers, read_limited};
 use super::error::ArgError;
+use super::heading;
 use crate::config::{Endpoint, HttpSpec, Target, WorkloadSpec, parse_url};
 use wirebench_wire::http1::RequestTemplate;
 

@@ -13,10 +13,9 @@ use super::common::{
 use super::error::ArgError;
 use crate::client::grpc::H2Config;
 use crate::config::stages::Stages;
-use crate::config::{
-    Config, Endpoint, Format, Interval, Load, Proto, Staged, Stop, Target, WorkloadSpec,
-};
+use crate::config::{Config, Endpoint, Format, Interval, Load, Staged, Stop, Target, WorkloadSpec};
 use crate::net::NetConfig;
+use crate::stack::Proto;
 use crate::threshold::Threshold;
 use crate::workload::Workload;
 use wirebench_wire::h2::hpack::Strategy;

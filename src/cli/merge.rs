@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Action;
-use super::common::{FormatArg, heading};
+use super::common::FormatArg;
 use super::error::ArgError;
+use super::heading;
 use crate::app::merge::Merge;
 use crate::config::Format;
 

@@ -9,7 +9,9 @@ mod echo;
 mod error;
 mod etcd;
 mod grpc;
+mod heading;
 mod http;
+mod limits;
 mod load;
 mod man;
 mod merge;
@@ -199,7 +201,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::{Proto, Stop};
+    use crate::config::Stop;
+    use crate::stack::Proto;
 
     fn config(args: &[&str]) -> Result<Config, String> {
         let mut v = vec!["wirebench"];

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::common::heading;
 use super::error::ArgError;
+use super::heading;
 use crate::config::{Outputs, parse_duration};
 
 /// The longest `--metrics-linger` accepted.

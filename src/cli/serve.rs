@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::common::{heading, nonzero};
+use super::common::nonzero;
 use super::error::ArgError;
+use super::heading;
 use crate::config::parse_duration;
 use crate::server::ServeConfig;
 use crate::server::faults::{Delay, Faults, parse_probability, parse_response_size};

@@ -7,13 +7,15 @@ use clap::{Args, Subcommand};
 
 use super::Action;
 use super::common::{
-    CallProto, Consistency, LimitArgs, ProtoArg, RunArgs, TableArg, TlsArgs, heading, nonzero,
+    CallProto, Consistency, LimitArgs, ProtoArg, RunArgs, TableArg, TlsArgs, nonzero,
     parse_endpoints, parse_target,
 };
 use super::error::ArgError;
 use super::etcd::{etcd_lease_keepalive, etcd_put, etcd_txn_mixed, etcd_txn_put};
+use super::heading;
 use super::sweep_payload::{SweepEchoArgs, SweepGrpcArgs, SweepHttpArgs};
-use crate::config::{EtcdOp, Proto, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec};
+use crate::config::{EtcdOp, SweepConfig, SweepOp, TableFormat, Target, WorkloadSpec};
+use crate::stack::Proto;
 
 #[derive(Debug, Subcommand)]
 pub enum SweepCmd {

@@ -8,16 +8,16 @@ use std::path::PathBuf;
 use clap::Args;
 use prost_reflect::DynamicMessage;
 
+use super::common::TableArg;
 use super::common::{LimitArgs, RunArgs, Stacks, TlsArgs, parse_endpoints, parse_proto_arg};
-use super::common::{TableArg, heading};
 use super::error::ArgError;
 use super::grpc::GrpcArgs;
+use super::heading;
 use super::http::HttpArgs;
 use crate::app::sweep_payload::{PayloadSweep, SweepTarget};
-use crate::config::{
-    Config, Endpoint, GrpcRequest, GrpcSpec, Proto, TableFormat, Target, WorkloadSpec,
-};
+use crate::config::{Config, Endpoint, GrpcRequest, GrpcSpec, TableFormat, Target, WorkloadSpec};
 use crate::server::ServeConfig;
+use crate::stack::Proto;
 use crate::workload::filler;
 use crate::workload::grpc::{
     callable, compile, decode_json, fill_field, find_method, payload_field,

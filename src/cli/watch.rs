@@ -7,13 +7,15 @@ use std::time::Duration;
 use clap::Args;
 
 use super::common::{
-    CallProto, FormatArg, H2ClientArg, MAX_GENERATED, ProtoArg, TlsArgs, heading, nonzero,
-    parse_endpoints,
+    CallProto, FormatArg, H2ClientArg, ProtoArg, TlsArgs, nonzero, parse_endpoints,
 };
 use super::error::ArgError;
+use super::heading;
+use super::limits::MAX_GENERATED;
 use crate::client::grpc::H2Config;
-use crate::config::{Format, Proto, WatchConfig, WatchKind, parse_duration};
+use crate::config::{Format, WatchConfig, WatchKind, parse_duration};
 use crate::net::NetConfig;
+use crate::stack::Proto;
 
 /// h2's small-DATA-frame allowance on watch connections (bytes of framing overhead).
 const WATCH_DATA_FRAME_BUDGET: usize = 16 << 20;

@@ -52,8 +52,9 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use crate::client::grpc::H2Config;
-use crate::config::{Proto, Stop};
+use crate::config::Stop;
 use crate::net::NetConfig;
+use crate::stack::Proto;
 use crate::workload::OnStack;
 
 /// Set by SIGINT: clients stop sending, in-flight requests finish, the report is printed.

@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::config::{Proto, Stop};
+use crate::config::Stop;
+use crate::stack::Proto;
 
 use super::{Assignment, Ctx};
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Config, Endpoint, Proto};
+use crate::config::{Config, Endpoint};
+use crate::stack::Proto;
 use crate::stats::perf::KernelCounts;
 use crate::stats::{ClockError, Memory, ProtoRun, RssSampler, Stats, WindowCost};
 use crate::workload::Workload;

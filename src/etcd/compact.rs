@@ -13,8 +13,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::Cluster;
-use crate::config::{Compaction, Proto};
+use crate::config::Compaction;
 use crate::outcome::{Failure, FailureKind};
+use crate::stack::Proto;
 use crate::stats::Compactions;
 use crate::workload::etcd::client::{Connection, Dial};
 

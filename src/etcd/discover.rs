@@ -18,9 +18,10 @@ use http::header::HeaderValue;
 
 use crate::client::RuntimeError;
 use crate::client::grpc::H2Config;
-use crate::config::{Endpoint, Proto};
+use crate::config::Endpoint;
 use crate::net::NetConfig;
 use crate::outcome::Failure;
+use crate::stack::Proto;
 use crate::workload::etcd::client::{self, Connection, Dial, Member};
 
 /// The targets discovery resolves (plain data, defined with the rest of the configuration).

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::Cluster;
 use crate::client::RuntimeError;
-use crate::config::Proto;
 use crate::outcome::{Failure, FailureKind};
+use crate::stack::Proto;
 use crate::stats::Leases;
 use crate::workload::etcd::client::{Client, Connection, Dial};
 use wirebench_wire::grpc::Code;

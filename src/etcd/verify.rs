@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use crate::client::RuntimeError;
 use crate::client::grpc::H2Config;
-use crate::config::{Endpoint, Proto};
+use crate::config::Endpoint;
 use crate::net::NetConfig;
 use crate::outcome::{Failure, FailureKind};
+use crate::stack::Proto;
 use crate::workload::etcd::client::{Client, Connection, Dial};
 use crate::workload::etcd::put_key;
 use wirebench_wire::grpc::Code;

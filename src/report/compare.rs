@@ -530,8 +530,8 @@ mod tests {
     fn figures_of_a_run_report() {
         use std::time::Duration;
 
-        use crate::config::Proto;
         use crate::report::tests::{conn, hdr, ok_ms, report, run, tcp};
+        use crate::stack::Proto;
         use crate::stats::IoCalls;
 
         let mut r = run(Proto::Http);

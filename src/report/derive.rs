@@ -594,7 +594,7 @@ impl RunReport {
             title: run.proto.title(),
             clients: run.clients,
             connections: run.conns,
-            pipeline: (run.proto == crate::stats::Proto::Http).then_some(run.pipeline),
+            pipeline: (run.proto == crate::stack::Proto::Http).then_some(run.pipeline),
             threads: run.threads,
             interrupted: run.interrupted,
             window: Window {

@@ -227,7 +227,7 @@ fn cost(o: &mut String, stacks: &[StackFigures]) {
 mod tests {
     use super::*;
     use crate::outcome::StatusKey;
-    use crate::stats::Proto;
+    use crate::stack::Proto;
     use crate::stats::live::Snapshot;
 
     #[test]

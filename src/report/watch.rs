@@ -9,9 +9,10 @@ use serde::Serialize;
 
 use super::derive::{per, per_sec};
 use super::show::num;
-use crate::config::{Proto, WatchConfig, WatchKind};
+use crate::config::{WatchConfig, WatchKind};
 use crate::outcome::{Failure, FailureKind, GAVE_UP};
 use crate::report::{ErrorCount, error_counts};
+use crate::stack::Proto;
 use crate::stats::{ConnRecord, Latencies, Loss, ProtoRun, WatchOutcome};
 
 /// The put load's counts do not add up to `--put-total`: a bug, said in one line.

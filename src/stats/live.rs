@@ -4,7 +4,8 @@
 use std::sync::Mutex;
 
 use crate::outcome::{Failure, FailureKind, StatusKey};
-use crate::stats::{CpuTimes, Latencies, Proto, Stats};
+use crate::stack::Proto;
+use crate::stats::{CpuTimes, Latencies, Stats};
 
 /// Upper bounds of the latency histogram's buckets, in ns (10 µs to 10 s, 1-2.5-5 per
 /// decade); `+Inf` follows them.

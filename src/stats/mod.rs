@@ -15,7 +15,7 @@ pub use etcd::{Compactions, Leases};
 pub use latency::{Latencies, TimeSlot, Timeline};
 pub use process::{ClockError, CpuTimes, ProcessClock, Rss, RssSampler, memory, thread_cpu};
 pub use proto_run::{
-    FailoverEvent, Memory, Proto, ProtoRun, TIMERFD, TOKIO_FALLBACK, Unresolved, WindowCost,
+    FailoverEvent, Memory, ProtoRun, TIMERFD, TOKIO_FALLBACK, Unresolved, WindowCost,
 };
 pub use records::{
     CloseRecord, ConnRecord, ConnSet, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts,

@@ -1,53 +1,13 @@
 //! What one protocol run measured, merged over its worker threads: the figures the report
 //! derives from.
 
-use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
+use crate::stack::Proto;
 use crate::stats::perf::KernelCounts;
 use crate::stats::{ClockError, CpuTimes, IoCalls, Stats};
-
-/// Which stack carries the requests.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Proto {
-    /// HTTP/1.1
-    Http,
-    /// plain HTTP/2 (requests with bodies, no gRPC framing), on the wire client
-    H2,
-    Grpc,
-}
-
-impl Proto {
-    /// Every stack, in the order the reports list them.
-    pub const ALL: [Proto; 3] = [Proto::Http, Proto::H2, Proto::Grpc];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::Http => "http",
-            Proto::H2 => "h2",
-            Proto::Grpc => "grpc",
-        }
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Proto::Http => "HTTP/1.1",
-            Proto::H2 => "HTTP/2",
-            Proto::Grpc => "gRPC",
-        }
-    }
-}
-
-impl fmt::Display for Proto {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.title())
-    }
-}
 
 /// What one protocol run measured, merged over all threads.
 #[derive(Debug)]

@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::outcome::{FailureKind, StatusKey};
-use crate::stats::Proto;
+use crate::stack::Proto;
 
 /// The file's first line.
 pub const HEADER: &str = "start_us,latency_us,stack,status,connection,bytes,error\n";

@@ -38,6 +38,19 @@ pub fn filler(n: usize) -> String {
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
 pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
 
+/// Why a workload does not render for its endpoints: its kind's own reason.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error(transparent)]
+    Etcd(#[from] etcd::EtcdError),
+    #[error(transparent)]
+    Echo(#[from] echo::EchoError),
+    #[error(transparent)]
+    Http(#[from] http::HttpError),
+    #[error(transparent)]
+    Grpc(#[from] grpc::GrpcError),
+}
+
 /// The operations the engine can drive. An enum rather than a trait object: static dispatch on
 /// the hot path and one place that lists them.
 #[derive(Debug, Clone)]
@@ -64,43 +77,43 @@ impl Workload {
         endpoints: &[Endpoint],
         seed: u64,
         token: Option<&str>,
-    ) -> Result<Workload, String> {
+    ) -> Result<Workload, WorkloadError> {
         Ok(match spec {
-            WorkloadSpec::Etcd(op) => Workload::Etcd(Box::new(
-                EtcdWorkload::new(op.clone(), endpoints, seed, token).map_err(|e| e.to_string())?,
-            )),
-            WorkloadSpec::Echo { ping, headers } => Workload::Echo(
-                EchoWorkload::new(ping.clone(), headers, endpoints).map_err(|e| e.to_string())?,
-            ),
-            WorkloadSpec::Http(h) => {
-                Workload::Http(HttpWorkload::new(h, endpoints).map_err(|e| e.to_string())?)
+            WorkloadSpec::Etcd(op) => Workload::Etcd(Box::new(EtcdWorkload::new(
+                op.clone(),
+                endpoints,
+                seed,
+                token,
+            )?)),
+            WorkloadSpec::Echo { ping, headers } => {
+                Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
             }
-            WorkloadSpec::Grpc(g) => {
-                Workload::Grpc(GrpcWorkload::new(g, endpoints).map_err(|e| e.to_string())?)
-            }
+            WorkloadSpec::Http(h) => Workload::Http(HttpWorkload::new(h, endpoints)?),
+            WorkloadSpec::Grpc(g) => Workload::Grpc(GrpcWorkload::new(g, endpoints)?),
         })
     }
 
     /// Whether `spec` renders for `endpoints`: the errors `new` would give without a token,
     /// found without generating keys and values.
-    pub fn check(spec: &WorkloadSpec, endpoints: &[Endpoint]) -> Result<(), String> {
+    pub fn check(spec: &WorkloadSpec, endpoints: &[Endpoint]) -> Result<(), WorkloadError> {
         match spec {
-            WorkloadSpec::Etcd(op) => EtcdWorkload::check(op, endpoints).map_err(|e| e.to_string()),
+            WorkloadSpec::Etcd(op) => Ok(EtcdWorkload::check(op, endpoints)?),
             WorkloadSpec::Echo { ping, headers } => {
-                EchoWorkload::new(ping.clone(), headers, endpoints)
-                    .map(drop)
-                    .map_err(|e| e.to_string())
+                EchoWorkload::new(ping.clone(), headers, endpoints)?;
+                Ok(())
             }
-            WorkloadSpec::Http(h) => HttpWorkload::new(h, endpoints)
-                .map(drop)
-                .map_err(|e| e.to_string()),
+            WorkloadSpec::Http(h) => {
+                HttpWorkload::new(h, endpoints)?;
+                Ok(())
+            }
             // the request is encoded during setup, once reflection gave the schema
             WorkloadSpec::Grpc(g) if matches!(g.request, GrpcRequest::ByReflection { .. }) => {
                 Ok(())
             }
-            WorkloadSpec::Grpc(g) => GrpcWorkload::new(g, endpoints)
-                .map(drop)
-                .map_err(|e| e.to_string()),
+            WorkloadSpec::Grpc(g) => {
+                GrpcWorkload::new(g, endpoints)?;
+                Ok(())
+            }
         }
     }
 

@@ -12,7 +12,7 @@ use super::etcd::{self, Ack, EtcdWorkload, WatchPuts};
 use super::{EchoWorkload, GrpcWorkload, HttpWorkload, Workload, sample_body};
 use crate::client::grpc::Call;
 use crate::outcome::{Failure, FailureKind, StatusKey};
-use crate::stats::Proto;
+use crate::stack::Proto;
 use wirebench_wire::grpc::Code;
 
 /// A workload over HTTP/1.1.

@@ -69,8 +69,9 @@ mod tests {
 
     use super::*;
     use crate::client::grpc::H2Config;
-    use crate::config::{Format, Proto};
+    use crate::config::Format;
     use crate::net::NetConfig;
+    use crate::stack::Proto;
 
     #[test]
     fn prefix_end_increments_the_last_byte() {

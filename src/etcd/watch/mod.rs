@@ -15,13 +15,13 @@
 mod config;
 mod grpc;
 mod http;
-mod run;
 mod state;
+mod watchers;
 
 pub use crate::stats::{Loss, WatchOutcome};
 pub use crate::workload::etcd::{STAMP_LEN, stamp};
 pub use config::WatchConfig;
-pub use run::Watchers;
+pub use watchers::Watchers;
 
 use std::future::Future;
 use std::io;

@@ -10,7 +10,7 @@ use crate::report::{
     ConnectTimes, ConnectionSetup, Cost, EndpointReport, Percentile, SCHEMA, StatusCount,
     Streaming, Summary, VerifyReport, Window, Wire,
 };
-use crate::stats::Proto;
+use crate::stack::Proto;
 
 /// A report as `wirebench merge` reads it: what it merges, checks or carries over.
 #[derive(Debug, Deserialize)]

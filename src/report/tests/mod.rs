@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use super::*;
-use crate::config::{Endpoint, Proto};
+use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind, StatusKey};
+use crate::stack::Proto;
 use crate::stats::perf::KernelCounts;
 use crate::stats::{At, CpuTimes, Stats, Timeline};
 use crate::stats::{CloseRecord, TcpInfo};

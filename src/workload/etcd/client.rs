@@ -21,9 +21,10 @@ use prost::Message;
 
 use crate::client::grpc::H2Config;
 use crate::client::{RuntimeError, block_on, grpc, http1};
-use crate::config::{Endpoint, Proto};
+use crate::config::Endpoint;
 use crate::net::{Layers, Ledger, NetConfig};
 use crate::outcome::{Failure, FailureKind};
+use crate::stack::Proto;
 use wirebench_wire::etcd::gateway::{self, GwError, GwMemberList, GwResponse, GwStatus, GwToken};
 use wirebench_wire::grpc::{self as grpc_wire, Code};
 use wirebench_wire::http1::RequestTemplate;

@@ -12,7 +12,8 @@ use super::config::WatchConfig;
 use super::state::{Expected, WatchState};
 use super::{WatchError, grpc, http};
 use crate::client::block_on;
-use crate::config::{Endpoint, Proto, WatchKind};
+use crate::config::{Endpoint, WatchKind};
+use crate::stack::Proto;
 use crate::stats::WatchOutcome;
 
 /// Slack on top of the connect timeout for every watch to be created.

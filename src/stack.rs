@@ -1,0 +1,44 @@
+//! Which stack carries a run's requests: the one name every layer uses for it, from the
+//! command line to the report. Imports nothing of the crate.
+
+use std::fmt;
+
+/// Which stack carries the requests.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    /// HTTP/1.1
+    Http,
+    /// plain HTTP/2 (requests with bodies, no gRPC framing), on the wire client
+    H2,
+    Grpc,
+}
+
+impl Proto {
+    /// Every stack, in the order the reports list them.
+    pub const ALL: [Proto; 3] = [Proto::Http, Proto::H2, Proto::Grpc];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Http => "http",
+            Proto::H2 => "h2",
+            Proto::Grpc => "grpc",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Proto::Http => "HTTP/1.1",
+            Proto::H2 => "HTTP/2",
+            Proto::Grpc => "gRPC",
+        }
+    }
+}
+
+impl fmt::Display for Proto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.title())
+    }
+}
