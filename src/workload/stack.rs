@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
-use super::etcd::{self, Ack, EtcdWorkload, WatchPuts};
+use super::etcd::{self, Ack, EtcdWorkload, H2Body, WatchPuts};
 use super::{EchoWorkload, GrpcWorkload, HttpWorkload, Workload, sample_body};
 use crate::client::grpc::Call;
 use crate::outcome::{Failure, FailureKind, StatusKey};
@@ -27,7 +27,8 @@ pub enum Http1Work {
 /// A workload over plain HTTP/2: requests with bodies of their own, judged by their status.
 #[derive(Debug, Clone)]
 pub enum H2Work {
-    Etcd(Box<EtcdWorkload>),
+    /// an etcd operation whose bodies plain HTTP/2 can carry, and how they are made
+    Etcd(Box<EtcdWorkload>, H2Body),
     Echo(EchoWorkload),
     Http(HttpWorkload),
 }
@@ -74,7 +75,10 @@ impl Workload {
             (Proto::Http, Workload::WatchPuts(w)) => OnStack::Http1(Http1Work::WatchPuts(w)),
             (Proto::Http, Workload::Echo(w)) => OnStack::Http1(Http1Work::Echo(w)),
             (Proto::Http, Workload::Http(w)) => OnStack::Http1(Http1Work::Http(w)),
-            (Proto::H2, Workload::Etcd(w)) => OnStack::H2(OverH2::Plain(H2Work::Etcd(w))),
+            (Proto::H2, Workload::Etcd(w)) => match w.h2_body() {
+                Some(body) => OnStack::H2(OverH2::Plain(H2Work::Etcd(w, body))),
+                None => return Err(mismatch()),
+            },
             (Proto::H2, Workload::Echo(w)) => OnStack::H2(OverH2::Plain(H2Work::Echo(w))),
             (Proto::H2, Workload::Http(w)) => OnStack::H2(OverH2::Plain(H2Work::Http(w))),
             (Proto::Grpc, Workload::Etcd(w)) => OnStack::H2(OverH2::Grpc(GrpcWork::Etcd(w))),
@@ -249,7 +253,7 @@ impl H2Work {
     /// headers), lent together.
     pub fn next_h2(&mut self, idx: u64, ep: usize) -> (&Bytes, &Call) {
         match self {
-            H2Work::Etcd(w) => w.next_h2(idx, ep),
+            H2Work::Etcd(w, body) => w.next_h2(idx, ep, *body),
             H2Work::Echo(w) => (w.json_body(), w.h2_call(ep)),
             H2Work::Http(w) => (w.body(idx), w.h2_call(ep)),
         }
@@ -262,7 +266,7 @@ impl H2Work {
         body: &[u8],
     ) -> Result<(StatusKey, Ack), (StatusKey, Failure)> {
         match self {
-            H2Work::Etcd(w) => w.check_http(status, body),
+            H2Work::Etcd(w, _) => w.check_http(status, body),
             H2Work::Echo(w) => w.check_http(status, body).map(|s| (s, None)),
             H2Work::Http(w) => w.check_http(status).map(|s| (s, None)),
         }
@@ -398,8 +402,8 @@ impl OverH2 {
 impl ClientWork for OverH2 {
     fn for_client(&self, client: u64) -> Self {
         match self {
-            OverH2::Plain(H2Work::Etcd(w)) => {
-                OverH2::Plain(H2Work::Etcd(Box::new(w.for_client(client))))
+            OverH2::Plain(H2Work::Etcd(w, body)) => {
+                OverH2::Plain(H2Work::Etcd(Box::new(w.for_client(client)), *body))
             }
             OverH2::Plain(H2Work::Echo(w)) => OverH2::Plain(H2Work::Echo(w.for_client())),
             OverH2::Plain(H2Work::Http(w)) => OverH2::Plain(H2Work::Http(w.for_client())),
@@ -409,7 +413,7 @@ impl ClientWork for OverH2 {
 
     fn etcd(&self) -> Option<&EtcdWorkload> {
         match self {
-            OverH2::Plain(H2Work::Etcd(w)) => Some(w),
+            OverH2::Plain(H2Work::Etcd(w, _)) => Some(w),
             OverH2::Grpc(w) => w.etcd(),
             OverH2::Plain(_) => None,
         }
@@ -417,7 +421,7 @@ impl ClientWork for OverH2 {
 
     fn etcd_mut(&mut self) -> Option<&mut EtcdWorkload> {
         match self {
-            OverH2::Plain(H2Work::Etcd(w)) => Some(w),
+            OverH2::Plain(H2Work::Etcd(w, _)) => Some(w),
             OverH2::Grpc(w) => w.etcd_mut(),
             OverH2::Plain(_) => None,
         }
@@ -452,6 +456,25 @@ mod tests {
         assert!(matches!(
             http_target().on(Proto::H2),
             Ok(OnStack::H2(OverH2::Plain(H2Work::Http(_))))
+        ));
+    }
+
+    #[test]
+    fn an_etcd_operation_runs_over_plain_http2_only_when_its_bodies_have_one_length() {
+        let ep = crate::config::parse_url("http://127.0.0.1:9/").unwrap().0;
+        let etcd = |op| {
+            Workload::Etcd(Box::new(
+                EtcdWorkload::new(op, std::slice::from_ref(&ep), 1, None).unwrap(),
+            ))
+        };
+        let lease = etcd(crate::config::EtcdOp::LeaseKeepalive { ttl: 100 });
+        assert_eq!(
+            lease.clone().on(Proto::H2).unwrap_err().to_string(),
+            "an etcd operation does not run over HTTP/2"
+        );
+        assert!(matches!(
+            lease.on(Proto::Grpc),
+            Ok(OnStack::H2(OverH2::Grpc(GrpcWork::Etcd(_))))
         ));
     }
 }

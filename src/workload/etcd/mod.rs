@@ -115,6 +115,15 @@ pub struct EtcdWorkload {
     lease: i64,
 }
 
+/// How an etcd operation's plain HTTP/2 bodies are made (`EtcdWorkload::h2_body`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum H2Body {
+    /// a new body per request (put, txn-put)
+    Generated,
+    /// one body for every request (range)
+    Constant,
+}
+
 impl EtcdWorkload {
     /// Whether `op` renders for `endpoints` (request heads, URIs), without generating its
     /// value: the errors `new` would give without a token.
@@ -326,24 +335,32 @@ impl EtcdWorkload {
         }
     }
 
-    /// Plain HTTP/2 request `idx` to endpoint `ep`: its JSON body and the gateway request.
-    pub fn next_h2(&mut self, idx: u64, ep: usize) -> (&Bytes, &Call) {
+    /// How this operation's plain HTTP/2 bodies are made; None for txn-mixed and lease
+    /// keepalives, whose bodies vary in length, which an h2 call carries as a header of its own.
+    pub fn h2_body(&self) -> Option<H2Body> {
         match self.shared.op {
-            EtcdOp::Put { .. } | EtcdOp::TxnPut { .. } => {
+            EtcdOp::Put { .. } | EtcdOp::TxnPut { .. } => Some(H2Body::Generated),
+            EtcdOp::Range { .. } => Some(H2Body::Constant),
+            EtcdOp::TxnMixed(_) | EtcdOp::LeaseKeepalive { .. } => None,
+        }
+    }
+
+    /// Plain HTTP/2 request `idx` to endpoint `ep`, its body made as `body` says (`h2_body`):
+    /// its JSON body and the gateway request.
+    pub fn next_h2(&mut self, idx: u64, ep: usize, body: H2Body) -> (&Bytes, &Call) {
+        match body {
+            H2Body::Generated => {
                 // the last request's bytes first, so the buffer is reused
                 self.h2_body = Bytes::new();
                 self.next_json(idx);
                 self.h2_body = self.body.split().freeze();
             }
-            EtcdOp::TxnMixed(_) | EtcdOp::LeaseKeepalive { .. } => {
-                unreachable!("`cli` runs txn-mixed and lease-keepalive over http and grpc only")
-            }
             // this client's own copy of the constant body (no reference count shared between
             // threads)
-            EtcdOp::Range { .. } if self.h2_body.is_empty() => {
+            H2Body::Constant if self.h2_body.is_empty() => {
                 self.h2_body = Bytes::copy_from_slice(&self.shared.json_tail);
             }
-            EtcdOp::Range { .. } => {}
+            H2Body::Constant => {}
         }
         (&self.h2_body, &self.shared.h2_calls[ep])
     }
