@@ -1,6 +1,6 @@
-//! Bits of the tests' own loopback servers (the misbehaving ones in client_hostile_servers.rs, a gateway that
-//! never re-authenticates, a black hole): an accept loop with a thread per connection, and
-//! reading a request by hand on plain `std::net`.
+//! Bits of the tests' own loopback servers (the misbehaving ones in client_hostile_servers.rs,
+//! a gateway that never re-authenticates, a black hole): an accept loop with a thread per
+//! connection, and reading a request by hand on plain `std::net`.
 
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
