@@ -380,8 +380,12 @@ struct GwKeepAlive<'a> {
 
 /// The answer to one keepalive: the de-chunked body, one JSON line (its newline optional).
 pub fn keepalive_answer(body: &[u8]) -> Result<KeepAlive, KeepAliveError<'_>> {
-    let line: GwKeepAliveLine = serde_json::from_slice(body)
-        .map_err(|_| KeepAliveError::Malformed("not one JSON object"))?;
+    // serde reads a struct from an array too (its fields in order): the line must be an object
+    let not_object = KeepAliveError::Malformed("not one JSON object");
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(not_object);
+    }
+    let line: GwKeepAliveLine = serde_json::from_slice(body).map_err(|_| not_object)?;
     if let Some(e) = line.error {
         return Err(KeepAliveError::Stream(e.into_text()));
     }
@@ -554,6 +558,9 @@ mod tests {
             b"",
             b"{\"result\":{}}\n{\"result\":{}}\n",
             b"[1]",
+            // an array has the line's fields in order for serde: still no object
+            b"[[],[]]",
+            b" [{\"message\":\"m\"}]",
         ] {
             assert!(
                 matches!(keepalive_answer(bad), Err(KeepAliveError::Malformed(_))),
