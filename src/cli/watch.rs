@@ -398,6 +398,56 @@ mod tests {
     use super::*;
 
     #[test]
+    fn watch_puts_stamp_each_value_and_acknowledge_its_key() {
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from([
+            "wirebench",
+            "etcd",
+            "watch",
+            "--endpoints",
+            "http://127.0.0.1:2379",
+            "--watched-keys",
+            "3",
+            "--val-size",
+            "12",
+        ]);
+        let Ok(crate::app::Action::Watch(cfg)) = cli.map(|c| c.into_action()).unwrap() else {
+            panic!("a watch configuration");
+        };
+        let mut w = crate::workload::WatchPuts::new(&cfg).unwrap().for_client();
+        w.next_grpc(4);
+        let framed = w.grpc_request();
+        let mut buf = bytes::BytesMut::from(&framed[..]);
+        let req = <wirebench_wire::proto::etcd::PutRequest as prost::Message>::decode(
+            wirebench_wire::grpc::decode(&mut buf, 1 << 20)
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(&req.key[..], b"wirebench/watch/1");
+        assert_eq!(req.value.len(), 12);
+        assert_eq!(&req.value[crate::workload::etcd::STAMP_LEN..], &[0; 4]);
+        assert!(req.value[..crate::workload::etcd::STAMP_LEN] != [0; 8]);
+        // the verdict acknowledges the key index of the put in flight
+        let ok = br#"{"header":{"revision":"9"}}"#;
+        let mut out = bytes::BytesMut::new();
+        w.encode_http(5, &mut out);
+        let text = std::str::from_utf8(&out).unwrap();
+        assert!(text.starts_with("POST /v3/kv/put HTTP/1.1\r\n"), "{text}");
+        assert_eq!(
+            w.check_http(200, ok),
+            Ok((crate::outcome::StatusKey::Http(200), Some((2, 9))))
+        );
+        let (status, f) = w.check_http(200, b"{}").unwrap_err();
+        assert_eq!(
+            (status, f.kind),
+            (
+                crate::outcome::StatusKey::Http(200),
+                crate::outcome::FailureKind::BadResponse
+            )
+        );
+    }
+
+    #[test]
     fn latency_keys_have_the_size_asked_for_and_differ_between_runs() {
         let a = latency_key_prefix(31);
         assert_eq!(a.len(), 31);

@@ -17,7 +17,6 @@ fn stamps_read_back_as_the_time_since_they_were_written() {
     assert_eq!(since_stamp(&value[..4], later), None);
 }
 
-use clap::Parser as _;
 use wirebench_wire::proto::etcd::PutRequest;
 
 fn endpoint() -> Endpoint {
@@ -328,46 +327,4 @@ fn gateway_errors_become_etcd_failures() {
     assert!(w.check_http(200, br#"{"header":{"revision":"1"}}"#).is_ok());
     assert!(w.check_http(200, b"{}").is_err());
     assert!(w.check_http(200, b"not json").is_err());
-}
-
-#[test]
-fn watch_puts_stamp_each_value_and_acknowledge_its_key() {
-    let cli = crate::cli::Cli::try_parse_from([
-        "wirebench",
-        "etcd",
-        "watch",
-        "--endpoints",
-        "http://127.0.0.1:2379",
-        "--watched-keys",
-        "3",
-        "--val-size",
-        "12",
-    ]);
-    let Ok(crate::app::Action::Watch(cfg)) = cli.map(|c| c.into_action()).unwrap() else {
-        panic!("a watch configuration");
-    };
-    let mut w = WatchPuts::new(&cfg).unwrap().for_client();
-    w.next_grpc(4);
-    let framed = w.grpc_request();
-    let mut buf = BytesMut::from(&framed[..]);
-    let req = PutRequest::decode(grpc::decode(&mut buf, 1 << 20).unwrap().unwrap()).unwrap();
-    assert_eq!(&req.key[..], b"wirebench/watch/1");
-    assert_eq!(req.value.len(), 12);
-    assert_eq!(&req.value[crate::etcd::watch::STAMP_LEN..], &[0; 4]);
-    assert!(req.value[..crate::etcd::watch::STAMP_LEN] != [0; 8]);
-    // the verdict acknowledges the key index of the put in flight
-    let ok = br#"{"header":{"revision":"9"}}"#;
-    let mut out = BytesMut::new();
-    w.encode_http(5, &mut out);
-    let text = std::str::from_utf8(&out).unwrap();
-    assert!(text.starts_with("POST /v3/kv/put HTTP/1.1\r\n"), "{text}");
-    assert_eq!(
-        w.check_http(200, ok),
-        Ok((StatusKey::Http(200), Some((2, 9))))
-    );
-    let (status, f) = w.check_http(200, b"{}").unwrap_err();
-    assert_eq!(
-        (status, f.kind),
-        (StatusKey::Http(200), FailureKind::BadResponse)
-    );
 }
