@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::client::grpc::H2Config;
 use crate::net::NetConfig;
 use crate::stack::Proto;
+use wirebench_link::spec::LinkSpec;
 
 /// A value given on the command line that is not one (clap prints it after the flag): the
 /// line to print, naming the value.
@@ -585,6 +586,8 @@ pub struct Config {
     pub verify: bool,
     /// etcd `--compact-interval`: a compactor runs beside the load
     pub compact: Option<Compaction>,
+    /// `--link`: the emulated path every stack's run goes through (a fresh one per stack)
+    pub link: Option<LinkSpec>,
 }
 
 /// etcd benchmark's `--compact-interval` and `--compact-index-delta`: every `interval`, etcd's
@@ -655,6 +658,9 @@ pub struct WatchConfig {
     pub output: Option<std::path::PathBuf>,
     /// `--compact-interval`: a compactor runs beside the put load
     pub compact: Option<Compaction>,
+    /// `--link`: the emulated path the watchers and the put load go through (a fresh one per
+    /// stack)
+    pub link: Option<LinkSpec>,
 }
 
 /// What a watch run measures (the three watch benchmarks of etcd's tool).
@@ -727,6 +733,10 @@ pub struct SweepConfig {
     pub key_sizes: Vec<usize>,
     pub targets: Vec<Target>,
     pub protos: Vec<Proto>,
+    /// gRPC connection counts (each capped at the row's clients); HTTP/1.1 runs in the first
+    pub conns: Vec<usize>,
+    /// `--links`: the emulated paths (`None`: loopback without a link)
+    pub links: Vec<Option<LinkSpec>>,
     pub format: TableFormat,
     pub output: Option<PathBuf>,
 }

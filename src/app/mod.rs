@@ -3,6 +3,7 @@
 
 pub mod call;
 pub mod compare;
+pub mod link;
 pub mod merge;
 pub mod metrics;
 pub mod outputs;
@@ -20,11 +21,14 @@ use crate::config::{Config, SweepConfig, WatchConfig};
 use crate::engine;
 use crate::server::ServeConfig;
 
+pub use link::LinkRun;
 pub use prepare::{Prepared, prepare};
 
 /// What the command line asks for, validated.
 #[derive(Debug)]
 pub enum Action {
+    /// A program run through an emulated path.
+    Link(LinkRun),
     /// A load run; with `embedded`, the built-in server is started first and becomes the target.
     Run {
         cfg: Config,
@@ -116,6 +120,7 @@ pub fn execute(action: Action) -> i32 {
     let serving = matches!(action, Action::Serve(_));
     let result = match action {
         Action::Serve(cfg) => serve::serve(cfg),
+        Action::Link(r) => link::run(&r),
         Action::Watch(cfg) => watch::watch_and_write(&cfg),
         Action::Sweep(s) => sweep::sweep_and_write(&s),
         Action::SweepPayload(s) => sweep_payload::sweep_payload_and_write(&s),

@@ -102,6 +102,21 @@ impl Prepared {
         let workload = leased
             .as_ref()
             .map(|(ids, _)| self.workload.with_leases(ids));
+        let link = start_link(cfg.link.as_ref(), &self.endpoints, self.members())?;
+        let linked;
+        let cfg = match &link {
+            Some(l) => {
+                linked = Config {
+                    net: net::NetConfig {
+                        link: Some(l.net().clone()),
+                        ..cfg.net.clone()
+                    },
+                    ..cfg.clone()
+                };
+                &linked
+            }
+            None => cfg,
+        };
         let compactor = match cfg.compact {
             Some(c) => Some(Compactor::start(c, cluster.clone()).map_err(|e| e.to_string())?),
             None => None,
@@ -121,9 +136,14 @@ impl Prepared {
             ttl_s: ttl,
             ..lease::revoke(&cluster, &ids)
         });
+        let link = link
+            .map(wirebench_link::io::Running::finish)
+            .transpose()
+            .map_err(|e| e.to_string())?;
         let mut run = run.map_err(|e| e.to_string())?;
         run.compaction = compaction;
         run.leases = leases;
+        run.link = link;
         Ok(run)
     }
 
@@ -162,7 +182,7 @@ impl Prepared {
 /// (`embedded`), authenticates (`--user`), resolves `--target`, renders the workload, opens
 /// `--server-pid`'s clock and raises the open-file limit for the connections.
 pub fn prepare(cfg: &Config, embedded: Option<ServeConfig>) -> Result<Prepared, RunError> {
-    let server = embedded.map(start_embedded).transpose()?;
+    let server = embedded.map(|s| start_embedded(cfg, s)).transpose()?;
     let given = match &server {
         Some(srv) => vec![
             Endpoint::parse(&format!("http://{}", srv.local_addr()))
@@ -386,8 +406,53 @@ pub(super) fn reflected_method(
     grpc::find_method(&pool, method).map_err(|e| RunError::Usage(e.to_string()))
 }
 
-/// Starts the built-in server.
-fn start_embedded(serve: ServeConfig) -> Result<Server, RunError> {
+/// Starts the built-in server; with `--link`, on the link's host address (the same for every
+/// link this process sets up), where the client's side reaches it.
+fn start_embedded(cfg: &Config, serve: ServeConfig) -> Result<Server, RunError> {
+    let serve = match &cfg.link {
+        Some(_) => {
+            let (host, _) = wirebench_link::io::addresses()
+                .map_err(|e| RunError::Setup(e.to_string()))?;
+            ServeConfig {
+                addr: std::net::SocketAddr::new(host.into(), serve.addr.port()),
+                ..serve
+            }
+        }
+        None => serve,
+    };
     Server::start(serve)
         .map_err(|e| RunError::Setup(format!("cannot start the built-in server: {e}")))
+}
+
+/// `--link`: sets up a fresh emulated path for one stack's run, and makes sure that every
+/// loopback endpoint can be reached through it: a server bound to 127.0.0.1 only cannot (the
+/// link reaches the host at its own address), which one line says, with the fix.
+pub(super) fn start_link(
+    spec: Option<&wirebench_link::spec::LinkSpec>,
+    endpoints: &[Endpoint],
+    members: &[Endpoint],
+) -> Result<Option<wirebench_link::io::Running>, String> {
+    let Some(spec) = spec else {
+        return Ok(None);
+    };
+    let link = wirebench_link::io::start(spec).map_err(|e| e.to_string())?;
+    let host = link.net().host;
+    for e in endpoints.iter().chain(members) {
+        if !e.addr.ip().is_loopback() {
+            continue;
+        }
+        let via = std::net::SocketAddr::new(host.into(), e.addr.port());
+        let limit = Duration::from_secs(2);
+        if std::net::TcpStream::connect_timeout(&via, limit).is_err()
+            && std::net::TcpStream::connect_timeout(&e.addr, limit).is_ok()
+        {
+            return Err(format!(
+                "--link: {} listens on {} only, which the link cannot reach (it reaches the host \
+                 at {host}); bind the server to 0.0.0.0 (all addresses)",
+                e.url,
+                e.addr.ip()
+            ));
+        }
+    }
+    Ok(Some(link))
 }

@@ -27,6 +27,8 @@ pub struct Row {
     pub clients: usize,
     pub target: &'static str,
     pub proto: &'static str,
+    /// `--links`: the row's emulated path (null: loopback without a link)
+    pub link: Option<String>,
     /// endpoints the clients were spread over (after `--target`)
     pub endpoints: Vec<String>,
     pub connections: u64,
@@ -72,14 +74,41 @@ pub struct ClassRow {
     pub p99_ms: Option<f64>,
 }
 
-/// Rows in etcd's table order: target, then key size, then clients, then protocol.
-fn cells(s: &SweepConfig) -> Vec<(Target, usize, usize, Proto)> {
+/// One run of the sweep: its link (an index into `links`), target, key size, clients,
+/// connections and protocol.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    link: usize,
+    target: Target,
+    key_size: usize,
+    clients: usize,
+    conns: usize,
+    proto: Proto,
+}
+
+/// Rows in etcd's table order: link, target, key size, clients, then connections and protocol
+/// (HTTP/1.1 in the first connection count's rows only: it has a connection per client).
+fn cells(s: &SweepConfig) -> Vec<Cell> {
     let mut v = Vec::new();
-    for &t in &s.targets {
-        for &k in &s.key_sizes {
-            for &c in &s.clients {
-                for &p in &s.protos {
-                    v.push((t, k, c, p));
+    for link in 0..s.links.len().max(1) {
+        for &target in &s.targets {
+            for &key_size in &s.key_sizes {
+                for &clients in &s.clients {
+                    for (i, &conns) in s.conns.iter().enumerate() {
+                        for &proto in &s.protos {
+                            if i > 0 && proto == Proto::Http {
+                                continue;
+                            }
+                            v.push(Cell {
+                                link,
+                                target,
+                                key_size,
+                                clients,
+                                conns,
+                                proto,
+                            });
+                        }
+                    }
                 }
             }
         }
@@ -135,19 +164,20 @@ fn op_for(s: &SweepConfig, key_size: usize) -> EtcdOp {
 }
 
 /// The configuration of one cell: the base with the cell's dimensions.
-fn cell(s: &SweepConfig, target: Target, key_size: usize, clients: usize, proto: Proto) -> Config {
+fn cell(s: &SweepConfig, c: Cell) -> Config {
     let base = &s.base;
-    let conns = base.load.conns.min(clients);
+    let conns = c.conns.min(c.clients).max(1);
     Config {
         load: Load {
-            clients,
+            clients: c.clients,
             conns,
             ..base.load.clone()
         },
-        h2: base.h2.for_streams(clients.div_ceil(conns)),
-        protos: vec![proto],
-        target,
-        spec: WorkloadSpec::Etcd(op_for(s, key_size)),
+        h2: base.h2.for_streams(c.clients.div_ceil(conns)),
+        protos: vec![c.proto],
+        target: c.target,
+        spec: WorkloadSpec::Etcd(op_for(s, c.key_size)),
+        link: s.links.get(c.link).cloned().flatten(),
         ..base.clone()
     }
 }
@@ -239,7 +269,14 @@ pub fn run(
     let mut rows = Vec::with_capacity(cells.len());
     let mut written: Vec<usize> = Vec::new();
     let clock = prepare::server_clock(&s.base)?;
-    for (i, &(target, key_size, clients, proto)) in cells.iter().enumerate() {
+    for (i, &c) in cells.iter().enumerate() {
+        let Cell {
+            target,
+            key_size,
+            clients,
+            proto,
+            ..
+        } = c;
         if super::interrupted() {
             break;
         }
@@ -249,9 +286,9 @@ pub fn run(
             write_range_key(s, token, key_size, val_size)?;
             written.push(key_size);
         }
-        let c = cell(s, target, key_size, clients, proto);
-        let prepared = prepare::prepare_row(&c, token, clock)?;
-        let run = prepared.run_proto(&c, proto).map_err(RunError::Setup)?;
+        let cfg = cell(s, c);
+        let prepared = prepare::prepare_row(&cfg, token, clock)?;
+        let run = prepared.run_proto(&cfg, proto).map_err(RunError::Setup)?;
         let r = RunReport::from_run(&run, &prepared.endpoints, &prepared.roles, false);
         let keyed = !matches!(s.op, SweepOp::LeaseKeepalive { .. });
         let row_name = format!(
@@ -276,6 +313,7 @@ pub fn run(
             clients,
             target: target.name(),
             proto: proto.name(),
+            link: cfg.link.as_ref().map(ToString::to_string),
             endpoints: prepared.endpoints.iter().map(|e| e.url.clone()).collect(),
             connections: w.connections_opened,
             count: r.summary.count,
@@ -426,7 +464,14 @@ fn class_cell(r: &Row, name: &str, f: impl Fn(&ClassRow) -> String) -> String {
 pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
     let with_server = rows.iter().any(|r| r.server_cpu_us_per_op.is_some());
     let classes = class_names(rows);
-    let mut head: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
+    // --links / several --conns: the row's path before etcd's columns
+    let paths = rows.iter().any(|r| r.link.is_some()) || s.conns.len() > 1;
+    let lead = if paths { 2 } else { 0 };
+    let mut head: Vec<String> = Vec::new();
+    if paths {
+        head.extend(["link".to_string(), "conns".to_string()]);
+    }
+    head.extend(COLUMNS.iter().map(|c| c.to_string()));
     if with_server {
         head.push("server CPU µs/op".into());
     }
@@ -443,12 +488,17 @@ pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
         "|{}|",
         head.iter()
             .enumerate()
-            .map(|(i, _)| if i < 4 { "---" } else { "---:" })
+            .map(|(i, _)| if i < 4 + lead { "---" } else { "---:" })
             .collect::<Vec<_>>()
             .join("|")
     );
     for r in rows {
-        let mut c: Vec<String> = cells_of(r).to_vec();
+        let mut c: Vec<String> = Vec::new();
+        if paths {
+            c.push(r.link.clone().unwrap_or_else(|| "none".into()));
+            c.push(r.connections.to_string());
+        }
+        c.extend(cells_of(r));
         if with_server {
             c.push(num(r.server_cpu_us_per_op, 1));
         }
@@ -476,7 +526,7 @@ pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
 pub fn csv(rows: &[Row]) -> String {
     let classes = class_names(rows);
     let mut out = String::from(
-        "key_size,clients,target,proto,qps,p50_ms,p90_ms,p99_ms,bytes_per_op,packets_per_op,syscalls_per_op,context_switches_per_op,client_cpu_us_per_op,server_cpu_us_per_op,count,ok,failed,connections",
+        "key_size,clients,target,proto,qps,p50_ms,p90_ms,p99_ms,bytes_per_op,packets_per_op,syscalls_per_op,context_switches_per_op,client_cpu_us_per_op,server_cpu_us_per_op,count,ok,failed,connections,link",
     );
     // txn-mixed: each class's count, QPS and percentiles at the end of the line
     for name in &classes {
@@ -488,7 +538,7 @@ pub fn csv(rows: &[Row]) -> String {
     for r in rows {
         let _ = write!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.key_size,
             r.clients,
             r.target,
@@ -506,7 +556,8 @@ pub fn csv(rows: &[Row]) -> String {
             r.count,
             r.ok,
             r.failed,
-            r.connections
+            r.connections,
+            r.link.as_deref().unwrap_or("none")
         );
         for name in &classes {
             let cell = class_cell(r, name, |k| {
@@ -560,6 +611,7 @@ mod tests {
 
     fn row(clients: usize, proto: &'static str) -> Row {
         Row {
+            link: None,
             key_size: 64,
             keyed: true,
             clients,

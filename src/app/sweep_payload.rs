@@ -61,6 +61,10 @@ pub struct PayloadSweep {
 pub struct PayloadRow {
     pub payload_bytes: u64,
     pub proto: &'static str,
+    /// `--links`: the row's emulated path (null: loopback without a link)
+    pub link: Option<String>,
+    /// TCP connections the row's clients used (HTTP/1.1: one per client)
+    pub conns: usize,
     pub count: u64,
     pub ok: u64,
     pub failed: u64,
@@ -88,7 +92,7 @@ pub struct PayloadRow {
 }
 
 impl PayloadRow {
-    fn of(payload_bytes: u64, r: &RunReport) -> PayloadRow {
+    fn of(payload_bytes: u64, cfg: &Config, r: &RunReport) -> PayloadRow {
         let (w, c) = (&r.wire, &r.cost);
         let window_updates = w.layers.as_ref().and_then(|l| l.h2.as_ref()).and_then(|h| {
             let n = |d: &wirebench_wire::h2::counts::H2Counts| {
@@ -101,6 +105,8 @@ impl PayloadRow {
         PayloadRow {
             payload_bytes,
             proto: r.proto,
+            link: cfg.link.as_ref().map(ToString::to_string),
+            conns: r.connections,
             count: r.summary.count,
             ok: r.summary.ok,
             failed: r.summary.failed,
@@ -188,11 +194,12 @@ pub(super) fn sweep_payload_and_write(s: &PayloadSweep) -> Result<i32, RunError>
                     .iter()
                     .filter_map(|t| t.judge_value(&r, t.figure.value(&r), &label)),
             );
-            let row = PayloadRow::of(*payload, &r);
+            let row = PayloadRow::of(*payload, cfg, &r);
             eprintln!(
-                "wirebench sweep: {}/{total} payload {payload} B, {}: {} req/s, {} B on the wire per request{}",
+                "wirebench sweep: {}/{total} payload {payload} B, {}{}: {} req/s, {} B on the wire per request{}",
                 rows.len() + 1,
                 proto.title(),
+                path_label(&row),
                 num(row.qps, 0),
                 num(row.wire_bytes, 0),
                 if row.failed > 0 {
@@ -230,6 +237,22 @@ pub(super) fn sweep_payload_and_write(s: &PayloadSweep) -> Result<i32, RunError>
     Ok(super::stacks::judge(thresholds, broken.into_iter()))
 }
 
+/// A row's path beyond its payload and stack, when the sweep has a link or connection axis:
+/// " over rtt=40ms, 8 conns".
+fn path_label(r: &PayloadRow) -> String {
+    let link = r.link.as_deref().map_or(String::new(), |l| format!(" over {l}"));
+    if link.is_empty() && r.conns <= 1 {
+        return String::new();
+    }
+    format!("{link}, {} conns", r.conns)
+}
+
+/// Whether the table needs its link and connection columns (a link, or more than one
+/// connection, in some row).
+fn has_path_axes(rows: &[PayloadRow]) -> bool {
+    rows.iter().any(|r| r.link.is_some() || r.conns > 1)
+}
+
 fn title(proto: &str) -> &'static str {
     match proto {
         "http" => Proto::Http.title(),
@@ -249,13 +272,15 @@ pub fn render(format: TableFormat, target: SweepTarget, rows: &[PayloadRow]) -> 
         }
         TableFormat::Csv => {
             let mut out = String::from(
-                "payload_bytes,proto,count,ok,failed,qps,p50_ms,p99_ms,bytes_out,bytes_in,wire_bytes,segments,syscalls,client_cpu_us,server_cpu_us,window_updates\n",
+                "payload_bytes,proto,link,conns,count,ok,failed,qps,p50_ms,p99_ms,bytes_out,bytes_in,wire_bytes,segments,syscalls,client_cpu_us,server_cpu_us,window_updates\n",
             );
             for r in rows {
                 out.push_str(&format!(
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     r.payload_bytes,
                     r.proto,
+                    r.link.as_deref().unwrap_or("none"),
+                    r.conns,
                     r.count,
                     r.ok,
                     r.failed,
@@ -274,6 +299,7 @@ pub fn render(format: TableFormat, target: SweepTarget, rows: &[PayloadRow]) -> 
             }
             out
         }
+        TableFormat::Markdown if has_path_axes(rows) => markdown_with_paths(rows),
         TableFormat::Markdown => {
             let mut out = String::from(
                 "| payload (B) | stack | req/s | p50 ms | p99 ms | bytes out/req | bytes in/req | on the wire/req | segments/req | syscalls/req | client CPU µs/req | server CPU µs/req | WINDOW_UPDATE/req | failed |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
@@ -302,15 +328,43 @@ pub fn render(format: TableFormat, target: SweepTarget, rows: &[PayloadRow]) -> 
     }
 }
 
+/// The markdown table with the link and connection columns beside the stack.
+fn markdown_with_paths(rows: &[PayloadRow]) -> String {
+    let mut out = String::from(
+        "| payload (B) | link | stack | conns | req/s | p50 ms | p99 ms | on the wire/req | segments/req | syscalls/req | client CPU µs/req | WINDOW_UPDATE/req | failed |\n|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.payload_bytes,
+            r.link.as_deref().unwrap_or("none"),
+            title(r.proto),
+            r.conns,
+            num(r.qps, 0),
+            num(r.p50_ms, 3),
+            num(r.p99_ms, 3),
+            num(r.wire_bytes, 0),
+            num(r.segments, 2),
+            num(r.syscalls, 2),
+            num(r.client_cpu_us, 1),
+            num(r.window_updates, 2),
+            r.failed
+        ));
+    }
+    out
+}
+
 /// The line chart: bytes on the wire, segments, CPU and p50 per request by payload size.
 pub fn chart(target: SweepTarget, rows: &[PayloadRow]) -> String {
     let mut xs: Vec<u64> = rows.iter().map(|r| r.payload_bytes).collect();
     xs.sort_unstable();
     xs.dedup();
-    let mut stacks: Vec<&'static str> = Vec::new();
+    // a line per stack, link and connection count
+    let key = |r: &PayloadRow| (r.proto, r.link.clone(), r.conns);
+    let mut stacks: Vec<(&'static str, Option<String>, usize)> = Vec::new();
     for r in rows {
-        if !stacks.contains(&r.proto) {
-            stacks.push(r.proto);
+        if !stacks.contains(&key(r)) {
+            stacks.push(key(r));
         }
     }
     let series = |f: fn(&PayloadRow) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
@@ -320,7 +374,7 @@ pub fn chart(target: SweepTarget, rows: &[PayloadRow]) -> String {
                 xs.iter()
                     .map(|&x| {
                         rows.iter()
-                            .find(|r| r.proto == *s && r.payload_bytes == x)
+                            .find(|r| key(r) == *s && r.payload_bytes == x)
                             .and_then(f)
                     })
                     .collect()
@@ -359,7 +413,19 @@ pub fn chart(target: SweepTarget, rows: &[PayloadRow]) -> String {
             values: series(|r| r.window_updates),
         },
     ];
-    let titles: Vec<&str> = stacks.iter().map(|s| title(s)).collect();
+    let paths = has_path_axes(rows);
+    let titles: Vec<String> = stacks
+        .iter()
+        .map(|(p, link, conns)| match paths {
+            true => format!(
+                "{} {} ×{conns}",
+                title(p),
+                link.as_deref().unwrap_or("none")
+            ),
+            false => title(p).to_string(),
+        })
+        .collect();
+    let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
     let xs: Vec<f64> = xs.iter().map(|&x| x as f64).collect();
     let head = format!(
         "wirebench sweep {}: cost per request by payload size",
@@ -376,6 +442,8 @@ mod tests {
         PayloadRow {
             payload_bytes: payload,
             proto,
+            link: None,
+            conns: 1,
             count: 10,
             ok: 10,
             failed: 0,

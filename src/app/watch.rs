@@ -75,9 +75,37 @@ pub fn run(cfg: &WatchConfig) -> Result<Vec<WatchReport>, String> {
         if super::interrupted() {
             break;
         }
-        runs.push(run_one(&cfg, p, &members)?);
+        runs.push(run_linked(&cfg, p, &members)?);
     }
     Ok(runs)
+}
+
+/// One stack's watch run, through a fresh `--link` when there is one: the watchers and the
+/// put load on the client's side of it, its account in the report.
+fn run_linked(
+    cfg: &Arc<WatchConfig>,
+    proto: Proto,
+    members: &[Endpoint],
+) -> Result<WatchReport, String> {
+    let link = prepare::start_link(cfg.link.as_ref(), &cfg.endpoints, members)?;
+    let Some(link) = link else {
+        return run_one(cfg, proto, members);
+    };
+    let linked = Arc::new(WatchConfig {
+        net: crate::net::NetConfig {
+            link: Some(link.net().clone()),
+            ..cfg.net.clone()
+        },
+        ..(**cfg).clone()
+    });
+    let run = run_one(&linked, proto, members);
+    let account = link.finish().map_err(|e| e.to_string())?;
+    let mut report = run?;
+    report.link = Some(crate::report::link::LinkSection::of(
+        &account,
+        &report.per_connection,
+    ));
+    Ok(report)
 }
 
 /// Every member a watch run may move to when one goes away: the given endpoints first, then
@@ -292,5 +320,6 @@ fn put_config(cfg: &WatchConfig) -> Config {
         verify: false,
         // the compactor runs beside the put load, started by `run_one`
         compact: None,
+        link: None,
     }
 }

@@ -219,6 +219,11 @@ pub struct RunArgs {
     /// comma-separated (127.0.0.1-127.0.0.8): more connections than one address has ports
     #[arg(long, help_heading = heading::CONNECTIONS)]
     pub bind: Option<String>,
+    /// Run through an emulated network path (comma-separated): rtt=40ms or delay=20ms,
+    /// jitter=2ms, loss=1%, burst=P/R (Gilbert–Elliott), rate=100mbit, queue=100 or 256k;
+    /// -up / -down for one direction (loss-up=1%); docs/link.md
+    #[arg(long, value_name = "SPEC", help_heading = heading::CONNECTIONS)]
+    pub link: Option<String>,
     /// Leave Nagle's algorithm on (TCP_NODELAY is set by default)
     #[arg(long, help_heading = heading::CONNECTIONS)]
     pub no_tcp_nodelay: bool,

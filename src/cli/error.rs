@@ -15,6 +15,8 @@ pub enum ArgError {
     Rejected(String),
     #[error(transparent)]
     Value(#[from] crate::config::ValueError),
+    #[error("--link {0}")]
+    Link(#[from] wirebench_link::spec::SpecError),
     #[error(transparent)]
     Stages(#[from] crate::config::stages::StagesError),
     #[error(transparent)]

@@ -55,6 +55,7 @@ impl RunArgs {
             interval: None,
             interval_format: IntervalFormatArg::Plain,
             bind: None,
+            link: None,
             no_tcp_nodelay: false,
             sndbuf: None,
             rcvbuf: None,
@@ -156,6 +157,7 @@ impl RunArgs {
             thresholds,
             auth,
             target,
+            link: self.link.as_deref().map(str::parse).transpose()?,
             verify: false,
             compact: None,
         })
@@ -354,6 +356,11 @@ impl RunArgs {
             Some(b) => crate::net::parse_bind(b)?,
             None => Vec::new(),
         };
+        if !bind.is_empty() && self.link.is_some() {
+            return Err(ArgError::Conflict(
+                "--bind and --link: the link's namespace has one address of its own",
+            ));
+        }
         if !bind.is_empty()
             && !endpoints.is_empty()
             && endpoints
@@ -375,6 +382,7 @@ impl RunArgs {
             rcvbuf: buf("rcvbuf", self.rcvbuf)?,
             connect_timeout: self.limits.connect_timeout,
             bind: bind.into(),
+            link: None,
         })
     }
 

@@ -11,6 +11,7 @@ mod etcd;
 mod grpc;
 mod heading;
 mod http;
+mod link;
 mod limits;
 mod load;
 mod man;
@@ -110,6 +111,9 @@ pub enum Command {
         #[command(subcommand)]
         what: CompareCmd,
     },
+    /// Run any program (curl, h2load, a peer) through an emulated network path, the host's
+    /// address in $WIREBENCH_LINK_HOST; the link's account goes to stderr
+    Link(link::LinkArgs),
     /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell)
     Completions(CompletionsArgs),
     /// Print the man page, or write one page per command into a directory (--dir)
@@ -173,6 +177,7 @@ impl Cli {
             Command::Sweep { what } => what.into_action(),
             Command::Call { what } => what.into_action(),
             Command::Merge(args) => args.into_action(),
+            Command::Link(args) => args.into_action(),
             Command::Completions(args) => Ok(args.into_action(Cli::command())),
             Command::Man(args) => Ok(args.into_action(Cli::command())),
         }
@@ -185,6 +190,7 @@ impl Cli {
                 Ok(cfg)
             }
             Action::Serve(_)
+            | Action::Link(_)
             | Action::Watch(_)
             | Action::Sweep(_)
             | Action::SweepPayload(_)

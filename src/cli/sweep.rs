@@ -127,9 +127,14 @@ pub struct SweepArgs {
     /// Seed for generated keys and values
     #[arg(long, help_heading = heading::LOAD)]
     pub seed: Option<u64>,
-    /// gRPC connections per row (capped at the row's clients)
-    #[arg(long, default_value_t = 1, help_heading = heading::CONNECTIONS)]
-    pub conns: usize,
+    /// gRPC connections per row (capped at the row's clients), comma-separated: a row set per
+    /// count (HTTP/1.1 always has one connection per client)
+    #[arg(long, value_delimiter = ',', default_value = "1", help_heading = heading::CONNECTIONS)]
+    pub conns: Vec<usize>,
+    /// Emulated paths between the clients and the cluster, separated by ';': a row set per
+    /// link ('none;rtt=40ms;rtt=40ms,loss=1%'; `none` is loopback without a link)
+    #[arg(long, value_name = "SPECS", help_heading = heading::CONNECTIONS)]
+    pub links: Option<String>,
     #[command(flatten)]
     pub tls: TlsArgs,
     /// Table format
@@ -270,8 +275,18 @@ impl SweepArgs {
             }
         };
         let max_clients = self.clients.iter().copied().max().unwrap_or(1);
+        for &c in &self.conns {
+            nonzero("conns", c)?;
+        }
+        let links = match &self.links {
+            Some(l) => wirebench_link::spec::parse_list(l)?
+                .into_iter()
+                .map(|l| (!l.is_passthrough()).then_some(l))
+                .collect(),
+            None => vec![None],
+        };
         let run = RunArgs {
-            conns: self.conns.min(max_clients),
+            conns: 1,
             limits: self.limits,
             seed: self.seed,
             user: self.user,
@@ -279,7 +294,6 @@ impl SweepArgs {
             fail_if: self.fail_if,
             ..RunArgs::plain(ProtoArg::Both.into(), max_clients, self.tls)
         };
-        nonzero("conns", self.conns)?;
         let spec = WorkloadSpec::Etcd(EtcdOp::Put {
             key_size: self.key_size[0],
             val_size: self.val_size,
@@ -303,6 +317,8 @@ impl SweepArgs {
             key_sizes: self.key_size,
             targets: self.target,
             protos,
+            conns: self.conns,
+            links,
             format: match self.format {
                 TableArg::Markdown => TableFormat::Markdown,
                 TableArg::Csv => TableFormat::Csv,

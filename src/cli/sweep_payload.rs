@@ -19,6 +19,7 @@ use crate::config::{Config, Endpoint, GrpcRequest, GrpcSpec, TableFormat, Target
 use crate::server::ServeConfig;
 use crate::stack::Proto;
 use crate::workload::filler;
+use wirebench_link::spec::LinkSpec;
 use crate::workload::grpc::{
     callable, compile, decode_json, fill_field, find_method, payload_field,
 };
@@ -54,6 +55,10 @@ pub struct SweepEchoArgs {
     /// Requests in flight
     #[arg(short = 'c', long, default_value_t = 1, help_heading = heading::LOAD)]
     pub clients: usize,
+    /// HTTP/2 and gRPC TCP connections, comma-separated: a row set per count (the clients are
+    /// spread over them as h2 streams; HTTP/1.1 always has one connection per client)
+    #[arg(long, value_delimiter = ',', default_value = "1", help_heading = heading::CONNECTIONS)]
+    pub conns: Vec<usize>,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
@@ -77,6 +82,10 @@ pub struct TableOut {
     /// A condition every row must meet ('p99<5ms', 'errors<0.1%'); a broken one exits 3
     #[arg(long = "fail-if", value_name = "THRESHOLD", help_heading = heading::THRESHOLDS)]
     pub fail_if: Vec<String>,
+    /// Emulated paths, separated by ';': a row set per link ('none;rtt=40ms;rtt=40ms,loss=1%';
+    /// `none` is loopback without a link); docs/link.md
+    #[arg(long, value_name = "SPECS", help_heading = heading::CONNECTIONS)]
+    pub links: Option<String>,
 }
 
 /// The flags of `sweep http` and `sweep grpc` rows: the load, its limits, TLS and the output.
@@ -88,9 +97,10 @@ pub struct RowArgs {
     /// -n / -z / --warmup apply to each row [default: -n 1000]
     #[command(flatten)]
     pub limits: LimitArgs,
-    /// HTTP/2 and gRPC TCP connections (the clients are spread over them as h2 streams)
-    #[arg(long, default_value_t = 1, help_heading = heading::CONNECTIONS)]
-    pub conns: usize,
+    /// HTTP/2 and gRPC TCP connections, comma-separated: a row set per count (the clients are
+    /// spread over them as h2 streams)
+    #[arg(long, value_delimiter = ',', default_value = "1", help_heading = heading::CONNECTIONS)]
+    pub conns: Vec<usize>,
     /// Report this server process's CPU per request (a server CPU column)
     #[arg(long, help_heading = heading::MEASUREMENT)]
     pub server_pid: Option<u32>,
@@ -167,7 +177,10 @@ fn table_format(f: TableArg) -> TableFormat {
 struct Shared {
     stacks: Stacks,
     clients: usize,
-    conns: usize,
+    /// the connection counts' axis (h2 and gRPC)
+    conns: Vec<usize>,
+    /// the links' axis (`None`: loopback without a link)
+    links: Vec<Option<LinkSpec>>,
     server_pid: Option<u32>,
     limits: LimitArgs,
     fail_if: Vec<String>,
@@ -175,33 +188,71 @@ struct Shared {
 }
 
 impl Shared {
-    fn of(stacks: Stacks, rows: &RowArgs) -> Shared {
-        Shared {
+    fn of(stacks: Stacks, rows: &RowArgs) -> Result<Shared, ArgError> {
+        Ok(Shared {
             stacks,
             clients: rows.clients,
-            conns: rows.conns,
+            conns: rows.conns.clone(),
+            links: links_axis(rows.out.links.as_deref())?,
             server_pid: rows.server_pid,
             limits: copy_limits(&rows.limits),
             fail_if: rows.out.fail_if.clone(),
             tls: rows.out.tls.clone(),
-        }
+        })
     }
 
-    /// The run of one payload size.
-    fn row(&self, spec: WorkloadSpec, endpoints: Vec<Endpoint>) -> Result<Config, ArgError> {
+    /// The runs of one payload size: one per link and connection count, each with its stacks
+    /// (HTTP/1.1 in the first count's only: it has a connection per client whatever the count).
+    fn rows(
+        &self,
+        size: u64,
+        spec: WorkloadSpec,
+        endpoints: Vec<Endpoint>,
+    ) -> Result<Vec<(u64, Config)>, ArgError> {
         let mut limits = copy_limits(&self.limits);
         if limits.total.is_none() && limits.duration.is_none() {
             limits.total = Some(ROW_REQUESTS);
         }
-        let run = RunArgs {
-            conns: self.conns,
-            limits,
-            server_pid: self.server_pid,
-            fail_if: self.fail_if.clone(),
-            ..RunArgs::plain(self.stacks.clone(), self.clients, self.tls.clone())
-        };
-        run.into_config(spec, endpoints, Target::All)
+        let mut rows = Vec::new();
+        for link in &self.links {
+            for (i, &conns) in self.conns.iter().enumerate() {
+                let stacks: Vec<Proto> = (self.stacks.0.iter().copied())
+                    .filter(|&p| i == 0 || p != Proto::Http)
+                    .collect();
+                if stacks.is_empty() {
+                    continue;
+                }
+                let run = RunArgs {
+                    conns: conns.min(self.clients.max(1)),
+                    limits: copy_limits(&limits),
+                    server_pid: self.server_pid,
+                    fail_if: self.fail_if.clone(),
+                    ..RunArgs::plain(Stacks(stacks), self.clients, self.tls.clone())
+                };
+                let cfg = run.into_config(spec.clone(), endpoints.clone(), Target::All)?;
+                rows.push((
+                    size,
+                    Config {
+                        link: link.clone(),
+                        ..cfg
+                    },
+                ));
+            }
+        }
+        Ok(rows)
     }
+}
+
+/// `--links`: the specs, `none` (or a spec that changes nothing) as no link; one `None` without
+/// the flag.
+fn links_axis(links: Option<&str>) -> Result<Vec<Option<LinkSpec>>, ArgError> {
+    let Some(s) = links else {
+        return Ok(vec![None]);
+    };
+    Ok(wirebench_link::spec::parse_list(s)?
+        .into_iter()
+        .map(|l| (!l.is_passthrough()).then_some(l))
+        .collect())
 }
 
 fn copy_limits(l: &LimitArgs) -> LimitArgs {
@@ -242,7 +293,8 @@ impl SweepEchoArgs {
         let shared = Shared {
             stacks,
             clients: self.clients,
-            conns: 1,
+            conns: self.conns,
+            links: links_axis(self.out.links.as_deref())?,
             server_pid: None,
             limits: self.limits,
             fail_if: self.out.fail_if,
@@ -264,7 +316,7 @@ impl SweepEchoArgs {
                 source: Box::new(e),
             })?;
             embedded = serve;
-            rows.push((size, shared.row(spec, endpoints)?));
+            rows.extend(shared.rows(size, spec, endpoints)?);
         }
         Ok(PayloadSweep {
             target: SweepTarget::Echo,
@@ -343,14 +395,14 @@ impl SweepHttpArgs {
                 "wirebench sweep http: not an HTTP workload",
             ));
         };
-        let shared = Shared::of(stacks, &self.rows);
+        let shared = Shared::of(stacks, &self.rows)?;
         let mut rows = Vec::with_capacity(self.payload_size.len());
         for &size in &self.payload_size {
             let mut h = base.clone();
             // below MAX_DATA_FILE (checked above), so it fits a usize
             let body = http_body(template.as_ref().map(|(_, t)| &t[..]), size as usize);
             h.bodies = vec![body];
-            rows.push((size, shared.row(WorkloadSpec::Http(h), endpoints.clone())?));
+            rows.extend(shared.rows(size, WorkloadSpec::Http(h), endpoints.clone())?);
         }
         Ok(PayloadSweep {
             target: SweepTarget::Http,
@@ -406,7 +458,7 @@ impl SweepGrpcArgs {
                 server_streaming,
             }))
         };
-        let shared = Shared::of(Stacks(vec![Proto::Grpc]), &self.rows);
+        let shared = Shared::of(Stacks(vec![Proto::Grpc]), &self.rows)?;
         let mut rows = Vec::with_capacity(self.payload_size.len());
         let reflect_field = if g.reflect {
             // the request is filled once reflection gave the schema (app::sweep_payload)
@@ -416,10 +468,7 @@ impl SweepGrpcArgs {
                     method: name.to_string(),
                     json: json.clone(),
                 };
-                rows.push((
-                    size,
-                    shared.row(spec(request, None, false)?, endpoints.clone())?,
-                ));
+                rows.extend(shared.rows(size, spec(request, None, false)?, endpoints.clone())?);
             }
             Some(self.payload_field.clone())
         } else {
@@ -448,7 +497,7 @@ impl SweepGrpcArgs {
                     fill_field(&base, &field, size as usize).map_err(|e| e.to_string())?,
                 );
                 let spec = spec(request, Some(m.output()), server_streaming)?;
-                rows.push((size, shared.row(spec, endpoints.clone())?));
+                rows.extend(shared.rows(size, spec, endpoints.clone())?);
             }
             None
         };

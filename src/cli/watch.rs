@@ -64,6 +64,10 @@ pub struct WatchShared {
     /// h2 crate (h2)
     #[arg(long, value_enum, default_value_t = H2ClientArg::Wire, help_heading = heading::HTTP2)]
     pub h2_client: H2ClientArg,
+    /// Run through an emulated network path (the watchers and the put load):
+    /// rtt=40ms, loss=1%, rate=100mbit, ...; docs/guides/link.md
+    #[arg(long, value_name = "SPEC", help_heading = heading::CONNECTIONS)]
+    pub link: Option<String>,
     #[command(flatten)]
     pub tls: TlsArgs,
     /// Report format
@@ -390,6 +394,7 @@ fn config(
         },
         output: a.output,
         compact,
+        link: a.link.as_deref().map(str::parse).transpose()?,
     })
 }
 

@@ -232,6 +232,7 @@ pub fn run_proto_with(
         classes: workload.classes(),
         compaction: None,
         leases: None,
+        link: None,
     })
 }
 

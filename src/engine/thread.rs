@@ -64,9 +64,11 @@ pub(super) fn worker_thread(
     // Opened first, so that the counts outside the window cover this thread's whole life.
     let counters = Rc::new(ThreadCounters::open());
     let born = counters.read();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build();
+    let rt = crate::net::enter_link(&ctx.net).and_then(|()| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    });
     sync.ready.wait();
     sync.go.wait();
     let rt = match rt {

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpSocket, TcpStream};
+use wirebench_link::io::LinkNet;
 
 /// Socket options applied to every connection wirebench opens.
 #[derive(Debug, Clone)]
@@ -30,6 +31,10 @@ pub struct NetConfig {
     pub tls: Option<std::sync::Arc<tls::TlsClient>>,
     /// source addresses, used in turn (`--bind`); empty: the kernel picks
     pub bind: Arc<[IpAddr]>,
+    /// `--link`: the emulated path in place for this run. The client's threads enter its
+    /// namespace ([`enter_link`]); a loopback destination is reached at the link's host
+    /// address instead (the namespace's own loopback holds no server).
+    pub link: Option<Arc<LinkNet>>,
 }
 
 impl Default for NetConfig {
@@ -41,12 +46,14 @@ impl Default for NetConfig {
             connect_timeout: Duration::from_secs(5),
             tls: None,
             bind: Arc::new([]),
+            link: None,
         }
     }
 }
 
 /// Opens a TCP connection to `addr` with the configured options, within the connect timeout.
 pub async fn connect(addr: SocketAddr, cfg: &NetConfig) -> io::Result<TcpStream> {
+    let addr = through_link(addr, cfg);
     let domain = Domain::for_address(addr);
     let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
     socket.set_nonblocking(true)?;
@@ -77,6 +84,25 @@ pub async fn connect(addr: SocketAddr, cfg: &NetConfig) -> io::Result<TcpStream>
     };
     stream.set_nodelay(cfg.nodelay)?;
     Ok(stream)
+}
+
+/// Where `addr` is reached from the client's side: a loopback address becomes the link's host
+/// address (the same port); anything else, and every address without a link, stays.
+pub fn through_link(addr: SocketAddr, cfg: &NetConfig) -> SocketAddr {
+    match &cfg.link {
+        Some(l) if addr.ip().is_loopback() => SocketAddr::new(IpAddr::V4(l.host), addr.port()),
+        _ => addr,
+    }
+}
+
+/// Moves the calling thread into `--link`'s namespace, if there is a link: every socket it
+/// opens afterwards crosses the emulated path. For the client's own threads only (never the
+/// main thread: threads it starts later, the built-in server's among them, would inherit it).
+pub fn enter_link(cfg: &NetConfig) -> io::Result<()> {
+    match &cfg.link {
+        Some(l) => l.enter(),
+        None => Ok(()),
+    }
 }
 
 /// Round-robin position over the `--bind` addresses, shared by every thread (connects only).

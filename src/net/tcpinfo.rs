@@ -96,6 +96,8 @@ pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
         retransmits: raw.total_retrans.into(),
         rtt_us: raw.rtt.into(),
         mss: raw.snd_mss.into(),
+        cwnd: raw.snd_cwnd.into(),
+        min_rtt_us: raw.min_rtt.into(),
         timestamps: raw.options & TCPI_OPT_TIMESTAMPS != 0,
     })
 }

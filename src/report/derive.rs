@@ -621,6 +621,10 @@ impl RunReport {
             verify: None,
             classes: classes(run),
             compaction: run.compaction.as_ref().map(CompactionReport::of),
+            link: run
+                .link
+                .as_ref()
+                .map(|l| super::link::LinkSection::of(l, &st.conns)),
             leases: run.leases.as_ref().map(|l| LeaseReport {
                 granted: l.granted,
                 ttl_s: l.ttl_s,

@@ -95,6 +95,7 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
     statuses(&mut o, stacks);
     cost(&mut o, stacks);
     wire(&mut o, stacks);
+    link(&mut o, stacks);
     stages(&mut o, stacks);
     per_endpoint(&mut o, stacks);
     request_log(&mut o, stacks);
@@ -225,6 +226,70 @@ fn wire(o: &mut String, stacks: &[&RunReport]) {
         }),
         row("Connections opened", stacks, |r| {
             r.wire.connections_opened.to_string()
+        }),
+    ];
+    table(o, "", stacks, &rows);
+}
+
+/// The Link table (`--link`): what the emulated path applied under each stack.
+fn link(o: &mut String, stacks: &[&RunReport]) {
+    let Some(first) = stacks.iter().find_map(|r| r.link.as_ref()) else {
+        return;
+    };
+    let _ = writeln!(o, "<h2>Link {}</h2>", esc(&first.spec));
+    let l = |r: &RunReport, f: &dyn Fn(&super::link::LinkSection) -> String| {
+        r.link.as_ref().map_or("-".to_string(), f)
+    };
+    let rows = vec![
+        row("Packets up / down", stacks, |r| {
+            l(r, &|k| format!("{} / {}", k.up.packets, k.down.packets))
+        }),
+        row("Bytes up / down", stacks, |r| {
+            l(r, &|k| format!("{} / {}", k.up.bytes, k.down.bytes))
+        }),
+        row("Dropped up: random / burst / queue", stacks, |r| {
+            l(r, &|k| {
+                format!(
+                    "{} / {} / {}",
+                    k.up.dropped_random, k.up.dropped_burst, k.up.dropped_queue
+                )
+            })
+        }),
+        row("Dropped down: random / burst / queue", stacks, |r| {
+            l(r, &|k| {
+                format!(
+                    "{} / {} / {}",
+                    k.down.dropped_random, k.down.dropped_burst, k.down.dropped_queue
+                )
+            })
+        }),
+        row("Delay applied p50 up / down (ms)", stacks, |r| {
+            l(r, &|k| {
+                format!(
+                    "{:.2} / {:.2}",
+                    k.up.applied_delay_p50_ms, k.down.applied_delay_p50_ms
+                )
+            })
+        }),
+        row("Emulator error p99 up / down (µs)", stacks, |r| {
+            l(r, &|k| {
+                format!(
+                    "{:.1} / {:.1}",
+                    k.up.timing_error_p99_us, k.down.timing_error_p99_us
+                )
+            })
+        }),
+        row("Emulator CPU per packet (µs)", stacks, |r| {
+            l(r, &|k| cell(k.emulator_cpu_us_per_packet, 2))
+        }),
+        row("TCP rtt p50 (ms)", stacks, |r| {
+            l(r, &|k| cell(k.tcp.rtt_p50_ms, 2))
+        }),
+        row("TCP cwnd p50 (segments)", stacks, |r| {
+            l(r, &|k| k.tcp.cwnd_p50.map_or("-".into(), |v| v.to_string()))
+        }),
+        row("TCP retransmits", stacks, |r| {
+            l(r, &|k| k.tcp.retransmits.to_string())
         }),
     ];
     table(o, "", stacks, &rows);

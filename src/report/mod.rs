@@ -4,6 +4,7 @@ pub mod compare;
 mod derive;
 pub mod hdr;
 pub mod html;
+pub mod link;
 pub mod merge;
 mod parts;
 pub mod prometheus;
@@ -159,6 +160,9 @@ pub struct RunReport {
     /// revoked after it
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leases: Option<LeaseReport>,
+    /// `--link`: what the emulated path applied under this stack's run
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<link::LinkSection>,
     /// `--stages` / `--client-stages` only: one row per stage with a duration, outcomes by
     /// the stage they completed in
     #[serde(skip_serializing_if = "Option::is_none")]

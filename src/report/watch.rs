@@ -190,6 +190,9 @@ pub struct WatchReport {
     /// `--compact-interval`: what the compactor did beside the put load
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<crate::report::CompactionReport>,
+    /// `--link`: what the emulated path applied under this stack's run
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<super::link::LinkSection>,
 }
 
 /// watch-get's range load: serializable reads of one key from when the watchers are created
@@ -474,6 +477,7 @@ impl WatchReport {
                 .collect(),
             per_connection: w.conns,
             compaction: None,
+            link: None,
         }
     }
 }
@@ -525,6 +529,10 @@ fn render_run(out: &mut String, cfg: &WatchConfig, r: &WatchReport) {
     if let Some(c) = &r.compaction {
         let _ = writeln!(out);
         super::text::render_compaction(out, c);
+    }
+    if let Some(l) = &r.link {
+        let _ = writeln!(out);
+        super::text::render_link(out, l);
     }
     let errors: Vec<_> = r.errors.iter().chain(r.puts.errors.iter()).collect();
     if !errors.is_empty() {

@@ -134,9 +134,28 @@ fn bind(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     s.set_reuse_address(true)?;
     s.set_reuse_port(true)?;
     s.set_nonblocking(true)?;
+    set_freebind(&s);
     s.bind(&addr.into())?;
     s.listen(1024)?;
     Ok(s.into())
+}
+
+/// IP_FREEBIND: the listener may bind an address no device holds yet (`--link`'s host
+/// address, which exists only while a link is in place; each stack's run gets a fresh link on
+/// the same address). Failure leaves the ordinary bind, which then says what is wrong.
+fn set_freebind(s: &Socket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket fd and a pointer to a c_int of the stated size.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_FREEBIND,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
 }
 
 fn thread_cpu_clock() -> Option<libc::clockid_t> {

@@ -59,6 +59,8 @@ pub struct ProtoRun {
     pub compaction: Option<crate::stats::Compactions>,
     /// lease-keepalive: the leases granted before the run and revoked after it
     pub leases: Option<crate::stats::Leases>,
+    /// `--link`: what the emulated path under this stack's run applied
+    pub link: Option<wirebench_link::io::LinkReport>,
 }
 
 /// The re-discoveries of a run that found nowhere to move.

@@ -234,6 +234,10 @@ pub struct TcpInfo {
     pub rtt_us: u64,
     /// send maximum segment size, bytes (tcpi_snd_mss)
     pub mss: u64,
+    /// congestion window, segments (tcpi_snd_cwnd)
+    pub cwnd: u64,
+    /// the lowest RTT seen, microseconds (tcpi_min_rtt)
+    pub min_rtt_us: u64,
     /// whether TCP timestamps were negotiated (12 option bytes on every segment)
     pub timestamps: bool,
 }
@@ -359,6 +363,8 @@ mod fold_tests {
                 retransmits: i % 2,
                 rtt_us: 40,
                 mss: 65483,
+                cwnd: 10,
+                min_rtt_us: 30,
                 timestamps: i.is_multiple_of(3),
             }),
             tls: Some(TlsCounts {

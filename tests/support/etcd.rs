@@ -93,12 +93,18 @@ impl Etcd {
     /// Starts etcd and waits until it answers with a leader; panics (with etcd's log) if it
     /// does not within `READY_TIMEOUT`.
     pub fn start() -> Etcd {
+        Etcd::start_listening_on("127.0.0.1")
+    }
+
+    /// `start()` with the client port listening on `ip` (`0.0.0.0`: every address, which a
+    /// run through `--link` needs); the advertised URL stays 127.0.0.1.
+    pub fn start_listening_on(ip: &str) -> Etcd {
         let bin = etcd_binary();
         let mut last_log = String::new();
         for _ in 0..START_ATTEMPTS {
             let (client_port, peer_port) = free_ports();
             let dir = data_dir();
-            let child = spawn_etcd(&bin, dir.path(), client_port, peer_port);
+            let child = spawn_etcd(&bin, dir.path(), client_port, peer_port, ip);
             let mut etcd = Etcd {
                 child: Some(child),
                 client_port,
@@ -334,9 +340,15 @@ pub(super) fn gateway_call(addr: SocketAddr, path: &str, body: &Value) -> Result
     })
 }
 
-fn spawn_etcd(bin: &Path, dir: &Path, client: u16, peer: u16) -> Child {
+fn spawn_etcd(bin: &Path, dir: &Path, client: u16, peer: u16, ip: &str) -> Child {
     let log = std::fs::File::create(dir.join("etcd.log")).expect("create etcd.log");
-    spawn_etcd_logging_to(bin, dir, client, peer, log)
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let mut cmd = etcd_command(bin, dir, "t", client, peer, &format!("t={peer_url}"), log);
+    // a lone member: a short election timeout only shortens the first election
+    cmd.args(["--heartbeat-interval", "20", "--election-timeout", "200"]);
+    // the last --listen-client-urls counts
+    cmd.args(["--listen-client-urls", &format!("http://{ip}:{client}")]);
+    spawn(cmd, bin)
 }
 
 /// Spawns etcd with both of its output streams going to `log`.

@@ -22,8 +22,13 @@ pub struct ServeProcess {
 
 impl ServeProcess {
     pub fn start(extra: &[&str]) -> ServeProcess {
+        ServeProcess::start_at("127.0.0.1:0", extra)
+    }
+
+    /// `wirebench serve --addr ADDR` (an ephemeral port when ADDR's is 0).
+    pub fn start_at(addr: &str, extra: &[&str]) -> ServeProcess {
         let mut cmd = wirebench();
-        cmd.args(["serve", "--addr", "127.0.0.1:0"])
+        cmd.args(["serve", "--addr", addr])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

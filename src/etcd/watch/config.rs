@@ -104,6 +104,7 @@ mod tests {
             format: Format::Text,
             output: None,
             compact: None,
+            link: None,
         };
         let revisions = vec![vec![7, 3], vec![5]];
         assert_eq!(

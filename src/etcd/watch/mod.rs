@@ -46,6 +46,8 @@ pub enum WatchError {
     Connect { addr: SocketAddr, source: io::Error },
     #[error("etcd watch runs over HTTP/1.1 or gRPC")]
     PlainH2,
+    #[error("{0}")]
+    Link(io::Error),
     /// `failures`: what the streams failed with meanwhile
     #[error(
         "only {created} of {watchers} watches were created{}",

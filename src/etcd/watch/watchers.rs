@@ -77,6 +77,11 @@ fn watch_thread(
         cfg.watchers,
         cfg.kind == WatchKind::Latency,
     ));
+    // --link: this thread's sockets cross the emulated path
+    if let Err(e) = crate::net::enter_link(&cfg.net) {
+        let _ = ready.send(Err(WatchError::Link(e)));
+        return st.outcome();
+    }
     if from > 0 {
         st.start_at(from);
     }

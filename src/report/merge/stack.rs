@@ -68,6 +68,7 @@ pub(super) fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, Merge
         classes: None,
         compaction: None,
         leases: None,
+        link: None,
         request_log: None,
         stages: None,
         timeline: Vec::new(),

@@ -45,6 +45,7 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         classes: &[],
         compaction: None,
         leases: None,
+        link: None,
     }
 }
 

@@ -282,6 +282,7 @@ pub(super) fn etcd_put_config() -> Config {
         target: Target::First,
         verify: false,
         compact: None,
+        link: None,
     }
 }
 

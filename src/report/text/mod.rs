@@ -8,6 +8,7 @@ mod comparison;
 mod cost;
 mod etcd;
 mod load;
+mod link;
 mod summary;
 mod wire;
 
@@ -16,6 +17,7 @@ use std::fmt::Write;
 use crate::report::{Report, RunReport};
 
 pub(super) use etcd::render_compaction;
+pub use link::render_link;
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
@@ -56,6 +58,9 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     }
     if let Some(v) = &run.verify {
         etcd::render_verify(out, v);
+    }
+    if let Some(l) = &run.link {
+        link::render_link(out, l);
     }
     if let Some(c) = &run.connection_setup {
         load::render_connection_setup(out, c);
