@@ -73,7 +73,10 @@ fn the_delay_each_way_is_what_the_spec_says_and_tcp_sees_the_rtt() {
         assert!(u64_at(d, "/packets") >= 40, "{dir}: {l:#}");
         assert_eq!(u64_at(d, "/dropped_random"), 0, "{dir}: {l:#}");
         let applied = f64_at(d, "/applied_delay_p50_ms");
-        assert!((20.0..21.0).contains(&applied), "{dir} applied {applied}: {l:#}");
+        assert!(
+            (20.0..21.0).contains(&applied),
+            "{dir} applied {applied}: {l:#}"
+        );
         assert!(f64_at(d, "/timing_error_p50_us") < 1000.0, "{dir}: {l:#}");
     }
     // TCP's own estimate of the same path, within 10%
@@ -98,7 +101,11 @@ fn loss_drops_a_binomial_share_and_tcp_recovers_every_request() {
         "rtt=2ms,loss=2%",
     ]);
     let r = &v["runs"][0];
-    assert_eq!(u64_at(r, "/summary/ok"), n, "every request completes: {r:#}");
+    assert_eq!(
+        u64_at(r, "/summary/ok"),
+        n,
+        "every request completes: {r:#}"
+    );
     let l = &r["link"];
     let (mut seen, mut dropped) = (0u64, 0u64);
     for dir in ["up", "down"] {
@@ -113,7 +120,10 @@ fn loss_drops_a_binomial_share_and_tcp_recovers_every_request() {
         (lo..=hi).contains(&(dropped as f64)),
         "{dropped} dropped of {seen}, expected {lo:.0}..{hi:.0}: {l:#}"
     );
-    assert!(u64_at(l, "/tcp/retransmits") > 0, "retransmissions reported: {l:#}");
+    assert!(
+        u64_at(l, "/tcp/retransmits") > 0,
+        "retransmissions reported: {l:#}"
+    );
 }
 
 #[test]
@@ -236,10 +246,14 @@ fn nothing_is_left_behind_after_an_end_a_ctrl_c_or_a_sigkill() {
         match how {
             // a Ctrl-C reaches the program too (wirebench passes it on), which ends
             "SIGINT" => {
-                let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+                let _ = Command::new("kill")
+                    .args(["-INT", &pid.to_string()])
+                    .status();
             }
             "SIGKILL" => {
-                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
             }
             _ => {}
         }
@@ -248,7 +262,10 @@ fn nothing_is_left_behind_after_an_end_a_ctrl_c_or_a_sigkill() {
             if let Ok(Some(_)) = child.try_wait() {
                 break;
             }
-            assert!(Instant::now() < deadline, "{how}: wirebench link did not end");
+            assert!(
+                Instant::now() < deadline,
+                "{how}: wirebench link did not end"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         // the namespace goes with its last process (the program dies with wirebench)

@@ -38,7 +38,13 @@ pub(super) fn run(r: &LinkRun) -> Result<i32, RunError> {
             }
             // the program goes when wirebench goes (a killed wirebench leaves nothing running
             // in the namespace, so the namespace goes too)
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
             Ok(())
         });
     }
@@ -64,7 +70,9 @@ pub(super) fn run(r: &LinkRun) -> Result<i32, RunError> {
 
 /// Waits for the program; a Ctrl-C that reached wirebench alone is passed on to it once (a
 /// terminal's reaches both), and the program decides when it ends.
-fn wait_passing_ctrl_c(child: &mut std::process::Child) -> std::io::Result<std::process::ExitStatus> {
+fn wait_passing_ctrl_c(
+    child: &mut std::process::Child,
+) -> std::io::Result<std::process::ExitStatus> {
     let mut passed = false;
     loop {
         if let Some(status) = child.try_wait()? {

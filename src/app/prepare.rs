@@ -411,8 +411,8 @@ pub(super) fn reflected_method(
 fn start_embedded(cfg: &Config, serve: ServeConfig) -> Result<Server, RunError> {
     let serve = match &cfg.link {
         Some(_) => {
-            let (host, _) = wirebench_link::io::addresses()
-                .map_err(|e| RunError::Setup(e.to_string()))?;
+            let (host, _) =
+                wirebench_link::io::addresses().map_err(|e| RunError::Setup(e.to_string()))?;
             ServeConfig {
                 addr: std::net::SocketAddr::new(host.into(), serve.addr.port()),
                 ..serve

@@ -240,7 +240,10 @@ pub(super) fn sweep_payload_and_write(s: &PayloadSweep) -> Result<i32, RunError>
 /// A row's path beyond its payload and stack, when the sweep has a link or connection axis:
 /// " over rtt=40ms, 8 conns".
 fn path_label(r: &PayloadRow) -> String {
-    let link = r.link.as_deref().map_or(String::new(), |l| format!(" over {l}"));
+    let link = r
+        .link
+        .as_deref()
+        .map_or(String::new(), |l| format!(" over {l}"));
     if link.is_empty() && r.conns <= 1 {
         return String::new();
     }

@@ -19,10 +19,10 @@ use crate::config::{Config, Endpoint, GrpcRequest, GrpcSpec, TableFormat, Target
 use crate::server::ServeConfig;
 use crate::stack::Proto;
 use crate::workload::filler;
-use wirebench_link::spec::LinkSpec;
 use crate::workload::grpc::{
     callable, compile, decode_json, fill_field, find_method, payload_field,
 };
+use wirebench_link::spec::LinkSpec;
 
 /// Where the payload goes in a `sweep http -d` body template.
 pub const PAYLOAD_MARK: &str = "{{payload}}";

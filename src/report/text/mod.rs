@@ -7,8 +7,8 @@
 mod comparison;
 mod cost;
 mod etcd;
-mod load;
 mod link;
+mod load;
 mod summary;
 mod wire;
 

@@ -43,7 +43,10 @@ impl Tun {
         // SAFETY: TUNSETIFF reads and writes an ifreq, which `req` is.
         if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req) } < 0 {
             let e = io::Error::last_os_error();
-            return Err(io::Error::new(e.kind(), format!("create TUN device {name}: {e}")));
+            return Err(io::Error::new(
+                e.kind(),
+                format!("create TUN device {name}: {e}"),
+            ));
         }
         Ok(Tun {
             fd,
@@ -230,7 +233,10 @@ impl Control {
         // SAFETY: every request used here reads or writes an ifreq, which `req` is.
         if unsafe { libc::ioctl(self.0.as_raw_fd(), request as _, req as *mut libc::ifreq) } < 0 {
             let e = io::Error::last_os_error();
-            return Err(io::Error::new(e.kind(), format!("set the {what} of {name}: {e}")));
+            return Err(io::Error::new(
+                e.kind(),
+                format!("set the {what} of {name}: {e}"),
+            ));
         }
         Ok(())
     }
@@ -255,7 +261,8 @@ impl Control {
         // it as the family says.
         unsafe {
             std::ptr::write(
-                (&mut req.ifr_ifru as *mut libc::__c_anonymous_ifr_ifru).cast::<libc::sockaddr_in>(),
+                (&mut req.ifr_ifru as *mut libc::__c_anonymous_ifr_ifru)
+                    .cast::<libc::sockaddr_in>(),
                 sin,
             );
         }
@@ -271,4 +278,3 @@ impl Control {
         self.ioctl(libc::SIOCSIFFLAGS, &mut req, name, "flags")
     }
 }
-

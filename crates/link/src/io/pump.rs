@@ -94,7 +94,13 @@ impl Direction {
     }
 
     fn report(&self, path: &Path) -> DirReport {
-        let q = |h: &Histogram<u64>, p: f64| if h.is_empty() { 0 } else { h.value_at_quantile(p) };
+        let q = |h: &Histogram<u64>, p: f64| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(p)
+            }
+        };
         DirReport {
             counts: *path.counts(),
             released: self.released,
