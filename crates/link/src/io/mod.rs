@@ -189,13 +189,14 @@ pub fn start(spec: &LinkSpec) -> Result<Running, LinkError> {
     let stop = eventfd()?;
     let stop_theirs = stop.try_clone()?;
     let link = Link::new(spec);
+    let spin = spec.spin;
     let (tx, rx) = mpsc::channel::<io::Result<(OwnedFd, bool)>>();
     let thread = std::thread::Builder::new()
         .name("wirebench-link".into())
         .spawn(move || {
             let inner = match inside(client, host) {
                 Ok((ns, inner)) => {
-                    let realtime = precise_timing();
+                    let realtime = precise_timing(!spin);
                     let _ = tx.send(Ok((ns, realtime)));
                     inner
                 }
@@ -204,7 +205,7 @@ pub fn start(spec: &LinkSpec) -> Result<Running, LinkError> {
                     return Ok(Figures::default());
                 }
             };
-            pump::Pump::new(inner, outer, stop_theirs, link).run()
+            pump::Pump::new(inner, outer, stop_theirs, link, spin).run()
         })
         .map_err(LinkError::Io)?;
     let (ns, realtime) = match rx.recv() {
@@ -285,11 +286,16 @@ fn eventfd() -> io::Result<OwnedFd> {
 }
 
 /// Asks for the timing the emulator needs: 1 ns timer slack (the kernel's default 50 µs would
-/// round every wake-up), and real-time (FIFO) scheduling so that a busy client or server does
-/// not delay a release by a scheduler tick. Returns whether real-time was granted.
-fn precise_timing() -> bool {
+/// round every wake-up), and, when it sleeps between releases (`realtime`), real-time (FIFO)
+/// scheduling so that a busy client or server does not delay a wake-up by a scheduler tick. A
+/// spinning thread stays an ordinary one: the kernel throttles a busy real-time thread for
+/// 50 ms of every second. Returns whether real-time was granted.
+fn precise_timing(realtime: bool) -> bool {
     // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer; it affects the calling thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    if !realtime {
+        return false;
+    }
     let param = libc::sched_param { sched_priority: 10 };
     // SAFETY: 0 = the calling thread; a valid sched_param.
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }

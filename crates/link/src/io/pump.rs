@@ -21,7 +21,8 @@ const BUF: usize = 2048;
 const HOLD_LIMIT: usize = 100_000;
 /// How early the thread wakes before a release: the rest it waits awake, looking at the
 /// devices without sleeping, because a timer's wake-up comes tens of µs late on a virtual
-/// machine. At high packet rates that keeps the thread busy; the CPU it used is reported.
+/// machine (the median; its p99 there is up to milliseconds after a long sleep, which only
+/// `spin` avoids). The CPU it used is reported.
 const AWAKE_BEFORE: u64 = 60_000;
 /// Packets read from one device per pass, so that due packets are not kept waiting behind a
 /// long burst of arrivals.
@@ -133,11 +134,14 @@ pub(super) struct Pump {
     down: Direction,
     pool: Vec<Vec<u8>>,
     epoch: Instant,
+    /// wait for releases awake (`spin` in the spec)
+    spin: bool,
 }
 
 impl Pump {
-    pub(super) fn new(inner: Tun, outer: Tun, stop: OwnedFd, link: Link) -> Pump {
+    pub(super) fn new(inner: Tun, outer: Tun, stop: OwnedFd, link: Link, spin: bool) -> Pump {
         Pump {
+            spin,
             inner,
             outer,
             stop,
@@ -167,8 +171,10 @@ impl Pump {
                 .into_iter()
                 .flatten()
                 .min();
+            // spin: while packets are held, look at the devices without sleeping
+            let early = if self.spin { u64::MAX } else { AWAKE_BEFORE };
             let timeout = next.map(|at| {
-                Duration::from_nanos(at.saturating_sub(self.now()).saturating_sub(AWAKE_BEFORE))
+                Duration::from_nanos(at.saturating_sub(self.now()).saturating_sub(early))
             });
             for f in &mut fds {
                 f.revents = 0;

@@ -31,6 +31,10 @@ pub struct LinkSpec {
     pub down: DirSpec,
     /// Whether jitter may release a packet before one offered earlier in its direction.
     pub reorder: bool,
+    /// Whether the emulator waits for a release awake (busy polling) instead of asleep: the
+    /// release times then hold to a few µs even where a timer's wake-up comes late (virtual
+    /// machines), for a core kept busy while packets are held. Not a condition of the path.
+    pub spin: bool,
     pub seed: u64,
 }
 
@@ -87,7 +91,7 @@ pub enum Problem {
     EmptyPart,
     #[error(
         "an unknown key; the keys are rtt, delay, jitter, loss, burst, rate, queue (each but rtt \
-         also as KEY-up or KEY-down), reorder, seed, and none alone"
+         also as KEY-up or KEY-down), reorder, spin, seed, and none alone"
     )]
     UnknownKey,
     #[error("a value is missing (KEY=VALUE)")]
@@ -123,6 +127,8 @@ pub enum Problem {
     QueueWithoutRate,
     #[error("reorder is a bare word, reorder=yes or reorder=no")]
     Reorder,
+    #[error("spin is a bare word, spin=yes or spin=no")]
+    Spin,
     #[error("a seed is a whole number from 0 to 18446744073709551615")]
     Seed,
 }
@@ -158,6 +164,7 @@ impl Default for LinkSpec {
             up: DirSpec::default(),
             down: DirSpec::default(),
             reorder: false,
+            spin: false,
             seed: DEFAULT_SEED,
         }
     }
@@ -219,6 +226,7 @@ enum Key {
     Rate,
     Queue,
     Reorder,
+    Spin,
     Seed,
 }
 
@@ -239,6 +247,7 @@ struct Seen<'a> {
     rate: Dirs,
     queue: [Option<&'a str>; 2],
     reorder: bool,
+    spin: bool,
     seed: bool,
 }
 
@@ -269,10 +278,11 @@ fn key(name: &str) -> Option<(Key, Dirs)> {
         "rate" => Key::Rate,
         "queue" => Key::Queue,
         "reorder" => Key::Reorder,
+        "spin" => Key::Spin,
         "seed" => Key::Seed,
         _ => return None,
     };
-    let directional = !matches!(k, Key::Rtt | Key::Reorder | Key::Seed);
+    let directional = !matches!(k, Key::Rtt | Key::Reorder | Key::Spin | Key::Seed);
     (directional || dirs == BOTH).then_some((k, dirs))
 }
 
@@ -321,6 +331,17 @@ fn apply<'a>(spec: &mut LinkSpec, seen: &mut Seen<'a>, part: &'a str) -> Result<
                 None | Some("yes") => true,
                 Some("no") => false,
                 Some(_) => return Err(Problem::Reorder),
+            };
+        }
+        Key::Spin => {
+            if seen.spin {
+                return Err(Problem::Repeated);
+            }
+            seen.spin = true;
+            spec.spin = match val {
+                None | Some("yes") => true,
+                Some("no") => false,
+                Some(_) => return Err(Problem::Spin),
             };
         }
         Key::Rtt => {
@@ -479,6 +500,9 @@ impl fmt::Display for LinkSpec {
         push_pair(&mut parts, "jitter", a, b);
         if self.reorder {
             parts.push("reorder".to_string());
+        }
+        if self.spin {
+            parts.push("spin".to_string());
         }
         let (a, b) = each(&|d| (d.loss != 0.0).then(|| value::format_probability(d.loss)));
         push_pair(&mut parts, "loss", a, b);

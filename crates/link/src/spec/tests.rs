@@ -189,6 +189,10 @@ fn reorder_seed_none_and_whitespace() {
     assert!(parse("reorder=yes").reorder);
     assert!(!parse("reorder=no").reorder);
     assert!(!parse("rtt=1ms").reorder);
+    assert!(parse("rtt=1ms,spin").spin);
+    assert!(!parse("spin=no").spin);
+    assert_eq!(parse("spin=yes,rtt=2ms").to_string(), "rtt=2ms,spin");
+    assert!(parse("spin").is_passthrough());
     assert_eq!(parse("rtt=1ms").seed, DEFAULT_SEED);
     assert_eq!(parse("seed=42").seed, 42);
     assert_eq!(parse("seed=18446744073709551615").seed, u64::MAX);
@@ -245,6 +249,7 @@ fn the_whole_grammar_at_once() {
                 queue: Queue::Bytes(65_536),
             },
             reorder: true,
+            spin: false,
             seed: 7,
         }
     );
@@ -342,6 +347,8 @@ fn every_error_names_its_part() {
             QueueWithoutRate,
         ),
         ("reorder=maybe", "reorder=maybe", Reorder),
+        ("spin=fast", "spin=fast", Spin),
+        ("spin,spin", "spin", Repeated),
         ("reorder=", "reorder=", Reorder),
         ("seed=-1", "seed=-1", Seed),
         ("seed=+1", "seed=+1", Seed),
@@ -395,7 +402,7 @@ fn every_error_message() {
         (
             "bandwidth=1mbit",
             "an unknown key; the keys are rtt, delay, jitter, loss, burst, rate, queue (each but \
-             rtt also as KEY-up or KEY-down), reorder, seed, and none alone",
+             rtt also as KEY-up or KEY-down), reorder, spin, seed, and none alone",
         ),
         ("loss", "a value is missing (KEY=VALUE)"),
         ("loss=1%,loss-up=2%", "set twice (for the same direction)"),
@@ -619,9 +626,16 @@ pub(crate) fn link_spec() -> BoxedStrategy<LinkSpec> {
         (duration(), duration()),
     ];
     let seed = prop_oneof![Just(DEFAULT_SEED), any::<u64>()];
-    (delays, dir_spec(), dir_spec(), any::<bool>(), seed)
+    (
+        delays,
+        dir_spec(),
+        dir_spec(),
+        any::<bool>(),
+        any::<bool>(),
+        seed,
+    )
         .prop_map(
-            |((up_delay, down_delay), up, down, reorder, seed)| LinkSpec {
+            |((up_delay, down_delay), up, down, reorder, spin, seed)| LinkSpec {
                 up: DirSpec {
                     delay: up_delay,
                     ..up
@@ -631,6 +645,7 @@ pub(crate) fn link_spec() -> BoxedStrategy<LinkSpec> {
                     ..down
                 },
                 reorder,
+                spin,
                 seed,
             },
         )
