@@ -11,7 +11,9 @@
 # http://127.0.0.1:P1,http://127.0.0.1:P2,http://127.0.0.1:P3 (ready for --endpoints).
 # Environment: CLUSTER_DIR (pids, endpoints, logs, data; default /dev/shm/wirebench-etcd-cluster),
 #   LOG_LEVEL (default warn), READY_TIMEOUT (seconds, default 20), ETCD (binary; Debian's etcd-server is installed when absent),
-#   HEARTBEAT_MS and ELECTION_MS (raft timing, etcd's --heartbeat-interval and --election-timeout; etcd's defaults, 100 and 1000, when unset).
+#   HEARTBEAT_MS and ELECTION_MS (raft timing, etcd's --heartbeat-interval and --election-timeout; etcd's defaults, 100 and 1000, when unset),
+#   CLIENT_LISTEN_IP (where the client ports listen, default 127.0.0.1; 0.0.0.0 for runs through --link, the
+#   advertised URLs staying 127.0.0.1).
 set -euo pipefail
 
 MEMBERS=(m1 m2 m3)
@@ -23,6 +25,7 @@ LOG_LEVEL="${LOG_LEVEL:-warn}"
 READY_TIMEOUT="${READY_TIMEOUT:-20}"
 HEARTBEAT_MS="${HEARTBEAT_MS:-}"
 ELECTION_MS="${ELECTION_MS:-}"
+CLIENT_LISTEN_IP="${CLIENT_LISTEN_IP:-127.0.0.1}"
 
 usage() {
     sed -n '2,15s/^# \{0,1\}//p' "$0"
@@ -197,7 +200,7 @@ for i in 0 1 2; do
     args=(
         --name "$m"
         --data-dir "$CLUSTER_DIR/$m.data"
-        --listen-client-urls "${client_urls[i]}"
+        --listen-client-urls "${client_urls[i]/127.0.0.1/$CLIENT_LISTEN_IP}"
         --advertise-client-urls "${client_urls[i]}"
         --listen-peer-urls "${peer_urls[i]}"
         --initial-advertise-peer-urls "${peer_urls[i]}"

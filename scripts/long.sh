@@ -9,8 +9,10 @@
 #   3. peers: scripts/peers.sh (the client against wrk and h2load) and scripts/peers-grpc.sh
 #   4. failover: scripts/failover.sh (20 rounds per stack of a leader SIGKILLed mid-run, and of a
 #      watch run's follower SIGKILLed mid-run)
+#   5. link: scripts/link.sh (the emulated path's delay, rate, loss and timing targets, and its
+#      sweep tables over links and connection counts)
 #
-#   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers,failover] [-o DIR]
+#   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers,failover,link] [-o DIR]
 #
 # Each part's output goes to DIR (default /tmp/wirebench-long) as PART.log, the peer tables as
 # peers.md and peers-grpc.md; a summary line per part is printed at the end. Exits 1 when a part
@@ -22,7 +24,7 @@ SKIP=""
 OUT=/tmp/wirebench-long
 
 usage() {
-    sed -n '2,17s/^# \{0,1\}//p' "$0"
+    sed -n '2,19s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -70,9 +72,10 @@ part stress env OUT="$OUT/stress" scripts/stress.sh
 part peers scripts/peers.sh -o "$OUT/peers.md"
 part peers-grpc scripts/peers-grpc.sh -o "$OUT/peers-grpc.md"
 part failover scripts/failover.sh -o "$OUT/failover"
+part link scripts/link.sh -o "$OUT/link"
 
 printf '%s\n' "${results[@]}"
-for f in fuzz stress failover; do
+for f in fuzz stress failover link; do
     [[ -f $OUT/$f.log ]] && { echo "--- $f"; tail -n 20 "$OUT/$f.log"; }
 done
 for f in peers.md peers-grpc.md; do

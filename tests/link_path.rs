@@ -391,4 +391,91 @@ fn etcd_puts_cross_the_link_and_every_acknowledged_one_is_in_etcd() {
     let r = &v["runs"][0];
     assert_eq!(r["link"]["spec"], "rtt=4ms", "{r:#}");
     assert!(u64_at(&r["link"]["down"], "/packets") > 0, "{r:#}");
+    // and a sweep row per link
+    let run = run_bounded(
+        &[
+            "sweep",
+            "etcd",
+            "put",
+            "--endpoints",
+            &etcd.endpoint(),
+            "-c",
+            "2",
+            "--key-size",
+            "64",
+            "-n",
+            "50",
+            "--target",
+            "all",
+            "--links",
+            "none;rtt=8ms",
+            "--format",
+            "json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let v: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4, "{v:#}");
+    for (r, link) in rows.iter().zip([None, None, Some("rtt=8ms"), Some("rtt=8ms")]) {
+        assert_eq!(r["link"].as_str(), link, "{r}");
+        assert_eq!(u64_at(r, "/ok"), 50, "{r}");
+        assert_eq!(link.is_some(), f64_at(r, "/p50_ms") >= 8.0, "{r}");
+    }
+}
+
+#[test]
+fn a_sweep_takes_links_and_connection_counts_as_axes() {
+    let _s = serial();
+    let run = run_bounded(
+        &[
+            "sweep",
+            "echo",
+            "--payload-size",
+            "1k",
+            "-c",
+            "4",
+            "-n",
+            "100",
+            "--conns",
+            "1,4,8",
+            "--links",
+            "none;rtt=6ms",
+            "--format",
+            "json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let v: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let rows = v["rows"].as_array().expect("rows");
+    // per link: HTTP/1.1 once (4 connections), h2 and gRPC on 1 and 4 (8 is the clients' 4)
+    let got: Vec<(String, String, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["link"].as_str().unwrap_or("none").to_string(),
+                r["proto"].as_str().unwrap_or_default().to_string(),
+                u64_at(r, "/conns"),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, u64)> = ["none", "rtt=6ms"]
+        .iter()
+        .flat_map(|l| {
+            [("http", 4), ("h2", 1), ("grpc", 1), ("h2", 4), ("grpc", 4)]
+                .map(|(p, c)| (l.to_string(), p.to_string(), c))
+        })
+        .collect();
+    assert_eq!(got, want, "{v:#}");
+    for r in rows {
+        assert_eq!(u64_at(r, "/ok"), 100, "{r}");
+        let p50 = f64_at(r, "/p50_ms");
+        if r["link"].is_null() {
+            assert!(p50 < 6.0, "{r}");
+        } else {
+            assert!((6.0..12.0).contains(&p50), "{r}");
+        }
+    }
 }

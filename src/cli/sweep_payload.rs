@@ -213,9 +213,17 @@ impl Shared {
         if limits.total.is_none() && limits.duration.is_none() {
             limits.total = Some(ROW_REQUESTS);
         }
+        // a count above the clients is the clients' (one stream per connection): each once
+        let mut counts: Vec<usize> = Vec::new();
+        for &c in &self.conns {
+            let c = c.min(self.clients.max(1));
+            if !counts.contains(&c) {
+                counts.push(c);
+            }
+        }
         let mut rows = Vec::new();
         for link in &self.links {
-            for (i, &conns) in self.conns.iter().enumerate() {
+            for (i, &conns) in counts.iter().enumerate() {
                 let stacks: Vec<Proto> = (self.stacks.0.iter().copied())
                     .filter(|&p| i == 0 || p != Proto::Http)
                     .collect();
@@ -223,7 +231,7 @@ impl Shared {
                     continue;
                 }
                 let run = RunArgs {
-                    conns: conns.min(self.clients.max(1)),
+                    conns,
                     limits: copy_limits(&limits),
                     server_pid: self.server_pid,
                     fail_if: self.fail_if.clone(),

@@ -24,12 +24,20 @@ fn main() {
         .map_or("rtt=20ms", String::as_str)
         .parse()
         .expect("a link spec");
-    paced(&spec, pps, Duration::from_secs(secs));
+    paced(&spec, pps, 100, Duration::from_secs(secs));
+    // 25 Mbit/s of 1500-byte packets into a 20 Mbit/s bottleneck: what leaves is its rate
+    let rated: LinkSpec = "rate=20mbit,queue=100".parse().expect("a link spec");
+    paced(
+        &rated,
+        25_000_000 / (1500 * 8),
+        1472,
+        Duration::from_secs(secs),
+    );
     bulk(&"delay=10us".parse().expect("a link spec"), 300);
 }
 
-/// UDP datagrams of 100 bytes at `pps`, up the link, for `time`.
-fn paced(spec: &LinkSpec, pps: u64, time: Duration) {
+/// UDP datagrams of `size` bytes at `pps`, up the link, for `time`.
+fn paced(spec: &LinkSpec, pps: u64, size: usize, time: Duration) {
     let link = io::start(spec).expect("the link (root, /dev/net/tun)");
     let net = link.net().clone();
     let sink = UdpSocket::bind(SocketAddr::new(net.host.into(), 0)).expect("bind the sink");
@@ -48,15 +56,18 @@ fn paced(spec: &LinkSpec, pps: u64, time: Duration) {
         let s = UdpSocket::bind("0.0.0.0:0").expect("bind");
         // a few packets every 100 µs (sleeping between), so that the sender does not take a
         // core of its own
-        let per_tick = (pps / 10_000).max(1);
+        let payload = vec![0u8; size];
         let start = Instant::now();
         let (mut sent, mut tick) = (0u64, 0u64);
         while start.elapsed() < time {
             tick += 1;
-            for _ in 0..per_tick {
-                if s.send_to(&[0u8; 100], to).is_ok() {
-                    sent += 1;
+            // the packets due by the end of this tick
+            let due_count = pps * tick / 10_000;
+            while sent < due_count {
+                if s.send_to(&payload, to).is_err() {
+                    break;
                 }
+                sent += 1;
             }
             let due = start + Duration::from_micros(100 * tick);
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
@@ -66,9 +77,12 @@ fn paced(spec: &LinkSpec, pps: u64, time: Duration) {
     let sent = sender.join().expect("sender");
     let received = receiver.join().expect("receiver");
     let report = link.finish().expect("the link's account");
+    let up = &report.figures.up;
     println!(
-        "paced UDP {} pps for {:?} through {}: sent {sent}, received {received}",
-        pps, time, report.spec
+        "paced UDP {pps} pps of {size} B for {time:?} through {}: sent {sent}, received {received}, \
+         carried {:.3} Mbit/s (first packet out to last)",
+        report.spec,
+        up.released_bytes as f64 * 8e3 / up.release_span_ns.max(1) as f64
     );
     print_account(&report);
 }

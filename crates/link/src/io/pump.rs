@@ -19,11 +19,16 @@ const BUF: usize = 2048;
 /// Packets held per direction before the emulator itself drops (a bound on its memory:
 /// 100,000 × 2 KiB = 200 MiB at most per direction).
 const HOLD_LIMIT: usize = 100_000;
-/// How early the thread wakes before a release: the rest it waits awake, looking at the
-/// devices without sleeping, because a timer's wake-up comes tens of µs late on a virtual
-/// machine (the median; its p99 there is up to milliseconds after a long sleep, which only
-/// `spin` avoids). The CPU it used is reported.
-const AWAKE_BEFORE: u64 = 60_000;
+/// The least and the most the thread wakes before a release (it waits the rest awake, looking
+/// at the devices without sleeping): a timer's wake-up comes late, by a few µs on a busy core
+/// and by up to milliseconds on an idle virtual machine, so it learns by how much
+/// ([`Lateness`]). The CPU it spends awake is in its account.
+const EARLY_MIN: u64 = 30_000;
+const EARLY_MAX: u64 = 10_000_000;
+/// The short sleeps the thread takes once a release is near (ns).
+const DOZE: u64 = 20_000;
+/// Timed wake-ups remembered: the thread wakes as early as the latest of them was late.
+const LATENESS_KEPT: usize = 32;
 /// Packets read from one device per pass, so that due packets are not kept waiting behind a
 /// long burst of arrivals.
 const READ_BATCH: usize = 64;
@@ -51,6 +56,32 @@ impl PartialOrd for Held {
 impl Ord for Held {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+/// How late the last timed wake-ups came (ns), and so how early to wake.
+struct Lateness {
+    recent: [u64; LATENESS_KEPT],
+    next: usize,
+}
+
+impl Lateness {
+    fn new() -> Lateness {
+        Lateness {
+            recent: [EARLY_MIN; LATENESS_KEPT],
+            next: 0,
+        }
+    }
+
+    fn record(&mut self, late: u64) {
+        self.recent[self.next] = late;
+        self.next = (self.next + 1) % LATENESS_KEPT;
+    }
+
+    /// A quarter more than the latest recent wake-up was late, within the bounds.
+    fn early(&self) -> u64 {
+        let worst = self.recent.iter().copied().max().unwrap_or(EARLY_MIN);
+        worst.saturating_add(worst / 4).clamp(EARLY_MIN, EARLY_MAX)
     }
 }
 
@@ -165,21 +196,34 @@ impl Pump {
             poll_fd(self.outer.fd()),
             poll_fd(self.stop.as_raw_fd()),
         ];
+        let mut lateness = Lateness::new();
         loop {
             self.release_due();
             let next = [self.up.next_at(), self.down.next_at()]
                 .into_iter()
                 .flatten()
                 .min();
-            // spin: while packets are held, look at the devices without sleeping
-            let early = if self.spin { u64::MAX } else { AWAKE_BEFORE };
-            let timeout = next.map(|at| {
-                Duration::from_nanos(at.saturating_sub(self.now()).saturating_sub(early))
-            });
+            let now = self.now();
+            let (sleep, long) = match next.map(|at| at.saturating_sub(now)) {
+                None => (None, false),
+                // spin: while packets are held, look at the devices without sleeping
+                Some(_) if self.spin => (Some(0), false),
+                // far: sleep until a little before, as early as wake-ups have been late
+                Some(left) if left > lateness.early() => (Some(left - lateness.early()), true),
+                // near: doze in short sleeps (a short sleep's wake-up comes soon, and a
+                // real-time thread that never slept would be throttled), the last µs awake
+                Some(left) if left > DOZE => (Some(DOZE), false),
+                Some(_) => (Some(0), false),
+            };
             for f in &mut fds {
                 f.revents = 0;
             }
-            wait(&mut fds, timeout)?;
+            wait(&mut fds, sleep.map(Duration::from_nanos))?;
+            if long && fds.iter().all(|f| f.revents == 0) {
+                // a timed wake-up: how late it came
+                let ns = sleep.unwrap_or(0);
+                lateness.record(self.now().saturating_sub(now + ns));
+            }
             if fds[2].revents != 0 {
                 break;
             }
