@@ -136,6 +136,16 @@ else
         echo "groff: installing groff-base"
         apt_install groff-base
     fi
+    # tests/link_path.rs and crates/link/tests: ip (iproute2) and lsns (util-linux) look for what
+    # a link leaves behind, curl runs through `wirebench link`.
+    for tool in ip:iproute2 lsns:util-linux curl:curl; do
+        if command -v "${tool%%:*}" >/dev/null 2>&1; then
+            echo "${tool%%:*}: present"
+        else
+            echo "${tool%%:*}: installing ${tool#*:}"
+            apt_install "${tool#*:}"
+        fi
+    done
     # Python and its venv module for the virtual environment below (Debian puts ensurepip in
     # python3-venv, and a fresh system may have no python3 at all).
     if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
@@ -147,6 +157,8 @@ fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd is missing: the etcd tests need it (apt-get install etcd-server)"
 command -v promtool >/dev/null 2>&1 ||
     die "promtool is missing: tests/report_outputs.rs checks the metrics page with it (apt-get install prometheus)"
+# the link's tests need TUN devices and network namespaces (root): they fail, not skip, without
+[[ -c /dev/net/tun ]] || die "/dev/net/tun is missing: the link's tests need TUN devices (modprobe tun)"
 
 # ---------------------------------------------------------------------------------------------
 section "Python packages (virtual environment)"

@@ -418,7 +418,10 @@ fn etcd_puts_cross_the_link_and_every_acknowledged_one_is_in_etcd() {
     let v: Value = serde_json::from_str(&run.stdout).expect("JSON");
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 4, "{v:#}");
-    for (r, link) in rows.iter().zip([None, None, Some("rtt=8ms"), Some("rtt=8ms")]) {
+    for (r, link) in rows
+        .iter()
+        .zip([None, None, Some("rtt=8ms"), Some("rtt=8ms")])
+    {
         assert_eq!(r["link"].as_str(), link, "{r}");
         assert_eq!(u64_at(r, "/ok"), 50, "{r}");
         assert_eq!(link.is_some(), f64_at(r, "/p50_ms") >= 8.0, "{r}");

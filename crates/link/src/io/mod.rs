@@ -14,6 +14,7 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -133,6 +134,8 @@ pub struct Running {
     net: Arc<LinkNet>,
     stop: OwnedFd,
     realtime: bool,
+    /// whether it holds the process's address pair (given back when it stops)
+    shared: bool,
     thread: Option<JoinHandle<io::Result<Figures>>>,
 }
 
@@ -165,7 +168,12 @@ impl Running {
         let one: u64 = 1;
         // SAFETY: an eventfd takes 8-byte writes; `one` is 8 bytes.
         unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
-        match thread.join() {
+        let joined = thread.join();
+        // the devices went with the thread's descriptors: the pair is free again
+        if self.shared {
+            SHARED_IN_USE.store(false, Ordering::Release);
+        }
+        match joined {
             Ok(r) => Ok(r?),
             Err(_) => Err(LinkError::Lost),
         }
@@ -183,7 +191,30 @@ impl Drop for Running {
 /// Sets up the link of `spec` and starts its emulator: from here on, a thread that enters
 /// `net()` reaches the host at `net().host` through the emulated path.
 pub fn start(spec: &LinkSpec) -> Result<Running, LinkError> {
-    let (host, client) = addresses()?;
+    // the process's pair when no other link holds it (links one after the other: a server
+    // bound to its host address reaches every one), else a pair of its own
+    let shared = !SHARED_IN_USE.swap(true, Ordering::AcqRel);
+    let pair = if shared {
+        addresses()
+    } else {
+        pick_addresses()
+    };
+    let started = pair.and_then(|(host, client)| start_on(spec, host, client, shared));
+    if started.is_err() && shared {
+        SHARED_IN_USE.store(false, Ordering::Release);
+    }
+    started
+}
+
+/// Whether a running link holds the process's address pair.
+static SHARED_IN_USE: AtomicBool = AtomicBool::new(false);
+
+fn start_on(
+    spec: &LinkSpec,
+    host: Ipv4Addr,
+    client: Ipv4Addr,
+    shared: bool,
+) -> Result<Running, LinkError> {
     let outer = device::Tun::create(&format!("wbl{}", outer_suffix()))?;
     outer.configure(host, client)?;
     let stop = eventfd()?;
@@ -221,6 +252,7 @@ pub fn start(spec: &LinkSpec) -> Result<Running, LinkError> {
         net: Arc::new(LinkNet { ns, host, client }),
         stop,
         realtime,
+        shared,
         thread: Some(thread),
     })
 }
