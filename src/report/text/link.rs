@@ -45,6 +45,11 @@ pub fn render_link(out: &mut String, l: &LinkSection) {
         }
     );
     let t = &l.tcp;
+    // `wirebench link`: the program's connections are not wirebench's to read
+    if t.connections == 0 {
+        let _ = writeln!(out);
+        return;
+    }
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2} ms"));
     let n = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     let _ = writeln!(
