@@ -367,55 +367,41 @@ fn etcd_puts_cross_the_link_and_every_acknowledged_one_is_in_etcd() {
     }
     assert_eq!(etcd.revision() - before, 400, "etcd's revision counter");
     // a watch through the link sees every acknowledged put
-    let run = run_bounded(
-        &[
-            "etcd",
-            "watch",
-            "--endpoints",
-            &etcd.endpoint(),
-            "--proto",
-            "grpc",
-            "--watchers",
-            "4",
-            "--put-total",
-            "100",
-            "--link",
-            "rtt=4ms",
-            "--format",
-            "json",
-        ],
-        LIMIT,
-    );
-    assert_eq!(run.code, Some(0), "{run:#?}");
-    let v: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let v = report(&[
+        "etcd",
+        "watch",
+        "--endpoints",
+        &etcd.endpoint(),
+        "--proto",
+        "grpc",
+        "--watchers",
+        "4",
+        "--put-total",
+        "100",
+        "--link",
+        "rtt=4ms",
+    ]);
     let r = &v["runs"][0];
     assert_eq!(r["link"]["spec"], "rtt=4ms", "{r:#}");
     assert!(u64_at(&r["link"]["down"], "/packets") > 0, "{r:#}");
     // and a sweep row per link
-    let run = run_bounded(
-        &[
-            "sweep",
-            "etcd",
-            "put",
-            "--endpoints",
-            &etcd.endpoint(),
-            "-c",
-            "2",
-            "--key-size",
-            "64",
-            "-n",
-            "50",
-            "--target",
-            "all",
-            "--links",
-            "none;rtt=8ms",
-            "--format",
-            "json",
-        ],
-        LIMIT,
-    );
-    assert_eq!(run.code, Some(0), "{run:#?}");
-    let v: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let v = report(&[
+        "sweep",
+        "etcd",
+        "put",
+        "--endpoints",
+        &etcd.endpoint(),
+        "-c",
+        "2",
+        "--key-size",
+        "64",
+        "-n",
+        "50",
+        "--target",
+        "all",
+        "--links",
+        "none;rtt=8ms",
+    ]);
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 4, "{v:#}");
     for (r, link) in rows
@@ -431,27 +417,20 @@ fn etcd_puts_cross_the_link_and_every_acknowledged_one_is_in_etcd() {
 #[test]
 fn a_sweep_takes_links_and_connection_counts_as_axes() {
     let _s = serial();
-    let run = run_bounded(
-        &[
-            "sweep",
-            "echo",
-            "--payload-size",
-            "1k",
-            "-c",
-            "4",
-            "-n",
-            "100",
-            "--conns",
-            "1,4,8",
-            "--links",
-            "none;rtt=6ms",
-            "--format",
-            "json",
-        ],
-        LIMIT,
-    );
-    assert_eq!(run.code, Some(0), "{run:#?}");
-    let v: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let v = report(&[
+        "sweep",
+        "echo",
+        "--payload-size",
+        "1k",
+        "-c",
+        "4",
+        "-n",
+        "100",
+        "--conns",
+        "1,4,8",
+        "--links",
+        "none;rtt=6ms",
+    ]);
     let rows = v["rows"].as_array().expect("rows");
     // per link: HTTP/1.1 once (4 connections), h2 and gRPC on 1 and 4 (8 is the clients' 4)
     let got: Vec<(String, String, u64)> = rows

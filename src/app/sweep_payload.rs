@@ -302,57 +302,68 @@ pub fn render(format: TableFormat, target: SweepTarget, rows: &[PayloadRow]) -> 
             }
             out
         }
-        TableFormat::Markdown if has_path_axes(rows) => markdown_with_paths(rows),
-        TableFormat::Markdown => {
-            let mut out = String::from(
-                "| payload (B) | stack | req/s | p50 ms | p99 ms | bytes out/req | bytes in/req | on the wire/req | segments/req | syscalls/req | client CPU µs/req | server CPU µs/req | WINDOW_UPDATE/req | failed |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-            );
-            for r in rows {
-                out.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    r.payload_bytes,
-                    title(r.proto),
-                    num(r.qps, 0),
-                    num(r.p50_ms, 3),
-                    num(r.p99_ms, 3),
-                    num(r.bytes_out, 0),
-                    num(r.bytes_in, 0),
-                    num(r.wire_bytes, 0),
-                    num(r.segments, 2),
-                    num(r.syscalls, 2),
-                    num(r.client_cpu_us, 1),
-                    num(r.server_cpu_us, 1),
-                    num(r.window_updates, 2),
-                    r.failed
-                ));
-            }
-            out
-        }
+        TableFormat::Markdown => markdown(rows),
     }
 }
 
-/// The markdown table with the link and connection columns beside the stack.
-fn markdown_with_paths(rows: &[PayloadRow]) -> String {
-    let mut out = String::from(
-        "| payload (B) | link | stack | conns | req/s | p50 ms | p99 ms | on the wire/req | segments/req | syscalls/req | client CPU µs/req | WINDOW_UPDATE/req | failed |\n|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-    );
+/// The markdown table; with a link or more than one connection in some row, the link and
+/// connection columns beside the stack.
+fn markdown(rows: &[PayloadRow]) -> String {
+    let paths = has_path_axes(rows);
+    let mut head = vec!["payload (B)"];
+    if paths {
+        head.push("link");
+    }
+    head.push("stack");
+    if paths {
+        head.push("conns");
+    }
+    head.extend([
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "bytes out/req",
+        "bytes in/req",
+        "on the wire/req",
+        "segments/req",
+        "syscalls/req",
+        "client CPU µs/req",
+        "server CPU µs/req",
+        "WINDOW_UPDATE/req",
+        "failed",
+    ]);
+    let align: Vec<&str> = head
+        .iter()
+        .map(|h| match *h {
+            "link" | "stack" => "---",
+            _ => "--:",
+        })
+        .collect();
+    let mut out = format!("| {} |\n|{}|\n", head.join(" | "), align.join("|"));
     for r in rows {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.payload_bytes,
-            r.link.as_deref().unwrap_or("none"),
-            title(r.proto),
-            r.conns,
+        let mut cells = vec![r.payload_bytes.to_string()];
+        if paths {
+            cells.push(r.link.clone().unwrap_or_else(|| "none".into()));
+        }
+        cells.push(title(r.proto).to_string());
+        if paths {
+            cells.push(r.conns.to_string());
+        }
+        cells.extend([
             num(r.qps, 0),
             num(r.p50_ms, 3),
             num(r.p99_ms, 3),
+            num(r.bytes_out, 0),
+            num(r.bytes_in, 0),
             num(r.wire_bytes, 0),
             num(r.segments, 2),
             num(r.syscalls, 2),
             num(r.client_cpu_us, 1),
+            num(r.server_cpu_us, 1),
             num(r.window_updates, 2),
-            r.failed
-        ));
+            r.failed.to_string(),
+        ]);
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out
 }
