@@ -22,11 +22,15 @@ use crate::http1::{
     decode_request_head, decode_response_head,
 };
 
+mod h3;
+
+pub use h3::{h3_frames, qpack_decode};
+
 /// A check: panics when the bytes break an invariant.
 pub type Check = fn(&[u8]);
 
 /// Every check with its target's name (the folder of its seeds in fuzz/corpus).
-pub const CHECKS: [(&str, Check); 11] = [
+pub const CHECKS: [(&str, Check); 13] = [
     ("http1_head", http1_head),
     ("http1_chunked", http1_chunked),
     ("http1_request", http1_request),
@@ -38,6 +42,8 @@ pub const CHECKS: [(&str, Check); 11] = [
     ("watch_lines", watch_lines),
     ("hpack_decode", hpack_decode),
     ("h2_client", h2_client),
+    ("h3_frames", h3_frames),
+    ("qpack_decode", qpack_decode),
 ];
 
 /// The response-head decoder: heads decoded from the input until it stops.

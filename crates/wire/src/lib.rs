@@ -13,6 +13,9 @@
 //!   side of one connection, which counts the ledger's h2 layers of its own frames
 //!   (`h2::tally`); `h2::sniff`, the passive classifier that counts them in bytes it only sees
 //!   (the `h2` crate's client); `h2::counts`, the one counter type both fill (`H2Counts`).
+//! - `h3`: HTTP/3 cores for a client: QUIC varints (`h3::varint`), the frame codec and reader
+//!   (`h3::frame`), QPACK with the static table only (`h3::qpack`), the frame counts
+//!   (`h3::counts`, `H3Counts`).
 //! - `etcd`: etcd's grpc-gateway: its JSON (`etcd::gateway`: base64 in place, borrowed response
 //!   checks, its one error type) and its watch stream's lines (`etcd::watch`).
 //! - `echo`: the echo service's JSON answer.
@@ -25,6 +28,7 @@ pub mod etcd;
 pub mod fuzzing;
 pub mod grpc;
 pub mod h2;
+pub mod h3;
 pub mod http1;
 
 /// Code generated from `proto/` by prost-build.

@@ -378,7 +378,7 @@ fn lookup(peek: u32) -> (u16, u32) {
 }
 
 /// The length in bytes of `s` Huffman-coded, padding included.
-pub(super) fn encoded_len(s: &[u8]) -> usize {
+pub(crate) fn encoded_len(s: &[u8]) -> usize {
     let bits: usize = s
         .iter()
         .map(|&b| usize::from(CODES[usize::from(b)].1))
@@ -387,7 +387,7 @@ pub(super) fn encoded_len(s: &[u8]) -> usize {
 }
 
 /// Appends `s` Huffman-coded, padded with the leading bits of EOS (all ones).
-pub(super) fn encode(s: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn encode(s: &[u8], out: &mut Vec<u8>) {
     // At most 7 pending bits plus one code of at most 30: fits in a u64.
     let mut acc: u64 = 0;
     let mut bits = 0u32;
@@ -409,7 +409,7 @@ pub(super) fn encode(s: &[u8], out: &mut Vec<u8>) {
 /// Decodes the Huffman-coded `src` into `out` (cleared first). More than `limit` decoded
 /// bytes is [`Error::StringTooLong`]; an invalid code, EOS, or bad padding is
 /// [`Error::Huffman`].
-pub(super) fn decode(src: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), Error> {
+pub(crate) fn decode(src: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), Error> {
     out.clear();
     // Codes are at least 5 bits long.
     out.reserve((src.len() * 8 / 5).min(limit));

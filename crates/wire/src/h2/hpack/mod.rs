@@ -17,7 +17,7 @@
 
 mod decoder;
 mod encoder;
-mod huffman;
+pub(crate) mod huffman;
 mod table;
 
 use std::fmt;
@@ -102,7 +102,7 @@ impl std::error::Error for Error {}
 
 /// Decodes the integer (§5.1) at `block[*pos..]` with a `prefix_bits`-bit prefix (1..=8) and
 /// advances `pos` past it.
-fn decode_int(block: &[u8], pos: &mut usize, prefix_bits: u32) -> Result<u32, Error> {
+pub(crate) fn decode_int(block: &[u8], pos: &mut usize, prefix_bits: u32) -> Result<u32, Error> {
     let max_prefix = (1u32 << prefix_bits) - 1;
     let Some(&first) = block.get(*pos) else {
         return Err(Error::Truncated);
@@ -131,7 +131,7 @@ fn decode_int(block: &[u8], pos: &mut usize, prefix_bits: u32) -> Result<u32, Er
 
 /// Appends `value` as an integer (§5.1) with a `prefix_bits`-bit prefix (1..=8), the first
 /// byte's bits above the prefix set to `flags`.
-fn encode_int(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, value: usize) {
+pub(crate) fn encode_int(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, value: usize) {
     let max_prefix = (1usize << prefix_bits) - 1;
     if value < max_prefix {
         out.push(flags | value as u8);
