@@ -8,6 +8,7 @@ use wirebench::config::Endpoint;
 use wirebench::workload::{EtcdOp, EtcdWorkload};
 use wirebench_wire::h2::frame::PREFACE;
 use wirebench_wire::h2::sniff::H2Sniffer;
+use wirebench_wire::h3::qpack::{self, QpackCounts};
 use wirebench_wire::{grpc, http1};
 
 const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nAccess-Control-Allow-Headers: accept, content-type, authorization\r\nAccess-Control-Allow-Methods: POST, GET, OPTIONS, PUT, DELETE\r\nAccess-Control-Allow-Origin: *\r\nContent-Type: application/json\r\nGrpc-Metadata-Content-Type: application/grpc\r\nDate: Sun, 29 Nov 2026 21:00:00 GMT\r\nContent-Length: 121\r\n\r\n";
@@ -100,6 +101,31 @@ fn bench(c: &mut Criterion) {
             buf.clear();
             buf.extend_from_slice(&framed);
             black_box(grpc::decode(&mut buf, 1 << 20).unwrap())
+        })
+    });
+
+    let fields: [(&[u8], &[u8]); 5] = [
+        (b":method", b"POST"),
+        (b":scheme", b"http"),
+        (b":authority", b"127.0.0.1:8080"),
+        (b":path", b"/v1/echo"),
+        (b"content-type", b"application/json"),
+    ];
+    let (mut block, mut counts) = (Vec::with_capacity(256), QpackCounts::default());
+    c.bench_function("qpack_request_encode", |b| {
+        b.iter(|| {
+            block.clear();
+            qpack::encode_section(fields, &mut block, &mut counts);
+            black_box(block.len())
+        })
+    });
+    let mut decoder = qpack::Decoder::new();
+    c.bench_function("qpack_request_decode", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            let sum = |name: &[u8], value: &[u8]| n += name.len() + value.len();
+            decoder.decode(&block, 1 << 16, &mut counts, sum).unwrap();
+            black_box(n)
         })
     });
 }
