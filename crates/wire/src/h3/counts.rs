@@ -2,7 +2,7 @@
 //! [`FrameReader`](super::frame::FrameReader) counts as it reads and a sender records of the
 //! frames it encodes.
 
-use super::frame::{FrameType, Head};
+use super::head::{FrameType, Head};
 
 /// Frames of one type seen so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -2,8 +2,9 @@
 //! frame codec, QPACK without a dynamic table, and the counts the ledger keeps of them.
 //!
 //! - `varint`: QUIC variable-length integers (RFC 9000 §16).
-//! - `frame`: frame heads and payloads (RFC 9114 §7), SETTINGS, GOAWAY, the reader that skips
-//!   reserved and unknown frames, the unidirectional stream types (§6.2).
+//! - `head`: frame heads (RFC 9114 §7.1), the frame type codes and their classification.
+//! - `frame`: frame payloads (§7.2), SETTINGS, GOAWAY, the reader that skips reserved and
+//!   unknown frames, the encoders, the unidirectional stream types (§6.2).
 //! - `qpack`: field sections (RFC 9204) encoded and decoded with the static table only.
 //! - `counts`: `H3Counts`, frames by type with their header and payload bytes.
 //!
@@ -12,6 +13,7 @@
 
 pub mod counts;
 pub mod frame;
+pub mod head;
 pub mod qpack;
 pub mod varint;
 
