@@ -4,6 +4,7 @@
 //! `--target`'s endpoints, the auth token) lives in `app::prepare::Prepared`, and the workload is
 //! rendered there from `spec`. Imports nothing above `net`.
 
+pub mod axes;
 pub mod clock;
 pub mod stages;
 

@@ -94,14 +94,7 @@ fn cells(s: &SweepConfig) -> Vec<Cell> {
         for &target in &s.targets {
             for &key_size in &s.key_sizes {
                 for &clients in &s.clients {
-                    // a count above the clients is the clients' (one stream per connection):
-                    // each count once
-                    let mut counts: Vec<usize> = Vec::new();
-                    for &c in &s.conns {
-                        if !counts.contains(&c.min(clients)) {
-                            counts.push(c.min(clients));
-                        }
-                    }
+                    let counts = crate::config::axes::connection_counts(&s.conns, clients);
                     for (i, &conns) in counts.iter().enumerate() {
                         for &proto in &s.protos {
                             if i > 0 && proto == Proto::Http {

@@ -278,13 +278,7 @@ impl SweepArgs {
         for &c in &self.conns {
             nonzero("conns", c)?;
         }
-        let links = match &self.links {
-            Some(l) => wirebench_link::spec::parse_list(l)?
-                .into_iter()
-                .map(|l| (!l.is_passthrough()).then_some(l))
-                .collect(),
-            None => vec![None],
-        };
+        let links = crate::config::axes::links_axis(self.links.as_deref())?;
         let run = RunArgs {
             conns: 1,
             limits: self.limits,

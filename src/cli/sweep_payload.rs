@@ -193,7 +193,7 @@ impl Shared {
             stacks,
             clients: rows.clients,
             conns: rows.conns.clone(),
-            links: links_axis(rows.out.links.as_deref())?,
+            links: crate::config::axes::links_axis(rows.out.links.as_deref())?,
             server_pid: rows.server_pid,
             limits: copy_limits(&rows.limits),
             fail_if: rows.out.fail_if.clone(),
@@ -213,14 +213,7 @@ impl Shared {
         if limits.total.is_none() && limits.duration.is_none() {
             limits.total = Some(ROW_REQUESTS);
         }
-        // a count above the clients is the clients' (one stream per connection): each once
-        let mut counts: Vec<usize> = Vec::new();
-        for &c in &self.conns {
-            let c = c.min(self.clients.max(1));
-            if !counts.contains(&c) {
-                counts.push(c);
-            }
-        }
+        let counts = crate::config::axes::connection_counts(&self.conns, self.clients);
         let mut rows = Vec::new();
         for link in &self.links {
             for (i, &conns) in counts.iter().enumerate() {
@@ -249,18 +242,6 @@ impl Shared {
         }
         Ok(rows)
     }
-}
-
-/// `--links`: the specs, `none` (or a spec that changes nothing) as no link; one `None` without
-/// the flag.
-fn links_axis(links: Option<&str>) -> Result<Vec<Option<LinkSpec>>, ArgError> {
-    let Some(s) = links else {
-        return Ok(vec![None]);
-    };
-    Ok(wirebench_link::spec::parse_list(s)?
-        .into_iter()
-        .map(|l| (!l.is_passthrough()).then_some(l))
-        .collect())
 }
 
 fn copy_limits(l: &LimitArgs) -> LimitArgs {
@@ -302,7 +283,7 @@ impl SweepEchoArgs {
             stacks,
             clients: self.clients,
             conns: self.conns,
-            links: links_axis(self.out.links.as_deref())?,
+            links: crate::config::axes::links_axis(self.out.links.as_deref())?,
             server_pid: None,
             limits: self.limits,
             fail_if: self.out.fail_if,
