@@ -59,6 +59,11 @@ pub enum FailureKind {
     Goaway,
     /// an h2 protocol error (local or remote)
     H2,
+    /// the QUIC connection was lost: a transport error (local or remote), an idle timeout, a
+    /// reset from the server
+    Quic,
+    /// an HTTP/3 or QPACK protocol error (local or remote), or a request stream the server reset
+    H3,
     GrpcFraming,
     /// valid framing, unexpected content
     BadResponse,
@@ -87,7 +92,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in the order docs/METHODOLOGY.md lists them.
-    pub const ALL: [FailureKind; 22] = [
+    pub const ALL: [FailureKind; 24] = [
         FailureKind::Connect,
         FailureKind::Timeout,
         FailureKind::Closed,
@@ -98,6 +103,8 @@ impl FailureKind {
         FailureKind::RstStream,
         FailureKind::Goaway,
         FailureKind::H2,
+        FailureKind::Quic,
+        FailureKind::H3,
         FailureKind::GrpcFraming,
         FailureKind::BadResponse,
         FailureKind::HttpStatus,
@@ -124,6 +131,8 @@ impl FailureKind {
             FailureKind::RstStream => "rst_stream",
             FailureKind::Goaway => "goaway",
             FailureKind::H2 => "h2",
+            FailureKind::Quic => "quic",
+            FailureKind::H3 => "h3",
             FailureKind::GrpcFraming => "grpc_framing",
             FailureKind::BadResponse => "bad_response",
             FailureKind::HttpStatus => "http_status",

@@ -14,17 +14,20 @@ pub enum Proto {
     /// plain HTTP/2 (requests with bodies, no gRPC framing), on the wire client
     H2,
     Grpc,
+    /// HTTP/3 over QUIC (plain requests, as `H2`)
+    H3,
 }
 
 impl Proto {
     /// Every stack, in the order the reports list them.
-    pub const ALL: [Proto; 3] = [Proto::Http, Proto::H2, Proto::Grpc];
+    pub const ALL: [Proto; 4] = [Proto::Http, Proto::H2, Proto::Grpc, Proto::H3];
 
     pub fn name(self) -> &'static str {
         match self {
             Proto::Http => "http",
             Proto::H2 => "h2",
             Proto::Grpc => "grpc",
+            Proto::H3 => "h3",
         }
     }
 
@@ -33,6 +36,7 @@ impl Proto {
             Proto::Http => "HTTP/1.1",
             Proto::H2 => "HTTP/2",
             Proto::Grpc => "gRPC",
+            Proto::H3 => "HTTP/3",
         }
     }
 }

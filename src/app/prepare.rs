@@ -246,7 +246,7 @@ fn ensure_fds(cfg: &Config, embedded: bool) -> Result<(), RunError> {
             // gRPC keeps a duplicate of each socket for TCP_INFO at close
             let (conns, per_conn) = match p {
                 Proto::Http => (cfg.load.clients, 1),
-                Proto::H2 | Proto::Grpc => (cfg.load.conns.min(cfg.load.clients), 2),
+                Proto::H2 | Proto::Grpc | Proto::H3 => (cfg.load.conns.min(cfg.load.clients), 2),
             };
             conns as u64 * (per_conn + u64::from(embedded))
         })

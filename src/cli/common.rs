@@ -81,6 +81,10 @@ pub struct TlsArgs {
     /// connection makes a full handshake
     #[arg(long, value_enum, default_value_t = OnOff::On, help_heading = heading::TLS)]
     pub tls_resume: OnOff,
+    /// Write every connection's TLS secrets to FILE (NSS key log format, as SSLKEYLOGFILE), so
+    /// that a capture can be decrypted (TLS over TCP and QUIC alike)
+    #[arg(long, value_name = "FILE", help_heading = heading::TLS)]
+    pub tls_keylog: Option<PathBuf>,
 }
 
 impl TlsArgs {
@@ -88,8 +92,13 @@ impl TlsArgs {
     pub(super) fn client(
         &self,
         endpoints: &[Endpoint],
+        h3: bool,
     ) -> Result<Option<std::sync::Arc<crate::net::tls::TlsClient>>, ArgError> {
         let https = endpoints.iter().filter(|e| e.tls).count();
+        // HTTP/3 is always TLS: its flags hold whatever the endpoints' scheme
+        if https == 0 && h3 {
+            return Ok(None);
+        }
         if https == 0 {
             if self.cacert.is_some()
                 || self.cert.is_some()
@@ -97,6 +106,7 @@ impl TlsArgs {
                 || self.sni.is_some()
                 || self.insecure_skip_verify
                 || self.tls_resume == OnOff::Off
+                || self.tls_keylog.is_some()
             {
                 return Err(ArgError::Conflict("TLS flags need https:// endpoints"));
             }
@@ -105,16 +115,47 @@ impl TlsArgs {
         if https != endpoints.len() {
             return Err(ArgError::Conflict("endpoints mix http:// and https://"));
         }
-        let client = crate::net::tls::TlsClient::new(&crate::net::tls::TlsOptions {
+        let keylog = self.keylog()?;
+        let client =
+            crate::net::tls::TlsClient::new(&self.options(), keylog).map_err(|e| e.to_string())?;
+        Ok(Some(std::sync::Arc::new(client)))
+    }
+
+    fn options(&self) -> crate::net::tls::TlsOptions {
+        crate::net::tls::TlsOptions {
             cacert: self.cacert.clone(),
             cert: self.cert.clone(),
             key: self.key.clone(),
             insecure_skip_verify: self.insecure_skip_verify,
             sni: self.sni.clone(),
             resume: self.tls_resume == OnOff::On,
-        })
-        .map_err(|e| e.to_string())?;
-        Ok(Some(std::sync::Arc::new(client)))
+        }
+    }
+
+    fn keylog(&self) -> Result<Option<std::sync::Arc<crate::net::keylog::KeyLogFile>>, ArgError> {
+        self.tls_keylog
+            .as_deref()
+            .map(|p| {
+                crate::net::keylog::KeyLogFile::create(p)
+                    .map_err(|e| ArgError::Rejected(format!("--tls-keylog {}: {e}", p.display())))
+            })
+            .transpose()
+    }
+
+    /// The QUIC client's TLS (`--proto h3`): built now for given endpoints; for the built-in
+    /// server (no endpoints) completed when it runs, trusting its generated certificate.
+    pub(super) fn quic(
+        &self,
+        endpoints: &[Endpoint],
+    ) -> Result<std::sync::Arc<crate::net::keylog::QuicTls>, ArgError> {
+        let quic = crate::net::keylog::QuicTls::new(self.options(), self.keylog()?);
+        if endpoints.is_empty() {
+            return Ok(std::sync::Arc::new(quic));
+        }
+        Ok(std::sync::Arc::new(
+            quic.trusting(None)
+                .map_err(|e| ArgError::Rejected(e.to_string()))?,
+        ))
     }
 }
 
@@ -164,7 +205,9 @@ impl Default for LimitArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Which stacks to measure, a comma list: http (HTTP/1.1), h2 (plain HTTP/2: h2c with prior
-    /// knowledge, or ALPN h2 over TLS), grpc; `both` is http,grpc; several run one after the
+    /// knowledge, or ALPN h2 over TLS), grpc, h3 (HTTP/3 over QUIC, always TLS: --cacert or
+    /// --insecure-skip-verify unless the target is the built-in server); `both` is http,grpc;
+    /// several run one after the
     /// other and are compared [default: both; http for `wirebench http`, grpc for `wirebench
     /// grpc`]
     #[arg(long, value_parser = parse_proto_arg, help_heading = heading::LOAD)]
@@ -250,6 +293,12 @@ pub struct RunArgs {
     /// h2 SETTINGS_MAX_FRAME_SIZE (16k to 16M-1)
     #[arg(long, value_parser = parse_size, default_value = "16384", help_heading = heading::HTTP2)]
     pub max_frame_size: u64,
+    /// QUIC's receive window per stream (--proto h3)
+    #[arg(long, value_parser = parse_size, default_value = "1250000", help_heading = heading::HTTP2)]
+    pub quic_stream_window: u64,
+    /// QUIC's receive window per connection (--proto h3)
+    #[arg(long, value_parser = parse_size, default_value = "1875000", help_heading = heading::HTTP2)]
+    pub quic_conn_window: u64,
     /// Which h2 client carries gRPC: wirebench's own (wire) or the h2 crate (h2, the
     /// general-purpose reference)
     #[arg(long, value_enum, default_value_t = H2ClientArg::Wire, help_heading = heading::HTTP2)]
@@ -392,6 +441,7 @@ pub(super) fn parse_proto_arg(s: &str) -> Result<Stacks, ArgError> {
             "http" => protos.push(Proto::Http),
             "h2" => protos.push(Proto::H2),
             "grpc" => protos.push(Proto::Grpc),
+            "h3" => protos.push(Proto::H3),
             "both" => protos.extend([Proto::Http, Proto::Grpc]),
             _ => return Err(ArgError::UnknownStack(part.to_string())),
         }

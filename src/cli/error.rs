@@ -82,10 +82,10 @@ pub enum ArgError {
     // the load
     #[error(
         "{0:?} looks like a .proto file: give it with --proto-file (--proto chooses the stacks: a \
-         comma list of http, h2 and grpc, or both)"
+         comma list of http, h2, grpc and h3, or both)"
     )]
     ProtoFile(String),
-    #[error("{0:?}: choose a comma list of http, h2 and grpc (or both, for http,grpc)")]
+    #[error("{0:?}: choose a comma list of http, h2, grpc and h3 (or both, for http,grpc)")]
     UnknownStack(String),
     #[error("{flag} {spec:?}: more than {max} stages")]
     TooManyStages {
@@ -159,6 +159,8 @@ pub enum ArgError {
     Int64 { flag: &'static str, got: u64 },
     #[error("etcd {0} runs over http and grpc (--proto http, grpc or both), not plain HTTP/2")]
     NoPlainH2(&'static str),
+    #[error("etcd serves HTTP/1.1 and gRPC, not HTTP/3: --proto http, grpc or both")]
+    EtcdOverH3,
     #[error("--compact-index-delta {0}: a number of revisions, 0 or more")]
     NegativeDelta(i64),
     #[error(

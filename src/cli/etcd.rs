@@ -429,6 +429,9 @@ pub(super) fn etcd_config(op: EtcdCmd) -> Result<Config, ArgError> {
 /// its Content-Length in a header prepared once, and their bodies differ in length (a read's
 /// and a write's; each client's lease id).
 pub(super) fn refuse_plain_h2(cfg: &Config) -> Result<(), ArgError> {
+    if cfg.protos.contains(&Proto::H3) {
+        return Err(ArgError::EtcdOverH3);
+    }
     let name = match &cfg.spec {
         WorkloadSpec::Etcd(EtcdOp::TxnMixed(_)) => "txn-mixed",
         WorkloadSpec::Etcd(EtcdOp::LeaseKeepalive { .. }) => "lease-keepalive",

@@ -62,6 +62,8 @@ impl RunArgs {
             initial_window_size: 65_535,
             initial_conn_window_size: 65_535,
             max_frame_size: 16_384,
+            quic_stream_window: u64::from(crate::client::grpc::DEFAULT_QUIC_STREAM_WINDOW),
+            quic_conn_window: u64::from(crate::client::grpc::DEFAULT_QUIC_CONN_WINDOW),
             h2_client: H2ClientArg::Wire,
             hpack: HpackArg::Index,
             max_recv_msg_size: 4 << 20,
@@ -101,7 +103,7 @@ impl RunArgs {
         self.check_connections(&protos, clients, conns, pipeline)?;
         let interval = self.interval()?;
         let stop = self.stop(shape.staged_stop)?;
-        let net = self.net(&endpoints)?;
+        let net = self.net(&endpoints, protos.contains(&Proto::H3))?;
         let h2 = self.h2()?.for_streams(clients.div_ceil(conns));
         let seed = self.seed.unwrap_or_else(|| {
             SystemTime::now()
@@ -340,7 +342,7 @@ impl RunArgs {
     }
 
     /// The sockets: rates, source addresses, TLS, buffers.
-    fn net(&self, endpoints: &[Endpoint]) -> Result<NetConfig, ArgError> {
+    fn net(&self, endpoints: &[Endpoint], h3: bool) -> Result<NetConfig, ArgError> {
         for (flag, r) in [("rate", self.rate), ("connect-rate", self.connect_rate)] {
             if let Some(got) = r
                 && !(got.is_finite() && got > 0.0 && got <= MAX_RATE)
@@ -371,7 +373,12 @@ impl RunArgs {
                 "--bind has no address of an endpoint's family (IPv4 / IPv6)",
             ));
         }
-        let tls = self.tls.client(endpoints)?;
+        let tls = self.tls.client(endpoints, h3)?;
+        let quic = if h3 {
+            Some(self.tls.quic(endpoints)?)
+        } else {
+            None
+        };
         let buf = |flag: &'static str, v: Option<u64>| {
             v.map(|v| u32_in(flag, v, 1, i32::MAX as u64)).transpose()
         };
@@ -383,6 +390,7 @@ impl RunArgs {
             connect_timeout: self.limits.connect_timeout,
             bind: bind.into(),
             link: None,
+            quic,
         })
     }
 
@@ -414,6 +422,19 @@ impl RunArgs {
             // set per run by the engine (the h2 run of a comparison)
             plain: false,
             client: self.h2_client.into(),
+            h3: false,
+            quic_stream_window: u32_in(
+                "quic-stream-window",
+                self.quic_stream_window,
+                1024,
+                (1 << 30) - 1,
+            )?,
+            quic_conn_window: u32_in(
+                "quic-conn-window",
+                self.quic_conn_window,
+                1024,
+                (1 << 30) - 1,
+            )?,
             hpack: match self.hpack {
                 HpackArg::Index => Strategy::Index,
                 HpackArg::Literal => Strategy::Literal,

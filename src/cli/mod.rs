@@ -238,7 +238,7 @@ mod tests {
             Ok(vec![Proto::Http, Proto::H2, Proto::Grpc])
         );
         for (bad, words) in [
-            ("h3", "choose a comma list of http, h2 and grpc"),
+            ("h4", "choose a comma list of http, h2, grpc and h3"),
             ("echo.proto", "--proto-file"),
             ("http,", "choose"),
             ("", "choose"),

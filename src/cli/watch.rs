@@ -349,7 +349,7 @@ fn config(
         ProtoArg::Both => vec![Proto::Http, Proto::Grpc],
     };
     let endpoints = parse_endpoints(&a.endpoints)?;
-    let tls = a.tls.client(&endpoints)?;
+    let tls = a.tls.client(&endpoints, false)?;
     Ok(WatchConfig {
         kind: l.kind,
         endpoints,

@@ -4,10 +4,10 @@
 //! calls, and bidirectional streams.
 //!
 //! Its files, each importing only those before it: `settings` (what a connection announces),
-//! `call` (what a call sends and how it ends), `wire` and `h2crate` (the two clients), `conn`
-//! (one connection on either client); this file hands each call to its connection's client.
+//! `wire` and `h2crate` (the two clients), `conn` (one connection on either client, or on
+//! HTTP/3); this file hands each call to its connection's client. What a call sends and how it
+//! ends is `client::call`'s, shared with the HTTP/3 client.
 
-mod call;
 mod conn;
 mod h2crate;
 mod settings;
@@ -22,12 +22,14 @@ use bytes::{Bytes, BytesMut};
 use wirebench_wire::grpc::streaming::StreamingResponse;
 use wirebench_wire::grpc::{self, Code};
 
-pub use call::{Call, CallError, Progress, Request, StreamHead};
+pub use crate::client::call::{Call, CallError, Progress, Request, StreamHead};
 pub use conn::{CLOSE_BOUND, Conn, Sender};
-pub use settings::{H2Client, H2Config, MIN_DATA_FRAME_BUDGET};
+pub use settings::{
+    DEFAULT_QUIC_CONN_WINDOW, DEFAULT_QUIC_STREAM_WINDOW, H2Client, H2Config, MIN_DATA_FRAME_BUDGET,
+};
 
 use crate::net::Ledger;
-use crate::outcome::Failure;
+use crate::outcome::{Failure, FailureKind};
 
 /// Sends one framed request message and returns the one response message (a slice of `rx`).
 pub async fn unary(
@@ -64,9 +66,16 @@ pub fn unary_sent<'a>(
     rx: &'a mut BytesMut,
     progress: &'a Progress,
     deadline: Option<tokio::time::Instant>,
-) -> UnarySent<impl Future<Output = UnaryEnd> + 'a, impl Future<Output = UnaryEnd> + 'a> {
+) -> UnarySent<
+    impl Future<Output = UnaryEnd> + 'a,
+    impl Future<Output = UnaryEnd> + 'a,
+    impl Future<Output = UnaryEnd> + 'a,
+> {
     match send {
         Sender::Wire(h) => UnarySent::Wire {
+            call: h.unary(ledger, req, rx, progress, deadline),
+        },
+        Sender::H3(h) => UnarySent::H3 {
             call: h.unary(ledger, req, rx, progress, deadline),
         },
         Sender::H2(send) => {
@@ -92,16 +101,18 @@ pub type UnaryEnd = Option<UnaryResult>;
 pin_project_lite::pin_project! {
     /// The future of [`unary_sent`] on either client.
     #[project = UnarySentProj]
-    pub enum UnarySent<W, H> {
+    pub enum UnarySent<W, H, Q> {
         Wire { #[pin] call: W },
         H2 { call: Pin<Box<H>> },
+        H3 { #[pin] call: Q },
     }
 }
 
-impl<W, H> Future for UnarySent<W, H>
+impl<W, H, Q> Future for UnarySent<W, H, Q>
 where
     W: Future<Output = UnaryEnd>,
     H: Future<Output = UnaryEnd>,
+    Q: Future<Output = UnaryEnd>,
 {
     type Output = UnaryEnd;
 
@@ -109,6 +120,7 @@ where
         match self.project() {
             UnarySentProj::Wire { call } => call.poll(cx),
             UnarySentProj::H2 { call } => call.as_mut().poll(cx),
+            UnarySentProj::H3 { call } => call.poll(cx),
         }
     }
 }
@@ -158,7 +170,7 @@ pub async fn server_stream(
     match verdict.headers(head.status, head.grpc_status) {
         Err(v) => {
             count_lists(&stream);
-            return Err(call::judged(v, text, kind));
+            return Err(crate::client::call::judged(v, text, kind));
         }
         // a trailers-only OK: no messages
         Ok(false) => {
@@ -180,7 +192,7 @@ pub async fn server_stream(
                     end.kept.push(m);
                 }
             })
-            .map_err(|v| call::judged(v, None, kind))?;
+            .map_err(|v| crate::client::call::judged(v, None, kind))?;
         if !more {
             break;
         }
@@ -190,7 +202,7 @@ pub async fn server_stream(
     let text = (!message.is_empty()).then_some(&message[..]);
     end.messages = verdict
         .finish(rx, trailers, status)
-        .map_err(|v| call::judged(v, text, kind))?;
+        .map_err(|v| crate::client::call::judged(v, text, kind))?;
     Ok(end)
 }
 
@@ -219,6 +231,10 @@ impl Bidi {
             Sender::H2(send) => h2crate::H2Bidi::open(send, ledger, call)
                 .await
                 .map(Bidi::H2),
+            Sender::H3(_) => Err(Failure::with(
+                FailureKind::H3,
+                "streaming calls are not carried over HTTP/3",
+            )),
         }
     }
 

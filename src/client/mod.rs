@@ -1,7 +1,10 @@
-//! Connections that carry one request at a time per caller: HTTP/1.1 keepalive, and gRPC and
-//! plain HTTP/2 on h2 (`grpc`, on either h2 client).
+//! Connections that carry one request at a time per caller: HTTP/1.1 keepalive, gRPC and
+//! plain HTTP/2 on h2 (`grpc`, on either h2 client), and plain requests on HTTP/3 (`h3`).
+//! `call` is what a request on a multiplexed connection sends and how it ends, on either.
 
+pub mod call;
 pub mod grpc;
+pub mod h3;
 pub mod http1;
 
 use std::future::Future;

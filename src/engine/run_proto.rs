@@ -310,7 +310,8 @@ impl Ctx {
             timeout: load.timeout,
             net: cfg.net.clone(),
             h2: crate::client::grpc::H2Config {
-                plain: proto == Proto::H2,
+                plain: matches!(proto, Proto::H2 | Proto::H3),
+                h3: proto == Proto::H3,
                 ..cfg.h2
             },
             max_body: cfg.max_body,
@@ -389,7 +390,7 @@ fn connections(proto: Proto, load: &crate::config::Load, endpoints: usize) -> us
             .max(endpoints)
             .min(load.clients),
         // at least one connection per endpoint, so every endpoint gets clients
-        Proto::H2 | Proto::Grpc => load.conns.max(endpoints).min(load.clients),
+        Proto::H2 | Proto::Grpc | Proto::H3 => load.conns.max(endpoints).min(load.clients),
     }
 }
 

@@ -96,6 +96,10 @@ pub struct Ledger {
     pub connect_us: Cell<u64>,
     /// the connection's source address
     pub local_ip: Cell<Option<std::net::IpAddr>>,
+    /// UDP datagrams sent and received (QUIC connections; a GSO send or GRO receive is one
+    /// syscall for several)
+    pub datagrams_out: Cell<u64>,
+    pub datagrams_in: Cell<u64>,
 }
 
 /// One connection's TLS handshake.
@@ -151,12 +155,24 @@ fn counted_write(l: &Ledger, n: usize) {
     });
 }
 
-fn read_would_block(l: &Ledger) {
+/// A UDP send of `n` bytes in `datagrams` datagrams (one syscall).
+pub(super) fn count_udp_send(l: &Ledger, n: usize, datagrams: u64) {
+    counted_write(l, n);
+    bump(&l.datagrams_out, datagrams);
+}
+
+/// A UDP receive of `n` bytes in `datagrams` datagrams (one syscall).
+pub(super) fn count_udp_recv(l: &Ledger, n: usize, datagrams: u64) {
+    counted_read(l, n);
+    bump(&l.datagrams_in, datagrams);
+}
+
+pub(super) fn read_would_block(l: &Ledger) {
     bump(&l.read_would_block, 1);
     count_io(|c| c.read_would_block += 1);
 }
 
-fn write_would_block(l: &Ledger) {
+pub(super) fn write_would_block(l: &Ledger) {
     bump(&l.write_would_block, 1);
     count_io(|c| c.write_would_block += 1);
 }
@@ -441,6 +457,7 @@ impl Ledger {
             close: None,
             folded: 0,
             h2: l.h2.as_ref().map(|t| t.counts(h2)),
+            h3: None,
         }
     }
 

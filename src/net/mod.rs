@@ -1,10 +1,12 @@
 //! Sockets: connecting with the configured options, metering every read and write, TCP_INFO.
 
+pub mod keylog;
 mod metered;
 mod stream;
 mod tcpinfo;
 pub(crate) mod timer;
 pub mod tls;
+pub mod udp;
 
 pub use metered::{Layers, Ledger, Metered, thread_io_calls};
 pub use stream::{Alpn, Io, Opened, open, thread_connects};
@@ -35,6 +37,8 @@ pub struct NetConfig {
     /// namespace ([`enter_link`]); a loopback destination is reached at the link's host
     /// address instead (the namespace's own loopback holds no server).
     pub link: Option<Arc<LinkNet>>,
+    /// `--proto h3`: the QUIC client's TLS (HTTP/3 has no plaintext form)
+    pub quic: Option<Arc<keylog::QuicTls>>,
 }
 
 impl Default for NetConfig {
@@ -47,6 +51,7 @@ impl Default for NetConfig {
             tls: None,
             bind: Arc::new([]),
             link: None,
+            quic: None,
         }
     }
 }
@@ -109,7 +114,7 @@ pub fn enter_link(cfg: &NetConfig) -> io::Result<()> {
 static NEXT_SOURCE: AtomicUsize = AtomicUsize::new(0);
 
 /// The next source address of `addr`'s family, if any were given.
-fn source_address(bind: &[IpAddr], addr: SocketAddr) -> Option<IpAddr> {
+pub(crate) fn source_address(bind: &[IpAddr], addr: SocketAddr) -> Option<IpAddr> {
     let family: Vec<IpAddr> = bind
         .iter()
         .copied()

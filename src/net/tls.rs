@@ -48,6 +48,12 @@ pub enum TlsError {
     },
     #[error("https needs --cacert FILE (or --insecure-skip-verify)")]
     NoCacert,
+    #[error(
+        "h3 needs --cacert FILE (or --insecure-skip-verify) for a server other than the built-in one"
+    )]
+    NoQuicTrust,
+    #[error("the built-in server's certificate: {0}")]
+    GeneratedCertificate(rustls::Error),
     #[error("--cert and --key go together")]
     CertWithoutKey,
     #[error("--cert/--key: {0}")]
@@ -93,7 +99,11 @@ fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
 }
 
 impl TlsClient {
-    pub fn new(o: &TlsOptions) -> Result<TlsClient, TlsError> {
+    /// `keylog`: `--tls-keylog`, every connection's secrets written there.
+    pub fn new(
+        o: &TlsOptions,
+        keylog: Option<Arc<super::keylog::KeyLogFile>>,
+    ) -> Result<TlsClient, TlsError> {
         let build = |alpn: &[u8]| -> Result<Arc<ClientConfig>, TlsError> {
             let builder = ClientConfig::builder_with_provider(provider())
                 .with_safe_default_protocol_versions()
@@ -126,6 +136,9 @@ impl TlsClient {
             if !o.resume {
                 cfg.resumption = rustls::client::Resumption::disabled();
             }
+            if let Some(k) = &keylog {
+                cfg.key_log = k.clone();
+            }
             Ok(Arc::new(cfg))
         };
         Ok(TlsClient {
@@ -133,6 +146,56 @@ impl TlsClient {
             h2: build(b"h2")?,
             sni: o.sni.clone(),
         })
+    }
+
+    /// A configuration for QUIC (`--proto h3`): TLS 1.3 only, ALPN `h3`, the options' trust
+    /// (`--cacert`, `--insecure-skip-verify`) plus `trusted` (the built-in server's generated
+    /// certificate, when the run started it), and `key_log` receiving every secret.
+    pub fn quic(
+        o: &TlsOptions,
+        trusted: Option<&CertificateDer<'static>>,
+        key_log: Arc<dyn rustls::KeyLog>,
+    ) -> Result<Arc<ClientConfig>, TlsError> {
+        let builder = ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(TlsError::Versions)?;
+        let builder = if o.insecure_skip_verify {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
+        } else {
+            let mut roots = RootCertStore::empty();
+            if let Some(ca) = &o.cacert {
+                for c in certs(ca)? {
+                    roots.add(c).map_err(|source| TlsError::BadCertificate {
+                        path: ca.clone(),
+                        source,
+                    })?;
+                }
+            }
+            if let Some(c) = trusted {
+                roots
+                    .add(c.clone())
+                    .map_err(TlsError::GeneratedCertificate)?;
+            }
+            if roots.is_empty() {
+                return Err(TlsError::NoQuicTrust);
+            }
+            builder.with_root_certificates(roots)
+        };
+        let mut cfg = match (&o.cert, &o.key) {
+            (Some(c), Some(k)) => builder
+                .with_client_auth_cert(certs(c)?, key(k)?)
+                .map_err(TlsError::ClientCert)?,
+            (None, None) => builder.with_no_client_auth(),
+            _ => return Err(TlsError::CertWithoutKey),
+        };
+        cfg.alpn_protocols = vec![b"h3".to_vec()];
+        if !o.resume {
+            cfg.resumption = rustls::client::Resumption::disabled();
+        }
+        cfg.key_log = key_log;
+        Ok(Arc::new(cfg))
     }
 
     /// The name to present for `host` (the endpoint's host, or `--sni`).

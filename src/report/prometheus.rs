@@ -245,7 +245,11 @@ mod tests {
         f.latency_le[5] = 2;
         f.latency_le[6..].fill(3);
         f.errors[1] = 1; // timeout
-        f.errors[12] = 1; // http_status
+        let http_status = crate::outcome::FailureKind::ALL
+            .iter()
+            .position(|k| *k == crate::outcome::FailureKind::HttpStatus)
+            .expect("a kind");
+        f.errors[http_status] = 1;
         let g = Snapshot {
             statuses: vec![(
                 StatusKey::GrpcFromHttp {

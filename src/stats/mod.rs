@@ -7,6 +7,7 @@ pub mod live;
 pub mod perf;
 mod process;
 mod proto_run;
+mod quic;
 mod records;
 pub mod reqlog;
 mod watch;
@@ -17,6 +18,7 @@ pub use process::{ClockError, CpuTimes, ProcessClock, Rss, RssSampler, memory, t
 pub use proto_run::{
     FailoverEvent, Memory, ProtoRun, TIMERFD, TOKIO_FALLBACK, Unresolved, WindowCost,
 };
+pub use quic::{H3Record, QuicFrames, QuicStats};
 pub use records::{
     CloseRecord, ConnRecord, ConnSet, Duplex, Http1Counts, IoCalls, TcpInfo, TlsCounts,
 };

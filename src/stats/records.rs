@@ -30,6 +30,9 @@ pub struct ConnRecord {
     pub http1: Option<Http1Counts>,
     /// h2 layers per direction (gRPC connections, ledger on)
     pub h2: Option<Duplex<H2Counts>>,
+    /// HTTP/3 and QUIC layers (h3 connections)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h3: Option<super::H3Record>,
     /// TLS connections: handshake time and record overhead (socket bytes - plaintext)
     pub tls: Option<TlsCounts>,
     /// the close exchange, after the snapshot every other figure of the record is taken at
@@ -84,6 +87,7 @@ impl ConnRecord {
         }
         add(&mut self.http1, o.http1);
         add(&mut self.h2, o.h2);
+        add(&mut self.h3, o.h3);
         add(&mut self.tls, o.tls);
         if let (Some(c), Some(d)) = (&mut self.close, &o.close) {
             let sum = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a + b);

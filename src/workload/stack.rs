@@ -87,7 +87,10 @@ impl Workload {
             }
             (Proto::Grpc, Workload::Echo(w)) => OnStack::H2(OverH2::Grpc(GrpcWork::Echo(w))),
             (Proto::Grpc, Workload::Grpc(w)) => OnStack::H2(OverH2::Grpc(GrpcWork::Method(w))),
-            (Proto::Http | Proto::H2, Workload::Grpc(_))
+            (Proto::H3, Workload::Echo(w)) => OnStack::H2(OverH2::Plain(H2Work::Echo(w))),
+            (Proto::H3, Workload::Http(w)) => OnStack::H2(OverH2::Plain(H2Work::Http(w))),
+            (Proto::H3, Workload::Etcd(_) | Workload::WatchPuts(_) | Workload::Grpc(_))
+            | (Proto::Http | Proto::H2, Workload::Grpc(_))
             | (Proto::H2, Workload::WatchPuts(_))
             | (Proto::Grpc, Workload::Http(_)) => return Err(mismatch()),
         })

@@ -21,6 +21,7 @@ use crate::stats::ConnRecord;
 pub enum Sender {
     H2(SendRequest<Bytes>),
     Wire(wire::ConnHandle),
+    H3(crate::client::h3::H3Handle),
 }
 
 /// One h2 connection; its frames are driven by a task on the current thread.
@@ -49,6 +50,9 @@ impl Conn {
         net_cfg: &NetConfig,
         h2_cfg: &H2Config,
     ) -> io::Result<Conn> {
+        if h2_cfg.h3 {
+            return Conn::connect_h3(addr, host, endpoint, net_cfg, h2_cfg).await;
+        }
         // the wire client's codec counts its own frames; the h2 crate's are sniffed
         let layers = match (h2_cfg.ledger, h2_cfg.client) {
             (false, _) => Layers::Off,
@@ -95,10 +99,42 @@ impl Conn {
         })
     }
 
+    /// An HTTP/3 connection: QUIC's handshake done, our control stream queued.
+    async fn connect_h3(
+        addr: SocketAddr,
+        host: &str,
+        endpoint: usize,
+        net_cfg: &NetConfig,
+        h2_cfg: &H2Config,
+    ) -> io::Result<Conn> {
+        let Some(tls) = &net_cfg.quic else {
+            return Err(io::Error::other("h3 without its TLS configuration"));
+        };
+        let windows = crate::client::h3::QuicWindows {
+            stream: h2_cfg.quic_stream_window,
+            conn: h2_cfg.quic_conn_window,
+        };
+        let began = Instant::now();
+        let (handle, driver, ledger, local_port, fd) =
+            crate::client::h3::connect(addr, host, net_cfg, tls, windows, h2_cfg.ledger).await?;
+        ledger.connect_us.set(began.elapsed().as_micros() as u64);
+        Ok(Conn {
+            send: Sender::H3(handle),
+            ledger,
+            fd,
+            dead: Rc::new(Cell::new(false)),
+            driver,
+            endpoint,
+            local_port,
+            opened: Instant::now(),
+        })
+    }
+
     pub fn is_dead(&self) -> bool {
         self.dead.get()
             || match &self.send {
                 Sender::Wire(h) => h.is_dead(),
+                Sender::H3(h) => h.is_dead(),
                 Sender::H2(_) => false,
             }
     }
@@ -148,10 +184,13 @@ impl Conn {
         let lifetime_us = opened.elapsed().as_micros() as u64;
         let codec = match &send {
             Sender::Wire(handle) => handle.layers(),
-            Sender::H2(_) => None,
+            Sender::H2(_) | Sender::H3(_) => None,
         };
         let tcp = net::tcp_info(&fd);
         let mut rec = ledger.record(endpoint, local_port, lifetime_us, tcp, codec);
+        if let Sender::H3(handle) = &send {
+            rec.h3 = Some(handle.record());
+        }
         let began = Instant::now();
         let mut driver = driver;
         let drained = match send {
@@ -166,6 +205,17 @@ impl Conn {
                     driver.abort();
                 }
                 handle.saw_eof()
+            }
+            Sender::H3(handle) => {
+                // CONNECTION_CLOSE once no request is open; QUIC has no answer to wait for
+                handle.close();
+                if tokio::time::timeout(CLOSE_BOUND, &mut driver)
+                    .await
+                    .is_err()
+                {
+                    driver.abort();
+                }
+                true
             }
             Sender::H2(send) => {
                 drop(send);

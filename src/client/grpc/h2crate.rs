@@ -11,8 +11,8 @@ use h2::client::SendRequest;
 use http::header::{CONTENT_TYPE, HeaderValue, TE};
 use http::{HeaderMap, Method, Request as HttpRequest, Version};
 
-use super::call::{Call, CallError, InFlight, Progress, Request, StreamHead, judged};
 use super::settings::H2Config;
+use crate::client::call::{Call, CallError, InFlight, Progress, Request, StreamHead, judged};
 use crate::net::{self, Ledger, NetConfig};
 use crate::outcome::{Failure, FailureKind};
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};

@@ -41,7 +41,17 @@ pub struct H2Config {
     pub client: H2Client,
     /// how the wire client encodes request headers (the h2 crate has its own way)
     pub hpack: wirebench_wire::h2::hpack::Strategy,
+    /// the connections are HTTP/3 over QUIC (`--proto h3`), with these flow-control windows
+    /// (`--quic-stream-window`, `--quic-conn-window`)
+    pub h3: bool,
+    pub quic_stream_window: u32,
+    pub quic_conn_window: u32,
 }
+
+/// QUIC's receive windows by default: quinn's own defaults (1.25 MB per stream, 1.875 MB per
+/// connection, sized for 100 Mbit/s at 100 ms).
+pub const DEFAULT_QUIC_STREAM_WINDOW: u32 = 1_250_000;
+pub const DEFAULT_QUIC_CONN_WINDOW: u32 = 1_875_000;
 
 /// h2's own default budget for small DATA frames.
 pub const MIN_DATA_FRAME_BUDGET: usize = 25_600;
@@ -68,6 +78,9 @@ impl Default for H2Config {
             plain: false,
             client: H2Client::default(),
             hpack: wirebench_wire::h2::hpack::Strategy::default(),
+            h3: false,
+            quic_stream_window: DEFAULT_QUIC_STREAM_WINDOW,
+            quic_conn_window: DEFAULT_QUIC_CONN_WINDOW,
         }
     }
 }

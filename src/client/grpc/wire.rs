@@ -37,8 +37,8 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use super::call::{Call, CallError, InFlight, Progress, Request};
 use super::settings::H2Config;
+use crate::client::call::{Call, CallError, InFlight, Progress, Request};
 use crate::net::{Io, Ledger};
 use crate::outcome::{Failure, FailureKind};
 use crate::stats::Duplex;

@@ -44,7 +44,7 @@ pub enum WatchError {
     Panicked,
     #[error("connect to {addr}: {source}")]
     Connect { addr: SocketAddr, source: io::Error },
-    #[error("etcd watch runs over HTTP/1.1 or gRPC")]
+    #[error("etcd watch runs over HTTP/1.1 or gRPC, not plain HTTP/2 or HTTP/3")]
     PlainH2,
     #[error("{0}")]
     Link(io::Error),

@@ -90,7 +90,7 @@ fn watch_thread(
         let opened = match proto {
             Proto::Grpc => grpc::open(&cfg, &st, &members).await,
             Proto::Http => http::open(&cfg, &st, &members).await,
-            Proto::H2 => Err(WatchError::PlainH2),
+            Proto::H2 | Proto::H3 => Err(WatchError::PlainH2),
         };
         let tasks = match opened {
             Ok(t) => t,

@@ -548,9 +548,9 @@ impl Connection {
                 let send = conn.handle();
                 Connection::Grpc(conn, send)
             }
-            Proto::H2 => {
+            Proto::H2 | Proto::H3 => {
                 return Err(io::Error::other(
-                    "etcd's API is reached over HTTP/1.1 or gRPC, not plain HTTP/2",
+                    "etcd's API is reached over HTTP/1.1 or gRPC, not plain HTTP/2 or HTTP/3",
                 ));
             }
             Proto::Http => Connection::Http(

@@ -5,7 +5,7 @@
 use super::head::{FrameType, Head};
 
 /// Frames of one type seen so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FrameCount {
     /// Frames whose head has been accepted.
     pub count: u64,
@@ -17,7 +17,7 @@ pub struct FrameCount {
 
 /// Frames by type with their head and payload bytes; reserved (grease) and unknown types are
 /// counted apart. The same struct is a stream's, a connection's and a run's sum (`+=`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct H3Counts {
     /// Indexed by `FrameType as usize` (declaration order).
     pub frames: [FrameCount; 9],

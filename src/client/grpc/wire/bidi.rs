@@ -10,7 +10,7 @@ use bytes::BytesMut;
 
 use super::slot::MAX_MESSAGE_TEXT;
 use super::{ConnHandle, State, open_stream};
-use crate::client::grpc::call::{Call, CallError, StreamHead};
+use crate::client::call::{Call, CallError, StreamHead};
 use crate::net::Ledger;
 use crate::outcome::Failure;
 use wirebench_wire::grpc::{self, Code};

@@ -7,7 +7,7 @@ use std::task::{Context, Waker};
 use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
-use crate::client::grpc::call::{Call, CallError, judged};
+use crate::client::call::{Call, CallError, judged};
 use crate::outcome::{Failure, FailureKind};
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
 use wirebench_wire::grpc::{self, Code};

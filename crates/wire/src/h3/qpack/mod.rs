@@ -22,7 +22,7 @@ pub use decode::Decoder;
 pub use encode::encode_section;
 
 /// What the bytes of encoded field sections were, counted by the encoder or the decoder.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QpackCounts {
     /// Field sections.
     pub sections: u64,

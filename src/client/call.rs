@@ -1,6 +1,7 @@
-//! What a call on an h2 connection sends and how it ends, on either client: its target (a gRPC
-//! method, or a plain HTTP/2 request), what the caller is told while it runs, and the failure
-//! a verdict of the wire crate's gRPC cores becomes (its grpc-status carried as a code).
+//! What a call on a multiplexed connection (h2 on either client, or HTTP/3) sends and how it
+//! ends: its target (a gRPC method, or a plain request), what the caller is told while it
+//! runs, and the failure a verdict of the wire crate's gRPC cores becomes (its grpc-status
+//! carried as a code).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
