@@ -149,7 +149,7 @@ impl State {
         let mut next = None;
         for s in &mut self.slots {
             let Some(at) = s.deadline else { continue };
-            if s.outcome.is_some() || s.expired {
+            if s.ended.is_some() || s.expired {
                 continue;
             }
             if at <= now {
@@ -212,7 +212,7 @@ impl State {
             &mut self.qpack_in,
         );
         if let Some(code) = reset
-            && s.outcome.is_none()
+            && s.ended.is_none()
         {
             let refused = code.into_inner() == 0x10b;
             s.done(Err(CallError {
@@ -860,15 +860,14 @@ impl Drop for Guard<'_> {
         let s = &mut st.slots[self.token];
         if let Some(id) = s.stream.take() {
             st.by_stream.remove(&id);
-            if s.outcome.is_none() || !s.finished || !s.all_sent() {
+            // a response read to its FIN leaves nothing to cancel: our side was finished
+            // before it; a request cut short (its deadline, a failure) is cancelled both ways
+            if s.ended != Some(true) {
                 let code = VarInt::from_u32(H3_REQUEST_CANCELLED);
                 let _ = st.conn.send_stream(id).reset(code);
                 let _ = st.conn.recv_stream(id).stop(code);
-            } else {
-                // the response is complete: stop reading what may still come (trailers)
-                let _ = st.conn.recv_stream(id).stop(VarInt::from_u32(H3_NO_ERROR));
+                st.wake_driver();
             }
-            st.wake_driver();
         }
         let s = &mut st.slots[self.token];
         take_counts(s, &mut st.frames_in);

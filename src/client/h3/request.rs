@@ -36,6 +36,9 @@ pub(super) struct Slot {
     /// the response's uncompressed header bytes
     pub(super) header_bytes_in: u64,
     pub(super) outcome: Option<Result<Bytes, CallError>>,
+    /// how the request ended: well (the whole response read to its FIN) or not; `None` while
+    /// it runs
+    pub(super) ended: Option<bool>,
     pub(super) waker: Option<Waker>,
     pub(super) deadline: Option<Instant>,
     pub(super) expired: bool,
@@ -56,6 +59,7 @@ impl Slot {
             status: 0,
             header_bytes_in: 0,
             outcome: None,
+            ended: None,
             waker: None,
             deadline: None,
             expired: false,
@@ -74,6 +78,7 @@ impl Slot {
         self.status = 0;
         self.header_bytes_in = 0;
         self.outcome = None;
+        self.ended = None;
         self.deadline = None;
         self.expired = false;
     }
@@ -91,7 +96,8 @@ impl Slot {
     }
 
     pub(super) fn done(&mut self, r: Result<Bytes, CallError>) {
-        if self.outcome.is_none() {
+        if self.ended.is_none() {
+            self.ended = Some(r.is_ok());
             self.outcome = Some(r);
             self.wake();
         }
@@ -124,7 +130,7 @@ pub(super) fn read_frames(
     max_field_section: u64,
     qpack_in: &mut QpackCounts,
 ) -> Result<(), ProtocolError> {
-    while s.outcome.is_none() {
+    while s.ended.is_none() {
         let frame = match s.reader.decode(&mut s.inbuf) {
             Ok(Some(f)) => f,
             Ok(None) => break,
@@ -199,7 +205,7 @@ pub(super) fn read_frames(
             }
         }
     }
-    if fin && s.outcome.is_none() {
+    if fin && s.ended.is_none() {
         if !s.reader.at_frame_boundary() || !s.inbuf.is_empty() {
             return Err(ProtocolError(Error {
                 code: wirebench_wire::h3::Code::FrameError,
