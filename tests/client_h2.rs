@@ -41,6 +41,7 @@ fn server() -> Server {
         max_concurrent_streams: None,
         tls: None,
         faults: Default::default(),
+        h3: false,
     })
     .expect("start the echo server")
 }

@@ -697,6 +697,7 @@ fn captured_server() -> (Server, String, Capture) {
         max_concurrent_streams: None,
         tls: None,
         faults: Default::default(),
+        h3: false,
     })
     .expect("start the echo server");
     let url = format!("http://{}", srv.local_addr());

@@ -18,6 +18,7 @@ fn server(max_conn_age: Option<Duration>, max_concurrent_streams: Option<u32>) -
         max_concurrent_streams,
         tls: None,
         faults: Default::default(),
+        h3: false,
     })
     .expect("start the echo server");
     let url = format!("http://{}", srv.local_addr());

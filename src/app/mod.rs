@@ -44,7 +44,7 @@ pub enum Action {
     ListGrpc {
         cfg: Config,
     },
-    Serve(ServeConfig),
+    Serve(serve::ServeRun),
     /// An etcd watch run.
     Watch(WatchConfig),
     /// A sweep: one run per cell, one table.

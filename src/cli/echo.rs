@@ -84,6 +84,7 @@ impl EchoArgs {
                 max_concurrent_streams: None,
                 tls: None,
                 faults: Default::default(),
+                h3: true,
             };
             Ok((spec, Vec::new(), Some(serve)))
         } else {

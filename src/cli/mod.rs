@@ -85,7 +85,7 @@ pub enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
-    /// Serve grpc-echo's EchoService over h2, and POST /v1/echo over HTTP/1.1 and HTTP/2, on one port
+    /// Serve grpc-echo's EchoService over h2, and POST /v1/echo over HTTP/1.1, HTTP/2 and HTTP/3, on one port
     Serve(ServeArgs),
     /// Send one request and print the response as JSON (grpcurl style)
     Call {
@@ -173,7 +173,7 @@ impl Cli {
             Command::Http { http, run } => http.into_run(run),
             Command::Grpc { grpc, run } => grpc.into_run(run),
             Command::Compare { rounds, what } => what.into_action(rounds),
-            Command::Serve(args) => Ok(Action::Serve(args.into_config()?)),
+            Command::Serve(args) => Ok(Action::Serve(args.into_run()?)),
             Command::Sweep { what } => what.into_action(),
             Command::Call { what } => what.into_action(),
             Command::Merge(args) => args.into_action(),

@@ -8,6 +8,7 @@ use clap::Args;
 use super::common::nonzero;
 use super::error::ArgError;
 use super::heading;
+use crate::app::serve::ServeRun;
 use crate::config::parse_duration;
 use crate::server::ServeConfig;
 use crate::server::faults::{Delay, Faults, parse_probability, parse_response_size};
@@ -57,13 +58,41 @@ pub struct ServeArgs {
     /// `wirebench-close` overrides it
     #[arg(long, value_parser = parse_probability, help_heading = heading::FAULTS)]
     pub close: Option<f64>,
-    /// h2: send GOAWAY after this many streams on a connection
+    /// h2 and HTTP/3: send GOAWAY after this many streams on a connection
     #[arg(long, help_heading = heading::FAULTS)]
     pub goaway_after: Option<u64>,
+    /// Do not answer HTTP/3 (QUIC on UDP at the same port number)
+    #[arg(long)]
+    pub no_h3: bool,
+    /// Write the certificate HTTP/3 presents, made at start when no --tls-cert is given, to this
+    /// file in PEM (for a client's --cacert)
+    #[arg(long, value_name = "FILE")]
+    pub h3_cert_out: Option<PathBuf>,
 }
 
 impl ServeArgs {
-    pub(super) fn into_config(self) -> Result<ServeConfig, ArgError> {
+    /// The server's configuration and where `serve` writes its HTTP/3 certificate.
+    pub(super) fn into_run(self) -> Result<ServeRun, ArgError> {
+        if self.h3_cert_out.is_some() {
+            if self.no_h3 {
+                return Err(ArgError::Conflict(
+                    "--h3-cert-out and --no-h3: no HTTP/3, no certificate for it",
+                ));
+            }
+            if self.tls_cert.is_some() {
+                return Err(ArgError::Conflict(
+                    "--h3-cert-out and --tls-cert: HTTP/3 presents --tls-cert's certificate",
+                ));
+            }
+        }
+        let h3_cert_out = self.h3_cert_out.clone();
+        Ok(ServeRun {
+            cfg: self.into_config()?,
+            h3_cert_out,
+        })
+    }
+
+    fn into_config(self) -> Result<ServeConfig, ArgError> {
         let addr = std::net::ToSocketAddrs::to_socket_addrs(&self.addr)
             .map_err(|source| ArgError::Addr {
                 addr: self.addr.clone(),
@@ -122,6 +151,7 @@ impl ServeArgs {
                 close: self.close.unwrap_or(0.0),
                 goaway_after: self.goaway_after,
             },
+            h3: !self.no_h3,
         })
     }
 }

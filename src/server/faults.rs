@@ -4,7 +4,10 @@
 //! (HTTP/1.1, HTTP/2) or gRPC metadata: `wirebench-delay`, `wirebench-fail`,
 //! `wirebench-response-size`, `wirebench-close`. The server echoes none of its control headers.
 
+use std::cell::RefCell;
 use std::time::Duration;
+
+use http::HeaderMap;
 
 use crate::rng::Rng;
 use wirebench_wire::grpc::Code;
@@ -184,6 +187,49 @@ impl Faults {
     /// No fault is configured: requests need no plan unless their headers ask.
     pub fn none(&self) -> bool {
         *self == Faults::default()
+    }
+}
+
+/// Whether a request header is one of the server's own controls (never echoed).
+pub(crate) fn is_control(name: &str) -> bool {
+    name.len() >= CONTROL_PREFIX.len()
+        && name.as_bytes()[..CONTROL_PREFIX.len()].eq_ignore_ascii_case(CONTROL_PREFIX.as_bytes())
+}
+
+/// The fault injection of one h2 or HTTP/3 connection, shared by its request handlers.
+pub(crate) struct Injector {
+    pub(crate) faults: Faults,
+    rng: RefCell<Rng>,
+    /// a handler asks for the connection's close after its answer
+    pub(crate) close: tokio::sync::Notify,
+}
+
+impl Injector {
+    pub(crate) fn new(faults: Faults) -> Injector {
+        Injector {
+            faults,
+            rng: RefCell::new(Rng::unique()),
+            close: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The plan for a request with these headers (the defaults when nothing is configured or
+    /// asked for).
+    pub(crate) fn plan(&self, headers: &HeaderMap) -> Result<Plan, FaultsError> {
+        if self.faults.none() && !headers.keys().any(|k| is_control(k.as_str())) {
+            return Ok(Plan::default());
+        }
+        self.faults.plan(
+            |name| headers.get(name).and_then(|v| v.to_str().ok()),
+            &mut self.rng.borrow_mut(),
+        )
+    }
+
+    /// After an answer: the connection closes if the plan says so.
+    pub(crate) fn after(&self, plan: &Plan) {
+        if plan.close {
+            self.close.notify_one();
+        }
     }
 }
 

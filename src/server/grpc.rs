@@ -2,7 +2,7 @@
 //! a request that is not gRPC (no `application/grpc` content-type) is plain HTTP/2, answered as
 //! the HTTP/1.1 side answers it (`POST /v1/echo` JSON).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -11,15 +11,13 @@ use std::time::{Duration, SystemTime};
 use bytes::{Bytes, BytesMut};
 use h2::RecvStream;
 use h2::server::SendResponse;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue, Request, Response};
 use prost::Message;
 
-use crate::rng::Rng;
-use crate::server::faults::{Faults, FaultsError, Plan};
-use crate::server::{
-    MAX_REQUEST, Rewind, ServeConfig, echo_json, echo_response, error_json, is_control, pad_message,
-};
+use crate::server::faults::Injector;
+use crate::server::plain;
+use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response, is_control, pad_message};
 use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::proto::echo::EchoRequest;
 use wirebench_wire::proto::health::HealthCheckResponse;
@@ -42,11 +40,7 @@ pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: 
     tokio::pin!(idle_timer);
     let mut closing = false;
     // what the handlers share: the fault defaults, a generator, the close a handler asks for
-    let faults = Rc::new(Injector {
-        faults: cfg.faults.clone(),
-        rng: RefCell::new(Rng::unique()),
-        close: tokio::sync::Notify::new(),
-    });
+    let faults = Rc::new(Injector::new(cfg.faults.clone()));
     let mut streams = 0u64;
     loop {
         tokio::select! {
@@ -97,35 +91,6 @@ pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: 
 
 const ECHO_PATH: &str = "/grpc_echo.v1.EchoService/Echo";
 const HEALTH_PATH: &str = "/grpc.health.v1.Health/Check";
-
-/// The fault injection of one h2 connection, shared by its stream handlers.
-struct Injector {
-    faults: Faults,
-    rng: RefCell<Rng>,
-    /// a handler asks for the connection's close after its answer
-    close: tokio::sync::Notify,
-}
-
-impl Injector {
-    /// The plan for a request with these headers (the defaults when nothing is configured or
-    /// asked for).
-    fn plan(&self, headers: &HeaderMap) -> Result<Plan, FaultsError> {
-        if self.faults.none() && !headers.keys().any(|k| is_control(k.as_str())) {
-            return Ok(Plan::default());
-        }
-        self.faults.plan(
-            |name| headers.get(name).and_then(|v| v.to_str().ok()),
-            &mut self.rng.borrow_mut(),
-        )
-    }
-
-    /// After an answer: the connection closes if the plan says so.
-    fn after(&self, plan: &Plan) {
-        if plan.close {
-            self.close.notify_one();
-        }
-    }
-}
 
 async fn handle(
     req: Request<RecvStream>,
@@ -227,7 +192,8 @@ async fn handle(
     faults.after(&plan);
 }
 
-/// A plain HTTP/2 request: the JSON echo of the HTTP/1.1 side, its body bounded as there.
+/// A plain HTTP/2 request: the JSON echo of the HTTP/1.1 side, its body bounded as there
+/// (`plain.rs`).
 async fn plain(
     parts: http::request::Parts,
     mut body: RecvStream,
@@ -247,60 +213,13 @@ async fn plain(
         }
         buf.extend_from_slice(&chunk);
     }
-    let plan = faults.plan(&parts.headers);
-    if let Ok(plan) = &plan
-        && !plan.delay.is_zero()
-    {
-        crate::server::faults::wait(&mut None, plan.delay).await;
-    }
-    let (status, json) = if too_large {
-        (413, error_json("request body too large"))
-    } else if let Err(e) = &plan {
-        (400, error_json(&e.to_string()))
-    } else if plan.as_ref().is_ok_and(|p| p.fail) {
-        (
-            faults.faults.fail_http_status,
-            error_json("injected failure"),
-        )
-    } else {
-        echo_json(
-            parts.method.as_str(),
-            parts.uri.path(),
-            &buf,
-            peer,
-            received_at,
-            plan.as_ref().ok().and_then(|p| p.pad_to),
-            || {
-                // as the HTTP/1.1 side reports them: lower-case names, repeated ones joined,
-                // and the authority as grpc-echo's gRPC side reports it
-                let mut headers = HashMap::new();
-                if let Some(a) = parts.uri.authority() {
-                    headers.insert(":authority".into(), a.to_string());
-                }
-                for name in parts.headers.keys().filter(|k| !is_control(k.as_str())) {
-                    let joined = parts
-                        .headers
-                        .get_all(name)
-                        .iter()
-                        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-                        .collect::<Vec<_>>()
-                        .join(",");
-                    headers.insert(name.as_str().to_string(), joined);
-                }
-                headers
-            },
-        )
-    };
-    let mut head = Response::new(());
-    *head.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
-    let h = head.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    h.insert(CONTENT_LENGTH, HeaderValue::from(json.len()));
-    let Ok(mut stream) = respond.send_response(head, false) else {
+    let body = (!too_large).then_some(&buf[..]);
+    let answer = plain::answer(&parts, body, peer, received_at, faults).await;
+    let Ok(mut stream) = respond.send_response(plain::head(&answer), false) else {
         return;
     };
-    let _ = stream.send_data(Bytes::from(json), true);
-    if let Ok(plan) = &plan {
+    let _ = stream.send_data(Bytes::from(answer.json), true);
+    if let Some(plan) = &answer.plan {
         faults.after(plan);
     }
 }

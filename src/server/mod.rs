@@ -1,9 +1,13 @@
 //! The built-in echo server: grpc-echo's `grpc_echo.v1.EchoService/Echo` over h2 and the same
-//! echo as JSON over HTTP/1.1, on one port, told apart by the HTTP/2 connection preface.
+//! echo as JSON over HTTP/1.1, on one TCP port, told apart by the HTTP/2 connection preface; the
+//! JSON echo over HTTP/3 on the same port number over UDP.
 
 pub mod faults;
 mod grpc;
 mod http1;
+mod http3;
+mod plain;
+pub mod quic;
 
 use std::io;
 use std::net::SocketAddr;
@@ -14,6 +18,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use bytes::{Buf, Bytes, BytesMut};
+use rustls::pki_types::CertificateDer;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -22,6 +27,8 @@ use tokio::sync::Notify;
 use wirebench_wire::echo;
 use wirebench_wire::h2::frame::PREFACE as H2_PREFACE;
 use wirebench_wire::proto::echo::EchoResponse;
+
+pub(crate) use faults::is_control;
 
 /// Largest request message or body the server accepts.
 pub const MAX_REQUEST: usize = 4 << 20;
@@ -40,6 +47,9 @@ pub struct ServeConfig {
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
     /// injected delays, errors, padding, closes (requests override them by header)
     pub faults: faults::Faults,
+    /// answer HTTP/3 (QUIC) on UDP at the same port: with `tls`'s certificate, or one made at
+    /// start (`Server::h3_cert_der`)
+    pub h3: bool,
 }
 
 /// A running server; stops when dropped or on `stop()`.
@@ -48,26 +58,44 @@ pub struct Server {
     stop: Arc<(AtomicBool, Notify)>,
     threads: Vec<std::thread::JoinHandle<()>>,
     clocks: Arc<Mutex<Vec<libc::clockid_t>>>,
+    /// whether HTTP/3 is served, and the certificate made for it (none with `tls`)
+    h3: Option<Option<quic::Generated>>,
 }
+
+/// What each thread serves: a TCP listener, and a UDP socket for HTTP/3.
+struct Sockets {
+    tcp: std::net::TcpListener,
+    udp: Option<(std::net::UdpSocket, quinn::ServerConfig)>,
+}
+
+/// How many times a port picked for TCP (port 0) is given up for another when UDP has it taken.
+const PORT_TRIES: usize = 8;
 
 impl Server {
     /// Binds `threads` listeners on one address (SO_REUSEPORT: the kernel spreads connections)
-    /// and starts a thread with its own runtime for each.
+    /// and, unless `h3` is off, as many UDP sockets on the same port; starts a thread with its
+    /// own runtime for each pair.
     pub fn start(cfg: ServeConfig) -> io::Result<Server> {
-        let first = bind(cfg.addr)?;
-        let addr = first.local_addr()?;
-        let mut listeners = vec![first];
-        for _ in 1..cfg.threads.max(1) {
-            listeners.push(bind(addr)?);
-        }
+        let quic = if cfg.h3 {
+            Some(quic::config(&cfg)?)
+        } else {
+            None
+        };
+        let (addr, sockets) = bind_all(&cfg, quic.as_ref().map(|q| &q.config))?;
         let stop: Arc<(AtomicBool, Notify)> = Arc::new((AtomicBool::new(false), Notify::new()));
         let clocks: Arc<Mutex<Vec<libc::clockid_t>>> = Arc::default();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let mut threads = Vec::new();
-        for (i, l) in listeners.into_iter().enumerate() {
+        let mut server = Server {
+            addr,
+            stop: stop.clone(),
+            threads: Vec::new(),
+            clocks: clocks.clone(),
+            h3: quic.map(|q| q.generated),
+        };
+        for (i, socks) in sockets.into_iter().enumerate() {
             let (stop, clocks, cfg, ready) =
                 (stop.clone(), clocks.clone(), cfg.clone(), ready_tx.clone());
-            threads.push(
+            server.threads.push(
                 std::thread::Builder::new()
                     .name(format!("wirebench-serve-{i}"))
                     .spawn(move || {
@@ -76,20 +104,31 @@ impl Server {
                         {
                             g.push(c);
                         }
-                        let _ = ready.send(());
-                        serve_thread(l, cfg, stop)
+                        serve_thread(socks, cfg, stop, ready)
                     })?,
             );
         }
-        for _ in 0..threads.len() {
-            let _ = ready_rx.recv();
+        for _ in 0..server.threads.len() {
+            // a thread that could not start its runtime or endpoint: stop the others (drop)
+            ready_rx.recv().map_err(io::Error::other)??;
         }
-        Ok(Server {
-            addr,
-            stop,
-            threads,
-            clocks,
-        })
+        Ok(server)
+    }
+
+    /// The certificate HTTP/3 presents, when the server made it (no `tls` given), for a
+    /// client that trusts exactly this one.
+    pub fn h3_cert_der(&self) -> Option<CertificateDer<'static>> {
+        self.h3.as_ref()?.as_ref().map(|g| g.der.clone())
+    }
+
+    /// The same certificate in PEM, for a file (`wirebench serve --h3-cert-out`).
+    pub fn h3_cert_pem(&self) -> Option<&str> {
+        self.h3.as_ref()?.as_ref().map(|g| g.pem.as_str())
+    }
+
+    /// Whether HTTP/3 is served (UDP, the same port as `local_addr`).
+    pub fn serves_h3(&self) -> bool {
+        self.h3.is_some()
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -126,6 +165,45 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// A TCP listener per thread and, with `quic`, a UDP socket per thread on the same port (the
+/// listeners' when `cfg.addr`'s is 0, another pick when that one's UDP port is taken).
+fn bind_all(
+    cfg: &ServeConfig,
+    quic: Option<&quinn::ServerConfig>,
+) -> io::Result<(SocketAddr, Vec<Sockets>)> {
+    let mut tries = 0;
+    loop {
+        let first = bind(cfg.addr)?;
+        let addr = first.local_addr()?;
+        let mut tcp = vec![first];
+        for _ in 1..cfg.threads.max(1) {
+            tcp.push(bind(addr)?);
+        }
+        let Some(quic) = quic else {
+            let sockets = tcp.into_iter().map(|tcp| Sockets { tcp, udp: None });
+            return Ok((addr, sockets.collect()));
+        };
+        let udp: io::Result<Vec<_>> = tcp.iter().map(|_| quic::bind(addr)).collect();
+        match udp {
+            Ok(udp) => {
+                let sockets = tcp.into_iter().zip(udp).map(|(tcp, udp)| Sockets {
+                    tcp,
+                    udp: Some((udp, quic.clone())),
+                });
+                return Ok((addr, sockets.collect()));
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::AddrInUse
+                    && cfg.addr.port() == 0
+                    && tries < PORT_TRIES =>
+            {
+                tries += 1;
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -177,23 +255,47 @@ fn clock_time(id: libc::clockid_t) -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// One thread's server: its runtime, its TCP listener and its QUIC endpoint, until `stop`.
+/// `ready` learns whether the runtime and the endpoint could be made.
 fn serve_thread(
-    listener: std::net::TcpListener,
+    socks: Sockets,
     cfg: ServeConfig,
     stop: Arc<(AtomicBool, Notify)>,
+    ready: std::sync::mpsc::Sender<io::Result<()>>,
 ) {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    else {
-        return;
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
     };
+    let (listener, endpoint) = {
+        // the listener's and the endpoint's IO registers with this runtime
+        let _in_rt = rt.enter();
+        let listener = TcpListener::from_std(socks.tcp);
+        let endpoint = socks
+            .udp
+            .map(|(udp, config)| quic::endpoint(udp, config))
+            .transpose();
+        match (listener, endpoint) {
+            (Ok(l), Ok(e)) => (l, e),
+            (Err(e), _) | (_, Err(e)) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        }
+    };
+    let _ = ready.send(Ok(()));
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let Ok(listener) = TcpListener::from_std(listener) else {
-            return;
-        };
         let cfg = std::rc::Rc::new(cfg);
+        if let Some(e) = &endpoint {
+            tokio::task::spawn_local(quic::accept(e.clone(), cfg.clone()));
+        }
         loop {
             let stopped = stop.1.notified();
             if stop.0.load(Ordering::SeqCst) {
@@ -208,6 +310,9 @@ fn serve_thread(
                 }
                 _ = stopped => break,
             }
+        }
+        if let Some(e) = &endpoint {
+            quic::close(e).await;
         }
     });
 }
@@ -375,13 +480,6 @@ pub(crate) fn pad_message(resp: &mut EchoResponse, want: usize) {
         let varint = prost::encoding::encoded_len_varint(n as u64);
         resp.padding = "x".repeat(n + 4 - varint);
     }
-}
-
-/// Whether a request header is one of the server's own controls (never echoed).
-pub(crate) fn is_control(name: &str) -> bool {
-    name.len() >= faults::CONTROL_PREFIX.len()
-        && name.as_bytes()[..faults::CONTROL_PREFIX.len()]
-            .eq_ignore_ascii_case(faults::CONTROL_PREFIX.as_bytes())
 }
 
 /// The EchoResponse grpc-echo sends: the request's metadata and ping, the peer, and the four
