@@ -138,7 +138,8 @@ else
     fi
     # tests/link_path.rs and crates/link/tests: ip (iproute2) and lsns (util-linux) look for what
     # a link leaves behind, curl runs through `wirebench link`.
-    for tool in ip:iproute2 lsns:util-linux curl:curl; do
+    # tests/client_h3.rs loads Caddy's HTTP/3 file server (its daemon kept from starting).
+    for tool in ip:iproute2 lsns:util-linux curl:curl caddy:caddy; do
         if command -v "${tool%%:*}" >/dev/null 2>&1; then
             echo "${tool%%:*}: present"
         else
@@ -164,11 +165,11 @@ command -v promtool >/dev/null 2>&1 ||
 section "Python packages (virtual environment)"
 # The tests' Python peers: grpcio with its tools and reflection (tests/serve_interop.rs,
 # tests/client_h2.rs, tests/client_grpc_any.rs), Hypercorn (tests/client_http1.rs: HTTP/1.1 and h2c on one
-# port), HdrHistogram_py (tests/report_merge.rs reads the reports' histograms with it) and
+# port) with aioquic (tests/client_h3.rs: HTTP/3), HdrHistogram_py (tests/report_merge.rs reads the reports' histograms with it) and
 # kubernetes-validate (the manifests, below), in a virtual environment of this script's own.
 VENV="${WIREBENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/wirebench/venv}"
-PY_PACKAGES=(grpcio grpcio-tools grpcio-reflection hypercorn hdrhistogram kubernetes-validate)
-PY_IMPORTS='import grpc, grpc_tools, grpc_reflection, hypercorn, hdrh, kubernetes_validate'
+PY_PACKAGES=(grpcio grpcio-tools grpcio-reflection hypercorn aioquic hdrhistogram kubernetes-validate)
+PY_IMPORTS='import grpc, grpc_tools, grpc_reflection, hypercorn, aioquic, hdrh, kubernetes_validate'
 
 if [[ "${WIREBENCH_SKIP_INSTALL:-0}" != "1" ]]; then
     mkdir -p "$(dirname "$VENV")"

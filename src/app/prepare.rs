@@ -39,6 +39,9 @@ pub struct Prepared {
     /// etcd with `--target` resolved on a cluster: how the run moves clients off a member that
     /// is gone (or no longer leads)
     pub failover: Option<engine::Failover>,
+    /// `--proto h3` on the built-in server: the QUIC client's TLS, trusting its generated
+    /// certificate
+    pub quic: Option<std::sync::Arc<net::keylog::QuicTls>>,
 }
 
 impl Prepared {
@@ -67,6 +70,7 @@ impl Prepared {
             server: None,
             clock: None,
             failover: None,
+            quic: None,
         })
     }
 
@@ -104,18 +108,19 @@ impl Prepared {
             .map(|(ids, _)| self.workload.with_leases(ids));
         let link = start_link(cfg.link.as_ref(), &self.endpoints, self.members())?;
         let linked;
-        let cfg = match &link {
-            Some(l) => {
+        let cfg = match (&link, &self.quic) {
+            (None, None) => cfg,
+            (l, quic) => {
                 linked = Config {
                     net: net::NetConfig {
-                        link: Some(l.net().clone()),
+                        link: l.as_ref().map(|l| l.net().clone()).or(cfg.net.link.clone()),
+                        quic: quic.clone().or(cfg.net.quic.clone()),
                         ..cfg.net.clone()
                     },
                     ..cfg.clone()
                 };
                 &linked
             }
-            None => cfg,
         };
         let compactor = match cfg.compact {
             Some(c) => Some(Compactor::start(c, cluster.clone()).map_err(|e| e.to_string())?),
@@ -197,6 +202,14 @@ pub fn prepare(cfg: &Config, embedded: Option<ServeConfig>) -> Result<Prepared, 
         resolve_target(cfg, given, token.as_deref())?
     };
     let failover = members.map(|m| failover(cfg, m, token.clone()));
+    // HTTP/3 to the built-in server: trust the certificate it generated
+    let quic = match (&server, &cfg.net.quic) {
+        (Some(srv), Some(q)) if cfg.protos.contains(&Proto::H3) => Some(std::sync::Arc::new(
+            q.trusting(srv.h3_cert_der().as_ref())
+                .map_err(|e| RunError::Setup(e.to_string()))?,
+        )),
+        _ => None,
+    };
     let prepared = Prepared::new(cfg, endpoints, roles, token)?;
     let clock = server_clock(cfg)?;
     ensure_fds(cfg, server.is_some())?;
@@ -204,6 +217,7 @@ pub fn prepare(cfg: &Config, embedded: Option<ServeConfig>) -> Result<Prepared, 
         server,
         clock,
         failover,
+        quic,
         ..prepared
     })
 }
