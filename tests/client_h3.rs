@@ -248,3 +248,93 @@ fn an_untrusted_certificate_is_one_line_and_so_is_a_missing_server() {
     assert_one_error_line(&run, "no server");
     assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
 }
+
+/// Debian's Caddy serving a directory over HTTP/3 (and TCP) on one port, with `cert`/`key`; it
+/// is killed when dropped.
+struct Caddy {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Caddy {
+    fn start(cert: &str, key: &str, file: &[u8]) -> Caddy {
+        assert!(
+            Command::new("caddy")
+                .arg("version")
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success()),
+            "caddy is needed (apt-get install caddy; scripts/test.sh installs it)"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path().join("site");
+        std::fs::create_dir(&site).unwrap();
+        std::fs::write(site.join("file.txt"), file).unwrap();
+        let port = free_udp_and_tcp_port();
+        // no admin endpoint, no automatic certificates; rustls sends no SNI for an IP address,
+        // so the default SNI picks the site's certificate
+        let caddyfile = format!(
+            "{{\n\tadmin off\n\tdefault_sni 127.0.0.1\n\tauto_https off\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\nhttps://127.0.0.1:{port} {{\n\ttls {cert} {key}\n\troot * {}\n\tfile_server\n}}\n",
+            site.display()
+        );
+        let conf = dir.path().join("Caddyfile");
+        std::fs::write(&conf, caddyfile).unwrap();
+        let mut cmd = Command::new("caddy");
+        cmd.args(["run", "--adapter", "caddyfile", "--config"])
+            .arg(&conf)
+            .env("HOME", dir.path())
+            .env("XDG_DATA_HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        support::die_with_parent(&mut cmd);
+        let child = cmd.spawn().expect("start caddy");
+        // ready once its TCP side accepts (the UDP socket is bound in the same start)
+        let t0 = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "caddy did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Caddy {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Caddy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn caddy_serves_a_file_ten_thousand_times_over_h3() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(dir.path());
+    let body = vec![b'w'; 1000];
+    let srv = Caddy::start(&cert, &key, &body);
+    let url = format!("https://127.0.0.1:{}/file.txt", srv.port);
+    let report = run_json_within(
+        &[
+            "http", &url, "--proto", "h3", "--cacert", &cert, "-c", "10", "-n", "10000",
+        ],
+        Duration::from_secs(120),
+    );
+    let run = run_of(&report, "h3");
+    assert_eq!(support::u64_at(run, "/summary/ok"), 10_000, "{run:#}");
+    assert_eq!(support::u64_at(run, "/summary/failed"), 0, "{run:#}");
+    let c = &run["per_connection"][0];
+    // every response's body came in DATA: 1000 bytes each, nothing else in DATA
+    assert_eq!(
+        support::u64_at(c, "/h3/frames_in/frames/0/payload_bytes"),
+        10_000 * 1000,
+        "{c:#}"
+    );
+}

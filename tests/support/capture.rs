@@ -67,6 +67,16 @@ impl Capture {
     /// Starts `tshark -i lo -f "tcp port {port}"` and waits until it is capturing; panics
     /// (with tshark's output) if it does not say so within 10 s.
     pub fn start(port: u16) -> Capture {
+        Capture::start_filtered(port, &format!("tcp port {port}"))
+    }
+
+    /// Starts capturing every UDP datagram to or from `port` on `lo` (QUIC); `stop_raw` ends
+    /// it, and `Packets::udp` reads it.
+    pub fn start_udp(port: u16) -> Capture {
+        Capture::start_filtered(port, &format!("udp port {port}"))
+    }
+
+    fn start_filtered(port: u16, filter: &str) -> Capture {
         let bin = tshark_binary();
         let dir = tempfile::Builder::new()
             .prefix("wirebench-pcap-")
@@ -76,7 +86,7 @@ impl Capture {
         // dumpcap (tshark's capture child) runs as root here and writes the file itself.
         let mut cmd = Command::new(&bin);
         cmd.args(["-i", "lo"])
-            .args(["-f", &format!("tcp port {port}")])
+            .args(["-f", filter])
             // 64 MiB kernel buffer: a burst of thousands of small segments must not drop.
             .args(["-B", "64"])
             .arg("-w")
@@ -149,7 +159,14 @@ impl Capture {
     }
 
     /// Waits for the last packets, stops tshark (SIGINT) and reads the capture's TCP layer.
-    pub fn stop(mut self) -> Packets {
+    pub fn stop(self) -> Packets {
+        let mut packets = self.stop_raw();
+        packets.read_tcp();
+        packets
+    }
+
+    /// Waits for the last packets and stops tshark (SIGINT); nothing read yet.
+    pub fn stop_raw(mut self) -> Packets {
         std::thread::sleep(TAIL);
         let mut child = self.child.take().expect("capture running");
         interrupt(&child);
@@ -199,7 +216,6 @@ impl Capture {
         };
         // A capture with drops is no ground truth: fail here, whatever the test checks.
         packets.assert_complete();
-        packets.read_tcp();
         packets
     }
 }
@@ -716,6 +732,53 @@ impl Packets {
 
     /// Runs `tshark -r FILE -T fields` with `fields`, tab-separated, every occurrence of a field
     /// comma-separated; returns one row per packet.
+    /// The UDP datagrams to and from the port, per client port: (datagrams, payload bytes)
+    /// out (client → server) and in.
+    pub fn udp(&self) -> BTreeMap<u16, ((u64, u64), (u64, u64))> {
+        let rows = self.tshark_fields(&[], &["udp.srcport", "udp.dstport", "udp.length"]);
+        let mut by_port: BTreeMap<u16, ((u64, u64), (u64, u64))> = BTreeMap::new();
+        for r in rows {
+            let Some((client, dir)) = self.classify(port(&r[0]), port(&r[1])) else {
+                continue;
+            };
+            // udp.length counts the 8-byte UDP header
+            let payload = num(&r[2]) - 8;
+            let e = by_port.entry(client).or_default();
+            let side = match dir {
+                Dir::Out => &mut e.0,
+                Dir::In => &mut e.1,
+            };
+            side.0 += 1;
+            side.1 += payload;
+        }
+        by_port
+    }
+
+    /// The QUIC frames of the capture decrypted with `keylog` (NSS key log), per direction:
+    /// frame type name → count, as tshark's QUIC dissector names them (`quic.frame_type`).
+    pub fn quic_frames(&self, keylog: &Path) -> (BTreeMap<u64, u64>, BTreeMap<u64, u64>) {
+        let decode = format!("udp.port=={},quic", self.port);
+        let key = format!("tls.keylog_file:{}", keylog.display());
+        let rows = self.tshark_fields(
+            &["-d", &decode, "-o", &key],
+            &["udp.srcport", "udp.dstport", "quic.frame_type"],
+        );
+        let (mut out, mut inbound) = (BTreeMap::new(), BTreeMap::new());
+        for r in rows {
+            let Some((_, dir)) = self.classify(port(&r[0]), port(&r[1])) else {
+                continue;
+            };
+            let m = match dir {
+                Dir::Out => &mut out,
+                Dir::In => &mut inbound,
+            };
+            for t in list(&r[2]) {
+                *m.entry(num(t)).or_insert(0) += 1;
+            }
+        }
+        (out, inbound)
+    }
+
     fn tshark_fields(&self, extra: &[&str], fields: &[&str]) -> Vec<Vec<String>> {
         let mut cmd = Command::new(tshark_binary());
         cmd.arg("-r").arg(&self.file);

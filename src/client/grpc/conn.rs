@@ -188,9 +188,12 @@ impl Conn {
         };
         let tcp = net::tcp_info(&fd);
         let mut rec = ledger.record(endpoint, local_port, lifetime_us, tcp, codec);
-        if let Sender::H3(handle) = &send {
-            rec.h3 = Some(handle.record());
-        }
+        // an HTTP/3 connection's layers are taken after its close (below): QUIC's close is
+        // one CONNECTION_CLOSE, and quinn's account of the frames then holds it too
+        let h3 = match &send {
+            Sender::H3(handle) => Some(handle.clone()),
+            _ => None,
+        };
         let began = Instant::now();
         let mut driver = driver;
         let drained = match send {
@@ -232,6 +235,7 @@ impl Conn {
             }
         };
         rec.close = Some(ledger.close_record(&rec, net::tcp_info(&fd), drained, began.elapsed()));
+        rec.h3 = h3.map(|h| h.record());
         rec
     }
 }

@@ -592,10 +592,10 @@ fn drive(
                 None => break,
             }
         }
-        if st.conn.is_drained() || (st.conn.is_closed() && st.pending.is_none() && st.closing) {
-            return Poll::Ready(());
-        }
-        if st.dead.is_some() && st.conn.is_closed() && st.pending.is_none() {
+        // after a close (ours or the peer's) quinn drains for three PTOs, reading what still
+        // comes (the ledger counts it, as the TCP stacks read to the server's FIN); the owner
+        // bounds that wait
+        if st.conn.is_drained() {
             return Poll::Ready(());
         }
         // the timer: quinn's next timeout or the earliest call deadline
