@@ -23,14 +23,16 @@ use crate::http1::{
 };
 
 mod h3;
+mod quic;
 
 pub use h3::{h3_frames, qpack_decode};
+pub use quic::quic_sniff;
 
 /// A check: panics when the bytes break an invariant.
 pub type Check = fn(&[u8]);
 
 /// Every check with its target's name (the folder of its seeds in fuzz/corpus).
-pub const CHECKS: [(&str, Check); 13] = [
+pub const CHECKS: [(&str, Check); 14] = [
     ("http1_head", http1_head),
     ("http1_chunked", http1_chunked),
     ("http1_request", http1_request),
@@ -44,6 +46,7 @@ pub const CHECKS: [(&str, Check); 13] = [
     ("h2_client", h2_client),
     ("h3_frames", h3_frames),
     ("qpack_decode", qpack_decode),
+    ("quic_sniff", quic_sniff),
 ];
 
 /// The response-head decoder: heads decoded from the input until it stops.

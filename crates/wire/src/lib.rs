@@ -16,6 +16,8 @@
 //! - `h3`: HTTP/3 cores for a client: QUIC varints (`h3::varint`), the frame codec and reader
 //!   (`h3::frame`), QPACK with the static table only (`h3::qpack`), the frame counts
 //!   (`h3::counts`, `H3Counts`).
+//! - `quic`: the QUIC v1 packet sniffer (`quic::Sniffer`): a client's datagrams and TLS secrets
+//!   in, packets decrypted on a copy, header, AEAD tag and frame bytes counted (`QuicCounts`).
 //! - `etcd`: etcd's grpc-gateway: its JSON (`etcd::gateway`: base64 in place, borrowed response
 //!   checks, its one error type) and its watch stream's lines (`etcd::watch`).
 //! - `echo`: the echo service's JSON answer.
@@ -30,6 +32,7 @@ pub mod grpc;
 pub mod h2;
 pub mod h3;
 pub mod http1;
+pub mod quic;
 
 /// Code generated from `proto/` by prost-build.
 pub mod proto {
