@@ -42,6 +42,7 @@ fn server() -> Server {
         tls: None,
         faults: Default::default(),
         h3: false,
+        udp_offload: true,
     })
     .expect("start the echo server")
 }

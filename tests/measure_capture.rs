@@ -698,6 +698,7 @@ fn captured_server() -> (Server, String, Capture) {
         tls: None,
         faults: Default::default(),
         h3: false,
+        udp_offload: true,
     })
     .expect("start the echo server");
     let url = format!("http://{}", srv.local_addr());

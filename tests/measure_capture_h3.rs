@@ -10,21 +10,27 @@ use support::capture::Capture;
 use support::{proto_run, run_json, u64_at};
 use wirebench::server::{ServeConfig, Server};
 
-/// The QUIC frame types (RFC 9000 §19) of the ledger's `quic.frames_*` keys, as tshark numbers
-/// them; a key's count is the sum over its codes.
-const FRAME_TYPES: [(&str, &[u64]); 12] = [
-    ("ack", &[0x02, 0x03]),
-    ("crypto", &[0x06]),
-    ("stream", &[0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f]),
-    ("max_data", &[0x10]),
-    ("max_stream_data", &[0x11]),
-    ("max_streams", &[0x12, 0x13]),
-    ("new_connection_id", &[0x18]),
-    ("retire_connection_id", &[0x19]),
-    ("ping", &[0x01]),
-    ("reset_stream", &[0x04]),
-    ("connection_close", &[0x1c, 0x1d]),
-    ("handshake_done", &[0x1e]),
+/// The QUIC frame types (RFC 9000 §19) by the ledger's names: quinn's key in
+/// `quic.frames_*`, the sniffer's index in `sniffed_*.frames` (`FrameKind`'s order), and the
+/// codes tshark gives them; a count is the sum over the codes.
+const FRAME_TYPES: [(&str, usize, &[u64]); 13] = [
+    ("padding", 0, &[0x00]),
+    ("ping", 1, &[0x01]),
+    ("ack", 2, &[0x02, 0x03]),
+    ("reset_stream", 3, &[0x04]),
+    ("crypto", 5, &[0x06]),
+    (
+        "stream",
+        7,
+        &[0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f],
+    ),
+    ("max_data", 8, &[0x10]),
+    ("max_stream_data", 9, &[0x11]),
+    ("max_streams", 10, &[0x12, 0x13]),
+    ("new_connection_id", 14, &[0x18]),
+    ("retire_connection_id", 15, &[0x19]),
+    ("connection_close", 18, &[0x1c, 0x1d]),
+    ("handshake_done", 19, &[0x1e]),
 ];
 
 fn count(frames: &BTreeMap<u64, u64>, codes: &[u64]) -> u64 {
@@ -45,6 +51,8 @@ fn h3_datagrams_bytes_and_quic_frames_match_the_capture() {
         tls: None,
         faults: Default::default(),
         h3: true,
+        // a GSO send crosses loopback as one packet: the capture must see every datagram
+        udp_offload: false,
     })
     .expect("start the echo server");
     let dir = tempfile::tempdir().unwrap();
@@ -61,6 +69,8 @@ fn h3_datagrams_bytes_and_quic_frames_match_the_capture() {
         "h3",
         "--cacert",
         cert.to_str().unwrap(),
+        "--udp-offload",
+        "off",
         "--tls-keylog",
         keylog.to_str().unwrap(),
         "--conns",
@@ -90,34 +100,54 @@ fn h3_datagrams_bytes_and_quic_frames_match_the_capture() {
         let ours_in = u64_at(c, "/bytes_in") + u64_at(c, "/close/bytes_in");
         assert_eq!(ours_out, bytes_out, "UDP payload bytes out, port {port}");
         assert_eq!(ours_in, bytes_in, "UDP payload bytes in, port {port}");
-        let q = &c["h3"]["quic"];
+        let h3 = &c["h3"];
         assert_eq!(
-            u64_at(q, "/datagrams_out"),
+            u64_at(h3, "/datagrams_out"),
             dg_out,
             "datagrams out, port {port}"
         );
         assert_eq!(
-            u64_at(q, "/datagrams_in"),
+            u64_at(h3, "/datagrams_in"),
             dg_in,
             "datagrams in, port {port}"
         );
         assert_eq!(
-            u64_at(q, "/udp_bytes_out"),
+            u64_at(h3, "/quic/udp_bytes_out"),
             bytes_out,
-            "quinn's bytes out, port {port}"
+            "quinn's bytes, {port}"
         );
+        // the ledger's decryption saw every datagram, and opened every packet
+        for (dir, dg, bytes) in [("out", dg_out, bytes_out), ("in", dg_in, bytes_in)] {
+            let s = &h3[&format!("sniffed_{dir}")];
+            assert_eq!(
+                u64_at(s, "/datagrams"),
+                dg,
+                "sniffed datagrams {dir}, port {port}"
+            );
+            assert_eq!(
+                u64_at(s, "/datagram_bytes"),
+                bytes,
+                "sniffed bytes {dir}, {port}"
+            );
+            let undecrypted: u64 = (0..3)
+                .map(|i| u64_at(s, &format!("/undecryptable/{i}/packets")))
+                .sum();
+            assert_eq!(
+                undecrypted, 0,
+                "packets the ledger could not open {dir}: {s:#}"
+            );
+        }
     }
-    // decrypted: quinn's frame counts by type against tshark's, both connections summed
+    // decrypted by tshark with the key log: the ledger's frame counts by type, both
+    // connections summed
     let (out, inbound) = packets.quic_frames(&keylog);
-    assert!(
-        count(&out, &[0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f]) >= 2000,
-        "{out:?}"
-    );
-    for (name, codes) in FRAME_TYPES {
+    let stream = &[0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f];
+    assert!(count(&out, stream) >= 2000, "{out:?}");
+    for (name, index, codes) in FRAME_TYPES {
         let sum = |dir: &str| -> u64 {
             conns
                 .iter()
-                .map(|c| u64_at(c, &format!("/h3/quic/frames_{dir}/{name}")))
+                .map(|c| u64_at(c, &format!("/h3/sniffed_{dir}/frames/{index}/count")))
                 .sum()
         };
         assert_eq!(sum("out"), count(&out, codes), "{name} frames out: {out:?}");

@@ -19,6 +19,7 @@ fn server(max_conn_age: Option<Duration>, max_concurrent_streams: Option<u32>) -
         tls: None,
         faults: Default::default(),
         h3: false,
+        udp_offload: true,
     })
     .expect("start the echo server");
     let url = format!("http://{}", srv.local_addr());

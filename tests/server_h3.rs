@@ -32,6 +32,7 @@ fn server(faults: Faults, threads: usize) -> Server {
         tls: None,
         faults,
         h3: true,
+        udp_offload: true,
     })
     .expect("start the echo server")
 }
@@ -249,6 +250,7 @@ fn http3_presents_the_tls_certificate_it_is_given() {
         tls: Some(tls),
         faults: Faults::default(),
         h3: true,
+        udp_offload: true,
     })
     .unwrap();
     assert!(srv.serves_h3());
@@ -273,6 +275,7 @@ fn without_h3_there_is_no_certificate() {
         tls: None,
         faults: Faults::default(),
         h3: false,
+        udp_offload: true,
     })
     .unwrap();
     assert!(!srv.serves_h3());

@@ -267,6 +267,10 @@ pub struct RunArgs {
     /// -up / -down for one direction (loss-up=1%); docs/link.md
     #[arg(long, value_name = "SPEC", help_heading = heading::CONNECTIONS)]
     pub link: Option<String>,
+    /// UDP offloads for HTTP/3 (GSO sends, GRO receives; and the built-in server's GSO): off,
+    /// one datagram per syscall each way
+    #[arg(long, value_enum, default_value_t = OnOff::On, help_heading = heading::CONNECTIONS)]
+    pub udp_offload: OnOff,
     /// Leave Nagle's algorithm on (TCP_NODELAY is set by default)
     #[arg(long, help_heading = heading::CONNECTIONS)]
     pub no_tcp_nodelay: bool,

@@ -41,6 +41,12 @@ impl EchoArgs {
     /// `wirebench echo`: a load run.
     pub(super) fn into_run(self, run: RunArgs) -> Result<Action, ArgError> {
         let (spec, endpoints, embedded) = self.resolve()?;
+        // --udp-offload holds for the built-in server's sends too
+        let offload = run.udp_offload == super::common::OnOff::On;
+        let embedded = embedded.map(|s| ServeConfig {
+            udp_offload: offload,
+            ..s
+        });
         let cfg = run.into_config(spec, endpoints, Target::All)?;
         Ok(Action::Run { cfg, embedded })
     }
@@ -85,6 +91,7 @@ impl EchoArgs {
                 tls: None,
                 faults: Default::default(),
                 h3: true,
+                udp_offload: true,
             };
             Ok((spec, Vec::new(), Some(serve)))
         } else {

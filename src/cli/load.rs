@@ -57,6 +57,7 @@ impl RunArgs {
             bind: None,
             link: None,
             no_tcp_nodelay: false,
+            udp_offload: OnOff::On,
             sndbuf: None,
             rcvbuf: None,
             initial_window_size: 65_535,
@@ -391,6 +392,7 @@ impl RunArgs {
             bind: bind.into(),
             link: None,
             quic,
+            udp_offload: self.udp_offload == OnOff::On,
         })
     }
 

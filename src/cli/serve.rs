@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::common::nonzero;
+use super::common::{OnOff, nonzero};
 use super::error::ArgError;
 use super::heading;
 use crate::app::serve::ServeRun;
@@ -27,6 +27,10 @@ pub struct ServeArgs {
     /// Close connections idle for this long
     #[arg(long, value_parser = parse_duration, help_heading = heading::CONNECTIONS)]
     pub max_conn_idle: Option<Duration>,
+    /// UDP segmentation offload (GSO) for HTTP/3's sends: off, one datagram per send (what a
+    /// loopback capture needs to see every datagram)
+    #[arg(long, value_enum, default_value_t = OnOff::On, help_heading = heading::CONNECTIONS)]
+    pub udp_offload: OnOff,
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced on h2 connections
     #[arg(long, help_heading = heading::HTTP2)]
     pub max_concurrent_streams: Option<u32>,
@@ -152,6 +156,7 @@ impl ServeArgs {
                 goaway_after: self.goaway_after,
             },
             h3: !self.no_h3,
+            udp_offload: self.udp_offload == OnOff::On,
         })
     }
 }

@@ -39,6 +39,8 @@ pub struct NetConfig {
     pub link: Option<Arc<LinkNet>>,
     /// `--proto h3`: the QUIC client's TLS (HTTP/3 has no plaintext form)
     pub quic: Option<Arc<keylog::QuicTls>>,
+    /// `--udp-offload`: GSO and GRO on QUIC's sockets
+    pub udp_offload: bool,
 }
 
 impl Default for NetConfig {
@@ -52,6 +54,7 @@ impl Default for NetConfig {
             bind: Arc::new([]),
             link: None,
             quic: None,
+            udp_offload: true,
         }
     }
 }

@@ -69,8 +69,8 @@ pub fn open(addr: SocketAddr, cfg: &NetConfig, ledger: Rc<Ledger>) -> io::Result
         .map_err(|e| io::Error::new(e.kind(), format!("bind to {ip}: {e}")))?;
     socket.connect(&addr.into())?;
     let fd = socket.as_raw_fd();
-    let gso = set_int(fd, libc::SOL_UDP, UDP_SEGMENT, 0);
-    let gro = set_int(fd, libc::SOL_UDP, UDP_GRO, 1);
+    let gso = cfg.udp_offload && set_int(fd, libc::SOL_UDP, UDP_SEGMENT, 0);
+    let gro = cfg.udp_offload && set_int(fd, libc::SOL_UDP, UDP_GRO, 1);
     let sock = UdpSocket::from_std(socket.into())?;
     let local = sock.local_addr()?;
     ledger.local_ip.set(Some(local.ip()));

@@ -50,6 +50,9 @@ pub struct ServeConfig {
     /// answer HTTP/3 (QUIC) on UDP at the same port: with `tls`'s certificate, or one made at
     /// start (`Server::h3_cert_der`)
     pub h3: bool,
+    /// UDP segmentation offload (GSO) for HTTP/3's sends; off, every datagram is a send of its
+    /// own (and a loopback capture sees each one: it sees a GSO send as one packet)
+    pub udp_offload: bool,
 }
 
 /// A running server; stops when dropped or on `stop()`.

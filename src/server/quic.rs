@@ -84,6 +84,7 @@ pub(super) fn config(cfg: &ServeConfig) -> Result<Quic, QuicError> {
     // a duration beyond QUIC's range (2^62 ms) is no timeout
     let idle = cfg.max_conn_idle.unwrap_or(DEFAULT_IDLE);
     transport.max_idle_timeout(quinn::IdleTimeout::try_from(idle).ok());
+    transport.enable_segmentation_offload(cfg.udp_offload);
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     config.transport_config(Arc::new(transport));
     // a client that moves lands on another thread's socket, whose endpoint does not know it

@@ -4,6 +4,7 @@
 
 use wirebench_wire::h3::counts::H3Counts;
 use wirebench_wire::h3::qpack::QpackCounts;
+use wirebench_wire::quic::QuicCounts;
 
 /// QUIC frames of each type one way, as quinn counted them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -194,6 +195,17 @@ pub struct H3Record {
     /// bytes of streams the server opened that we read and dropped (reserved types)
     pub ignored_stream_bytes_in: u64,
     pub quic: QuicStats,
+    /// every datagram each way as the ledger's own decryption of a copy read it: packets by
+    /// type, header and AEAD tag bytes, QUIC frames by type with their bytes (ledger on)
+    #[serde(default)]
+    pub sniffed_out: QuicCounts,
+    #[serde(default)]
+    pub sniffed_in: QuicCounts,
+    /// our socket's UDP datagrams each way (a GSO send or GRO receive counted by its segments)
+    #[serde(default)]
+    pub datagrams_out: u64,
+    #[serde(default)]
+    pub datagrams_in: u64,
     /// the handshakes: their time (a sum), UDP bytes and datagrams until done, resumed ones
     pub handshakes: u64,
     pub handshake_us: u64,
@@ -215,6 +227,10 @@ impl std::ops::AddAssign for H3Record {
         self.qpack_stream_bytes_in += o.qpack_stream_bytes_in;
         self.ignored_stream_bytes_in += o.ignored_stream_bytes_in;
         self.quic += o.quic;
+        self.sniffed_out += &o.sniffed_out;
+        self.sniffed_in += &o.sniffed_in;
+        self.datagrams_out += o.datagrams_out;
+        self.datagrams_in += o.datagrams_in;
         self.handshakes += o.handshakes;
         self.handshake_us += o.handshake_us;
         self.handshake_bytes_out += o.handshake_bytes_out;

@@ -235,7 +235,7 @@ impl Conn {
             }
         };
         rec.close = Some(ledger.close_record(&rec, net::tcp_info(&fd), drained, began.elapsed()));
-        rec.h3 = h3.map(|h| h.record());
+        rec.h3 = h3.map(|h| h.record(&ledger));
         rec
     }
 }

@@ -36,6 +36,7 @@ use crate::stats::{H3Record, QuicStats};
 use wirebench_wire::h3::counts::H3Counts;
 use wirebench_wire::h3::frame::{encode_data_head, encode_headers};
 use wirebench_wire::h3::qpack::{Decoder, QpackCounts, encode_section};
+use wirebench_wire::quic::{Dir as QuicDir, Sniffer};
 
 /// H3_NO_ERROR, H3_REQUEST_CANCELLED: what a close and a dropped call say.
 const H3_NO_ERROR: u32 = 0x100;
@@ -88,6 +89,10 @@ struct State {
     started: Instant,
     closing: bool,
     secrets: Arc<Secrets>,
+    /// the ledger's decryption of a copy of every datagram (ledger on)
+    sniffer: Option<Sniffer>,
+    /// a received datagram's copy for the sniffer (quinn decrypts the original in place)
+    copy: Vec<u8>,
 }
 
 /// The handshake as the ledger keeps it.
@@ -397,8 +402,9 @@ pub struct H3Handle {
 
 /// The transport settings of a client connection: the windows, no streams for the server to
 /// open but the three unidirectional ones HTTP/3 uses (and a few for grease).
-fn transport(w: QuicWindows, idle: std::time::Duration) -> TransportConfig {
+fn transport(w: QuicWindows, idle: std::time::Duration, offload: bool) -> TransportConfig {
     let mut t = TransportConfig::default();
+    t.enable_segmentation_offload(offload);
     t.stream_receive_window(VarInt::from_u32(w.stream));
     t.receive_window(VarInt::from_u32(w.conn));
     t.max_concurrent_bidi_streams(VarInt::from_u32(0));
@@ -441,6 +447,7 @@ pub async fn connect(
     config.transport_config(Arc::new(transport(
         windows,
         std::time::Duration::from_secs(30),
+        net.udp_offload,
     )));
     let mut ecfg = EndpointConfig::default();
     ecfg.max_udp_payload_size(1472).map_err(io::Error::other)?;
@@ -484,6 +491,8 @@ pub async fn connect(
         started: Instant::now(),
         closing: false,
         secrets,
+        sniffer: ledger_on.then(Sniffer::new),
+        copy: Vec::with_capacity(2048),
     }));
     let handle = H3Handle {
         state: state.clone(),
@@ -540,7 +549,10 @@ fn drive(
                     while !st.rbuf.is_empty() {
                         let n = seg.min(st.rbuf.len());
                         let d = st.rbuf.split_to(n);
-                        st.secrets_to_ledger();
+                        if st.sniffer.is_some() {
+                            st.copy.clear();
+                            st.copy.extend_from_slice(&d);
+                        }
                         let ev = st
                             .endpoint
                             .handle(now, st.remote, None, None, d, &mut st.ebuf);
@@ -551,6 +563,8 @@ fn drive(
                             // a stateless reset or version negotiation from us: none for a client
                             _ => st.ebuf.clear(),
                         }
+                        // after quinn: the secrets its handling made rustls log come first
+                        st.sniff_in();
                     }
                 }
             }
@@ -588,7 +602,10 @@ fn drive(
                 .conn
                 .poll_transmit(now, sock.max_segments(), &mut st.sbuf)
             {
-                Some(t) => st.pending = Some((t.size, t.segment_size)),
+                Some(t) => {
+                    st.sniff_out(t.size, t.segment_size);
+                    st.pending = Some((t.size, t.segment_size));
+                }
                 None => break,
             }
         }
@@ -620,9 +637,38 @@ fn drive(
 }
 
 impl State {
-    /// The secrets rustls logged since the last datagram (the ledger's decryption, when on).
-    fn secrets_to_ledger(&mut self) {
-        let _ = self.secrets.take();
+    /// The secrets rustls logged since the last datagram, to the sniffer.
+    fn secrets_to_sniffer(&mut self) {
+        let Some(s) = &mut self.sniffer else { return };
+        for (label, secret) in self.secrets.take() {
+            // a secret of a length no QUIC suite has: its packets count as undecryptable
+            let _ = s.secret(label, &secret);
+        }
+    }
+
+    /// The datagram just handled by quinn (its copy), to the sniffer.
+    fn sniff_in(&mut self) {
+        if self.sniffer.is_none() {
+            return;
+        }
+        self.secrets_to_sniffer();
+        if let Some(s) = &mut self.sniffer {
+            s.datagram(QuicDir::In, &self.copy);
+        }
+    }
+
+    /// The `size` bytes quinn just put in `sbuf` (datagrams of `segment` bytes with GSO), to
+    /// the sniffer.
+    fn sniff_out(&mut self, size: usize, segment: Option<usize>) {
+        if self.sniffer.is_none() {
+            return;
+        }
+        self.secrets_to_sniffer();
+        if let Some(s) = &mut self.sniffer {
+            for d in self.sbuf[..size].chunks(segment.unwrap_or(size).max(1)) {
+                s.datagram(QuicDir::Out, d);
+            }
+        }
     }
 }
 
@@ -657,8 +703,8 @@ impl H3Handle {
         st.wake_driver();
     }
 
-    /// The connection's record of its HTTP/3 and QUIC layers so far.
-    pub fn record(&self) -> H3Record {
+    /// The connection's record of its HTTP/3 and QUIC layers so far (`ledger`: its socket's).
+    pub fn record(&self, ledger: &Ledger) -> H3Record {
         let st = self.state.borrow();
         let mut frames_in = st.frames_in;
         frames_in += st.control.control_frames_in();
@@ -678,6 +724,16 @@ impl H3Handle {
             qpack_stream_bytes_in: st.control.qpack_stream_bytes_in,
             ignored_stream_bytes_in: st.control.ignored_bytes_in,
             quic: QuicStats::from_quinn(&stats),
+            sniffed_out: st
+                .sniffer
+                .as_ref()
+                .map_or_else(Default::default, |s| *s.counts(QuicDir::Out)),
+            sniffed_in: st
+                .sniffer
+                .as_ref()
+                .map_or_else(Default::default, |s| *s.counts(QuicDir::In)),
+            datagrams_out: ledger.datagrams_out.get(),
+            datagrams_in: ledger.datagrams_in.get(),
             handshakes: u64::from(st.handshake.is_some()),
             handshake_us: st.handshake.map_or(0, |h| h.us),
             handshake_bytes_out: st.handshake.map_or(0, |h| h.bytes_out),

@@ -153,7 +153,7 @@ impl FrameKind {
 }
 
 /// Frames of one kind.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FrameCount {
     /// Frames (for PADDING: runs of padding bytes).
     pub count: u64,
@@ -179,7 +179,7 @@ impl FrameCount {
 }
 
 /// Packets and their bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PacketBytes {
     /// Packets.
     pub packets: u64,
@@ -190,7 +190,7 @@ pub struct PacketBytes {
 /// What one direction of a connection carried, by layer. Every byte of every datagram is in
 /// exactly one of the header, frame, tag and undecryptable figures, so
 /// [`total`](Self::total) equals `datagram_bytes`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QuicCounts {
     /// UDP datagrams.
     pub datagrams: u64,
