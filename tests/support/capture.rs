@@ -205,7 +205,7 @@ impl Capture {
             }
         }
         let dir = self.dir.take().expect("capture directory");
-        let mut packets = Packets {
+        let packets = Packets {
             port: self.port,
             file: self.file.clone(),
             tshark_stderr: stderr,
@@ -255,6 +255,9 @@ fn dropped_packets(stderr: &str) -> u64 {
         .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
         .sum()
 }
+
+/// A UDP "connection" (one client port): (datagrams, payload bytes) out, then in.
+pub type UdpConn = ((u64, u64), (u64, u64));
 
 /// One direction of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -734,9 +737,9 @@ impl Packets {
     /// comma-separated; returns one row per packet.
     /// The UDP datagrams to and from the port, per client port: (datagrams, payload bytes)
     /// out (client → server) and in.
-    pub fn udp(&self) -> BTreeMap<u16, ((u64, u64), (u64, u64))> {
+    pub fn udp(&self) -> BTreeMap<u16, UdpConn> {
         let rows = self.tshark_fields(&[], &["udp.srcport", "udp.dstport", "udp.length"]);
-        let mut by_port: BTreeMap<u16, ((u64, u64), (u64, u64))> = BTreeMap::new();
+        let mut by_port: BTreeMap<u16, UdpConn> = BTreeMap::new();
         for r in rows {
             let Some((client, dir)) = self.classify(port(&r[0]), port(&r[1])) else {
                 continue;
