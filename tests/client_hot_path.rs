@@ -2,6 +2,8 @@
 //! request with one syscall: the real engine is run in-process against minimal servers whose
 //! threads' allocations are not counted.
 
+mod support;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::{Read, Write};
@@ -488,5 +490,59 @@ fn lease_keepalive_streams_allocate_nothing_per_keepalive() {
     assert!(
         extra < 50,
         "10000 extra keepalives made {extra} extra allocations ({small} vs {large})"
+    );
+}
+
+/// Allocations of an echo run of `n` requests over HTTP/3 (4 streams on one connection) to
+/// `wirebench serve` at `target` (another process: its allocations are not this one's).
+fn h3_allocations_for(target: &str, cert: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) {
+    let cli = Cli::try_parse_from([
+        "wirebench",
+        "echo",
+        "--target",
+        target,
+        "--proto",
+        "h3",
+        "--cacert",
+        cert,
+        "-c",
+        "4",
+        "--conns",
+        "1",
+        "--threads",
+        "1",
+        "-n",
+        &n.to_string(),
+    ])
+    .unwrap();
+    let cfg = cli.into_config().unwrap();
+    let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let run = wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::H3, None, None)
+        .unwrap();
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    (after - before, run)
+}
+
+#[test]
+fn h3_allocations_per_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    let cert = cert.to_str().unwrap();
+    let srv = support::ServeProcess::start(&["--h3-cert-out", cert]);
+    let target = srv.url("");
+    let (small, run_small) = h3_allocations_for(&target, cert, 200);
+    let (large, run_large) = h3_allocations_for(&target, cert, 10_200);
+    assert_eq!(run_small.stats.ok, 200, "{:?}", run_small.stats.errors);
+    assert_eq!(run_large.stats.ok, 10_200, "{:?}", run_large.stats.errors);
+    let extra = large.saturating_sub(small);
+    println!(
+        "allocations: {small} for 200 HTTP/3 requests, {large} for 10,200: {:.2} per request",
+        extra as f64 / 10_000.0
+    );
+    assert!(
+        extra < 50,
+        "10000 extra requests made {extra} extra allocations"
     );
 }
