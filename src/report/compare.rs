@@ -1,4 +1,4 @@
-//! `wirebench compare`: two or three stacks (HTTP/1.1, HTTP/2, gRPC) in alternating rounds,
+//! `wirebench compare`: two to four stacks (HTTP/1.1, HTTP/2, gRPC, HTTP/3) in alternating rounds,
 //! medians, ratios, and findings in plain words computed from the numbers.
 
 use std::fmt::Write;
@@ -32,6 +32,9 @@ pub struct Figures {
     pub wire_bytes_in_per_request: Option<f64>,
     pub segments_out_per_request: Option<f64>,
     pub segments_in_per_request: Option<f64>,
+    /// HTTP/3: UDP datagrams (null on the TCP stacks)
+    pub datagrams_out_per_request: Option<f64>,
+    pub datagrams_in_per_request: Option<f64>,
     /// counted by the kernel; None where it could not count
     pub syscalls_per_request: Option<f64>,
     /// socket reads and writes (EAGAIN included), the data part of the syscalls
@@ -59,6 +62,8 @@ impl Figures {
             wire_bytes_in_per_request: w.wire_bytes_in_per_request,
             segments_out_per_request: w.segments_out_per_request,
             segments_in_per_request: w.segments_in_per_request,
+            datagrams_out_per_request: w.h3.as_ref().and_then(|h| h.udp.datagrams_out_per_request),
+            datagrams_in_per_request: w.h3.as_ref().and_then(|h| h.udp.datagrams_in_per_request),
             syscalls_per_request: c.syscalls_per_request,
             data_calls_per_request: plus(
                 plus(c.reads_per_request, c.writes_per_request),
@@ -109,6 +114,8 @@ impl Figures {
             wire_bytes_in_per_request: mo(|f| f.wire_bytes_in_per_request),
             segments_out_per_request: mo(|f| f.segments_out_per_request),
             segments_in_per_request: mo(|f| f.segments_in_per_request),
+            datagrams_out_per_request: mo(|f| f.datagrams_out_per_request),
+            datagrams_in_per_request: mo(|f| f.datagrams_in_per_request),
             syscalls_per_request: mo(|f| f.syscalls_per_request),
             data_calls_per_request: mo(|f| f.data_calls_per_request),
             context_switches_per_request: mo(|f| f.context_switches_per_request),
@@ -129,7 +136,15 @@ impl Figures {
             panel("Throughput", "req/s", &|x| x.requests_per_sec),
             panel("Latency p99", "ms", &|x| x.latency_p99_ms),
             panel("Bytes on the wire", "B/req, out+in", &|x| x.wire_bytes()),
-            panel("TCP segments", "per req, out+in", &|x| x.segments()),
+            panel(
+                if stacks.iter().any(|x| x.datagrams().is_some()) {
+                    "Packets (TCP segments | UDP datagrams)"
+                } else {
+                    "TCP segments"
+                },
+                "per req, out+in",
+                &|x| x.packets(),
+            ),
             panel("Client CPU", "µs/req", &|x| x.client_cpu_us_per_request),
             panel("Server CPU", "µs/req", &|x| x.server_cpu_us_per_request),
         ]
@@ -146,6 +161,19 @@ impl Figures {
     /// TCP segments per request, out + in.
     pub fn segments(&self) -> Option<f64> {
         plus(self.segments_out_per_request, self.segments_in_per_request)
+    }
+
+    /// UDP datagrams per request, out + in (HTTP/3).
+    pub fn datagrams(&self) -> Option<f64> {
+        plus(
+            self.datagrams_out_per_request,
+            self.datagrams_in_per_request,
+        )
+    }
+
+    /// IP packets per request, out + in: TCP segments, or UDP datagrams.
+    pub fn packets(&self) -> Option<f64> {
+        self.segments().or_else(|| self.datagrams())
     }
 }
 
@@ -176,6 +204,8 @@ pub struct CompareReport {
     pub median_h2: Option<Figures>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub median_grpc: Option<Figures>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_h3: Option<Figures>,
     pub findings: Vec<String>,
 }
 
@@ -262,8 +292,18 @@ fn pair_findings(f: &mut Vec<String>, (a, h): Stack<'_>, (b, g): Stack<'_>, serv
             times(x / y)
         ));
     }
+    // HTTP/3 beside a TCP stack: packets are segments or datagrams, headers IP+TCP or IP+UDP
+    let udp = h.datagrams().is_some() || g.datagrams().is_some();
+    let (headers, packets) = if udp {
+        (
+            "IP and TCP or UDP headers",
+            "packets (TCP segments, UDP datagrams)",
+        )
+    } else {
+        ("IP+TCP headers", "TCP segments")
+    };
     if let (Some(hb), Some(gb), Some(hs), Some(gs)) =
-        (h.wire_bytes(), g.wire_bytes(), h.segments(), g.segments())
+        (h.wire_bytes(), g.wire_bytes(), h.packets(), g.packets())
         && hb > 0.0
         && gb > 0.0
         && hs > 0.0
@@ -275,7 +315,7 @@ fn pair_findings(f: &mut Vec<String>, (a, h): Stack<'_>, (b, g): Stack<'_>, serv
             (b, a, gb, hb, gs, hs)
         };
         f.push(format!(
-            "{big} put {} the bytes per request on the wire of {small} ({bb:.0} vs {sb:.0} B, IP+TCP headers included) in {} the TCP segments ({bs:.2} vs {ss:.2}).",
+            "{big} put {} the bytes per request on the wire of {small} ({bb:.0} vs {sb:.0} B, {headers} included) in {} the {packets} ({bs:.2} vs {ss:.2}).",
             times(bb / sb),
             times(bs / ss)
         ));
@@ -341,6 +381,7 @@ impl CompareReport {
             median_http: median("http"),
             median_h2: median("h2"),
             median_grpc: median("grpc"),
+            median_h3: median("h3"),
             per_round,
             findings: Vec::new(),
         };
@@ -354,6 +395,7 @@ impl CompareReport {
             ("HTTP/1.1", &self.median_http),
             ("HTTP/2", &self.median_h2),
             ("gRPC", &self.median_grpc),
+            ("HTTP/3", &self.median_h3),
         ]
         .into_iter()
         .filter_map(|(name, m)| m.as_ref().map(|m| (name, m)))
@@ -388,7 +430,7 @@ impl CompareReport {
             "p50 ms",
             "p99 ms",
             "B/req",
-            "segs/req",
+            "pkts/req",
             "sys/req",
             "cpu µs",
             "srv µs"
@@ -406,7 +448,7 @@ impl CompareReport {
                 num(f.latency_p50_ms, 3),
                 num(f.latency_p99_ms, 3),
                 num(f.wire_bytes(), 1),
-                num(f.segments(), 2),
+                num(f.packets(), 2),
                 num(f.syscalls_per_request, 2),
                 num(f.client_cpu_us_per_request, 1),
                 num(f.server_cpu_us_per_request, 1)
@@ -458,6 +500,7 @@ impl CompareReport {
         row("Bytes in / request", &|x| x.bytes_in_per_request);
         row("Wire bytes / request", &|x| x.wire_bytes());
         row("Segments / request", &|x| x.segments());
+        row("Datagrams / request", &|x| x.datagrams());
         row("Syscalls / request", &|x| x.syscalls_per_request);
         row("  socket data calls", &|x| x.data_calls_per_request);
         row("Context switches / req", &|x| {
@@ -500,6 +543,8 @@ mod tests {
             wire_bytes_in_per_request: Some(bytes / 2.0),
             segments_out_per_request: Some(segs / 2.0),
             segments_in_per_request: Some(segs / 2.0),
+            datagrams_out_per_request: None,
+            datagrams_in_per_request: None,
             syscalls_per_request: Some(2.0),
             data_calls_per_request: Some(2.0),
             context_switches_per_request: None,
@@ -624,6 +669,46 @@ mod tests {
             (None, None)
         );
         assert_eq!((m.count, m.connections), (0.0, 0.0));
+    }
+
+    #[test]
+    fn h3_is_compared_in_packets_and_bytes_on_the_wire() {
+        let h2 = fig(15_000.0, 400.0, 3.0, 20.0, None, 1.0);
+        // HTTP/3: no segments, 2 datagrams (1 + 1) per request
+        let h3 = Figures {
+            segments_out_per_request: None,
+            segments_in_per_request: None,
+            datagrams_out_per_request: Some(1.0),
+            datagrams_in_per_request: Some(1.0),
+            ..fig(12_000.0, 500.0, 0.0, 25.0, None, 1.0)
+        };
+        assert_eq!((h3.segments(), h3.packets()), (None, Some(2.0)));
+        assert_eq!(h2.packets(), Some(3.0));
+        let f = findings(&[("HTTP/2", &h2), ("HTTP/3", &h3)], "the server");
+        assert!(
+            f.iter().any(|l| l.starts_with(
+                "HTTP/3 put 1.2× the bytes per request on the wire of HTTP/2 (500 vs 400 B, IP \
+                 and TCP or UDP headers included) in 0.7× the packets (TCP segments, UDP \
+                 datagrams) (2.00 vs 3.00)."
+            )),
+            "{f:?}"
+        );
+        let cmp = CompareReport {
+            schema: "wirebench.compare.v2",
+            workload: "w".into(),
+            rounds: 1,
+            interrupted: false,
+            per_round: Vec::new(),
+            median_http: None,
+            median_h2: Some(h2),
+            median_grpc: None,
+            median_h3: Some(h3),
+            findings: Vec::new(),
+        };
+        let names: Vec<&str> = cmp.stacks().iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["HTTP/2", "HTTP/3"]);
+        let t = cmp.to_text();
+        assert!(t.contains("  Datagrams / request"), "{t}");
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! The derivation of every report figure from a run's measurements: the one place figures
 //! are computed.
 
+mod quic;
+
 use super::*;
+pub(super) use quic::{H3Sums, OnWire};
 
 pub(super) fn ms(ns: f64) -> f64 {
     ns / 1e6
@@ -719,6 +722,13 @@ pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
     let tcp_bytes_out: u64 = with_tcp().map(|(c, _)| c.bytes_out).sum();
     let tcp_bytes_in: u64 = with_tcp().map(|(c, _)| c.bytes_in).sum();
     let opened: u64 = conns.iter().map(ConnRecord::weight).sum();
+    let h3 = H3Sums::of(conns, ipv6);
+    let on_wire = OnWire {
+        tcp_requests,
+        tcp_out: tcp_bytes_out + hdr_out,
+        tcp_in: tcp_bytes_in + hdr_in,
+        h3: h3.as_ref(),
+    };
     Wire {
         connections_opened: opened,
         reconnects: run.stats.reconnects,
@@ -750,13 +760,13 @@ pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
         retransmits: tcp_sum(|t| t.retransmits),
         connections_without_tcp_info: conns
             .iter()
-            .filter(|c| c.tcp.is_none())
+            .filter(|c| c.tcp.is_none() && c.h3.is_none())
             .map(ConnRecord::weight)
             .sum(),
         ip_tcp_header_bytes_out: hdr_out,
         ip_tcp_header_bytes_in: hdr_in,
-        wire_bytes_out_per_request: per(tcp_bytes_out + hdr_out, tcp_requests),
-        wire_bytes_in_per_request: per(tcp_bytes_in + hdr_in, tcp_requests),
+        wire_bytes_out_per_request: on_wire.per_request(true),
+        wire_bytes_in_per_request: on_wire.per_request(false),
         close: CloseTotals::of(conns),
         layers: layer_totals(conns, requests),
         tls: conns.iter().filter_map(|c| c.tls.as_ref()).fold(
@@ -767,5 +777,6 @@ pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
                 Some(a)
             },
         ),
+        h3: h3.map(H3Sums::figures),
     }
 }

@@ -74,7 +74,7 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "<p class=\"meta\">wirebench {} &middot; {} &middot; {} clients, {} h2 connection(s), {} threads &middot; {} &middot; warmup {} s &middot; timeout {} s</p>",
+        "<p class=\"meta\">wirebench {} &middot; {} &middot; {} clients, {} connection(s), {} threads &middot; {} &middot; warmup {} s &middot; timeout {} s</p>",
         esc(report.version),
         esc(&report.endpoints.join(", ")),
         s.clients,
@@ -95,6 +95,7 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
     statuses(&mut o, stacks);
     cost(&mut o, stacks);
     wire(&mut o, stacks);
+    h3(&mut o, stacks);
     link(&mut o, stacks);
     stages(&mut o, stacks);
     per_endpoint(&mut o, stacks);
@@ -218,6 +219,12 @@ fn wire(o: &mut String, stacks: &[&RunReport]) {
         row("TCP segments in", stacks, |r| {
             cell(r.wire.segments_in_per_request, 2)
         }),
+        row("Packets out (TCP segments | UDP datagrams)", stacks, |r| {
+            cell(r.wire.packets_per_request().0, 2)
+        }),
+        row("Packets in (TCP segments | UDP datagrams)", stacks, |r| {
+            cell(r.wire.packets_per_request().1, 2)
+        }),
         row("On the wire out (B)", stacks, |r| {
             cell(r.wire.wire_bytes_out_per_request, 1)
         }),
@@ -226,6 +233,118 @@ fn wire(o: &mut String, stacks: &[&RunReport]) {
         }),
         row("Connections opened", stacks, |r| {
             r.wire.connections_opened.to_string()
+        }),
+    ];
+    table(o, "", stacks, &rows);
+}
+
+/// The HTTP/3 table, when a stack ran over QUIC: UDP, QUIC's own account, the HTTP/3 layer
+/// and the handshakes, per request out / in (per handshake for the handshake rows).
+fn h3(o: &mut String, stacks: &[&RunReport]) {
+    let stacks: Vec<&RunReport> = stacks
+        .iter()
+        .copied()
+        .filter(|r| r.wire.h3.is_some())
+        .collect();
+    let stacks = &stacks[..];
+    if stacks.is_empty() {
+        return;
+    }
+    o.push_str("<h2>HTTP/3 and QUIC (per request, out / in)</h2>\n");
+    type Get = fn(&super::quic::H3Wire) -> (Option<f64>, Option<f64>);
+    let pair = |name: &str, digits: usize, f: Get| {
+        row(name, stacks, |r| {
+            r.wire.h3.as_ref().map_or("-".to_string(), |h| {
+                let (a, b) = f(h);
+                format!("{} / {}", cell(a, digits), cell(b, digits))
+            })
+        })
+    };
+    /// The head or payload bytes per request of the frames of type `name`.
+    fn frame(rows: &[super::quic::H3FrameRate], name: &str, payload: bool) -> Option<f64> {
+        let r = rows.iter().find(|r| r.frame == name)?;
+        if payload {
+            r.payload_bytes_per_request
+        } else {
+            r.header_bytes_per_request
+        }
+    }
+    let rows = vec![
+        pair("UDP datagrams", 2, |h| {
+            (
+                h.udp.datagrams_out_per_request,
+                h.udp.datagrams_in_per_request,
+            )
+        }),
+        pair("UDP payload (B)", 1, |h| {
+            (h.udp.bytes_out_per_request, h.udp.bytes_in_per_request)
+        }),
+        pair("On the wire, est. IP+UDP headers (B)", 1, |h| {
+            (
+                h.udp.wire_bytes_out_per_request,
+                h.udp.wire_bytes_in_per_request,
+            )
+        }),
+        pair("HEADERS frame heads (B)", 1, |h| {
+            (
+                frame(&h.http3.frames_out, "HEADERS", false),
+                frame(&h.http3.frames_in, "HEADERS", false),
+            )
+        }),
+        pair("QPACK field sections (B)", 1, |h| {
+            (
+                h.http3.qpack_section_bytes_out_per_request,
+                h.http3.qpack_section_bytes_in_per_request,
+            )
+        }),
+        pair("DATA frame heads (B)", 1, |h| {
+            (
+                frame(&h.http3.frames_out, "DATA", false),
+                frame(&h.http3.frames_in, "DATA", false),
+            )
+        }),
+        pair("Bodies, DATA payload (B)", 1, |h| {
+            (
+                frame(&h.http3.frames_out, "DATA", true),
+                frame(&h.http3.frames_in, "DATA", true),
+            )
+        }),
+        pair("All HTTP/3 frames (B)", 1, |h| {
+            (
+                h.http3.frame_bytes_out_per_request,
+                h.http3.frame_bytes_in_per_request,
+            )
+        }),
+        pair("QUIC's own: UDP payload - HTTP/3 layer (B)", 1, |h| {
+            (
+                h.quic.overhead_out_per_request,
+                h.quic.overhead_in_per_request,
+            )
+        }),
+        pair("QPACK section / fields", 2, |h| {
+            (h.http3.qpack_ratio_out, h.http3.qpack_ratio_in)
+        }),
+        pair("QUIC packets sent / lost (%)", 2, |h| {
+            (h.quic.packets_out_per_request, h.quic.loss_percent)
+        }),
+        pair("RTT smoothed / min (ms)", 3, |h| {
+            (h.quic.rtt_ms, h.quic.min_rtt_ms)
+        }),
+        pair("Handshake: UDP bytes", 0, |h| {
+            (h.handshake.bytes_out, h.handshake.bytes_in)
+        }),
+        pair("Handshake: datagrams", 1, |h| {
+            (h.handshake.datagrams_out, h.handshake.datagrams_in)
+        }),
+        row("Handshake: average (ms), resumed", stacks, |r| {
+            r.wire.h3.as_ref().map_or("-".to_string(), |h| {
+                format!(
+                    "{}, {} of {}",
+                    cell(h.handshake.average_ms, 2),
+                    h.handshake.resumed,
+                    h.handshake.handshakes
+                )
+            })
         }),
     ];
     table(o, "", stacks, &rows);

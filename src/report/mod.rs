@@ -8,6 +8,7 @@ pub mod link;
 pub mod merge;
 mod parts;
 pub mod prometheus;
+pub mod quic;
 pub mod show;
 pub mod svg;
 pub mod text;
@@ -62,6 +63,13 @@ pub struct Report {
     /// and gRPC framing against JSON, on the same h2 client)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratios_grpc_h2: Option<Ratios>,
+    /// present when HTTP/1.1 and HTTP/3 ran: HTTP/3 figure divided by HTTP/1.1 figure
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratios_h3: Option<Ratios>,
+    /// present when plain HTTP/2 and HTTP/3 ran: HTTP/3 figure divided by HTTP/2 figure (QUIC
+    /// and QPACK against TCP, TLS and HPACK, the requests the same)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratios_h3_h2: Option<Ratios>,
     /// text only: print the per-connection table
     #[serde(skip)]
     pub per_conn_table: bool,
@@ -188,12 +196,13 @@ pub struct RunReport {
 }
 
 /// The ratios a side-by-side table shows for `n` stacks in run order (HTTP/1.1, HTTP/2,
-/// gRPC): (numerator, denominator) indices, each later stack over each earlier one.
+/// gRPC, HTTP/3): (numerator, denominator) indices, each later stack over each earlier one.
 pub fn ratio_pairs(n: usize) -> &'static [(usize, usize)] {
     match n {
         0 | 1 => &[],
         2 => &[(1, 0)],
-        _ => &[(1, 0), (2, 0), (2, 1)],
+        3 => &[(1, 0), (2, 0), (2, 1)],
+        _ => &[(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (3, 2)],
     }
 }
 
@@ -215,6 +224,9 @@ pub struct Ratios {
     pub server_cpu_us_per_request: Option<f64>,
     pub wire_bytes_out_per_request: Option<f64>,
     pub wire_bytes_in_per_request: Option<f64>,
+    /// IP packets per request: TCP segments, or UDP datagrams for HTTP/3
+    pub packets_out_per_request: Option<f64>,
+    pub packets_in_per_request: Option<f64>,
 }
 
 impl Ratios {
@@ -268,7 +280,32 @@ impl Ratios {
                 num.wire.wire_bytes_in_per_request,
                 den.wire.wire_bytes_in_per_request,
             ),
+            packets_out_per_request: ratio(
+                num.wire.packets_per_request().0,
+                den.wire.packets_per_request().0,
+            ),
+            packets_in_per_request: ratio(
+                num.wire.packets_per_request().1,
+                den.wire.packets_per_request().1,
+            ),
         }
+    }
+
+    /// Every ratio a report carries, from its runs: (gRPC / HTTP/1.1, HTTP/2 / HTTP/1.1,
+    /// gRPC / HTTP/2, HTTP/3 / HTTP/1.1, HTTP/3 / HTTP/2), each where both ran.
+    fn all(runs: &[RunReport]) -> [Option<Ratios>; 5] {
+        let find = |p: &str| runs.iter().find(|r| r.proto == p);
+        let (http, h2, grpc, h3) = (find("http"), find("h2"), find("grpc"), find("h3"));
+        let pair = |num: Option<&RunReport>, den: Option<&RunReport>| {
+            num.zip(den).map(|(num, den)| Ratios::of(num, den))
+        };
+        [
+            pair(grpc, http),
+            pair(h2, http),
+            pair(grpc, h2),
+            pair(h3, http),
+            pair(h3, h2),
+        ]
     }
 }
 
@@ -299,14 +336,7 @@ impl Report {
                 report
             })
             .collect();
-        let find = |p: &str| runs.iter().find(|r| r.proto == p);
-        let (http, h2, grpc) = (find("http"), find("h2"), find("grpc"));
-        let pair = |num: Option<&RunReport>, den: Option<&RunReport>| {
-            num.zip(den).map(|(num, den)| Ratios::of(num, den))
-        };
-        let ratios = pair(grpc, http);
-        let ratios_h2 = pair(h2, http);
-        let ratios_grpc_h2 = pair(grpc, h2);
+        let [ratios, ratios_h2, ratios_grpc_h2, ratios_h3, ratios_h3_h2] = Ratios::all(&runs);
         let (total_requests, duration_s) = match cfg.load.stop {
             Stop::Total(n) => (Some(n), None),
             Stop::Duration(d) => (None, Some(d.as_secs_f64())),
@@ -349,6 +379,8 @@ impl Report {
             ratios,
             ratios_h2,
             ratios_grpc_h2,
+            ratios_h3,
+            ratios_h3_h2,
             per_conn_table: cfg.per_conn,
         }
     }

@@ -511,8 +511,8 @@ pub struct Wire {
     pub read_calls_per_request: Option<f64>,
     pub write_would_block: u64,
     pub read_would_block: u64,
-    /// requests written on the connections that have TCP_INFO: the divisor of the segment and
-    /// on-the-wire figures
+    /// requests written on the connections that have TCP_INFO: the divisor of the segment
+    /// figures, and of the on-the-wire figures with the requests of the QUIC connections
     pub requests_with_tcp_info: u64,
     /// socket bytes of the connections with TCP_INFO: with their IP/TCP headers, the
     /// numerators of `wire_bytes_*_per_request`
@@ -527,12 +527,15 @@ pub struct Wire {
     pub data_segments_out_per_request: Option<f64>,
     pub data_segments_in_per_request: Option<f64>,
     pub retransmits: u64,
-    /// connections whose TCP_INFO could not be read (left out of the segment figures)
+    /// TCP connections whose TCP_INFO could not be read (left out of the segment figures;
+    /// QUIC connections, which have none, are not counted)
     pub connections_without_tcp_info: u64,
     /// IP + TCP headers, estimated: segments x (IP header + 20 + 12 with timestamps)
     pub ip_tcp_header_bytes_out: u64,
     pub ip_tcp_header_bytes_in: u64,
-    /// (socket bytes + estimated IP/TCP headers) / requests, over the connections with TCP_INFO
+    /// (socket bytes + estimated IP/TCP headers) / requests, over the connections with
+    /// TCP_INFO; for HTTP/3, (UDP payload + estimated IP/UDP headers) / requests, over the
+    /// QUIC connections
     pub wire_bytes_out_per_request: Option<f64>,
     pub wire_bytes_in_per_request: Option<f64>,
     /// the close exchanges, summed (not per request)
@@ -541,6 +544,23 @@ pub struct Wire {
     pub layers: Option<LayerTotals>,
     /// TLS summed over all connections (absent without TLS)
     pub tls: Option<TlsCounts>,
+    /// HTTP/3: UDP, QUIC, the HTTP/3 layer and the handshakes (absent on TCP stacks, and in
+    /// reports written before HTTP/3)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h3: Option<super::quic::H3Wire>,
+}
+
+impl Wire {
+    /// IP packets per request, out and in: TCP segments, or UDP datagrams for HTTP/3.
+    pub fn packets_per_request(&self) -> (Option<f64>, Option<f64>) {
+        match &self.h3 {
+            Some(h) => (
+                h.udp.datagrams_out_per_request,
+                h.udp.datagrams_in_per_request,
+            ),
+            None => (self.segments_out_per_request, self.segments_in_per_request),
+        }
+    }
 }
 
 /// The close exchanges of a run's connections, summed.

@@ -20,6 +20,7 @@ fn color(stack: &str) -> &'static str {
     match stack {
         "HTTP/1.1" => "#d9822b",
         "HTTP/2" => "#38a169",
+        "HTTP/3" => "#805ad5",
         _ => "#2b6cb0",
     }
 }

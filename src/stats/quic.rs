@@ -61,6 +61,36 @@ impl QuicFrames {
         }
     }
 
+    /// Every type's count with its RFC 9000 name (MAX_STREAMS and STREAMS_BLOCKED both
+    /// directions of streams), in the order of the struct.
+    pub fn named(&self) -> [(&'static str, u64); 22] {
+        let f = self;
+        [
+            ("ACK", f.ack),
+            ("CRYPTO", f.crypto),
+            ("STREAM", f.stream),
+            ("MAX_DATA", f.max_data),
+            ("MAX_STREAM_DATA", f.max_stream_data),
+            ("MAX_STREAMS", f.max_streams),
+            ("DATA_BLOCKED", f.data_blocked),
+            ("STREAM_DATA_BLOCKED", f.stream_data_blocked),
+            ("STREAMS_BLOCKED", f.streams_blocked),
+            ("NEW_CONNECTION_ID", f.new_connection_id),
+            ("RETIRE_CONNECTION_ID", f.retire_connection_id),
+            ("NEW_TOKEN", f.new_token),
+            ("PING", f.ping),
+            ("RESET_STREAM", f.reset_stream),
+            ("STOP_SENDING", f.stop_sending),
+            ("CONNECTION_CLOSE", f.connection_close),
+            ("HANDSHAKE_DONE", f.handshake_done),
+            ("PATH_CHALLENGE", f.path_challenge),
+            ("PATH_RESPONSE", f.path_response),
+            ("ACK_FREQUENCY", f.ack_frequency),
+            ("IMMEDIATE_ACK", f.immediate_ack),
+            ("DATAGRAM", f.datagram),
+        ]
+    }
+
     /// Every frame counted.
     pub fn total(&self) -> u64 {
         let f = self;

@@ -3,7 +3,7 @@
 
 use super::InRun;
 use super::combine::sum_all;
-use crate::report::derive::{CostCounts, per};
+use crate::report::derive::{CostCounts, H3Sums, OnWire, per};
 use crate::report::{CloseTotals, Cost, LayerTotals, Wire, sum_known};
 use crate::stats::{Duplex, Http1Counts, IoCalls, TlsCounts};
 use wirebench_wire::h2::counts::H2Counts;
@@ -114,6 +114,14 @@ pub(super) fn merge_wire(runs: &[&InRun]) -> Wire {
         sum(&|w| w.bytes_out_with_tcp_info),
         sum(&|w| w.bytes_in_with_tcp_info),
     );
+    // HTTP/3: the agents' sums added, every figure derived again from them
+    let h3 = H3Sums::merged(runs.iter().map(|r| r.wire.h3.as_ref()));
+    let on_wire = OnWire {
+        tcp_requests,
+        tcp_out: tcp_bytes_out + hdr_out,
+        tcp_in: tcp_bytes_in + hdr_in,
+        h3: h3.as_ref(),
+    };
     Wire {
         connections_opened: opened,
         reconnects: sum(&|w| w.reconnects),
@@ -146,10 +154,11 @@ pub(super) fn merge_wire(runs: &[&InRun]) -> Wire {
         connections_without_tcp_info: sum(&|w| w.connections_without_tcp_info),
         ip_tcp_header_bytes_out: hdr_out,
         ip_tcp_header_bytes_in: hdr_in,
-        wire_bytes_out_per_request: per(tcp_bytes_out + hdr_out, tcp_requests),
-        wire_bytes_in_per_request: per(tcp_bytes_in + hdr_in, tcp_requests),
+        wire_bytes_out_per_request: on_wire.per_request(true),
+        wire_bytes_in_per_request: on_wire.per_request(false),
         close,
         layers,
         tls,
+        h3: h3.map(H3Sums::figures),
     }
 }

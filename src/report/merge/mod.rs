@@ -14,7 +14,7 @@ mod stack;
 use serde::{Deserialize, Serialize};
 
 use super::hdr::HdrError;
-use super::{Ratios, Report, RunReport, SCHEMA, Settings};
+use super::{Ratios, Report, SCHEMA, Settings};
 pub use input::{InError, InOpenLoop, InRun, InSettings, Input, Source};
 
 /// Why reports cannot be merged: the line to print, naming the file.
@@ -250,11 +250,7 @@ pub fn merge(sources: &[Source]) -> Result<Report, MergeError> {
     let runs = (0..first.runs.len())
         .map(|i| stack::merge_run(sources, i))
         .collect::<Result<Vec<_>, _>>()?;
-    let find = |p: &str| runs.iter().find(|r| r.proto == p);
-    let (http, h2, grpc) = (find("http"), find("h2"), find("grpc"));
-    let pair = |num: Option<&RunReport>, den: Option<&RunReport>| {
-        num.zip(den).map(|(num, den)| Ratios::of(num, den))
-    };
+    let [ratios, ratios_h2, ratios_grpc_h2, ratios_h3, ratios_h3_h2] = Ratios::all(&runs);
     Ok(Report {
         schema: SCHEMA,
         version: env!("CARGO_PKG_VERSION"),
@@ -262,9 +258,11 @@ pub fn merge(sources: &[Source]) -> Result<Report, MergeError> {
         endpoints: first.endpoints.clone(),
         agent: None,
         settings: merge_settings(sources)?,
-        ratios: pair(grpc, http),
-        ratios_h2: pair(h2, http),
-        ratios_grpc_h2: pair(grpc, h2),
+        ratios,
+        ratios_h2,
+        ratios_grpc_h2,
+        ratios_h3,
+        ratios_h3_h2,
         runs,
         per_conn_table: false,
     })

@@ -149,6 +149,7 @@ fn counts(b: &[Bucket]) -> Vec<u64> {
 
 mod merge;
 mod nulls;
+mod quic;
 mod runs;
 mod summary;
 mod wire;

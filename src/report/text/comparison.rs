@@ -7,12 +7,14 @@ use crate::report::derive::ratio;
 use crate::report::plus;
 use crate::report::show::{self, num};
 
-/// The stacks that ran side by side (two or three of HTTP/1.1, HTTP/2, gRPC, in that order):
-/// each figure per stack, then each later stack's figure divided by each earlier one's, so
-/// with all three the table parts h2 framing and multiplexing (HTTP/2 / HTTP/1.1) from
-/// protobuf against JSON (gRPC / HTTP/2).
+/// The stacks that ran side by side (two to four of HTTP/1.1, HTTP/2, gRPC, HTTP/3, in that
+/// order): each figure per stack, then each later stack's figure divided by each earlier
+/// one's, so with the first three the table parts h2 framing and multiplexing (HTTP/2 /
+/// HTTP/1.1) from protobuf against JSON (gRPC / HTTP/2). With HTTP/3, packets are TCP
+/// segments or UDP datagrams, and bytes on the wire include the estimated IP and TCP or UDP
+/// headers, so that its ratios to the TCP stacks hold.
 pub(super) fn render_comparison(out: &mut String, runs: &[RunReport]) {
-    let cols: Vec<&RunReport> = ["http", "h2", "grpc"]
+    let cols: Vec<&RunReport> = ["http", "h2", "grpc", "h3"]
         .iter()
         .filter_map(|p| runs.iter().find(|r| r.proto == *p))
         .collect();
@@ -75,6 +77,20 @@ pub(super) fn render_comparison(out: &mut String, runs: &[RunReport]) {
     row("TCP segments in / request", &|r| {
         fig(r.wire.segments_in_per_request, 2)
     });
+    if cols.iter().any(|c| c.wire.h3.is_some()) {
+        row("Packets out / request", &|r| {
+            fig(r.wire.packets_per_request().0, 2)
+        });
+        row("Packets in / request", &|r| {
+            fig(r.wire.packets_per_request().1, 2)
+        });
+        row("On the wire out / request", &|r| {
+            fig(r.wire.wire_bytes_out_per_request, 1)
+        });
+        row("On the wire in / request", &|r| {
+            fig(r.wire.wire_bytes_in_per_request, 1)
+        });
+    }
     row("Syscalls / request", &|r| {
         fig(r.cost.syscalls_per_request, 2)
     });

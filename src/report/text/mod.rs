@@ -2,13 +2,15 @@
 //! one file per group of sections: `summary` (head, summary, latency, agents, endpoints,
 //! outcomes), `load` (open loop, stages, connection setup, streaming), `etcd` (failover,
 //! classes, compaction, leases, verify), `cost`, `wire` (wire, close, TLS, layers, per
-//! connection) and `comparison` (the stacks side by side).
+//! connection), `quic` (HTTP/3's rows in the wire block, its layers) and `comparison` (the
+//! stacks side by side).
 
 mod comparison;
 mod cost;
 mod etcd;
 mod link;
 mod load;
+mod quic;
 mod summary;
 mod wire;
 

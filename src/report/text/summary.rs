@@ -19,6 +19,11 @@ pub(super) fn render_head(out: &mut String, report: &Report, run: &RunReport) {
             ),
             _ => format!("{} connections (HTTP/1.1: one per client)", run.connections),
         }
+    } else if run.proto == "h3" {
+        format!(
+            "{} connection(s) carrying the clients as concurrent QUIC streams (HTTP/3)",
+            run.connections
+        )
     } else {
         let hpack = match report.settings.h2_client {
             "wire" => format!(", HPACK {}", report.settings.hpack),

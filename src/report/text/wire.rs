@@ -36,7 +36,7 @@ pub(super) fn render_wire(out: &mut String, run: &RunReport, per_conn_table: boo
         "  Requests / connection:    {}",
         num(w.requests_per_connection, 1)
     );
-    if let Some(c) = &run.connect_times {
+    if let Some(c) = run.connect_times.as_ref().filter(|_| w.h3.is_none()) {
         let p = |q: f64| crate::report::percentile_in(&c.distribution, q);
         let _ = writeln!(
             out,
@@ -83,6 +83,22 @@ pub(super) fn render_wire(out: &mut String, run: &RunReport, per_conn_table: boo
         num(w.bytes_in_per_request, 1),
         w.bytes_in
     );
+    if let Some(h) = &w.h3 {
+        super::quic::render_quic_rows(out, h, run.connect_times.as_ref());
+        super::quic::render_quic_close(out, &w.close);
+        super::quic::render_quic_handshake(out, h);
+        super::quic::render_h3_layers(out, h);
+    } else {
+        render_tcp(out, w, run.proto == "h2");
+    }
+    if per_conn_table {
+        render_per_conn(out, run);
+    }
+}
+
+/// The TCP rows: segments, retransmits, on the wire, the close, TLS and the layers (`plain`:
+/// plain HTTP/2's, whose DATA is bodies).
+fn render_tcp(out: &mut String, w: &Wire, plain: bool) {
     let tcp_note = if w.connections_without_tcp_info > 0 {
         format!(
             " [over the {} requests of the connections with TCP_INFO]",
@@ -134,10 +150,7 @@ pub(super) fn render_wire(out: &mut String, run: &RunReport, per_conn_table: boo
         );
     }
     if let Some(l) = &w.layers {
-        render_layers(out, l, w.requests_on_wire, run.proto == "h2");
-    }
-    if per_conn_table {
-        render_per_conn(out, run);
+        render_layers(out, l, w.requests_on_wire, plain);
     }
 }
 
