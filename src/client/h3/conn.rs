@@ -16,18 +16,18 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use quinn_proto::{
-    ClientConfig, Connection, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint,
-    EndpointConfig, Event, ReadError, StreamEvent, StreamId, TransportConfig, VarInt,
+    ClientConfig, DatagramEvent, Dir, Endpoint, EndpointConfig, TransportConfig, VarInt,
 };
 use tokio::time::{Instant, Sleep};
 
-use super::control::{Control, our_control_stream};
-use super::request::{ProtocolError, Slot, read_frames, take_counts};
-use crate::client::call::{Call, CallError, Progress, Request};
+use super::control::Control;
+use super::request::{Slot, take_counts};
+use super::state::{H3_NO_ERROR, H3_REQUEST_CANCELLED, State};
+use crate::client::call::{Call, CallError, InFlight, Progress, Request};
 use crate::net::keylog::{QuicTls, Secrets};
 use crate::net::udp::{self, MeteredUdp};
 use crate::net::{Ledger, NetConfig};
@@ -38,12 +38,8 @@ use wirebench_wire::h3::frame::{encode_data_head, encode_headers};
 use wirebench_wire::h3::qpack::{Decoder, QpackCounts, encode_section};
 use wirebench_wire::quic::{Dir as QuicDir, Sniffer};
 
-/// H3_NO_ERROR, H3_REQUEST_CANCELLED: what a close and a dropped call say.
-const H3_NO_ERROR: u32 = 0x100;
-const H3_REQUEST_CANCELLED: u32 = 0x10c;
-
-/// The largest response field section we accept (SETTINGS_MAX_FIELD_SECTION_SIZE).
-const MAX_FIELD_SECTION: u64 = 64 << 10;
+/// The stretch of buffer the requests' heads are encoded into, a new one when it is used up.
+const HEADS_ROOM: usize = 16 << 10;
 
 /// QUIC's flow-control windows and stream limit for a connection (`--quic-stream-window`,
 /// `--quic-conn-window`).
@@ -51,347 +47,6 @@ const MAX_FIELD_SECTION: u64 = 64 << 10;
 pub struct QuicWindows {
     pub stream: u32,
     pub conn: u32,
-}
-
-/// The connection and its requests, shared by the driver and the callers on one thread.
-struct State {
-    endpoint: Endpoint,
-    conn: Connection,
-    ch: ConnectionHandle,
-    remote: SocketAddr,
-    /// received datagrams (quinn takes each as a `BytesMut` split off this buffer)
-    rbuf: BytesMut,
-    /// what quinn gives to send; `pending`: a transmit of it still to be sent
-    sbuf: Vec<u8>,
-    pending: Option<(usize, Option<usize>)>,
-    /// a stateless answer of the endpoint (rare for a client)
-    ebuf: Vec<u8>,
-    control: Control,
-    control_out: Option<StreamId>,
-    control_bytes: Vec<u8>,
-    slots: Vec<Slot>,
-    free: Vec<usize>,
-    by_stream: HashMap<StreamId, usize>,
-    /// callers waiting for a stream (the handshake, or the server's stream limit)
-    waiting: VecDeque<Waker>,
-    /// the encoded field sections of the calls seen, by `Call::key`, with their counts
-    sections: HashMap<u64, (Vec<u8>, QpackCounts)>,
-    qpack: Decoder,
-    frames_out: H3Counts,
-    frames_in: H3Counts,
-    qpack_out: QpackCounts,
-    qpack_in: QpackCounts,
-    next_deadline: Option<Instant>,
-    driver: Option<Waker>,
-    dead: Option<Failure>,
-    connected: bool,
-    handshake: Option<Handshake>,
-    started: Instant,
-    closing: bool,
-    secrets: Arc<Secrets>,
-    /// the ledger's decryption of a copy of every datagram (ledger on)
-    sniffer: Option<Sniffer>,
-    /// a received datagram's copy for the sniffer (quinn decrypts the original in place)
-    copy: Vec<u8>,
-}
-
-/// The handshake as the ledger keeps it.
-#[derive(Debug, Clone, Copy)]
-struct Handshake {
-    us: u64,
-    bytes_out: u64,
-    bytes_in: u64,
-    datagrams_out: u64,
-    datagrams_in: u64,
-    resumed: bool,
-}
-
-impl State {
-    fn wake_driver(&self) {
-        if let Some(w) = &self.driver {
-            w.wake_by_ref();
-        }
-    }
-
-    fn wake_waiting(&mut self) {
-        while let Some(w) = self.waiting.pop_front() {
-            w.wake();
-        }
-    }
-
-    fn kill(&mut self, why: Failure) {
-        if self.dead.is_none() {
-            self.dead = Some(why.clone());
-        }
-        for s in &mut self.slots {
-            if s.stream.is_some() || s.waker.is_some() {
-                s.done(Err(CallError {
-                    conn_broken: true,
-                    ..CallError::plain(why.clone())
-                }));
-            }
-        }
-        self.wake_waiting();
-    }
-
-    /// A protocol error: the connection closes with its code.
-    fn protocol_error(&mut self, e: ProtocolError) {
-        let code = VarInt::from_u64(e.0.code.value()).unwrap_or(VarInt::from_u32(0x101));
-        self.conn
-            .close(std::time::Instant::now(), code, Bytes::from_static(b""));
-        self.kill(Failure::with(FailureKind::H3, e.0));
-    }
-
-    fn set_deadline(&mut self, token: usize, at: Instant) {
-        self.slots[token].deadline = Some(at);
-        if self.next_deadline.is_none_or(|d| at < d) {
-            self.next_deadline = Some(at);
-            self.wake_driver();
-        }
-    }
-
-    fn expire(&mut self, now: Instant) {
-        let mut next = None;
-        for s in &mut self.slots {
-            let Some(at) = s.deadline else { continue };
-            if s.ended.is_some() || s.expired {
-                continue;
-            }
-            if at <= now {
-                s.expired = true;
-                s.wake();
-            } else if next.is_none_or(|n| at < n) {
-                next = Some(at);
-            }
-        }
-        self.next_deadline = next;
-    }
-
-    /// Writes what slot `token` still has to send, and its FIN once all is out.
-    fn write_request(&mut self, token: usize) {
-        let s = &mut self.slots[token];
-        let Some(id) = s.stream else { return };
-        while !s.all_sent() {
-            match self.conn.send_stream(id).write(s.unsent()) {
-                Ok(n) => s.sent += n,
-                // flow control: the rest goes when the stream is writable again
-                Err(_) => return,
-            }
-        }
-        if !s.finished {
-            s.finished = true;
-            let _ = self.conn.send_stream(id).finish();
-        }
-    }
-
-    /// Reads what arrived on request stream `id` into its slot and judges it.
-    fn read_request(&mut self, id: StreamId) {
-        let Some(&token) = self.by_stream.get(&id) else {
-            return;
-        };
-        let s = &mut self.slots[token];
-        let mut fin = false;
-        let mut reset = None;
-        if let Ok(mut chunks) = self.conn.recv_stream(id).read(true) {
-            loop {
-                match chunks.next(usize::MAX) {
-                    Ok(Some(c)) => s.inbuf.extend_from_slice(&c.bytes),
-                    Ok(None) => {
-                        fin = true;
-                        break;
-                    }
-                    Err(ReadError::Blocked) => break,
-                    Err(ReadError::Reset(code)) => {
-                        reset = Some(code);
-                        break;
-                    }
-                }
-            }
-            let _ = chunks.finalize();
-        }
-        let r = read_frames(
-            s,
-            fin,
-            &mut self.qpack,
-            MAX_FIELD_SECTION,
-            &mut self.qpack_in,
-        );
-        if let Some(code) = reset
-            && s.ended.is_none()
-        {
-            let refused = code.into_inner() == 0x10b;
-            s.done(Err(CallError {
-                // H3_REQUEST_REJECTED: the server did not process it
-                unprocessed: refused,
-                ..CallError::plain(Failure::with(
-                    FailureKind::H3,
-                    format_args!(
-                        "the server reset the request stream (0x{:x})",
-                        code.into_inner()
-                    ),
-                ))
-            }));
-        }
-        if let Err(e) = r {
-            self.protocol_error(e);
-        }
-    }
-
-    fn read_uni(&mut self, id: StreamId) {
-        let mut fin = false;
-        let mut r = Ok(());
-        if let Ok(mut chunks) = self.conn.recv_stream(id).read(true) {
-            loop {
-                match chunks.next(usize::MAX) {
-                    Ok(Some(c)) => {
-                        r = self.control.data(id, &c.bytes, false);
-                        if r.is_err() {
-                            break;
-                        }
-                    }
-                    Ok(None) => {
-                        fin = true;
-                        break;
-                    }
-                    Err(ReadError::Blocked) => break,
-                    Err(ReadError::Reset(_)) => {
-                        fin = true;
-                        break;
-                    }
-                }
-            }
-            let _ = chunks.finalize();
-        }
-        if r.is_ok() && fin {
-            r = self.control.data(id, &[], true);
-        }
-        if let Err(e) = r {
-            self.protocol_error(e);
-        }
-        if self.control.goaway.is_some() {
-            self.wake_waiting();
-        }
-    }
-
-    /// Handles quinn's application events.
-    fn events(&mut self, ledger: &Ledger) {
-        while let Some(ev) = self.conn.poll() {
-            match ev {
-                Event::Connected => {
-                    self.connected = true;
-                    self.handshake = Some(Handshake {
-                        us: self.started.elapsed().as_micros() as u64,
-                        bytes_out: ledger.bytes_out.get(),
-                        bytes_in: ledger.bytes_in.get(),
-                        datagrams_out: ledger.datagrams_out.get(),
-                        datagrams_in: ledger.datagrams_in.get(),
-                        resumed: self.conn.crypto_session().handshake_data().is_some()
-                            && resumed(&self.conn),
-                    });
-                    self.open_control();
-                    self.wake_waiting();
-                }
-                Event::ConnectionLost { reason } => self.kill(lost(&reason)),
-                Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
-                    while let Some(id) = self.conn.streams().accept(Dir::Uni) {
-                        self.control.opened(id);
-                        self.read_uni(id);
-                    }
-                }
-                Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
-                    // we allow the server none; refuse any all the same
-                    while let Some(id) = self.conn.streams().accept(Dir::Bi) {
-                        let code = VarInt::from_u32(0x103);
-                        let _ = self.conn.recv_stream(id).stop(code);
-                        let _ = self.conn.send_stream(id).reset(code);
-                    }
-                }
-                Event::Stream(StreamEvent::Readable { id }) => {
-                    if self.by_stream.contains_key(&id) {
-                        self.read_request(id);
-                    } else if self.control.knows(id) {
-                        self.read_uni(id);
-                    }
-                }
-                Event::Stream(StreamEvent::Writable { id }) => {
-                    if let Some(&token) = self.by_stream.get(&id) {
-                        self.write_request(token);
-                    } else if Some(id) == self.control_out {
-                        self.write_control();
-                    }
-                }
-                Event::Stream(StreamEvent::Stopped { id, error_code }) => {
-                    if let Some(&token) = self.by_stream.get(&id) {
-                        let s = &mut self.slots[token];
-                        // H3_NO_ERROR: the server answers without the rest of the request
-                        if error_code.into_inner() != u64::from(H3_NO_ERROR) {
-                            s.done(Err(CallError {
-                                unprocessed: error_code.into_inner() == 0x10b,
-                                ..CallError::plain(Failure::with(
-                                    FailureKind::H3,
-                                    format_args!(
-                                        "the server stopped the request stream (0x{:x})",
-                                        error_code.into_inner()
-                                    ),
-                                ))
-                            }));
-                        }
-                    }
-                }
-                Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => self.wake_waiting(),
-                Event::Stream(_)
-                | Event::HandshakeDataReady
-                | Event::DatagramReceived
-                | Event::DatagramsUnblocked => {}
-            }
-        }
-    }
-
-    fn open_control(&mut self) {
-        if self.control_out.is_some() {
-            return;
-        }
-        if let Some(id) = self.conn.streams().open(Dir::Uni) {
-            self.control_out = Some(id);
-            self.control_bytes = our_control_stream(MAX_FIELD_SECTION, &mut self.control);
-            self.write_control();
-        }
-    }
-
-    fn write_control(&mut self) {
-        let Some(id) = self.control_out else { return };
-        while !self.control_bytes.is_empty() {
-            match self.conn.send_stream(id).write(&self.control_bytes) {
-                Ok(n) => {
-                    self.control_bytes.drain(..n);
-                }
-                Err(_) => return,
-            }
-        }
-    }
-
-    /// Whether a new request may open a stream now.
-    fn can_open(&self) -> bool {
-        self.connected && self.dead.is_none() && self.control.goaway.is_none() && !self.closing
-    }
-}
-
-/// Whether the handshake resumed a session (no certificate from the server).
-fn resumed(conn: &Connection) -> bool {
-    conn.crypto_session().peer_identity().is_none()
-}
-
-/// A lost connection as a request's failure.
-fn lost(reason: &ConnectionError) -> Failure {
-    match reason {
-        ConnectionError::TimedOut => Failure::with(FailureKind::Quic, "idle timeout"),
-        ConnectionError::ApplicationClosed(c)
-            if c.error_code.into_inner() == u64::from(H3_NO_ERROR) =>
-        {
-            Failure::with(FailureKind::Closed, "connection closed by the server")
-        }
-        other => Failure::with(FailureKind::Quic, other),
-    }
 }
 
 /// A handle on one HTTP/3 connection; clones share it.
@@ -492,6 +147,7 @@ pub async fn connect(
         closing: false,
         secrets,
         sniffer: ledger_on.then(Sniffer::new),
+        heads: BytesMut::with_capacity(HEADS_ROOM),
         copy: Vec::with_capacity(2048),
     }));
     let handle = H3Handle {
@@ -636,42 +292,6 @@ fn drive(
     }
 }
 
-impl State {
-    /// The secrets rustls logged since the last datagram, to the sniffer.
-    fn secrets_to_sniffer(&mut self) {
-        let Some(s) = &mut self.sniffer else { return };
-        for (label, secret) in self.secrets.take() {
-            // a secret of a length no QUIC suite has: its packets count as undecryptable
-            let _ = s.secret(label, &secret);
-        }
-    }
-
-    /// The datagram just handled by quinn (its copy), to the sniffer.
-    fn sniff_in(&mut self) {
-        if self.sniffer.is_none() {
-            return;
-        }
-        self.secrets_to_sniffer();
-        if let Some(s) = &mut self.sniffer {
-            s.datagram(QuicDir::In, &self.copy);
-        }
-    }
-
-    /// The `size` bytes quinn just put in `sbuf` (datagrams of `segment` bytes with GSO), to
-    /// the sniffer.
-    fn sniff_out(&mut self, size: usize, segment: Option<usize>) {
-        if self.sniffer.is_none() {
-            return;
-        }
-        self.secrets_to_sniffer();
-        if let Some(s) = &mut self.sniffer {
-            for d in self.sbuf[..size].chunks(segment.unwrap_or(size).max(1)) {
-                s.datagram(QuicDir::Out, d);
-            }
-        }
-    }
-}
-
 impl H3Handle {
     /// Whether the connection can take no more requests.
     pub fn is_dead(&self) -> bool {
@@ -806,24 +426,6 @@ impl H3Handle {
     }
 }
 
-/// Counts a request in flight on the connection while it lives (the close waits for none).
-struct InFlight<'a>(&'a Ledger);
-
-impl<'a> InFlight<'a> {
-    fn new(l: &'a Ledger) -> InFlight<'a> {
-        l.in_flight.set(l.in_flight.get() + 1);
-        InFlight(l)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0
-            .in_flight
-            .set(self.0.in_flight.get().saturating_sub(1));
-    }
-}
-
 /// A request's hold on its slot: gives the caller's buffer back and frees the slot however the
 /// request ends; one dropped mid-flight (its timeout) resets its stream.
 struct Guard<'a> {
@@ -882,16 +484,20 @@ impl Guard<'_> {
             c.section_bytes = section.len() as u64;
             (section, c)
         });
-        let s = &mut st.slots[self.token];
-        let head = encode_headers(&mut s.head, section);
+        if st.heads.capacity() - st.heads.len() < section.len() + 32 {
+            // a fresh stretch: the old one is reclaimed once quinn dropped what it sent of it
+            st.heads.reserve(HEADS_ROOM.max(section.len() + 32));
+        }
+        let head = encode_headers(&mut st.heads, section);
         st.frames_out.count_frame(&head);
         st.qpack_out += *counts;
         // a request without a body ends with its HEADERS
         if !body.is_empty() {
-            let head = encode_data_head(&mut s.head, body.len() as u64);
+            let head = encode_data_head(&mut st.heads, body.len() as u64);
             st.frames_out.count_frame(&head);
-            s.body = body.clone();
         }
+        let s = &mut st.slots[self.token];
+        s.chunks = [st.heads.split().freeze(), body.clone()];
         s.stream = Some(id);
         st.by_stream.insert(id, self.token);
         st.write_request(self.token);
@@ -931,7 +537,6 @@ impl Drop for Guard<'_> {
         s.outcome = None;
         s.waker = None;
         s.deadline = None;
-        s.body = Bytes::new();
         st.free.push(self.token);
     }
 }

@@ -18,10 +18,9 @@ use wirebench_wire::h3::qpack::{Decoder, QpackCounts};
 pub(super) struct Slot {
     /// the request stream, once opened
     pub(super) stream: Option<quinn_proto::StreamId>,
-    /// HEADERS and the DATA head, then `body`: what is still to be written from `sent` on
-    pub(super) head: Vec<u8>,
-    pub(super) body: Bytes,
-    pub(super) sent: usize,
+    /// HEADERS and the DATA head, then the body: what is still to be written (quinn takes
+    /// each as it is, no copy)
+    pub(super) chunks: [Bytes; 2],
     /// our side of the stream is finished (FIN queued)
     pub(super) finished: bool,
     /// the response's frames
@@ -48,9 +47,7 @@ impl Slot {
     pub(super) fn new() -> Slot {
         Slot {
             stream: None,
-            head: Vec::new(),
-            body: Bytes::new(),
-            sent: 0,
+            chunks: [Bytes::new(), Bytes::new()],
             finished: false,
             reader: FrameReader::default(),
             inbuf: BytesMut::new(),
@@ -69,9 +66,7 @@ impl Slot {
     /// Ready for a new request that accepts a body of `max_message` bytes.
     pub(super) fn begin(&mut self, max_message: usize) {
         self.stream = None;
-        self.head.clear();
-        self.body = Bytes::new();
-        self.sent = 0;
+        self.chunks = [Bytes::new(), Bytes::new()];
         self.finished = false;
         self.inbuf.clear();
         self.max_message = max_message;
@@ -103,17 +98,8 @@ impl Slot {
         }
     }
 
-    /// What is still to be written: the rest of the head, then of the body.
-    pub(super) fn unsent(&self) -> &[u8] {
-        if self.sent < self.head.len() {
-            &self.head[self.sent..]
-        } else {
-            &self.body[self.sent - self.head.len()..]
-        }
-    }
-
     pub(super) fn all_sent(&self) -> bool {
-        self.sent >= self.head.len() + self.body.len()
+        self.chunks.iter().all(Bytes::is_empty)
     }
 }
 
