@@ -56,9 +56,45 @@ pub struct QuicFigures {
     pub loss_percent: Option<f64>,
     pub bytes_lost_per_request: Option<f64>,
     pub congestion_events: u64,
-    /// QUIC frames per request by type, each way (every type, in RFC 9000 order)
+    /// QUIC frames per request by type, each way (every type, in RFC 9000 order): the ledger's
+    /// decryption of every datagram when it ran (`decrypted`; with each type's bytes), else
+    /// quinn's own counts (no bytes)
     pub frames_out: Vec<QuicFrameRate>,
     pub frames_in: Vec<QuicFrameRate>,
+    /// the ledger decrypted a copy of every datagram (ledger on): the layers below are its
+    #[serde(default)]
+    pub decrypted: bool,
+    /// of the UDP payload, per request: packet headers (header protection removed: first byte,
+    /// version, connection IDs, token, length, packet number), AEAD tags (16 per packet),
+    /// PADDING, and packets the ledger could not open (none, unless keys went missing)
+    #[serde(default)]
+    pub packet_header_bytes_out_per_request: Option<f64>,
+    #[serde(default)]
+    pub packet_header_bytes_in_per_request: Option<f64>,
+    #[serde(default)]
+    pub aead_tag_bytes_out_per_request: Option<f64>,
+    #[serde(default)]
+    pub aead_tag_bytes_in_per_request: Option<f64>,
+    #[serde(default)]
+    pub padding_bytes_out_per_request: Option<f64>,
+    #[serde(default)]
+    pub padding_bytes_in_per_request: Option<f64>,
+    /// the UDP payload the decryption read, per request: the connections' whole lives, their
+    /// closes' CONNECTION_CLOSE included (the UDP row above stops at the records, before them)
+    #[serde(default)]
+    pub decrypted_bytes_out_per_request: Option<f64>,
+    #[serde(default)]
+    pub decrypted_bytes_in_per_request: Option<f64>,
+    #[serde(default)]
+    pub undecryptable_packets_out: u64,
+    #[serde(default)]
+    pub undecryptable_packets_in: u64,
+    /// QUIC packets each way by type (the ledger's decryption): initial, 0rtt, handshake,
+    /// retry, version negotiation, 1rtt
+    #[serde(default)]
+    pub packets_by_type_out: Vec<(String, u64)>,
+    #[serde(default)]
+    pub packets_by_type_in: Vec<(String, u64)>,
     /// QUIC's own bytes per request: UDP payload − (HTTP/3 frames + stream types + QPACK
     /// and ignored streams' bytes): packet headers, AEAD tags, STREAM frame headers, ACK,
     /// CRYPTO and every other QUIC frame, padding
@@ -77,6 +113,12 @@ pub struct QuicFrameRate {
     pub frame: String,
     pub count: u64,
     pub per_request: Option<f64>,
+    /// whole frames' bytes, and of them the data a STREAM, CRYPTO or DATAGRAM frame carries,
+    /// per request (null: counted by quinn, which keeps no bytes)
+    #[serde(default)]
+    pub bytes_per_request: Option<f64>,
+    #[serde(default)]
+    pub data_bytes_per_request: Option<f64>,
 }
 
 /// The HTTP/3 layer per request.

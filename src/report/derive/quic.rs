@@ -11,6 +11,17 @@ use crate::report::quic::{
 use crate::stats::{ConnRecord, H3Record, QuicFrames};
 use wirebench_wire::h3::counts::H3Counts;
 use wirebench_wire::h3::head::FrameType;
+use wirebench_wire::quic::{FrameKind, PacketType, QuicCounts};
+
+/// A record's UDP datagrams each way: our socket's count (a GSO send or GRO receive counted by
+/// its segments), or quinn's where the record has none (reports from before it was kept).
+pub(in crate::report) fn datagrams(h: &H3Record) -> (u64, u64) {
+    if h.datagrams_out + h.datagrams_in > 0 {
+        (h.datagrams_out, h.datagrams_in)
+    } else {
+        (h.quic.datagrams_out, h.quic.datagrams_in)
+    }
+}
 
 /// What `wire.h3` is computed from: counts summed over the HTTP/3 connections.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,13 +55,14 @@ impl H3Sums {
         for c in conns {
             let Some(h) = &c.h3 else { continue };
             let v6 = ipv6.get(c.endpoint).copied().unwrap_or(false);
+            let (dg_out, dg_in) = datagrams(h);
             *sums.get_or_insert_with(H3Sums::default) += H3Sums {
                 requests: c.requests,
                 totals: *h,
                 udp_bytes_out: c.bytes_out,
                 udp_bytes_in: c.bytes_in,
-                ip_udp_header_bytes_out: ip_udp_header_bytes(h.quic.datagrams_out, v6),
-                ip_udp_header_bytes_in: ip_udp_header_bytes(h.quic.datagrams_in, v6),
+                ip_udp_header_bytes_out: ip_udp_header_bytes(dg_out, v6),
+                ip_udp_header_bytes_in: ip_udp_header_bytes(dg_in, v6),
             };
         }
         sums
@@ -112,6 +124,21 @@ impl H3Sums {
         let (overhead_out, overhead_in) = self.quic_overhead();
         let mean = |sum: u64| per(sum, q.connections);
         let per_handshake = |n: u64| per(n, t.handshakes);
+        let (dg_out, dg_in) = datagrams(t);
+        // the ledger's decryption ran when it saw datagrams
+        let decrypted = t.sniffed_out.datagrams + t.sniffed_in.datagrams > 0;
+        let (so, si) = (&t.sniffed_out, &t.sniffed_in);
+        let sniffed = |f: fn(&QuicCounts) -> u64| {
+            if decrypted {
+                (r(f(so)), r(f(si)))
+            } else {
+                (None, None)
+            }
+        };
+        let (header_out, header_in) = sniffed(|c| c.header_bytes);
+        let (tag_out, tag_in) = sniffed(|c| c.tag_bytes);
+        let (padding_out, padding_in) = sniffed(QuicCounts::padding_bytes);
+        let (read_out, read_in) = sniffed(|c| c.datagram_bytes);
         H3Wire {
             requests: self.requests,
             totals: self.totals,
@@ -120,14 +147,14 @@ impl H3Sums {
             ip_udp_header_bytes_out: self.ip_udp_header_bytes_out,
             ip_udp_header_bytes_in: self.ip_udp_header_bytes_in,
             udp: UdpFigures {
-                datagrams_out_per_request: r(q.datagrams_out),
-                datagrams_in_per_request: r(q.datagrams_in),
+                datagrams_out_per_request: r(dg_out),
+                datagrams_in_per_request: r(dg_in),
                 bytes_out_per_request: r(self.udp_bytes_out),
                 bytes_in_per_request: r(self.udp_bytes_in),
                 wire_bytes_out_per_request: r(wire_out),
                 wire_bytes_in_per_request: r(wire_in),
-                bytes_per_datagram_out: per(self.udp_bytes_out, q.datagrams_out),
-                bytes_per_datagram_in: per(self.udp_bytes_in, q.datagrams_in),
+                bytes_per_datagram_out: per(self.udp_bytes_out, dg_out),
+                bytes_per_datagram_in: per(self.udp_bytes_in, dg_in),
             },
             quic: QuicFigures {
                 packets_out_per_request: r(q.packets_out),
@@ -135,8 +162,29 @@ impl H3Sums {
                 loss_percent: per(q.packets_lost, q.packets_out).map(|x| x * 100.0),
                 bytes_lost_per_request: r(q.bytes_lost),
                 congestion_events: q.congestion_events,
-                frames_out: quic_frames(&q.frames_out, self.requests),
-                frames_in: quic_frames(&q.frames_in, self.requests),
+                frames_out: if decrypted {
+                    sniffed_frames(so, self.requests)
+                } else {
+                    quic_frames(&q.frames_out, self.requests)
+                },
+                frames_in: if decrypted {
+                    sniffed_frames(si, self.requests)
+                } else {
+                    quic_frames(&q.frames_in, self.requests)
+                },
+                decrypted,
+                packet_header_bytes_out_per_request: header_out,
+                packet_header_bytes_in_per_request: header_in,
+                aead_tag_bytes_out_per_request: tag_out,
+                aead_tag_bytes_in_per_request: tag_in,
+                padding_bytes_out_per_request: padding_out,
+                padding_bytes_in_per_request: padding_in,
+                decrypted_bytes_out_per_request: read_out,
+                decrypted_bytes_in_per_request: read_in,
+                undecryptable_packets_out: so.undecryptable_packets(),
+                undecryptable_packets_in: si.undecryptable_packets(),
+                packets_by_type_out: packet_types(so),
+                packets_by_type_in: packet_types(si),
                 overhead_out_per_request: r(overhead_out),
                 overhead_in_per_request: r(overhead_in),
                 rtt_ms: mean(q.rtt_us).map(|us| us / 1000.0),
@@ -205,7 +253,35 @@ fn quic_frames(f: &QuicFrames, requests: u64) -> Vec<QuicFrameRate> {
             frame: name.to_string(),
             count,
             per_request: per(count, requests),
+            bytes_per_request: None,
+            data_bytes_per_request: None,
         })
+        .collect()
+}
+
+/// Every QUIC frame type the ledger's decryption counted: count, bytes and data bytes per
+/// request (PADDING's count is its runs).
+fn sniffed_frames(c: &QuicCounts, requests: u64) -> Vec<QuicFrameRate> {
+    FrameKind::ALL
+        .iter()
+        .map(|&k| {
+            let f = c.frame(k);
+            QuicFrameRate {
+                frame: k.name().to_string(),
+                count: f.count,
+                per_request: per(f.count, requests),
+                bytes_per_request: per(f.bytes, requests),
+                data_bytes_per_request: per(f.data_bytes, requests),
+            }
+        })
+        .collect()
+}
+
+/// QUIC packets by type (the ledger's decryption).
+fn packet_types(c: &QuicCounts) -> Vec<(String, u64)> {
+    PacketType::ALL
+        .iter()
+        .map(|&t| (t.name().to_string(), c.packets(t)))
         .collect()
 }
 

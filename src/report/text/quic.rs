@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::report::quic::{H3FrameRate, H3Wire};
+use crate::report::quic::{H3FrameRate, H3Wire, QuicFrameRate};
 use crate::report::show::{self, num};
 use crate::report::{CloseTotals, ConnectTimes};
 
@@ -193,6 +193,10 @@ pub(super) fn render_h3_layers(out: &mut String, h: &H3Wire) {
             .collect();
         let _ = writeln!(out, "  HTTP/3 frames {dir}: {}", or_none(&list));
     }
+    if h.quic.decrypted {
+        render_quic_layers(out, h);
+        return;
+    }
     for (dir, rows) in [("out", &h.quic.frames_out), ("in", &h.quic.frames_in)] {
         let mut seen: Vec<_> = rows.iter().filter(|r| r.count > 0).collect();
         seen.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frame.cmp(&b.frame)));
@@ -200,7 +204,117 @@ pub(super) fn render_h3_layers(out: &mut String, h: &H3Wire) {
             .iter()
             .map(|r| format!("{} {}", r.frame, num(r.per_request, 2)))
             .collect();
+        let _ = writeln!(
+            out,
+            "  QUIC frames {dir} / request (quinn's count): {}",
+            or_none(&list)
+        );
+    }
+}
+
+/// The QUIC layers of the UDP payload as the ledger's decryption of every datagram read them:
+/// packet headers, AEAD tags, every frame type with its bytes (STREAM's headers and data
+/// apart), padding.
+fn render_quic_layers(out: &mut String, h: &H3Wire) {
+    let q = &h.quic;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "QUIC layers (bytes per request, out / in; every datagram decrypted by the ledger):"
+    );
+    let mut row = |name: &str, o: Option<f64>, i: Option<f64>| {
+        let _ = writeln!(out, "  {name:<26}{:>9} /{:>9}", num(o, 1), num(i, 1));
+    };
+    let frame = |rows: &[QuicFrameRate], name: &str| rows.iter().find(|r| r.frame == name).cloned();
+    let bytes = |r: Option<QuicFrameRate>| r.and_then(|r| r.bytes_per_request);
+    let (fo, fi) = (&q.frames_out, &q.frames_in);
+    row(
+        "packet headers",
+        q.packet_header_bytes_out_per_request,
+        q.packet_header_bytes_in_per_request,
+    );
+    row(
+        "AEAD tags",
+        q.aead_tag_bytes_out_per_request,
+        q.aead_tag_bytes_in_per_request,
+    );
+    let stream_head = |r: Option<QuicFrameRate>| {
+        r.and_then(|r| Some(r.bytes_per_request? - r.data_bytes_per_request?))
+    };
+    row(
+        "STREAM frame headers",
+        stream_head(frame(fo, "STREAM")),
+        stream_head(frame(fi, "STREAM")),
+    );
+    row(
+        "STREAM data (HTTP/3)",
+        frame(fo, "STREAM").and_then(|r| r.data_bytes_per_request),
+        frame(fi, "STREAM").and_then(|r| r.data_bytes_per_request),
+    );
+    row(
+        "ACK frames",
+        bytes(frame(fo, "ACK")),
+        bytes(frame(fi, "ACK")),
+    );
+    row(
+        "CRYPTO frames (TLS)",
+        bytes(frame(fo, "CRYPTO")),
+        bytes(frame(fi, "CRYPTO")),
+    );
+    let others = |rows: &[QuicFrameRate]| {
+        rows.iter()
+            .filter(|r| !matches!(r.frame.as_str(), "STREAM" | "ACK" | "CRYPTO" | "PADDING"))
+            .map(|r| r.bytes_per_request)
+            .sum::<Option<f64>>()
+    };
+    row("other QUIC frames", others(fo), others(fi));
+    row(
+        "PADDING",
+        q.padding_bytes_out_per_request,
+        q.padding_bytes_in_per_request,
+    );
+    row(
+        "= UDP payload, close in",
+        q.decrypted_bytes_out_per_request,
+        q.decrypted_bytes_in_per_request,
+    );
+    if q.undecryptable_packets_out + q.undecryptable_packets_in > 0 {
+        let _ = writeln!(
+            out,
+            "  not decrypted: {} packets out, {} in (their bytes are in none of the rows)",
+            q.undecryptable_packets_out, q.undecryptable_packets_in
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  STREAM data holds the HTTP/3 layers above, and again what was retransmitted"
+    );
+    for (dir, rows) in [("out", fo), ("in", fi)] {
+        let mut seen: Vec<_> = rows.iter().filter(|r| r.count > 0).collect();
+        seen.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frame.cmp(&b.frame)));
+        let list: Vec<String> = seen
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} ({} B)",
+                    r.frame,
+                    num(r.per_request, 2),
+                    num(r.bytes_per_request, 1)
+                )
+            })
+            .collect();
         let _ = writeln!(out, "  QUIC frames {dir} / request: {}", or_none(&list));
+    }
+    for (dir, types) in [
+        ("out", &q.packets_by_type_out),
+        ("in", &q.packets_by_type_in),
+    ] {
+        let list: Vec<String> = types
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(t, n)| format!("{t} {n}"))
+            .collect();
+        let _ = writeln!(out, "  QUIC packets {dir}: {}", or_none(&list));
     }
 }
 
