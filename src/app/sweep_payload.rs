@@ -78,14 +78,14 @@ pub struct PayloadRow {
     /// both ways with the estimated IP + TCP headers (TCP_INFO segments; null: no
     /// connection's could be read)
     pub wire_bytes: Option<f64>,
-    /// TCP segments per request, both ways
+    /// TCP segments per request, both ways (HTTP/3: UDP datagrams)
     pub segments: Option<f64>,
     pub syscalls: Option<f64>,
     /// null: no request written
     pub client_cpu_us: Option<f64>,
     pub server_cpu_us: Option<f64>,
-    /// h2 WINDOW_UPDATE frames per request, both ways (null over HTTP/1.1, or without a
-    /// request on the connections)
+    /// h2 WINDOW_UPDATE frames per request, both ways (HTTP/3: QUIC's MAX_DATA and
+    /// MAX_STREAM_DATA; null over HTTP/1.1, or without a request on the connections)
     pub window_updates: Option<f64>,
     /// the row's latency histogram (HdrHistogram V2 compressed, base64, ns; JSON only)
     pub latency_hdr: String,
@@ -102,6 +102,22 @@ impl PayloadRow {
             let total = n(&h.out) + n(&h.inbound);
             (w.requests_on_wire > 0).then(|| total as f64 / w.requests_on_wire as f64)
         });
+        // HTTP/3: QUIC's flow-control updates, and datagrams where TCP has segments
+        let quic_updates = w.h3.as_ref().map(|h| {
+            let f = |rows: &[crate::report::quic::QuicFrameRate]| {
+                rows.iter()
+                    .filter(|r| r.frame == "MAX_DATA" || r.frame == "MAX_STREAM_DATA")
+                    .filter_map(|r| r.per_request)
+                    .sum::<f64>()
+            };
+            f(&h.quic.frames_out) + f(&h.quic.frames_in)
+        });
+        let datagrams = w.h3.as_ref().and_then(|h| {
+            plus(
+                h.udp.datagrams_out_per_request,
+                h.udp.datagrams_in_per_request,
+            )
+        });
         PayloadRow {
             payload_bytes,
             proto: r.proto,
@@ -116,11 +132,12 @@ impl PayloadRow {
             bytes_out: w.bytes_out_per_request,
             bytes_in: w.bytes_in_per_request,
             wire_bytes: plus(w.wire_bytes_out_per_request, w.wire_bytes_in_per_request),
-            segments: plus(w.segments_out_per_request, w.segments_in_per_request),
+            segments: datagrams
+                .or_else(|| plus(w.segments_out_per_request, w.segments_in_per_request)),
             syscalls: c.syscalls_per_request,
             client_cpu_us: c.client_cpu_us_per_request,
             server_cpu_us: c.server_cpu_us_per_request,
-            window_updates,
+            window_updates: window_updates.or(quic_updates),
             latency_hdr: r.histograms.latency.clone(),
         }
     }
@@ -260,6 +277,7 @@ fn title(proto: &str) -> &'static str {
     match proto {
         "http" => Proto::Http.title(),
         "h2" => Proto::H2.title(),
+        "h3" => Proto::H3.title(),
         _ => Proto::Grpc.title(),
     }
 }

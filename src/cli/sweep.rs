@@ -297,10 +297,10 @@ impl SweepArgs {
         // each row sets its own target
         let base = run.into_config(spec, parse_endpoints(&self.endpoints)?, Target::All)?;
         let mut protos: Vec<Proto> = self.proto.iter().map(|p| p.proto()).collect();
-        if protos.contains(&Proto::H2) {
+        if protos.contains(&Proto::H2) || protos.contains(&Proto::H3) {
             return Err(ArgError::Conflict(
                 "sweep etcd runs over http and grpc (etcd's gateway is not reached over \
-                        plain HTTP/2)",
+                        plain HTTP/2, nor etcd over HTTP/3)",
             ));
         }
         protos.dedup();
