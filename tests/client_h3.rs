@@ -333,3 +333,35 @@ fn caddy_serves_a_file_ten_thousand_times_over_h3() {
         "{c:#}"
     );
 }
+
+#[test]
+fn churned_connections_resume_their_tls_sessions_unless_told_not_to() {
+    let handshakes = |extra: &[&str]| -> (u64, u64) {
+        let mut args = vec![
+            "echo",
+            "--proto",
+            "h3",
+            "--requests-per-conn",
+            "10",
+            "-n",
+            "100",
+            "-c",
+            "2",
+        ];
+        args.extend_from_slice(extra);
+        let report = run_json_within(&args, Duration::from_secs(60));
+        let h = &run_of(&report, "h3")["wire"]["h3"]["handshake"];
+        (
+            support::u64_at(h, "/handshakes"),
+            support::u64_at(h, "/resumed"),
+        )
+    };
+    // every connection after the first presents a ticket the built-in server accepts; the
+    // server's flight then has no Certificate (the ledger's decryption reads it)
+    let (all, resumed) = handshakes(&[]);
+    assert!(all >= 10, "{all} handshakes");
+    assert!(resumed >= all - 2, "{resumed} of {all} resumed");
+    let (all, resumed) = handshakes(&["--tls-resume", "off"]);
+    assert!(all >= 10, "{all} handshakes");
+    assert_eq!(resumed, 0, "--tls-resume off");
+}

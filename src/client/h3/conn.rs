@@ -36,7 +36,7 @@ use crate::stats::{H3Record, QuicStats};
 use wirebench_wire::h3::counts::H3Counts;
 use wirebench_wire::h3::frame::{encode_data_head, encode_headers};
 use wirebench_wire::h3::qpack::{Decoder, QpackCounts, encode_section};
-use wirebench_wire::quic::{Dir as QuicDir, Sniffer};
+use wirebench_wire::quic::{Dir as QuicDir, HandshakeScan, Sniffer};
 
 /// The stretch of buffer the requests' heads are encoded into, a new one when it is used up.
 const HEADS_ROOM: usize = 16 << 10;
@@ -147,6 +147,7 @@ pub async fn connect(
         closing: false,
         secrets,
         sniffer: ledger_on.then(Sniffer::new),
+        scan: HandshakeScan::new(),
         heads: BytesMut::with_capacity(HEADS_ROOM),
         copy: Vec::with_capacity(2048),
     }));

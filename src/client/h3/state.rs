@@ -24,7 +24,7 @@ use crate::net::keylog::Secrets;
 use crate::outcome::{Failure, FailureKind};
 use wirebench_wire::h3::counts::H3Counts;
 use wirebench_wire::h3::qpack::{Decoder, QpackCounts};
-use wirebench_wire::quic::{Dir as QuicDir, Sniffer};
+use wirebench_wire::quic::{Dir as QuicDir, HandshakeScan, Sniffer};
 
 /// H3_NO_ERROR, H3_REQUEST_CANCELLED: what a close and a dropped call say.
 pub(super) const H3_NO_ERROR: u32 = 0x100;
@@ -73,6 +73,8 @@ pub(super) struct State {
     pub(super) heads: BytesMut,
     /// the ledger's decryption of a copy of every datagram (ledger on)
     pub(super) sniffer: Option<Sniffer>,
+    /// the server's handshake flight, as the sniffer reads it: resumed or full
+    pub(super) scan: HandshakeScan,
     /// a received datagram's copy for the sniffer (quinn decrypts the original in place)
     pub(super) copy: Vec<u8>,
 }
@@ -271,8 +273,9 @@ impl State {
                         bytes_in: ledger.bytes_in.get(),
                         datagrams_out: ledger.datagrams_out.get(),
                         datagrams_in: ledger.datagrams_in.get(),
-                        resumed: self.conn.crypto_session().handshake_data().is_some()
-                            && resumed(&self.conn),
+                        // the server's flight had no Certificate (the ledger's decryption
+                        // reads it; without the ledger a resumption is not told)
+                        resumed: self.scan.resumed() == Some(true),
                     });
                     self.open_control();
                     self.wake_waiting();
@@ -379,7 +382,7 @@ impl State {
         }
         self.secrets_to_sniffer();
         if let Some(s) = &mut self.sniffer {
-            s.datagram(QuicDir::In, &self.copy);
+            s.datagram_with(QuicDir::In, &self.copy, &mut self.scan);
         }
     }
 
@@ -396,11 +399,6 @@ impl State {
             }
         }
     }
-}
-
-/// Whether the handshake resumed a session (no certificate from the server).
-pub(super) fn resumed(conn: &Connection) -> bool {
-    conn.crypto_session().peer_identity().is_none()
 }
 
 /// A lost connection as a request's failure.

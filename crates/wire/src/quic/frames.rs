@@ -3,6 +3,7 @@
 
 use super::Dir;
 use super::counts::{FRAME_KINDS, FrameCount, FrameKind};
+use super::header::PacketType;
 use crate::h3::varint;
 
 /// Sees the STREAM frames of the decrypted packets, e.g. to count the HTTP/3 bytes inside
@@ -12,6 +13,12 @@ pub trait StreamVisitor {
     /// stream, in a packet of direction `dir`. Retransmitted data comes again.
     fn stream(&mut self, dir: Dir, id: u64, offset: u64, data: &[u8], fin: bool) {
         let _ = (dir, id, offset, data, fin);
+    }
+
+    /// A CRYPTO frame carrying `data` at `offset` of the TLS handshake stream of the packet's
+    /// level (`packet`: its type), in direction `dir`.
+    fn crypto(&mut self, dir: Dir, packet: PacketType, offset: u64, data: &[u8]) {
+        let _ = (dir, packet, offset, data);
     }
 }
 
@@ -67,6 +74,7 @@ pub fn walk(
     payload: &[u8],
     frames: &mut [FrameCount; FRAME_KINDS],
     dir: Dir,
+    packet: PacketType,
     visitor: &mut impl StreamVisitor,
 ) {
     let mut pos = 0;
@@ -78,7 +86,7 @@ pub fn walk(
             pos += run;
             continue;
         }
-        match frame(rest, dir, visitor) {
+        match frame(rest, dir, packet, visitor) {
             Some((kind, len, data)) => {
                 frames[kind as usize].add_frame(len as u64, data as u64);
                 pos += len;
@@ -95,6 +103,7 @@ pub fn walk(
 fn frame(
     buf: &[u8],
     dir: Dir,
+    packet: PacketType,
     visitor: &mut impl StreamVisitor,
 ) -> Option<(FrameKind, usize, usize)> {
     let mut f = Fields { buf, pos: 0 };
@@ -122,8 +131,10 @@ fn frame(
         // STOP_SENDING, MAX_STREAM_DATA, STREAM_DATA_BLOCKED: id and a value
         0x05 | 0x11 | 0x15 => f.varints(2)?,
         0x06 => {
-            f.varint()?;
-            data = f.with_len()?.len();
+            let offset = f.varint()?;
+            let bytes = f.with_len()?;
+            data = bytes.len();
+            visitor.crypto(dir, packet, offset, bytes);
         }
         0x07 => {
             f.with_len()?;
@@ -176,7 +187,7 @@ mod tests {
 
     fn counts(payload: &[u8]) -> [FrameCount; FRAME_KINDS] {
         let mut frames = [FrameCount::default(); FRAME_KINDS];
-        walk(payload, &mut frames, Dir::Out, &mut ());
+        walk(payload, &mut frames, Dir::Out, PacketType::OneRtt, &mut ());
         frames
     }
 
@@ -211,7 +222,7 @@ mod tests {
         p.extend([0x09, 8, b'e', b'n', b'd']); // STREAM to the end, FIN
         let mut seen = Seen::default();
         let mut frames = [FrameCount::default(); FRAME_KINDS];
-        walk(&p, &mut frames, Dir::In, &mut seen);
+        walk(&p, &mut frames, Dir::In, PacketType::OneRtt, &mut seen);
         let get = |k: FrameKind| frames[k as usize];
         assert_eq!(get(FrameKind::Padding), fc(2, 5, 0));
         assert_eq!(get(FrameKind::Ping), fc(1, 1, 0));

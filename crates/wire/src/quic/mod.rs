@@ -51,6 +51,7 @@
 
 pub mod counts;
 pub mod frames;
+pub mod handshake;
 pub mod header;
 pub mod keys;
 mod level;
@@ -62,6 +63,7 @@ use std::fmt;
 
 pub use counts::{FrameCount, FrameKind, PacketBytes, QuicCounts};
 pub use frames::StreamVisitor;
+pub use handshake::HandshakeScan;
 pub use header::PacketType;
 pub use keys::Suite;
 pub use sniffer::Sniffer;

@@ -209,7 +209,7 @@ impl Sniffer {
         counts.tag_bytes += TAG_LEN as u64;
         counts.key_updates += u64::from(opened.updated);
         let payload = &self.scratch[opened.header_len..opened.header_len + opened.payload_len];
-        frames::walk(payload, &mut counts.frames, dir, visitor);
+        frames::walk(payload, &mut counts.frames, dir, layout.ty, visitor);
 
         if layout.ty != PacketType::OneRtt {
             // the client's Source Connection ID is the server's destination, and the reverse
