@@ -34,15 +34,8 @@ struct Answer {
 
 fn server() -> Server {
     Server::start(ServeConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        max_conn_age: None,
-        max_conn_idle: None,
-        max_concurrent_streams: None,
-        tls: None,
-        faults: Default::default(),
         h3: false,
-        udp_offload: true,
+        ..ServeConfig::loopback()
     })
     .expect("start the echo server")
 }

@@ -690,15 +690,8 @@ fn etcd_put_over_grpc_matches_the_capture() {
 /// already running.
 fn captured_server() -> (Server, String, Capture) {
     let srv = Server::start(ServeConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        max_conn_age: None,
-        max_conn_idle: None,
-        max_concurrent_streams: None,
-        tls: None,
-        faults: Default::default(),
         h3: false,
-        udp_offload: true,
+        ..ServeConfig::loopback()
     })
     .expect("start the echo server");
     let url = format!("http://{}", srv.local_addr());

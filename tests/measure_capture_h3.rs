@@ -43,16 +43,9 @@ fn count(frames: &BTreeMap<u64, u64>, codes: &[u64]) -> u64 {
 #[test]
 fn h3_datagrams_bytes_and_quic_frames_match_the_capture() {
     let srv = Server::start(ServeConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        max_conn_age: None,
-        max_conn_idle: None,
-        max_concurrent_streams: None,
-        tls: None,
-        faults: Default::default(),
-        h3: true,
         // a GSO send crosses loopback as one packet: the capture must see every datagram
         udp_offload: false,
+        ..ServeConfig::loopback()
     })
     .expect("start the echo server");
     let dir = tempfile::tempdir().unwrap();

@@ -11,15 +11,10 @@ use wirebench::server::{ServeConfig, Server};
 
 fn server(max_conn_age: Option<Duration>, max_concurrent_streams: Option<u32>) -> (Server, String) {
     let srv = Server::start(ServeConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
         max_conn_age,
-        max_conn_idle: None,
         max_concurrent_streams,
-        tls: None,
-        faults: Default::default(),
         h3: false,
-        udp_offload: true,
+        ..ServeConfig::loopback()
     })
     .expect("start the echo server");
     let url = format!("http://{}", srv.local_addr());

@@ -24,15 +24,9 @@ const EXCHANGE: Duration = Duration::from_secs(20);
 
 fn server(faults: Faults, threads: usize) -> Server {
     Server::start(ServeConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
         threads,
-        max_conn_age: None,
-        max_conn_idle: None,
-        max_concurrent_streams: None,
-        tls: None,
         faults,
-        h3: true,
-        udp_offload: true,
+        ..ServeConfig::loopback()
     })
     .expect("start the echo server")
 }
@@ -242,15 +236,8 @@ fn http3_presents_the_tls_certificate_it_is_given() {
     std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
     let tls = wirebench::net::tls::server_config(&cert, &key).expect("the TLS configuration");
     let srv = Server::start(ServeConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        max_conn_age: None,
-        max_conn_idle: None,
-        max_concurrent_streams: None,
         tls: Some(tls),
-        faults: Faults::default(),
-        h3: true,
-        udp_offload: true,
+        ..ServeConfig::loopback()
     })
     .unwrap();
     assert!(srv.serves_h3());
@@ -267,15 +254,8 @@ fn http3_presents_the_tls_certificate_it_is_given() {
 #[test]
 fn without_h3_there_is_no_certificate() {
     let srv = Server::start(ServeConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        max_conn_age: None,
-        max_conn_idle: None,
-        max_concurrent_streams: None,
-        tls: None,
-        faults: Faults::default(),
         h3: false,
-        udp_offload: true,
+        ..ServeConfig::loopback()
     })
     .unwrap();
     assert!(!srv.serves_h3());

@@ -83,15 +83,8 @@ impl EchoArgs {
         let spec = WorkloadSpec::Echo { ping, headers };
         if self.target.is_empty() {
             let serve = ServeConfig {
-                addr: ([127, 0, 0, 1], 0).into(),
                 threads: nonzero("server-threads", self.server_threads)?,
-                max_conn_age: None,
-                max_conn_idle: None,
-                max_concurrent_streams: None,
-                tls: None,
-                faults: Default::default(),
-                h3: true,
-                udp_offload: true,
+                ..ServeConfig::loopback()
             };
             Ok((spec, Vec::new(), Some(serve)))
         } else {

@@ -98,6 +98,56 @@ fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     })
 }
 
+/// The trust and client authentication every client configuration takes from the options:
+/// `--insecure-skip-verify`, or `--cacert` (plus `trusted`, the built-in server's generated
+/// certificate); `--cert`/`--key`. `versions`: the TLS versions offered; `no_trust`: the error
+/// when nothing is trusted.
+fn client_config(
+    o: &TlsOptions,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    trusted: Option<&CertificateDer<'static>>,
+    no_trust: fn() -> TlsError,
+) -> Result<ClientConfig, TlsError> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(versions)
+        .map_err(TlsError::Versions)?;
+    let builder = if o.insecure_skip_verify {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
+    } else {
+        let mut roots = RootCertStore::empty();
+        if let Some(ca) = &o.cacert {
+            for c in certs(ca)? {
+                roots.add(c).map_err(|source| TlsError::BadCertificate {
+                    path: ca.clone(),
+                    source,
+                })?;
+            }
+        }
+        if let Some(c) = trusted {
+            roots
+                .add(c.clone())
+                .map_err(TlsError::GeneratedCertificate)?;
+        }
+        if roots.is_empty() {
+            return Err(no_trust());
+        }
+        builder.with_root_certificates(roots)
+    };
+    let mut cfg = match (&o.cert, &o.key) {
+        (Some(c), Some(k)) => builder
+            .with_client_auth_cert(certs(c)?, key(k)?)
+            .map_err(TlsError::ClientCert)?,
+        (None, None) => builder.with_no_client_auth(),
+        _ => return Err(TlsError::CertWithoutKey),
+    };
+    if !o.resume {
+        cfg.resumption = rustls::client::Resumption::disabled();
+    }
+    Ok(cfg)
+}
+
 impl TlsClient {
     /// `keylog`: `--tls-keylog`, every connection's secrets written there.
     pub fn new(
@@ -105,37 +155,8 @@ impl TlsClient {
         keylog: Option<Arc<super::keylog::KeyLogFile>>,
     ) -> Result<TlsClient, TlsError> {
         let build = |alpn: &[u8]| -> Result<Arc<ClientConfig>, TlsError> {
-            let builder = ClientConfig::builder_with_provider(provider())
-                .with_safe_default_protocol_versions()
-                .map_err(TlsError::Versions)?;
-            let builder = if o.insecure_skip_verify {
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
-            } else {
-                let Some(ca) = &o.cacert else {
-                    return Err(TlsError::NoCacert);
-                };
-                let mut roots = RootCertStore::empty();
-                for c in certs(ca)? {
-                    roots.add(c).map_err(|source| TlsError::BadCertificate {
-                        path: ca.clone(),
-                        source,
-                    })?;
-                }
-                builder.with_root_certificates(roots)
-            };
-            let mut cfg = match (&o.cert, &o.key) {
-                (Some(c), Some(k)) => builder
-                    .with_client_auth_cert(certs(c)?, key(k)?)
-                    .map_err(TlsError::ClientCert)?,
-                (None, None) => builder.with_no_client_auth(),
-                _ => return Err(TlsError::CertWithoutKey),
-            };
+            let mut cfg = client_config(o, rustls::DEFAULT_VERSIONS, None, || TlsError::NoCacert)?;
             cfg.alpn_protocols = vec![alpn.to_vec()];
-            if !o.resume {
-                cfg.resumption = rustls::client::Resumption::disabled();
-            }
             if let Some(k) = &keylog {
                 cfg.key_log = k.clone();
             }
@@ -156,44 +177,10 @@ impl TlsClient {
         trusted: Option<&CertificateDer<'static>>,
         key_log: Arc<dyn rustls::KeyLog>,
     ) -> Result<Arc<ClientConfig>, TlsError> {
-        let builder = ClientConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(TlsError::Versions)?;
-        let builder = if o.insecure_skip_verify {
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
-        } else {
-            let mut roots = RootCertStore::empty();
-            if let Some(ca) = &o.cacert {
-                for c in certs(ca)? {
-                    roots.add(c).map_err(|source| TlsError::BadCertificate {
-                        path: ca.clone(),
-                        source,
-                    })?;
-                }
-            }
-            if let Some(c) = trusted {
-                roots
-                    .add(c.clone())
-                    .map_err(TlsError::GeneratedCertificate)?;
-            }
-            if roots.is_empty() {
-                return Err(TlsError::NoQuicTrust);
-            }
-            builder.with_root_certificates(roots)
-        };
-        let mut cfg = match (&o.cert, &o.key) {
-            (Some(c), Some(k)) => builder
-                .with_client_auth_cert(certs(c)?, key(k)?)
-                .map_err(TlsError::ClientCert)?,
-            (None, None) => builder.with_no_client_auth(),
-            _ => return Err(TlsError::CertWithoutKey),
-        };
+        let mut cfg = client_config(o, &[&rustls::version::TLS13], trusted, || {
+            TlsError::NoQuicTrust
+        })?;
         cfg.alpn_protocols = vec![b"h3".to_vec()];
-        if !o.resume {
-            cfg.resumption = rustls::client::Resumption::disabled();
-        }
         cfg.key_log = key_log;
         Ok(Arc::new(cfg))
     }

@@ -55,6 +55,24 @@ pub struct ServeConfig {
     pub udp_offload: bool,
 }
 
+impl ServeConfig {
+    /// One thread on an ephemeral loopback port, HTTP/3 on (with a generated certificate) and
+    /// UDP offloads, no TLS over TCP, no limits, no faults: the built-in server of a run.
+    pub fn loopback() -> ServeConfig {
+        ServeConfig {
+            addr: ([127, 0, 0, 1], 0).into(),
+            threads: 1,
+            max_conn_age: None,
+            max_conn_idle: None,
+            max_concurrent_streams: None,
+            tls: None,
+            faults: faults::Faults::default(),
+            h3: true,
+            udp_offload: true,
+        }
+    }
+}
+
 /// A running server; stops when dropped or on `stop()`.
 pub struct Server {
     addr: SocketAddr,
