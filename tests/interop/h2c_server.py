@@ -46,14 +46,9 @@ async def app(scope, receive, send):
     await send({"type": "http.response.body", "body": out if method != "HEAD" else b""})
 
 
-async def main(port, seconds):
-    config = Config()
-    config.bind = [f"127.0.0.1:{port}"]
-    config.accesslog = None
-    config.errorlog = "-"
-    config.loglevel = "WARNING"
-    # the test's load runs thousands of requests on one connection
-    config.keep_alive_max_requests = 10_000_000
+async def serve_for(app, config, port, seconds):
+    """Serves `app` with `config` until `seconds` have passed, printing "listening PORT" once
+    the TCP side accepts connections (h3_server.py uses it too)."""
 
     async def announce():
         # serve() binds before it starts accepting; poll until a connect succeeds
@@ -68,6 +63,17 @@ async def main(port, seconds):
 
     asyncio.get_running_loop().create_task(announce())
     await serve(app, config, shutdown_trigger=lambda: asyncio.sleep(seconds))
+
+
+async def main(port, seconds):
+    config = Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.accesslog = None
+    config.errorlog = "-"
+    config.loglevel = "WARNING"
+    # the test's load runs thousands of requests on one connection
+    config.keep_alive_max_requests = 10_000_000
+    await serve_for(app, config, port, seconds)
 
 
 if __name__ == "__main__":

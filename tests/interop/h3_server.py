@@ -13,11 +13,13 @@ bound and stops after SECONDS.
 
 import asyncio
 import json
-import socket
 import sys
+from pathlib import Path
 
-from hypercorn.asyncio import serve
 from hypercorn.config import Config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from h2c_server import serve_for  # noqa: E402 (after the path it is found on)
 
 
 async def app(scope, receive, send):
@@ -56,7 +58,8 @@ async def app(scope, receive, send):
 
 async def main(port, cert, key, seconds):
     config = Config()
-    # TCP on the same port too (Hypercorn wants one); the test speaks QUIC only
+    # TCP on the same port too (Hypercorn wants one, and it tells when the server is up); the
+    # test speaks QUIC only
     config.bind = [f"127.0.0.1:{port}"]
     config.quic_bind = [f"127.0.0.1:{port}"]
     config.certfile = cert
@@ -65,24 +68,8 @@ async def main(port, cert, key, seconds):
     config.errorlog = "-"
     config.loglevel = "WARNING"
     config.keep_alive_max_requests = 10_000_000
-
-    async def announce():
-        # serve() binds before it starts accepting; poll the TCP side until a connect succeeds
-        # (the QUIC endpoint is bound in the same step)
-        while True:
-            try:
-                _, w = await asyncio.open_connection("127.0.0.1", port)
-                w.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.05)
-        print(f"listening {port}", flush=True)
-
-    asyncio.get_running_loop().create_task(announce())
-    await serve(app, config, shutdown_trigger=lambda: asyncio.sleep(seconds))
+    await serve_for(app, config, port, seconds)
 
 
 if __name__ == "__main__":
-    # a free port for both TCP and UDP is the caller's to choose
-    socket.setdefaulttimeout(None)
     asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])))
