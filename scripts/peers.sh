@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
-# Side-by-side peer benchmark: wirebench's client against wrk (HTTP/1.1) and h2load (gRPC) on the
-# same work and the same server, one `wirebench serve --threads 1` pinned to CPU 0, every client
-# pinned to CPU 1, peer and wirebench alternating within each round (the order flips every round):
+# Side-by-side peer benchmark: wirebench's client against wrk (HTTP/1.1), h2load (gRPC) and a
+# quinn + h3 client (HTTP/3, examples/h3_reference.rs) on the same work and the same server, one
+# `wirebench serve --threads 1` pinned to CPU 0, every client pinned to CPU 1, peer and wirebench
+# alternating within each round (the order flips every round):
 #
 #   1. HTTP/1.1, 10 connections x 1 request in flight   wrk -t1 -c10          vs wirebench --proto http -c 10
 #   2. HTTP/1.1, 100 connections x 1                     wrk -t1 -c100         vs wirebench --proto http -c 100
 #   3. HTTP/1.1, 16 pipelined on 1 connection            wrk -t1 -c1 (PIPE16)  vs wirebench --proto http -c 16 --pipeline 16
 #   4. gRPC, 1 connection x 10 streams                  h2load -c1 -m10       vs wirebench --proto grpc -c 10 --conns 1
 #   5. gRPC, 10 connections x 1 stream                  h2load -c10 -m1       vs wirebench --proto grpc -c 10 --conns 10
+#   6. HTTP/3, 1 connection x 10 streams                h3_reference --conns 1 -m 10  vs wirebench --proto h3 -c 10 --conns 1
+#   7. HTTP/3, 10 connections x 1 stream                h3_reference --conns 10 -m 1  vs wirebench --proto h3 -c 10 --conns 10
+#
+# Their names for --shapes: http, http-100, http-pipe16, grpc-1x10, grpc-10x1, h3-1x10, h3-10x1.
 #
 # The HTTP/1.1 shapes use fixed commands: wrk -t1 -cC -d3s -s LUA (PIPE16: the script that
 # returns 16 copies of LUA's request, built with wrk.format() in init(), from each request()
 # call), wirebench echo --target URL --proto http -c C -n 200000 --threads 1, every other setting
-# at its default (--format json only changes how the report is printed). The gRPC shapes run
-# --duration each.
+# at its default (--format json only changes how the report is printed). The gRPC and HTTP/3
+# shapes run --duration each. HTTP/3 is POST /v1/echo with the same JSON body over QUIC, the
+# server's self-signed certificate (serve --h3-cert-out) trusted with --cacert on both sides; the
+# peer is examples/h3_reference.rs, one thread of quinn + h3 + h3-quinn in a closed loop, as
+# "quinn+h3" ($H3_REFERENCE, or the release example in CARGO_TARGET_DIR or target/, built with
+# cargo build --release --example h3_reference when absent).
 #
-#   scripts/peers.sh [--duration 10s] [--rounds 3] [--quick] [-o FILE] [--raw DIR]
+#   scripts/peers.sh [--duration 10s] [--rounds 3] [--quick] [--shapes LIST] [-o FILE] [--raw DIR]
 #
-# --quick is 2 s per run and 1 round (for checking the script). --raw keeps every tool's output.
-# Takes 8 x rounds x duration + 12 x rounds x (about 3 s) plus well under 1 s per run: about 6 min by
-# default, 1 min with --quick.
+# --quick is 2 s per run and 1 round (for checking the script). --shapes runs only the shapes of
+# its comma list (default: all seven, in the order above). --raw keeps every tool's output.
+# Takes 16 x rounds x duration + 12 x rounds x (about 3 s) plus about 1 s per run with all
+# shapes: about 11 min by default, 1.5 min with --quick (each gRPC or HTTP/3 shape 4 x rounds x
+# duration, each HTTP/1.1 shape 4 x rounds x 3 s).
 #
 # Each client runs twice per round, back to back: timed, `taskset -c 1 /usr/bin/time -f '%U %S'
 # -- CLIENT`, for the CPU figures, req/s, the server's CPU and the wall time; then counted,
@@ -37,10 +48,11 @@
 # CPU per request then follows 1 / (req/s) more than the client's own cost; syscalls do not.
 #
 # Prints a markdown table (medians over the rounds; ratios are wirebench / peer of the medians) on
-# stdout and to FILE with -o; progress goes to stderr. Needs wrk, h2load, perf (allowed to count
-# raw_syscalls:sys_enter), taskset, curl, python3, GNU time (installed with apt-get when absent)
-# and the release binary target/release/wirebench ($WIREBENCH to use another). Each run is killed
-# after duration + 60 s.
+# stdout and to FILE with -o; progress goes to stderr. Needs wrk (HTTP/1.1 shapes), h2load (gRPC
+# shapes), perf (allowed to count raw_syscalls:sys_enter), taskset, curl, python3, GNU time
+# (installed with apt-get when absent), the release binary wirebench in CARGO_TARGET_DIR or
+# target/ ($WIREBENCH to use another), and for the HTTP/3 shapes cargo or $H3_REFERENCE. Each
+# run is killed after duration + 60 s.
 set -euo pipefail
 
 DURATION=10s
@@ -48,9 +60,11 @@ ROUNDS=3
 QUICK=0
 OUTFILE=""
 RAW=""
+ALL_SHAPES=(http http-100 http-pipe16 grpc-1x10 grpc-10x1 h3-1x10 h3-10x1)
+SHAPE_LIST=""
 
 usage() {
-    sed -n '2,40s/^# \{0,1\}//p' "$0"
+    sed -n '2,55s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -61,6 +75,7 @@ while [[ $# -gt 0 ]]; do
         --duration) DURATION="${2:?}"; shift ;;
         --rounds) ROUNDS="${2:?}"; shift ;;
         --quick) QUICK=1 ;;
+        --shapes) SHAPE_LIST="${2:?}"; shift ;;
         -o | --output) OUTFILE="${2:?}"; shift ;;
         --raw) RAW="${2:?}"; shift ;;
         -h | --help) usage; exit 0 ;;
@@ -82,16 +97,58 @@ esac
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 1 ]] || die "--rounds must be a positive integer, not $ROUNDS"
 LIMIT=$((SECS + 60))
 
+SHAPES=()
+if [[ -z $SHAPE_LIST ]]; then
+    SHAPES=("${ALL_SHAPES[@]}")
+else
+    IFS=, read -r -a wanted <<<"$SHAPE_LIST"
+    for w in "${wanted[@]}"; do
+        [[ " ${ALL_SHAPES[*]} " == *" $w "* ]] || die "--shapes: unknown shape '$w' (known: ${ALL_SHAPES[*]})"
+    done
+    # in the order of ALL_SHAPES, each once
+    for s in "${ALL_SHAPES[@]}"; do
+        [[ ",$SHAPE_LIST," != *",$s,"* ]] || SHAPES+=("$s")
+    done
+fi
+[[ ${#SHAPES[@]} -gt 0 ]] || die "--shapes: no shape selected"
+# which kinds of shape run: they decide the tools needed and the answers checked first
+wants() {
+    local s
+    for s in "${SHAPES[@]}"; do
+        [[ $s != "$1"* ]] || return 0
+    done
+    return 1
+}
+
 # Paths given relative to where the script was started from.
 [[ -z $OUTFILE ]] || OUTFILE="$(realpath -m -- "$OUTFILE")"
 [[ -z $RAW ]] || RAW="$(realpath -m -- "$RAW")"
 BIN="${WIREBENCH:-}"
 [[ $BIN != */* ]] || BIN="$(realpath -m -- "$BIN")"
+H3REF="${H3_REFERENCE:-}"
+[[ $H3REF != */* ]] || H3REF="$(realpath -m -- "$H3REF")"
+TARGET_DIR=""
+[[ -z ${CARGO_TARGET_DIR:-} ]] || TARGET_DIR="$(realpath -m -- "$CARGO_TARGET_DIR")"
 cd "$(dirname "$0")/.."
-BIN="${BIN:-target/release/wirebench}"
+TARGET_DIR="${TARGET_DIR:-target}"
+BIN="${BIN:-$TARGET_DIR/release/wirebench}"
 [[ -x $BIN ]] || die "$BIN not found: build it first with cargo build --release"
 if [[ -n "$(find src Cargo.toml -newer "$BIN" -print -quit 2>/dev/null)" ]]; then
     echo "peers: warning: $BIN is older than the sources (it is measured as it is)" >&2
+fi
+if wants h3; then
+    if [[ -z $H3REF ]]; then
+        H3REF="$TARGET_DIR/release/examples/h3_reference"
+        if [[ ! -x $H3REF ]]; then
+            command -v cargo >/dev/null 2>&1 || die "$H3REF not found and no cargo to build it"
+            echo "peers: $H3REF not found: cargo build --release --example h3_reference" >&2
+            CARGO_TARGET_DIR="$TARGET_DIR" cargo build --release --example h3_reference >&2 || die "building examples/h3_reference failed"
+        fi
+    fi
+    [[ -x $H3REF ]] || die "$H3REF not found (the HTTP/3 peer: cargo build --release --example h3_reference)"
+    if [[ -z ${H3_REFERENCE:-} && -n "$(find examples/h3_reference.rs -newer "$H3REF" -print -quit 2>/dev/null)" ]]; then
+        echo "peers: warning: $H3REF is older than examples/h3_reference.rs (it is measured as it is)" >&2
+    fi
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -108,8 +165,10 @@ if [[ ! -x /usr/bin/time ]]; then
     } </dev/null >&2 || die "apt-get install time failed"
 fi
 /usr/bin/time -f '%U %S' -o /dev/null -- "$BASH" -c : 2>/dev/null || die "/usr/bin/time is not GNU time (needs -f and -o)"
-for tool in wrk:wrk h2load:nghttp2-client perf:linux-perf taskset:util-linux curl:curl python3:python3 \
-    timeout:coreutils; do
+needed=(perf:linux-perf taskset:util-linux curl:curl python3:python3 timeout:coreutils)
+! wants http || needed+=(wrk:wrk)
+! wants grpc || needed+=(h2load:nghttp2-client)
+for tool in "${needed[@]}"; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || die "${tool%%:*} not found (Debian package ${tool#*:})"
 done
 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o /dev/null -- "$BASH" -c : 2>/dev/null ||
@@ -165,7 +224,9 @@ EOF
 BODY="$WORK/echo-request.bin"
 printf '\x00\x00\x00\x00\x0f\x0a\x0dHello, world!' >"$BODY"
 
-taskset -c 0 "$BIN" serve --addr 127.0.0.1:0 --threads 1 2>"$WORK/serve.log" </dev/null &
+# HTTP/3's self-signed certificate, for the clients' --cacert (written before "listening")
+CERT="$WORK/h3-cert.pem"
+taskset -c 0 "$BIN" serve --addr 127.0.0.1:0 --threads 1 --h3-cert-out "$CERT" 2>"$WORK/serve.log" </dev/null &
 SERVER=$!
 ADDR=""
 for _ in $(seq 100); do
@@ -177,22 +238,31 @@ done
 [[ -n $ADDR ]] || die "wirebench serve did not start: $(tr '\n' ' ' <"$WORK/serve.log")"
 echo "peers: server on $ADDR (CPU 0), clients on CPU 1, $ROUNDS round(s) of ${SECS} s runs" >&2
 
-# Check one answer of each kind before measuring: the HTTP/1.1 echo and a gRPC OK with a message.
+# Check one answer of each kind before measuring: the HTTP/1.1 echo, a gRPC OK with a message
+# (when a gRPC shape runs), and an HTTP/3 200 through the reference client (when an HTTP/3 one does).
 code=$(curl -sS -o "$WORK/http.resp" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
     --data-binary '{"ping":"Hello, world!"}' "http://$ADDR/v1/echo") || die "curl POST /v1/echo failed"
 [[ $code == 200 ]] || die "POST /v1/echo answered $code"
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["body"] == "Hello, world!"' \
     "$WORK/http.resp" 2>/dev/null || die "POST /v1/echo did not echo the ping: $(head -c 200 "$WORK/http.resp")"
-curl -sS --http2-prior-knowledge -D "$WORK/grpc.head" -o "$WORK/grpc.resp" \
-    -H 'content-type: application/grpc' -H 'te: trailers' --data-binary @"$BODY" \
-    "http://$ADDR/grpc_echo.v1.EchoService/Echo" || die "curl gRPC Echo failed"
-grep -qi '^grpc-status: *0' "$WORK/grpc.head" || die "gRPC Echo did not end with grpc-status 0: $(tr '\r\n' '  ' <"$WORK/grpc.head")"
-python3 - "$WORK/grpc.resp" <<'EOF' || die "gRPC Echo answer is not one framed EchoResponse with the ping"
+if wants grpc; then
+    curl -sS --http2-prior-knowledge -D "$WORK/grpc.head" -o "$WORK/grpc.resp" \
+        -H 'content-type: application/grpc' -H 'te: trailers' --data-binary @"$BODY" \
+        "http://$ADDR/grpc_echo.v1.EchoService/Echo" || die "curl gRPC Echo failed"
+    grep -qi '^grpc-status: *0' "$WORK/grpc.head" || die "gRPC Echo did not end with grpc-status 0: $(tr '\r\n' '  ' <"$WORK/grpc.head")"
+    python3 - "$WORK/grpc.resp" <<'EOF' || die "gRPC Echo answer is not one framed EchoResponse with the ping"
 import sys
 b = open(sys.argv[1], "rb").read()
 assert len(b) >= 5 and b[0] == 0 and int.from_bytes(b[1:5], "big") == len(b) - 5
 assert b"Hello, world!" in b[5:]
 EOF
+fi
+if wants h3; then
+    [[ -s $CERT ]] || die "wirebench serve wrote no certificate to --h3-cert-out (no HTTP/3?)"
+    out=$(timeout 30 "$H3REF" --conns 1 -m 1 -n 1 --cacert "$CERT" "https://$ADDR/v1/echo" 2>&1) ||
+        die "the HTTP/3 reference client could not make one request: $out"
+    [[ $out == "1 succeeded, 0 failed,"* ]] || die "POST /v1/echo over HTTP/3 did not answer 200: $out"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # Runs
@@ -246,6 +316,14 @@ elif client == "h2load":
     if int(data.group(2)) < ok * 20:
         fail(f"h2load: {data.group(2)} data bytes for {ok} answers: not every answer carried an EchoResponse")
     print(ok, rps.group(1), "-")
+elif client == "quinn+h3":
+    m = re.search(r"^(\d+) succeeded, (\d+) failed, ([\d.]+) s, ([\d.]+) req/s$", text, re.M)
+    if not m:
+        fail("no request counts in h3_reference's output")
+    ok, failed = int(m.group(1)), int(m.group(2))
+    if ok == 0 or failed:
+        fail(f"h3_reference: {ok} succeeded, {failed} failed")
+    print(ok, m.group(4), "-")
 else:
     r = json.loads(text)["runs"][0]
     s, c = r["summary"], r["cost"]
@@ -308,6 +386,7 @@ run() {
 
 H2=(--header 'content-type: application/grpc' --header 'te: trailers' -d "$BODY")
 URL_GRPC="http://$ADDR/grpc_echo.v1.EchoService/Echo"
+URL_H3="https://$ADDR/v1/echo"
 WB=("$BIN" echo --target "http://$ADDR" -c 10 --threads 1 -z "${SECS}s" --format json)
 WB1=("$BIN" echo --target "http://$ADDR" --proto http)
 WRK=(wrk -t1 -d3s)
@@ -319,6 +398,8 @@ peer_cmd() {
         http-pipe16) PEER=("${WRK[@]}" -c1 -s "$PIPE16" "http://$ADDR/v1/echo") ;;
         grpc-1x10) PEER=(h2load -c1 -m10 -D "$SECS" "${H2[@]}" "$URL_GRPC") ;;
         grpc-10x1) PEER=(h2load -c10 -m1 -D "$SECS" "${H2[@]}" "$URL_GRPC") ;;
+        h3-1x10) PEER=("$H3REF" --conns 1 -m 10 -d "$SECS" --cacert "$CERT" "$URL_H3") ;;
+        h3-10x1) PEER=("$H3REF" --conns 10 -m 1 -d "$SECS" --cacert "$CERT" "$URL_H3") ;;
     esac
 }
 wb_cmd() {
@@ -328,16 +409,18 @@ wb_cmd() {
         http-pipe16) OURS=("${WB1[@]}" -c 16 --pipeline 16 -n 200000 --threads 1 --format json) ;;
         grpc-1x10) OURS=("${WB[@]}" --proto grpc --conns 1) ;;
         grpc-10x1) OURS=("${WB[@]}" --proto grpc --conns 10) ;;
+        h3-1x10) OURS=("${WB[@]}" --proto h3 --conns 1 --cacert "$CERT") ;;
+        h3-10x1) OURS=("${WB[@]}" --proto h3 --conns 10 --cacert "$CERT") ;;
     esac
 }
 peer_name() {
     case "$1" in
         http*) echo wrk ;;
+        h3*) echo quinn+h3 ;;
         *) echo h2load ;;
     esac
 }
 
-SHAPES=(http http-100 http-pipe16 grpc-1x10 grpc-10x1)
 started=$SECONDS
 for round in $(seq "$ROUNDS"); do
     for shape in "${SHAPES[@]}"; do
@@ -353,7 +436,7 @@ for round in $(seq "$ROUNDS"); do
         fi
     done
 done
-echo "peers: $((ROUNDS * 20)) runs in $((SECONDS - started)) s" >&2
+echo "peers: $((ROUNDS * ${#SHAPES[@]} * 4)) runs in $((SECONDS - started)) s" >&2
 
 # ---------------------------------------------------------------------------------------------
 # Table
@@ -364,22 +447,47 @@ quote() {
         a=${a//"$WORK"\/echo.lua/LUA}
         a=${a//"$WORK"\/pipeline16.lua/PIPE16}
         a=${a//"$WORK"\/echo-request.bin/BODY}
+        a=${a//"$WORK"\/h3-cert.pem/CERT}
         if [[ $a =~ [^A-Za-z0-9_./:=,@+-] ]]; then a="'$a'"; fi
         out+="${out:+ }$a"
     done
     printf '%s' "$out"
 }
-peer_cmd http; wb_cmd http; cmd_http="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
-peer_cmd http-100; wb_cmd http-100; cmd_h100="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
-peer_cmd http-pipe16; wb_cmd http-pipe16; cmd_hp="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
-peer_cmd grpc-1x10; wb_cmd grpc-1x10; cmd_g1="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
-peer_cmd grpc-10x1; wb_cmd grpc-10x1; cmd_g10="$(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
+label() {
+    case "$1" in
+        http) echo "HTTP/1.1 10x1" ;;
+        http-100) echo "HTTP/1.1 100x1" ;;
+        http-pipe16) echo "HTTP/1.1 pipelined 16" ;;
+        grpc-1x10) echo "gRPC 1x10" ;;
+        grpc-10x1) echo "gRPC 10x1" ;;
+        h3-1x10) echo "HTTP/3 1x10" ;;
+        h3-10x1) echo "HTTP/3 10x1" ;;
+    esac
+}
+# the version of crate $1 in Cargo.lock
+locked() {
+    awk -v n="name = \"$1\"" '$0 == n { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock 2>/dev/null || true
+}
+versions="$("$BIN" --version 2>/dev/null | head -n 1)"
+! wants http || versions+=", $(wrk --version 2>&1 | head -n 1 | awk '{print "wrk " $2}')"
+! wants grpc || versions+=", $(h2load --version 2>/dev/null | head -n 1)"
+! wants h3 || versions+=", h3_reference on quinn $(locked quinn), h3 $(locked h3), h3-quinn $(locked h3-quinn)"
+inputs=""
+! wants http || inputs+="LUA sets wrk.method POST, wrk.body {\"ping\":\"Hello, world!\"}, Content-Type: application/json; PIPE16 is LUA plus an init() that concatenates 16 wrk.format() copies and a request() that returns them; "
+! wants grpc || inputs+="BODY is 00 00 00 00 0f 0a 0d 'Hello, world!'; "
+! wants h3 || inputs+="CERT is the server's --h3-cert-out; h3_reference POSTs {\"ping\":\"Hello, world!\"} with content-type application/json; "
+cmds=""
+for shape in "${SHAPES[@]}"; do
+    peer_cmd "$shape"
+    wb_cmd "$shape"
+    cmds+="${cmds:+; }$(label "$shape"): $(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
+done
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $("$BIN" --version 2>/dev/null | head -n 1), $(wrk --version 2>&1 | head -n 1 | awk '{print "wrk " $2}'), $(h2load --version 2>/dev/null | head -n 1); median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 (ADDR=$ADDR); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o FILE -- CLIENT (CPU, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches); LUA sets wrk.method POST, wrk.body {\"ping\":\"Hello, world!\"}, Content-Type: application/json; PIPE16 is LUA plus an init() that concatenates 16 wrk.format() copies and a request() that returns them; BODY is 00 00 00 00 0f 0a 0d 'Hello, world!'; HTTP/1.1 10x1: $cmd_http; HTTP/1.1 100x1: $cmd_h100; HTTP/1.1 pipelined 16: $cmd_hp; gRPC 1x10: $cmd_g1; gRPC 10x1: $cmd_g10 -->"
+header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $versions; median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 --h3-cert-out CERT (ADDR=$ADDR); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o FILE -- CLIENT (CPU, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches); $inputs$cmds -->"
 
-table=$(python3 - "$RESULTS" "$header" <<'EOF'
+table=$(IFS=,; python3 - "$RESULTS" "$header" "${SHAPES[*]}" <<'EOF'
 import statistics, sys
-path, header = sys.argv[1], sys.argv[2]
+path, header, shapes = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 rows = {}
 for line in open(path):
     shape, client, rnd, req, rps, user, sys_, sc, cs, own, server, wall, counted = line.rstrip("\n").split("\t")
@@ -398,13 +506,14 @@ for line in open(path):
 med = lambda xs: statistics.median(xs) if xs else None
 names = {"http": "HTTP/1.1, 10 conns x 1", "http-100": "HTTP/1.1, 100 conns x 1",
          "http-pipe16": "HTTP/1.1, 16 pipelined on 1 conn", "grpc-1x10": "gRPC, 1 conn x 10 streams",
-         "grpc-10x1": "gRPC, 10 conns x 1 stream"}
+         "grpc-10x1": "gRPC, 10 conns x 1 stream", "h3-1x10": "HTTP/3, 1 conn x 10 streams",
+         "h3-10x1": "HTTP/3, 10 conns x 1 stream"}
 print(header)
 print("| shape | client | req/s | client CPU µs/req | syscalls/req (perf) | syscalls/req (own) "
       "| ctx switches/req | server CPU µs/req | CPU busy client / server "
       "| CPU/req wirebench÷peer | syscalls/req wirebench÷peer |")
 print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-for shape in ("http", "http-100", "http-pipe16", "grpc-1x10", "grpc-10x1"):
+for shape in shapes:
     clients = [c for (s, c) in rows if s == shape]
     peer = next(c for c in clients if c != "wirebench")
     p = {k: med(v) for k, v in rows[(shape, peer)].items()}
