@@ -41,12 +41,24 @@ pub struct MeteredUdp {
     pub local: SocketAddr,
 }
 
-/// What one receive gave: `len` bytes, datagrams of `segment` bytes each (the last may be
-/// shorter); `segment == len` for a single datagram.
+/// The datagrams one receive call may return (`recvmmsg`'s batch): with fewer back, the socket
+/// was drained, and its readiness is cleared without another call to hear EAGAIN.
+pub const RECV_BATCH: usize = 2;
+
+/// What one receive gave: up to [`RECV_BATCH`] messages, laid out one after the other at the
+/// end of the caller's buffer, each `(len, segment)`: `len` bytes of datagrams of `segment`
+/// bytes (GRO; the last may be shorter, and `segment == len` for a single datagram).
 #[derive(Debug, Clone, Copy)]
 pub struct Received {
-    pub len: usize,
-    pub segment: usize,
+    pub msgs: [(usize, usize); RECV_BATCH],
+    pub count: usize,
+}
+
+impl Received {
+    /// The messages received.
+    pub fn messages(&self) -> &[(usize, usize)] {
+        &self.msgs[..self.count]
+    }
 }
 
 /// Opens a UDP socket connected to `addr` (through `--link`, from a `--bind` address when
@@ -162,34 +174,55 @@ impl MeteredUdp {
         }
     }
 
-    /// Receives onto the end of `buf` (which grows to take the largest GRO batch): what
-    /// arrived, pending when nothing did.
+    /// Receives onto the end of `buf` (which grows to take the largest GRO batches): what
+    /// arrived, pending when nothing did. One `recvmmsg` per call; when it returns fewer
+    /// messages than it had room for, the socket is drained, and its readiness is cleared then
+    /// (as `Metered` does after a short read): the next poll waits for the kernel's next event
+    /// instead of spending a syscall to hear EAGAIN. Tokio clears it only if no event came in
+    /// between, so a datagram that arrives after the call is not missed.
     pub fn poll_recv(
         &mut self,
         cx: &mut Context<'_>,
         buf: &mut BytesMut,
     ) -> Poll<io::Result<Received>> {
-        buf.reserve(RECV_ROOM);
+        buf.reserve(RECV_ROOM * RECV_BATCH);
         loop {
             ready!(self.sock.poll_recv_ready(cx))?;
             let fd = self.sock.as_raw_fd();
             let gro = self.gro;
             let spare = buf.spare_capacity_mut();
-            let (ptr, room) = (spare.as_mut_ptr().cast::<u8>(), spare.len());
-            match self
-                .sock
-                .try_io(Interest::READABLE, || recv_segments(fd, ptr, room, gro))
-            {
-                Ok(r) => {
-                    // SAFETY: the kernel wrote `r.len` bytes at the start of the spare capacity
-                    unsafe { buf.set_len(buf.len() + r.len) };
-                    let datagrams = r.len.div_ceil(r.segment.max(1)).max(1);
-                    count_udp_recv(&self.ledger, r.len, datagrams as u64);
+            let ptr = spare.as_mut_ptr().cast::<u8>();
+            let mut drained = None;
+            let got = self.sock.try_io(Interest::READABLE, || {
+                let r = recv_batch(fd, ptr, gro)?;
+                if r.count < RECV_BATCH {
+                    drained = Some(r);
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(r)
+            });
+            match (got, drained) {
+                (_, Some(r)) | (Ok(r), None) => {
+                    // the messages sit RECV_ROOM apart: close the gaps
+                    let mut len = 0;
+                    for (k, &(n, _)) in r.messages().iter().enumerate() {
+                        if k > 0 {
+                            // SAFETY: both ranges lie in the spare capacity the kernel wrote
+                            unsafe { std::ptr::copy(ptr.add(k * RECV_ROOM), ptr.add(len), n) };
+                        }
+                        len += n;
+                        let datagrams = n.div_ceil(r.msgs[k].1.max(1)).max(1);
+                        count_udp_recv(&self.ledger, n, datagrams as u64);
+                    }
+                    // SAFETY: the first `len` bytes of the spare capacity are written
+                    unsafe { buf.set_len(buf.len() + len) };
                     return Poll::Ready(Ok(r));
                 }
                 // the failed receive cleared readiness; the next poll registers the waker
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => read_would_block(&self.ledger),
-                Err(e) => return Poll::Ready(Err(e)),
+                (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => {
+                    read_would_block(&self.ledger)
+                }
+                (Err(e), None) => return Poll::Ready(Err(e)),
             }
         }
     }
@@ -236,47 +269,63 @@ fn send_segments(fd: RawFd, buf: &[u8], segment: Option<usize>) -> io::Result<()
     }
 }
 
-/// One `recv` (or `recvmsg` reading UDP_GRO's segment size).
-fn recv_segments(fd: RawFd, ptr: *mut u8, room: usize, gro: bool) -> io::Result<Received> {
-    if !gro {
-        // SAFETY: a valid fd and `room` writable bytes at `ptr`.
-        let n = unsafe { libc::recv(fd, ptr.cast(), room, 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
+/// One `recvmmsg` of up to [`RECV_BATCH`] messages into `RECV_ROOM`-sized regions from `ptr`
+/// on, reading UDP_GRO's segment size of each (with `gro`).
+fn recv_batch(fd: RawFd, ptr: *mut u8, gro: bool) -> io::Result<Received> {
+    // SAFETY: plain data, every pointer set below outlives the call.
+    let mut iov: [libc::iovec; RECV_BATCH] = unsafe { zeroed() };
+    let mut control = [[0u64; 8]; RECV_BATCH];
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; RECV_BATCH] = unsafe { zeroed() };
+    for k in 0..RECV_BATCH {
+        iov[k] = libc::iovec {
+            // SAFETY: the caller reserved RECV_BATCH regions of RECV_ROOM bytes
+            iov_base: unsafe { ptr.add(k * RECV_ROOM) }.cast(),
+            iov_len: RECV_ROOM,
+        };
+        let h = &mut msgs[k].msg_hdr;
+        h.msg_iov = &mut iov[k];
+        h.msg_iovlen = 1;
+        if gro {
+            h.msg_control = control[k].as_mut_ptr().cast();
+            h.msg_controllen = size_of::<[u64; 8]>();
         }
-        let n = n as usize;
-        return Ok(Received { len: n, segment: n });
     }
-    let mut iov = libc::iovec {
-        iov_base: ptr.cast(),
-        iov_len: room,
+    // SAFETY: a valid fd and RECV_BATCH headers whose buffers are alive.
+    let n = unsafe {
+        libc::recvmmsg(
+            fd,
+            msgs.as_mut_ptr(),
+            RECV_BATCH as libc::c_uint,
+            0,
+            std::ptr::null_mut(),
+        )
     };
-    let mut control = [0u64; 8];
-    // SAFETY: msghdr is plain data; every pointer set below outlives the call.
-    let mut msg: libc::msghdr = unsafe { zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = size_of::<[u64; 8]>();
-    // SAFETY: a valid fd and a msghdr whose buffers are alive.
-    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    let len = n as usize;
-    let mut segment = len;
-    // SAFETY: the kernel filled msg_control up to msg_controllen; the CMSG macros walk it.
-    unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_UDP && (*cmsg).cmsg_type == UDP_GRO {
-                let s = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
-                if s > 0 {
-                    segment = s as usize;
+    let mut r = Received {
+        msgs: [(0, 0); RECV_BATCH],
+        count: n as usize,
+    };
+    for k in 0..r.count {
+        let len = msgs[k].msg_len as usize;
+        let mut segment = len;
+        let h = &msgs[k].msg_hdr;
+        // SAFETY: the kernel filled msg_control up to msg_controllen; the CMSG macros walk it.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(h);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_UDP && (*cmsg).cmsg_type == UDP_GRO {
+                    let s = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+                    if s > 0 {
+                        segment = s as usize;
+                    }
                 }
+                cmsg = libc::CMSG_NXTHDR(h, cmsg);
             }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
+        r.msgs[k] = (len, segment);
     }
-    Ok(Received { len, segment })
+    Ok(r)
 }

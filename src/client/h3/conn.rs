@@ -202,9 +202,19 @@ fn drive(
                     return Poll::Ready(());
                 }
                 Poll::Ready(Ok(r)) => {
-                    let seg = r.segment.max(1);
+                    // each message's datagrams in turn (a GRO batch split at its segment size)
+                    let mut left = 0;
+                    let mut seg = 1;
+                    let mut msgs = r.messages().iter();
                     while !st.rbuf.is_empty() {
-                        let n = seg.min(st.rbuf.len());
+                        if left == 0 {
+                            let Some(&(len, segment)) = msgs.next() else {
+                                break;
+                            };
+                            (left, seg) = (len, segment.max(1));
+                        }
+                        let n = seg.min(left);
+                        left -= n;
                         let d = st.rbuf.split_to(n);
                         if st.sniffer.is_some() {
                             st.copy.clear();
