@@ -35,6 +35,9 @@ enum Behavior {
     BadControlStream,
     /// answers nothing (the proxy in front of it drops what it sends after the handshake)
     Silent,
+    /// answers every request well (the echo's JSON); its TLS resumes sessions but takes no
+    /// early data, so a resuming client's 0-RTT is refused and must go again
+    RefusesEarlyData,
 }
 
 /// The control stream's type (0x00), then SETTINGS with no parameters (type 0x04, length 0).
@@ -64,8 +67,18 @@ fn hostile_server(behavior: Behavior, dir: &std::path::Path) -> (SocketAddr, Str
     .with_single_cert(vec![cert], key)
     .unwrap();
     tls.alpn_protocols = vec![b"h3".to_vec()];
-    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
-    let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    // RefusesEarlyData: the first connection's tickets allow early data; every later one is
+    // served by a configuration that takes none (the same session store: it resumes)
+    let mut refusing = tls.clone();
+    refusing.max_early_data_size = 0;
+    if matches!(behavior, Behavior::RefusesEarlyData) {
+        tls.max_early_data_size = u32::MAX;
+    }
+    let quic = |tls: rustls::ServerConfig| {
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+        quinn::ServerConfig::with_crypto(Arc::new(crypto))
+    };
+    let (config, refusing) = (quic(tls), Arc::new(quic(refusing)));
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -76,6 +89,9 @@ fn hostile_server(behavior: Behavior, dir: &std::path::Path) -> (SocketAddr, Str
             let endpoint = quinn::Endpoint::server(config, "127.0.0.1:0".parse().unwrap()).unwrap();
             tx.send(endpoint.local_addr().unwrap()).unwrap();
             while let Some(incoming) = endpoint.accept().await {
+                if matches!(behavior, Behavior::RefusesEarlyData) {
+                    endpoint.set_server_config(Some((*refusing).clone()));
+                }
                 tokio::spawn(async move {
                     if let Ok(conn) = incoming.await {
                         let _ = serve(conn, behavior).await;
@@ -122,6 +138,14 @@ async fn serve(
                 }
                 Behavior::Reset => {
                     let _ = send.reset(quinn::VarInt::from_u32(0x102));
+                }
+                Behavior::RefusesEarlyData => {
+                    let body = br#"{"body":"Hello, world!","headers":{}}"#;
+                    let mut frames = HEADERS_200.to_vec();
+                    frames.extend([0x00, body.len() as u8]);
+                    frames.extend_from_slice(body);
+                    let _ = send.write_all(&frames).await;
+                    let _ = send.finish();
                 }
                 Behavior::BadControlStream | Behavior::Silent => {
                     // hold the stream open, answer nothing
@@ -257,6 +281,40 @@ fn a_control_stream_without_settings_closes_the_connection() {
     let (addr, cert) = hostile_server(Behavior::BadControlStream, dir.path());
     let run = all_fail(addr, &cert, 4, &["-c", "1"]);
     assert_errors(&run, &["h3", "connect"], &["H3_MISSING_SETTINGS"]);
+}
+
+#[test]
+fn refused_early_data_is_sent_again_and_every_request_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, cert) = hostile_server(Behavior::RefusesEarlyData, dir.path());
+    let target = format!("https://{addr}");
+    let report = support::run_json_within(
+        &[
+            "echo",
+            "--target",
+            &target,
+            "--proto",
+            "h3",
+            "--cacert",
+            &cert,
+            "--requests-per-conn",
+            "5",
+            "-c",
+            "2",
+            "-n",
+            "50",
+        ],
+        LIMIT,
+    );
+    let r = proto_run(&report, "h3");
+    assert_eq!(u64_at(r, "/summary/ok"), 50, "{r:#}");
+    let h = &r["wire"]["h3"]["handshake"];
+    // every connection after the first resumed; the second, with the first's ticket, sent
+    // its requests early and was refused (they went again in 1-RTT: all 50 succeeded); the
+    // later tickets allow no early data
+    assert!(u64_at(h, "/resumed") >= 8, "{h:#}");
+    assert_eq!(u64_at(h, "/zero_rtt"), 1, "{h:#}");
+    assert_eq!(u64_at(h, "/zero_rtt_accepted"), 0, "{h:#}");
 }
 
 #[test]

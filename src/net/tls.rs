@@ -182,6 +182,8 @@ impl TlsClient {
         })?;
         cfg.alpn_protocols = vec![b"h3".to_vec()];
         cfg.key_log = key_log;
+        // 0-RTT with a resumed session: requests go before the handshake completes
+        cfg.enable_early_data = o.resume;
         Ok(Arc::new(cfg))
     }
 

@@ -308,10 +308,10 @@ fn recv_batch(fd: RawFd, ptr: *mut u8, gro: bool) -> io::Result<Received> {
         msgs: [(0, 0); RECV_BATCH],
         count: n as usize,
     };
-    for k in 0..r.count {
-        let len = msgs[k].msg_len as usize;
+    for (k, m) in msgs.iter().enumerate().take(r.count) {
+        let len = m.msg_len as usize;
         let mut segment = len;
-        let h = &msgs[k].msg_hdr;
+        let h = &m.msg_hdr;
         // SAFETY: the kernel filled msg_control up to msg_controllen; the CMSG macros walk it.
         unsafe {
             let mut cmsg = libc::CMSG_FIRSTHDR(h);

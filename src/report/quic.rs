@@ -166,6 +166,11 @@ pub struct QuicHandshake {
     pub handshakes: u64,
     pub full: u64,
     pub resumed: u64,
+    /// handshakes that sent requests in 0-RTT, and those the server took them in
+    #[serde(default)]
+    pub zero_rtt: u64,
+    #[serde(default)]
+    pub zero_rtt_accepted: u64,
     /// mean time (null: none completed)
     pub average_ms: Option<f64>,
     /// UDP payload bytes and datagrams until done, each way

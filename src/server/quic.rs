@@ -73,6 +73,10 @@ pub(super) fn config(cfg: &ServeConfig) -> Result<Quic, QuicError> {
             (tls, Some(generated))
         }
     };
+    let mut tls = tls;
+    // 0-RTT: a resuming client's requests are answered before its handshake completes (QUIC
+    // takes all or nothing: u32::MAX)
+    tls.max_early_data_size = u32::MAX;
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(Arc::new(tls))
         .map_err(|_| QuicError::NoInitialSuite)?;
     let mut transport = quinn::TransportConfig::default();

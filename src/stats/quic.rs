@@ -244,6 +244,11 @@ pub struct H3Record {
     pub handshake_datagrams_out: u64,
     pub handshake_datagrams_in: u64,
     pub resumed: u64,
+    /// handshakes that sent requests in 0-RTT, and those whose 0-RTT the server accepted
+    #[serde(default)]
+    pub zero_rtt: u64,
+    #[serde(default)]
+    pub zero_rtt_accepted: u64,
 }
 
 impl std::ops::AddAssign for H3Record {
@@ -268,5 +273,7 @@ impl std::ops::AddAssign for H3Record {
         self.handshake_datagrams_out += o.handshake_datagrams_out;
         self.handshake_datagrams_in += o.handshake_datagrams_in;
         self.resumed += o.resumed;
+        self.zero_rtt += o.zero_rtt;
+        self.zero_rtt_accepted += o.zero_rtt_accepted;
     }
 }

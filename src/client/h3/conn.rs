@@ -116,6 +116,8 @@ pub async fn connect(
     let local_port = sock.local.port();
     // SAFETY: the socket's descriptor is open while `sock` lives; the clone is a dup of it
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(sock.fd()) }.try_clone_to_owned()?;
+    // a resumed session that allows early data: requests go in 0-RTT
+    let zero_rtt = conn.has_0rtt();
     let state = Rc::new(RefCell::new(State {
         endpoint,
         conn,
@@ -142,6 +144,7 @@ pub async fn connect(
         driver: None,
         dead: None,
         connected: false,
+        zero_rtt,
         handshake: None,
         started: Instant::now(),
         closing: false,
@@ -151,6 +154,10 @@ pub async fn connect(
         heads: BytesMut::with_capacity(HEADS_ROOM),
         copy: Vec::with_capacity(2048),
     }));
+    if zero_rtt {
+        // our SETTINGS go early too
+        state.borrow_mut().open_control();
+    }
     let handle = H3Handle {
         state: state.clone(),
     };
@@ -317,7 +324,7 @@ impl H3Handle {
             if let Some(d) = &st.dead {
                 return Poll::Ready(Err(io::Error::other(d.to_string())));
             }
-            if st.connected {
+            if st.connected || st.zero_rtt {
                 return Poll::Ready(Ok(()));
             }
             st.waiting.push_back(cx.waker().clone());
@@ -372,6 +379,8 @@ impl H3Handle {
             handshake_datagrams_out: st.handshake.map_or(0, |h| h.datagrams_out),
             handshake_datagrams_in: st.handshake.map_or(0, |h| h.datagrams_in),
             resumed: u64::from(st.handshake.is_some_and(|h| h.resumed)),
+            zero_rtt: u64::from(st.handshake.is_some_and(|h| h.zero_rtt)),
+            zero_rtt_accepted: u64::from(st.handshake.is_some_and(|h| h.zero_rtt_accepted)),
         }
     }
 
@@ -499,16 +508,20 @@ impl Guard<'_> {
             // a fresh stretch: the old one is reclaimed once quinn dropped what it sent of it
             st.heads.reserve(HEADS_ROOM.max(section.len() + 32));
         }
-        let head = encode_headers(&mut st.heads, section);
-        st.frames_out.count_frame(&head);
+        let mut frames = H3Counts::default();
+        frames.count_frame(&encode_headers(&mut st.heads, section));
         st.qpack_out += *counts;
         // a request without a body ends with its HEADERS
         if !body.is_empty() {
-            let head = encode_data_head(&mut st.heads, body.len() as u64);
-            st.frames_out.count_frame(&head);
+            frames.count_frame(&encode_data_head(&mut st.heads, body.len() as u64));
         }
+        st.frames_out += frames;
         let s = &mut st.slots[self.token];
         s.chunks = [st.heads.split().freeze(), body.clone()];
+        if !st.connected {
+            // sent in 0-RTT: kept until the server says it took it
+            s.early = Some((s.chunks.clone(), frames));
+        }
         s.stream = Some(id);
         st.by_stream.insert(id, self.token);
         st.write_request(self.token);

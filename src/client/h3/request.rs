@@ -21,6 +21,9 @@ pub(super) struct Slot {
     /// HEADERS and the DATA head, then the body: what is still to be written (quinn takes
     /// each as it is, no copy)
     pub(super) chunks: [Bytes; 2],
+    /// what the request sent in 0-RTT, kept until the handshake says whether the server took
+    /// it (a rejected 0-RTT is sent again), with the HTTP/3 frames it counted
+    pub(super) early: Option<([Bytes; 2], H3Counts)>,
     /// our side of the stream is finished (FIN queued)
     pub(super) finished: bool,
     /// the response's frames
@@ -48,6 +51,7 @@ impl Slot {
         Slot {
             stream: None,
             chunks: [Bytes::new(), Bytes::new()],
+            early: None,
             finished: false,
             reader: FrameReader::default(),
             inbuf: BytesMut::new(),
@@ -67,6 +71,7 @@ impl Slot {
     pub(super) fn begin(&mut self, max_message: usize) {
         self.stream = None;
         self.chunks = [Bytes::new(), Bytes::new()];
+        self.early = None;
         self.finished = false;
         self.inbuf.clear();
         self.max_message = max_message;

@@ -65,6 +65,9 @@ pub(super) struct State {
     pub(super) driver: Option<Waker>,
     pub(super) dead: Option<Failure>,
     pub(super) connected: bool,
+    /// the handshake began with 0-RTT keys (a resumed session that allows early data):
+    /// requests go before it completes
+    pub(super) zero_rtt: bool,
     pub(super) handshake: Option<Handshake>,
     pub(super) started: Instant,
     pub(super) closing: bool,
@@ -88,6 +91,9 @@ pub(super) struct Handshake {
     pub(super) datagrams_out: u64,
     pub(super) datagrams_in: u64,
     pub(super) resumed: bool,
+    /// 0-RTT was tried, and the server accepted it
+    pub(super) zero_rtt: bool,
+    pub(super) zero_rtt_accepted: bool,
 }
 
 impl State {
@@ -276,7 +282,15 @@ impl State {
                         // the server's flight had no Certificate (the ledger's decryption
                         // reads it; without the ledger a resumption is not told)
                         resumed: self.scan.resumed() == Some(true),
+                        zero_rtt: self.zero_rtt,
+                        zero_rtt_accepted: self.zero_rtt && self.conn.accepted_0rtt(),
                     });
+                    if self.zero_rtt && !self.conn.accepted_0rtt() {
+                        self.early_rejected();
+                    }
+                    for s in &mut self.slots {
+                        s.early = None;
+                    }
                     self.open_control();
                     self.wake_waiting();
                 }
@@ -361,7 +375,49 @@ impl State {
 
     /// Whether a new request may open a stream now.
     pub(super) fn can_open(&self) -> bool {
-        self.connected && self.dead.is_none() && self.control.goaway.is_none() && !self.closing
+        (self.connected || self.zero_rtt)
+            && self.dead.is_none()
+            && self.control.goaway.is_none()
+            && !self.closing
+    }
+
+    /// The server refused our 0-RTT: quinn forgot every stream we opened. Our control stream
+    /// and each request sent early go again on new streams, in 1-RTT (their frames counted
+    /// again: they are sent again).
+    fn early_rejected(&mut self) {
+        self.control_out = None;
+        self.by_stream.clear();
+        for token in 0..self.slots.len() {
+            let s = &mut self.slots[token];
+            let Some((chunks, counts)) = s.early.take() else {
+                continue;
+            };
+            if s.ended.is_some() || s.stream.is_none() {
+                continue;
+            }
+            match self.conn.streams().open(Dir::Bi) {
+                Some(id) => {
+                    let s = &mut self.slots[token];
+                    s.stream = Some(id);
+                    s.chunks = chunks;
+                    s.finished = false;
+                    self.frames_out += counts;
+                    self.by_stream.insert(id, token);
+                    self.write_request(token);
+                }
+                None => {
+                    let s = &mut self.slots[token];
+                    s.stream = None;
+                    s.done(Err(CallError {
+                        unprocessed: true,
+                        ..CallError::plain(Failure::with(
+                            FailureKind::H3,
+                            "0-RTT refused and no stream to send the request again",
+                        ))
+                    }));
+                }
+            }
+        }
     }
 }
 

@@ -211,6 +211,8 @@ impl H3Sums {
                 handshakes: t.handshakes,
                 full: t.handshakes.saturating_sub(t.resumed),
                 resumed: t.resumed,
+                zero_rtt: t.zero_rtt,
+                zero_rtt_accepted: t.zero_rtt_accepted,
                 average_ms: per_handshake(t.handshake_us).map(|us| us / 1000.0),
                 bytes_out: per_handshake(t.handshake_bytes_out),
                 bytes_in: per_handshake(t.handshake_bytes_in),

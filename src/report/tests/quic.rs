@@ -95,6 +95,8 @@ fn h3_record(rtt_us: u64, min_rtt_us: u64, cwnd: u64, resumed: bool) -> H3Record
         handshake_datagrams_out: 2,
         handshake_datagrams_in: 3,
         resumed: u64::from(resumed),
+        zero_rtt: 0,
+        zero_rtt_accepted: 0,
     }
 }
 

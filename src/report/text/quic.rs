@@ -93,6 +93,14 @@ pub(super) fn render_quic_handshake(out: &mut String, h: &H3Wire) {
         num(s.bytes_in, 0),
         num(s.datagrams_in, 1)
     );
+    if s.zero_rtt > 0 {
+        let _ = writeln!(
+            out,
+            "  0-RTT:                    requests sent early on {} handshakes, taken by the \
+             server on {}",
+            s.zero_rtt, s.zero_rtt_accepted
+        );
+    }
 }
 
 /// The HTTP/3 layers block: the UDP payload per request parted into the HTTP/3 layer and
