@@ -353,17 +353,22 @@ fn fake_h2_server() -> String {
     format!("http://{addr}")
 }
 
-/// Allocations of an echo run of `n` calls over `client` (4 streams on one connection).
-fn grpc_allocations_for(target: &str, client: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) {
-    let cli = Cli::try_parse_from([
+/// Allocations of an in-process echo run of `n` requests to `target` over `proto`, 4 in flight
+/// on one connection, with `extra` flags.
+fn echo_allocations(
+    target: &str,
+    proto: Proto,
+    extra: &[&str],
+    n: u64,
+) -> (u64, wirebench::stats::ProtoRun) {
+    let n = n.to_string();
+    let mut args = vec![
         "wirebench",
         "echo",
         "--target",
         target,
         "--proto",
-        "grpc",
-        "--h2-client",
-        client,
+        proto.name(),
         "-c",
         "4",
         "--conns",
@@ -371,17 +376,22 @@ fn grpc_allocations_for(target: &str, client: &str, n: u64) -> (u64, wirebench::
         "--threads",
         "1",
         "-n",
-        &n.to_string(),
-    ])
-    .unwrap();
+        &n,
+    ];
+    args.extend_from_slice(extra);
+    let cli = Cli::try_parse_from(args).unwrap();
     let cfg = cli.into_config().unwrap();
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let run =
-        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None, None)
-            .unwrap();
+        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, proto, None, None).unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
+}
+
+/// Allocations of an echo run of `n` calls over `client` (4 streams on one connection).
+fn grpc_allocations_for(target: &str, client: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) {
+    echo_allocations(target, Proto::Grpc, &["--h2-client", client], n)
 }
 
 #[test]
@@ -497,32 +507,7 @@ fn lease_keepalive_streams_allocate_nothing_per_keepalive() {
 /// Allocations of an echo run of `n` requests over HTTP/3 (4 streams on one connection) to
 /// `wirebench serve` at `target` (another process: its allocations are not this one's).
 fn h3_allocations_for(target: &str, cert: &str, n: u64) -> (u64, wirebench::stats::ProtoRun) {
-    let cli = Cli::try_parse_from([
-        "wirebench",
-        "echo",
-        "--target",
-        target,
-        "--proto",
-        "h3",
-        "--cacert",
-        cert,
-        "-c",
-        "4",
-        "--conns",
-        "1",
-        "--threads",
-        "1",
-        "-n",
-        &n.to_string(),
-    ])
-    .unwrap();
-    let cfg = cli.into_config().unwrap();
-    let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let run = wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::H3, None, None)
-        .unwrap();
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
-    (after - before, run)
+    echo_allocations(target, Proto::H3, &["--cacert", cert], n)
 }
 
 #[test]
