@@ -41,7 +41,7 @@ pub struct Prepared {
     pub failover: Option<engine::Failover>,
     /// `--proto h3` on the built-in server: the QUIC client's TLS, trusting its generated
     /// certificate
-    pub quic: Option<std::sync::Arc<net::keylog::QuicTls>>,
+    pub quic: Option<std::sync::Arc<net::tls::QuicTls>>,
 }
 
 impl Prepared {

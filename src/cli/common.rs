@@ -147,8 +147,8 @@ impl TlsArgs {
     pub(super) fn quic(
         &self,
         endpoints: &[Endpoint],
-    ) -> Result<std::sync::Arc<crate::net::keylog::QuicTls>, ArgError> {
-        let quic = crate::net::keylog::QuicTls::new(self.options(), self.keylog()?);
+    ) -> Result<std::sync::Arc<crate::net::tls::QuicTls>, ArgError> {
+        let quic = crate::net::tls::QuicTls::new(self.options(), self.keylog()?);
         if endpoints.is_empty() {
             return Ok(std::sync::Arc::new(quic));
         }

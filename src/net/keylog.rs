@@ -1,4 +1,4 @@
-//! TLS secrets of QUIC connections, and the QUIC client's TLS: each connection's own (`Secrets`, which its ledger reads to
+//! TLS secrets of QUIC connections: each connection's own (`Secrets`, which its ledger reads to
 //! decrypt a copy of its packets), and `--tls-keylog FILE` (every connection's, in the NSS key
 //! log format that Wireshark and tshark read).
 
@@ -7,10 +7,6 @@ use std::fs::File;
 use std::io::{self, Write as _};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-
-use rustls::pki_types::CertificateDer;
-
-use super::tls::{TlsClient, TlsError, TlsOptions};
 
 /// `--tls-keylog FILE`: one line per secret, `LABEL CLIENT_RANDOM SECRET` in hex.
 #[derive(Debug)]
@@ -51,53 +47,6 @@ impl rustls::KeyLog for KeyLogFile {
 fn hex(out: &mut String, bytes: &[u8]) {
     for b in bytes {
         let _ = write!(out, "{b:02x}");
-    }
-}
-
-/// The QUIC client's TLS for a run (`--proto h3`): the options it is built from, the
-/// configuration every connection clones (giving it a `Secrets` of its own) once built,
-/// `--tls-keylog`.
-#[derive(Debug)]
-pub struct QuicTls {
-    options: TlsOptions,
-    config: Option<Arc<rustls::ClientConfig>>,
-    pub keylog: Option<Arc<KeyLogFile>>,
-}
-
-impl QuicTls {
-    /// Not built yet: `trusting` builds it.
-    pub fn new(options: TlsOptions, keylog: Option<Arc<KeyLogFile>>) -> QuicTls {
-        QuicTls {
-            options,
-            config: None,
-            keylog,
-        }
-    }
-
-    /// Built from the options, trusting `cert` besides them (the built-in server's).
-    pub fn trusting(&self, cert: Option<&CertificateDer<'static>>) -> Result<QuicTls, TlsError> {
-        let keylog: Arc<dyn rustls::KeyLog> = match &self.keylog {
-            Some(f) => f.clone(),
-            None => Arc::new(rustls::NoKeyLog),
-        };
-        Ok(QuicTls {
-            options: self.options.clone(),
-            config: Some(TlsClient::quic(&self.options, cert, keylog)?),
-            keylog: self.keylog.clone(),
-        })
-    }
-
-    /// `--sni`: the name to present instead of the endpoint's host.
-    pub fn sni(&self) -> Option<&str> {
-        self.options.sni.as_deref()
-    }
-
-    /// A connection's configuration: the run's, its secrets logged into `secrets`; `None`
-    /// before it is built.
-    pub fn for_connection(&self, secrets: Arc<Secrets>) -> Option<Arc<rustls::ClientConfig>> {
-        let mut c = (**self.config.as_ref()?).clone();
-        c.key_log = secrets;
-        Some(Arc::new(c))
     }
 }
 

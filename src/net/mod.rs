@@ -38,7 +38,7 @@ pub struct NetConfig {
     /// address instead (the namespace's own loopback holds no server).
     pub link: Option<Arc<LinkNet>>,
     /// `--proto h3`: the QUIC client's TLS (HTTP/3 has no plaintext form)
-    pub quic: Option<Arc<keylog::QuicTls>>,
+    pub quic: Option<Arc<tls::QuicTls>>,
     /// `--udp-offload`: GSO and GRO on QUIC's sockets
     pub udp_offload: bool,
 }

@@ -259,3 +259,53 @@ impl ServerCertVerifier for NoVerify {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+/// The QUIC client's TLS for a run (`--proto h3`): the options it is built from, the
+/// configuration every connection clones (giving it a `Secrets` of its own) once built,
+/// `--tls-keylog`.
+#[derive(Debug)]
+pub struct QuicTls {
+    options: TlsOptions,
+    config: Option<Arc<rustls::ClientConfig>>,
+    pub keylog: Option<Arc<super::keylog::KeyLogFile>>,
+}
+
+impl QuicTls {
+    /// Not built yet: `trusting` builds it.
+    pub fn new(options: TlsOptions, keylog: Option<Arc<super::keylog::KeyLogFile>>) -> QuicTls {
+        QuicTls {
+            options,
+            config: None,
+            keylog,
+        }
+    }
+
+    /// Built from the options, trusting `cert` besides them (the built-in server's).
+    pub fn trusting(&self, cert: Option<&CertificateDer<'static>>) -> Result<QuicTls, TlsError> {
+        let keylog: Arc<dyn rustls::KeyLog> = match &self.keylog {
+            Some(f) => f.clone(),
+            None => Arc::new(rustls::NoKeyLog),
+        };
+        Ok(QuicTls {
+            options: self.options.clone(),
+            config: Some(TlsClient::quic(&self.options, cert, keylog)?),
+            keylog: self.keylog.clone(),
+        })
+    }
+
+    /// `--sni`: the name to present instead of the endpoint's host.
+    pub fn sni(&self) -> Option<&str> {
+        self.options.sni.as_deref()
+    }
+
+    /// A connection's configuration: the run's, its secrets logged into `secrets`; `None`
+    /// before it is built.
+    pub fn for_connection(
+        &self,
+        secrets: Arc<super::keylog::Secrets>,
+    ) -> Option<Arc<rustls::ClientConfig>> {
+        let mut c = (**self.config.as_ref()?).clone();
+        c.key_log = secrets;
+        Some(Arc::new(c))
+    }
+}

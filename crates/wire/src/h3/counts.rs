@@ -70,36 +70,3 @@ impl std::ops::AddAssign for H3Counts {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::h3::frame::{encode_data_head, encode_headers, encode_reserved};
-
-    #[test]
-    fn frames_are_counted_by_type_and_summed() {
-        let mut out = Vec::new();
-        let mut a = H3Counts::default();
-        a.count_frame(&encode_headers(&mut out, &[0, 0, 0xd1]));
-        a.count_frame(&encode_data_head(&mut out, 1000));
-        a.count_frame(&encode_reserved(&mut out, 0, b"xy"));
-        assert_eq!(
-            a.frame(FrameType::Headers),
-            FrameCount {
-                count: 1,
-                header_bytes: 2,
-                payload_bytes: 3
-            }
-        );
-        assert_eq!(a.frame(FrameType::Data).header_bytes, 3);
-        assert_eq!(a.frame(FrameType::Reserved).payload_bytes, 2);
-        assert_eq!(a.frame(FrameType::Unknown), FrameCount::default());
-        assert_eq!(a.header_bytes(), 2 + 3 + 2);
-        assert_eq!(a.total_bytes(), 7 + 3 + 1000 + 2);
-
-        let mut sum = a;
-        sum += a;
-        assert_eq!(sum.frame(FrameType::Data).count, 2);
-        assert_eq!(sum.total_bytes(), 2 * a.total_bytes());
-    }
-}

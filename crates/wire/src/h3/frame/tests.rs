@@ -4,6 +4,7 @@ use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 
 use super::*;
+use crate::h3::counts::FrameCount;
 
 fn reader_frames(input: &[u8], piece: usize) -> (Vec<Frame>, Result<(), Error>, H3Counts) {
     let mut reader = FrameReader::default();
@@ -368,4 +369,32 @@ proptest! {
         let (got, result, counts) = reader_frames(&input, piece);
         prop_assert_eq!((joined(got), result, counts), (frames, Ok(()), sent));
     }
+}
+
+// H3Counts, fed by the encoders (counts.rs sits below frame.rs and has no test of its own)
+#[test]
+fn frames_are_counted_by_type_and_summed() {
+    let mut out = Vec::new();
+    let mut a = H3Counts::default();
+    a.count_frame(&encode_headers(&mut out, &[0, 0, 0xd1]));
+    a.count_frame(&encode_data_head(&mut out, 1000));
+    a.count_frame(&encode_reserved(&mut out, 0, b"xy"));
+    assert_eq!(
+        a.frame(FrameType::Headers),
+        FrameCount {
+            count: 1,
+            header_bytes: 2,
+            payload_bytes: 3
+        }
+    );
+    assert_eq!(a.frame(FrameType::Data).header_bytes, 3);
+    assert_eq!(a.frame(FrameType::Reserved).payload_bytes, 2);
+    assert_eq!(a.frame(FrameType::Unknown), FrameCount::default());
+    assert_eq!(a.header_bytes(), 2 + 3 + 2);
+    assert_eq!(a.total_bytes(), 7 + 3 + 1000 + 2);
+
+    let mut sum = a;
+    sum += a;
+    assert_eq!(sum.frame(FrameType::Data).count, 2);
+    assert_eq!(sum.total_bytes(), 2 * a.total_bytes());
 }
