@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write as _};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// `--tls-keylog FILE`: one line per secret, `LABEL CLIENT_RANDOM SECRET` in hex.
@@ -59,6 +60,9 @@ pub struct Secrets {
     file: Option<Arc<KeyLogFile>>,
     /// the ledger decrypts a copy of the packets: keep the secrets for it
     keep: bool,
+    /// something was logged since the last `take`: the driver asks once per datagram, and
+    /// the lock is taken only when there is something to take
+    fresh: AtomicBool,
 }
 
 /// The labels a TLS 1.3 client logs, as static strings (rustls hands them over borrowed).
@@ -77,11 +81,15 @@ impl Secrets {
             logged: Mutex::new(Vec::new()),
             file,
             keep,
+            fresh: AtomicBool::new(false),
         })
     }
 
     /// The secrets logged since the last call.
     pub fn take(&self) -> Vec<(&'static str, Vec<u8>)> {
+        if !self.fresh.swap(false, Ordering::Acquire) {
+            return Vec::new();
+        }
         match self.logged.lock() {
             Ok(mut g) if !g.is_empty() => std::mem::take(&mut *g),
             _ => Vec::new(),
@@ -101,6 +109,7 @@ impl rustls::KeyLog for Secrets {
             && let Ok(mut g) = self.logged.lock()
         {
             g.push((l, secret.to_vec()));
+            self.fresh.store(true, Ordering::Release);
         }
     }
 
