@@ -124,12 +124,25 @@ fn an_injected_delay_and_its_shapes_have_the_latency_asked_for() {
         );
     }
     drop(server);
-    // uniform and exponential shapes with a 5 ms mean, four requests in flight (the delays
-    // of one connection's streams overlap): percentiles of the latency, less the same load's
-    // median without a delay, where the shape puts them (at most SAMPLING_MS below, at most
-    // DELAY_ALLOWANCE_MS above); a uniform delay is never below its minimum; the mean delay
-    // within 10% in a release build, 20% in a debug one, whose client and server add their
-    // own spread (measured as above: up to 0.95 ms, the wake-ups again)
+    // uniform and exponential shapes with a 5 ms mean, four requests in flight: each shape
+    // measured again once if the first measurement misses (a timing test on a shared machine:
+    // a moment's load elsewhere adds milliseconds to one run's tail); two misses fail
+    for attempt in 1..=2 {
+        match delay_shapes() {
+            Ok(()) => return,
+            Err(e) if attempt == 1 => eprintln!("measured again: {e}"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// Uniform and exponential delays with a 5 ms mean at four requests in flight (the delays of
+/// one connection's streams overlap): percentiles of the latency, less the same load's median
+/// without a delay, where the shape puts them (at most SAMPLING_MS below, at most
+/// DELAY_ALLOWANCE_MS above); a uniform delay is never below its minimum; the mean delay within
+/// 10% in a release build, 20% in a debug one, whose client and server add their own spread
+/// (measured as above: up to 0.95 ms, the wake-ups again). The first miss, as an error.
+fn delay_shapes() -> Result<(), String> {
     let shape = ["-n", "1500", "-c", "4"];
     let server = ServeProcess::start(&["--threads", "1"]);
     let bare = against(&server, "http,h2,grpc", &shape);
@@ -157,26 +170,28 @@ fn an_injected_delay_and_its_shapes_have_the_latency_asked_for() {
         for proto in STACKS {
             let (run, base) = (proto_run(&report, proto), proto_run(&bare, proto));
             let fastest = f64_at(run, "/summary/fastest_ms");
-            assert!(
-                fastest >= least,
-                "{delay} {proto}: an answer in {fastest} ms"
-            );
+            if fastest < least {
+                return Err(format!("{delay} {proto}: an answer in {fastest} ms"));
+            }
             let rest = percentile(base, 50.0);
             for (q, want) in wanted {
                 let got = percentile(run, q) - rest;
-                assert!(
-                    (want - SAMPLING_MS..=want + DELAY_ALLOWANCE_MS).contains(&got),
-                    "{delay} {proto}: p{q} {got} ms above the undelayed median ({rest} ms), \
-                     want {want} ms"
-                );
+                if !(want - SAMPLING_MS..=want + DELAY_ALLOWANCE_MS).contains(&got) {
+                    return Err(format!(
+                        "{delay} {proto}: p{q} {got} ms above the undelayed median ({rest} ms), \
+                         want {want} ms"
+                    ));
+                }
             }
             let mean = f64_at(run, "/summary/average_ms") - f64_at(base, "/summary/average_ms");
-            assert!(
-                (mean - 5.0).abs() <= within,
-                "{delay} {proto}: mean delay {mean} ms (the average less the undelayed one)"
-            );
+            if (mean - 5.0).abs() > within {
+                return Err(format!(
+                    "{delay} {proto}: mean delay {mean} ms (the average less the undelayed one)"
+                ));
+            }
         }
     }
+    Ok(())
 }
 
 #[test]
