@@ -139,7 +139,8 @@ else
     # tests/link_path.rs and crates/link/tests: ip (iproute2) and lsns (util-linux) look for what
     # a link leaves behind, curl runs through `wirebench link`.
     # tests/client_h3.rs loads Caddy's HTTP/3 file server (its daemon kept from starting).
-    for tool in ip:iproute2 lsns:util-linux curl:curl caddy:caddy; do
+    # tests/client_unix.rs puts nginx on Unix sockets (its daemon kept from starting too).
+    for tool in ip:iproute2 lsns:util-linux curl:curl caddy:caddy nginx:nginx; do
         if command -v "${tool%%:*}" >/dev/null 2>&1; then
             echo "${tool%%:*}: present"
         else

@@ -29,6 +29,8 @@ pub enum ValueError {
     EndpointScheme(String),
     #[error("endpoint {0}: expected http://host:port")]
     EndpointForm(String),
+    #[error("endpoint {0}: expected unix:///path/to/socket")]
+    UnixPath(String),
     #[error("endpoint {0}: a port is required")]
     EndpointPort(String),
     #[error("endpoint {url}: {source}")]
@@ -385,15 +387,41 @@ pub struct Endpoint {
     pub authority: String,
     /// the host part alone (TLS server name)
     pub host: String,
+    /// the address connected to (0.0.0.0:0 for a Unix socket, which `unix` names)
     pub addr: SocketAddr,
     /// `https://`
     pub tls: bool,
+    /// `unix:///path`: a Unix domain socket in place of `addr` (plain HTTP/1.1, h2 and gRPC)
+    pub unix: Option<std::sync::Arc<std::path::Path>>,
 }
 
 impl Endpoint {
+    /// Where its connections go.
+    pub fn dest(&self) -> crate::net::Dest {
+        match &self.unix {
+            Some(p) => crate::net::Dest::Unix(p.clone()),
+            None => crate::net::Dest::Inet(self.addr),
+        }
+    }
+
     /// Parses `http://host:port`, `https://host:port` (or `host:port`); the host may be a name,
-    /// IPv4 or `[IPv6]`.
+    /// IPv4 or `[IPv6]`; or `unix:///path` (`unix:PATH`), a Unix domain socket, whose requests
+    /// say `localhost` as their host.
     pub fn parse(url: &str) -> Result<Endpoint, ValueError> {
+        if let Some(path) = url.strip_prefix("unix:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() || path.ends_with('/') {
+                return Err(ValueError::UnixPath(url.to_string()));
+            }
+            return Ok(Endpoint {
+                url: url.to_string(),
+                authority: "localhost".to_string(),
+                host: "localhost".to_string(),
+                addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+                tls: false,
+                unix: Some(std::path::Path::new(path).into()),
+            });
+        }
         let (rest, tls) = if let Some(r) = url.strip_prefix("http://") {
             (r, false)
         } else if let Some(r) = url.strip_prefix("https://") {
@@ -432,6 +460,7 @@ impl Endpoint {
             host: host.to_string(),
             addr,
             tls,
+            unix: None,
         })
     }
 }
@@ -858,6 +887,26 @@ mod tests {
         assert_eq!(parse_size("100").unwrap(), 100);
         assert!(parse_size("1T").is_err());
         assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn unix_endpoints() {
+        for url in ["unix:///run/echo.sock", "unix:/run/echo.sock"] {
+            let e = Endpoint::parse(url).unwrap();
+            assert_eq!(e.unix.as_deref(), Some(std::path::Path::new("/run/echo.sock")));
+            assert_eq!((e.authority.as_str(), e.tls), ("localhost", false));
+            assert_eq!(
+                e.dest(),
+                crate::net::Dest::Unix(std::path::Path::new("/run/echo.sock").into())
+            );
+        }
+        let e = Endpoint::parse("unix:echo.sock").unwrap();
+        assert_eq!(e.unix.as_deref(), Some(std::path::Path::new("echo.sock")));
+        for bad in ["unix:", "unix://", "unix:///run/"] {
+            assert!(Endpoint::parse(bad).is_err(), "{bad}");
+        }
+        let e = Endpoint::parse("http://127.0.0.1:2379").unwrap();
+        assert_eq!(e.dest(), crate::net::Dest::Inet(e.addr));
     }
 
     #[test]

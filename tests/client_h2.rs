@@ -55,9 +55,15 @@ fn calls(
             max_recv_message: 8 << 20,
             ..H2Config::default()
         };
-        let conn = Conn::connect(addr, "127.0.0.1", 0, &NetConfig::default(), &h2)
-            .await
-            .expect("connect");
+        let conn = Conn::connect(
+            &wirebench::net::Dest::Inet(addr),
+            "127.0.0.1",
+            0,
+            &NetConfig::default(),
+            &h2,
+        )
+        .await
+        .expect("connect");
         let uri = format!("http://{addr}/grpc_echo.v1.EchoService/Echo")
             .parse()
             .unwrap();

@@ -37,8 +37,13 @@ pub(super) fn serve(run: ServeRun) -> Result<i32, RunError> {
     } else {
         "HTTP/1.1 and HTTP/2"
     };
+    let unix = cfg
+        .unix
+        .as_ref()
+        .map(|p| format!(" and unix:{}", p.display()))
+        .unwrap_or_default();
     eprintln!(
-        "wirebench serve: listening on {} (gRPC grpc_echo.v1.EchoService/Echo, and POST /v1/echo over {stacks}), {} threads; Ctrl-C stops",
+        "wirebench serve: listening on {}{unix} (gRPC grpc_echo.v1.EchoService/Echo, and POST /v1/echo over {stacks}), {} threads; Ctrl-C stops",
         srv.local_addr(),
         cfg.threads
     );

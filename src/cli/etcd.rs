@@ -432,6 +432,11 @@ pub(super) fn refuse_plain_h2(cfg: &Config) -> Result<(), ArgError> {
     if cfg.protos.contains(&Proto::H3) {
         return Err(ArgError::EtcdOverH3);
     }
+    if cfg.endpoints.iter().any(|e| e.unix.is_some()) {
+        return Err(ArgError::Conflict(
+            "etcd's members are reached at http:// or https:// URLs (host:port), not unix://",
+        ));
+    }
     let name = match &cfg.spec {
         WorkloadSpec::Etcd(EtcdOp::TxnMixed(_)) => "txn-mixed",
         WorkloadSpec::Etcd(EtcdOp::LeaseKeepalive { .. }) => "lease-keepalive",

@@ -42,6 +42,10 @@ pub struct HttpArgs {
     /// status is counted
     #[arg(long, default_value = "200-299", help_heading = heading::REQUEST)]
     pub ok_status: String,
+    /// Connect to this Unix domain socket instead of the URL's host and port (the URL still
+    /// gives the Host header, the path and the scheme), as curl's --unix-socket
+    #[arg(long, value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
 }
 
 /// `--ok-status`: `200` or `200-399`, within 100..=599.
@@ -84,7 +88,10 @@ impl HttpArgs {
 
     /// The workload and the endpoint these flags name.
     pub(super) fn spec(self) -> Result<(WorkloadSpec, Vec<Endpoint>), ArgError> {
-        let (endpoint, path) = parse_url(&self.url)?;
+        let (mut endpoint, path) = parse_url(&self.url)?;
+        if let Some(p) = &self.unix_socket {
+            endpoint.unix = Some(p.as_path().into());
+        }
         let bodies = match (&self.data, &self.data_file, &self.data_lines) {
             (Some(d), _, _) => vec![d.clone().into_bytes()],
             (_, Some(f), _) => vec![read_limited("--data-file", f, MAX_DATA_FILE)?],

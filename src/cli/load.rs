@@ -359,6 +359,23 @@ impl RunArgs {
             Some(b) => crate::net::parse_bind(b)?,
             None => Vec::new(),
         };
+        if endpoints.iter().any(|e| e.unix.is_some()) {
+            if h3 {
+                return Err(ArgError::Conflict(
+                    "a unix:// target has no HTTP/3 (QUIC runs over UDP): --proto http, h2 or grpc",
+                ));
+            }
+            if self.link.is_some() {
+                return Err(ArgError::Conflict(
+                    "--link and a unix:// target: the emulated path carries IP, not a Unix socket",
+                ));
+            }
+            if !bind.is_empty() {
+                return Err(ArgError::Conflict(
+                    "--bind and a unix:// target: a Unix socket has no source address",
+                ));
+            }
+        }
         if !bind.is_empty() && self.link.is_some() {
             return Err(ArgError::Conflict(
                 "--bind and --link: the link's namespace has one address of its own",

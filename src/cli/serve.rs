@@ -18,6 +18,10 @@ pub struct ServeArgs {
     /// Address to listen on
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: String,
+    /// Also listen on this Unix domain socket (HTTP/1.1, h2, gRPC), for `unix:///PATH` targets;
+    /// a stale socket file there is replaced, and the file removed at the end
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
     /// Threads, each accepting on its own SO_REUSEPORT listener (default: cores)
     #[arg(long)]
     pub threads: Option<usize>,
@@ -157,6 +161,7 @@ impl ServeArgs {
             },
             h3: !self.no_h3,
             udp_offload: self.udp_offload == OnOff::On,
+            unix: self.unix,
         })
     }
 }

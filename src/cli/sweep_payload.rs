@@ -377,6 +377,7 @@ impl SweepHttpArgs {
             data_file: None,
             data_lines: None,
             ok_status: self.ok_status,
+            unix_socket: None,
         }
         .spec()?;
         let WorkloadSpec::Http(base) = spec else {

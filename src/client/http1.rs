@@ -2,7 +2,6 @@
 //! around `wirebench_wire::http1::ResponseReader`, which makes every protocol decision.
 
 use std::io;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -43,14 +42,14 @@ pub struct Response<'a> {
 impl Conn {
     /// `host`: the server's name for TLS (SNI and verification).
     pub async fn connect(
-        addr: SocketAddr,
+        dest: &crate::net::Dest,
         host: &str,
         endpoint: usize,
         cfg: &NetConfig,
         max_body: u64,
         layers: Layers,
     ) -> io::Result<Conn> {
-        let opened = net::open(addr, host, cfg, Alpn::Http1, layers).await?;
+        let opened = net::open(dest, host, cfg, Alpn::Http1, layers).await?;
         let (io, ledger, local_port) = (opened.io, opened.ledger, opened.local_port);
         Ok(Conn {
             io,
@@ -151,7 +150,7 @@ impl Conn {
     /// (with TLS, close_notify first) and what the server sends until its FIN, read for at most
     /// `bound`, go into the record's `close`.
     pub async fn close(mut self, bound: Duration) -> ConnRecord {
-        let tcp = net::tcp_info(self.io.tcp());
+        let tcp = net::tcp_info(self.io.sock());
         let lifetime_us = self.opened.elapsed().as_micros() as u64;
         let mut rec = self
             .ledger
@@ -178,7 +177,7 @@ impl Conn {
         })
         .await
         .unwrap_or(false);
-        let tcp = net::tcp_info(self.io.tcp());
+        let tcp = net::tcp_info(self.io.sock());
         rec.close = Some(
             self.ledger
                 .close_record(&rec, tcp, drained, began.elapsed()),

@@ -49,8 +49,8 @@ pub(super) struct ConnHandle {
 /// A connection for endpoint slot `endpoint`, to the member the slot goes to now.
 async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, EngineError> {
     let member = ctx.member(endpoint);
-    let addr = ctx.addrs[member];
-    Conn::connect(addr, &ctx.hosts[member], endpoint, &ctx.net, &ctx.h2)
+    let addr = ctx.addrs[member].clone();
+    Conn::connect(&addr, &ctx.hosts[member], endpoint, &ctx.net, &ctx.h2)
         .await
         .map_err(|source| EngineError::Connect { addr, source })
 }

@@ -21,9 +21,9 @@ use super::{Assignment, Ctx, EngineError};
 /// A connection for endpoint slot `endpoint`, to the member the slot goes to now.
 pub(super) async fn connect(ctx: &Ctx, endpoint: usize) -> Result<Conn, EngineError> {
     let member = ctx.member(endpoint);
-    let addr = ctx.addrs[member];
+    let addr = ctx.addrs[member].clone();
     let conn = Conn::connect(
-        addr,
+        &addr,
         &ctx.hosts[member],
         endpoint,
         &ctx.net,

@@ -32,7 +32,7 @@ pub use run_proto::{run_proto, run_proto_with};
 pub enum EngineError {
     #[error("connect to {addr}: {source}")]
     Connect {
-        addr: std::net::SocketAddr,
+        addr: crate::net::Dest,
         source: std::io::Error,
     },
     #[error("cannot start a runtime: {0}")]
@@ -111,7 +111,7 @@ struct Ctx {
     /// HTTP/1.1 layer accounting on or off (h2 carries its own switch in `h2`)
     layers: crate::net::Layers,
     /// per member (the run's endpoints first: slot i starts on member i)
-    addrs: Vec<std::net::SocketAddr>,
+    addrs: Vec<crate::net::Dest>,
     /// `host:port` per member (re-authentication requests)
     authorities: Vec<String>,
     /// host per member (TLS server name)

@@ -328,7 +328,7 @@ impl Ctx {
             } else {
                 crate::net::Layers::Off
             },
-            addrs: members.iter().map(|e| e.addr).collect(),
+            addrs: members.iter().map(|e| e.dest()).collect(),
             authorities: members.iter().map(|e| e.authority.clone()).collect(),
             hosts: members.iter().map(|e| e.host.clone()).collect(),
             routes: moving.map(|slots| super::failover::Routes::new(slots, Instant::now())),

@@ -2,13 +2,14 @@
 
 use std::cell::{Cell, RefCell};
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, ready};
 
 use socket2::SockRef;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
 use std::time::Duration;
 
@@ -295,16 +296,65 @@ impl Ledger {
     }
 }
 
-/// A TCP stream whose every syscall goes through `try_read`/`try_write`, so each one is counted
-/// exactly once: one `try_*` call is one `recv`/`send`/`writev` syscall.
+/// A stream socket whose every syscall goes through `try_read`/`try_write`, so each one is
+/// counted exactly once: one `try_*` call is one `recv`/`send`/`writev` syscall.
 #[derive(Debug)]
 pub struct Metered {
-    inner: TcpStream,
+    inner: Sock,
     ledger: Rc<Ledger>,
 }
 
+/// A connected stream socket: TCP, or a Unix domain socket (`unix:///path` targets).
+#[derive(Debug)]
+pub enum Sock {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+/// The same call on either kind of socket (their methods share names, not a trait).
+macro_rules! on_sock {
+    ($sock:expr, $s:ident => $e:expr) => {
+        match $sock {
+            Sock::Tcp($s) => $e,
+            Sock::Unix($s) => $e,
+        }
+    };
+}
+
+impl Sock {
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        on_sock!(self, s => s.poll_read_ready(cx))
+    }
+
+    fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        on_sock!(self, s => s.poll_write_ready(cx))
+    }
+
+    fn try_io<R>(&self, interest: Interest, f: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+        on_sock!(self, s => s.try_io(interest, f))
+    }
+
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        on_sock!(self, s => s.try_write(buf))
+    }
+
+    fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        on_sock!(self, s => s.try_write_vectored(bufs))
+    }
+
+    fn sock_ref(&self) -> SockRef<'_> {
+        on_sock!(self, s => SockRef::from(s))
+    }
+}
+
+impl AsRawFd for Sock {
+    fn as_raw_fd(&self) -> RawFd {
+        on_sock!(self, s => s.as_raw_fd())
+    }
+}
+
 impl Metered {
-    pub fn new(inner: TcpStream, layers: Layers) -> (Self, Rc<Ledger>) {
+    pub fn new(inner: Sock, layers: Layers) -> (Self, Rc<Ledger>) {
         let ledger = Rc::new(Ledger::new(layers));
         (
             Metered {
@@ -315,7 +365,7 @@ impl Metered {
         )
     }
 
-    pub fn stream(&self) -> &TcpStream {
+    pub fn sock(&self) -> &Sock {
         &self.inner
     }
 }
@@ -339,7 +389,7 @@ impl AsyncRead for Metered {
             // no event came in between, so nothing that arrives after the read is missed.
             let mut short = None;
             let read = this.inner.try_io(Interest::READABLE, || {
-                let n = io::Read::read(&mut &*SockRef::from(&this.inner), &mut *dst)?;
+                let n = io::Read::read(&mut &*this.inner.sock_ref(), &mut *dst)?;
                 if n > 0 && n < dst.len() {
                     short = Some(n);
                     return Err(io::ErrorKind::WouldBlock.into());
@@ -411,7 +461,10 @@ impl AsyncWrite for Metered {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        match &mut self.get_mut().inner {
+            Sock::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Sock::Unix(s) => Pin::new(s).poll_shutdown(cx),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ pub(crate) mod timer;
 pub mod tls;
 pub mod udp;
 
-pub use metered::{Layers, Ledger, Metered, thread_io_calls};
+pub use metered::{Layers, Ledger, Metered, Sock, thread_io_calls};
 pub use stream::{Alpn, Io, Opened, open, thread_connects};
 pub use tcpinfo::tcp_info;
 
@@ -55,6 +55,63 @@ impl Default for NetConfig {
             link: None,
             quic: None,
             udp_offload: true,
+        }
+    }
+}
+
+/// Where a connection goes: an IP address and port, or a Unix domain socket's path
+/// (`unix:///path` targets).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Dest {
+    Inet(SocketAddr),
+    Unix(Arc<std::path::Path>),
+}
+
+impl std::fmt::Display for Dest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dest::Inet(a) => a.fmt(f),
+            Dest::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
+/// A stream connection to `dest` with the configured options, within the connect timeout; with
+/// its local port (for a Unix socket, which has none, the connection's number in this process:
+/// its name in the request log and the per-connection records).
+pub async fn connect_stream(dest: &Dest, cfg: &NetConfig) -> io::Result<(Sock, u16)> {
+    match dest {
+        Dest::Inet(addr) => {
+            let s = connect(*addr, cfg).await?;
+            let port = local_port(&s);
+            Ok((Sock::Tcp(s), port))
+        }
+        Dest::Unix(path) => {
+            let s = match tokio::time::timeout(
+                cfg.connect_timeout,
+                tokio::net::UnixStream::connect(path),
+            )
+            .await
+            {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("no answer within {:?}", cfg.connect_timeout),
+                    ));
+                }
+            };
+            // the buffer sizes asked for apply here too
+            let sock = socket2::SockRef::from(&s);
+            if let Some(n) = cfg.sndbuf {
+                sock.set_send_buffer_size(n as usize)?;
+            }
+            if let Some(n) = cfg.rcvbuf {
+                sock.set_recv_buffer_size(n as usize)?;
+            }
+            static UNIX_CONNS: AtomicUsize = AtomicUsize::new(0);
+            let n = UNIX_CONNS.fetch_add(1, Ordering::Relaxed) % usize::from(u16::MAX) + 1;
+            Ok((Sock::Unix(s), n as u16))
         }
     }
 }

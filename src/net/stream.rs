@@ -3,18 +3,16 @@
 //! `h2` crate's client), with plaintext either way.
 
 use std::io;
-use std::net::SocketAddr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use crate::net::{self, Layers, Ledger, Metered, NetConfig};
+use crate::net::{self, Dest, Layers, Ledger, Metered, NetConfig, Sock};
 
 /// Which ALPN protocol a TLS connection asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,31 +42,35 @@ pub struct Opened {
 }
 
 thread_local! {
-    /// TCP connections this thread has opened.
+    /// Stream connections (TCP or Unix) this thread has opened.
     static CONNECTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// The TCP connections this thread has opened so far (the live figures' connections).
+/// The stream connections this thread has opened so far (the live figures' connections).
 pub fn thread_connects() -> u64 {
     CONNECTS.with(std::cell::Cell::get)
 }
 
-/// Connects to `addr` and, when `cfg.tls` is set, runs the TLS handshake (timed, into the
+/// Connects to `dest` and, when `cfg.tls` is set, runs the TLS handshake (timed, into the
 /// ledger) presenting `host` (or `--sni`).
 pub async fn open(
-    addr: SocketAddr,
+    dest: &Dest,
     host: &str,
     cfg: &NetConfig,
     alpn: Alpn,
     layers: Layers,
 ) -> io::Result<Opened> {
     let connecting = Instant::now();
-    let stream = net::connect(addr, cfg).await?;
+    let (stream, local_port) = net::connect_stream(dest, cfg).await?;
     CONNECTS.with(|c| c.set(c.get() + 1));
     let connect_us = connecting.elapsed().as_micros() as u64;
-    let local_port = net::local_port(&stream);
-    let local_ip = stream.local_addr().ok().map(|a| a.ip());
-    let fd = stream.as_fd().try_clone_to_owned()?;
+    let local_ip = match &stream {
+        Sock::Tcp(s) => s.local_addr().ok().map(|a| a.ip()),
+        Sock::Unix(_) => None,
+    };
+    // SAFETY: the socket's descriptor is open while `stream` lives; the clone is a dup of it
+    let fd =
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) }.try_clone_to_owned()?;
     let (metered, ledger) = Metered::new(stream, layers);
     ledger.connect_us.set(connect_us);
     ledger.local_ip.set(local_ip);
@@ -137,11 +139,11 @@ async fn cpu_timed<F: std::future::Future>(fut: F) -> (F::Output, std::time::Dur
 }
 
 impl Io {
-    /// The TCP socket underneath (for TCP_INFO).
-    pub fn tcp(&self) -> &TcpStream {
+    /// The socket underneath (for TCP_INFO, which a Unix socket has none of).
+    pub fn sock(&self) -> &Sock {
         match &self.kind {
-            Kind::Plain(m) => m.stream(),
-            Kind::Tls(t) => t.get_ref().0.stream(),
+            Kind::Plain(m) => m.sock(),
+            Kind::Tls(t) => t.get_ref().0.sock(),
         }
     }
 }

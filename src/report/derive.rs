@@ -545,6 +545,7 @@ impl RunReport {
         includes_server: bool,
     ) -> RunReport {
         let ipv6: Vec<bool> = endpoints.iter().map(|e| e.addr.is_ipv6()).collect();
+        let unix: Vec<bool> = endpoints.iter().map(|e| e.unix.is_some()).collect();
         let mut urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
         // a slot that started on another member (its own was gone since the run before) is
         // named by the member it went to, and has no role
@@ -613,7 +614,7 @@ impl RunReport {
             status_distribution,
             error_distribution,
             cost: cost(run),
-            wire: wire(run, &ipv6),
+            wire: wire(run, &ipv6, &unix),
             open_loop: open_loop(run),
             stages: None,
             connection_setup: connection_setup(run),
@@ -702,7 +703,8 @@ pub(super) fn buckets_of(
         .collect()
 }
 
-pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
+/// `ipv6`, `unix`: per endpoint, whether it is an IPv6 address, a Unix socket.
+pub(super) fn wire(run: &ProtoRun, ipv6: &[bool], unix: &[bool]) -> Wire {
     let conns = &run.stats.conns;
     let sum = |f: fn(&ConnRecord) -> u64| conns.iter().map(f).sum::<u64>();
     // The segment figures cover the connections with TCP_INFO, and only their requests.
@@ -722,6 +724,7 @@ pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
     let tcp_bytes_out: u64 = with_tcp().map(|(c, _)| c.bytes_out).sum();
     let tcp_bytes_in: u64 = with_tcp().map(|(c, _)| c.bytes_in).sum();
     let opened: u64 = conns.iter().map(ConnRecord::weight).sum();
+    let on_unix = |c: &ConnRecord| unix.get(c.endpoint).copied().unwrap_or(false);
     let h3 = H3Sums::of(conns, ipv6);
     let on_wire = OnWire {
         tcp_requests,
@@ -760,7 +763,12 @@ pub(super) fn wire(run: &ProtoRun, ipv6: &[bool]) -> Wire {
         retransmits: tcp_sum(|t| t.retransmits),
         connections_without_tcp_info: conns
             .iter()
-            .filter(|c| c.tcp.is_none() && c.h3.is_none())
+            .filter(|c| c.tcp.is_none() && c.h3.is_none() && !on_unix(c))
+            .map(ConnRecord::weight)
+            .sum(),
+        unix_socket_connections: conns
+            .iter()
+            .filter(|c| on_unix(c))
             .map(ConnRecord::weight)
             .sum(),
         ip_tcp_header_bytes_out: hdr_out,

@@ -528,8 +528,12 @@ pub struct Wire {
     pub data_segments_in_per_request: Option<f64>,
     pub retransmits: u64,
     /// TCP connections whose TCP_INFO could not be read (left out of the segment figures;
-    /// QUIC connections, which have none, are not counted)
+    /// QUIC connections and Unix socket ones, which have none, are not counted)
     pub connections_without_tcp_info: u64,
+    /// connections on a Unix domain socket (`unix:///path` targets): no TCP, so no segments,
+    /// retransmits or IP/TCP headers; their bytes are in the byte figures (absent when 0)
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unix_socket_connections: u64,
     /// IP + TCP headers, estimated: segments x (IP header + 20 + 12 with timestamps)
     pub ip_tcp_header_bytes_out: u64,
     pub ip_tcp_header_bytes_in: u64,
@@ -621,4 +625,9 @@ pub struct LayerTotals {
     /// (socket bytes - setup) / requests on wire: the per-request cost once connections exist
     pub bytes_out_per_request_after_setup: Option<f64>,
     pub bytes_in_per_request_after_setup: Option<f64>,
+}
+
+/// For `skip_serializing_if`: a count of 0 is left out.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

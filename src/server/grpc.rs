@@ -4,7 +4,6 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 
@@ -17,13 +16,15 @@ use prost::Message;
 
 use crate::server::faults::Injector;
 use crate::server::plain;
-use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_response, is_control, pad_message};
+use crate::server::{
+    MAX_REQUEST, Peer, Rewind, ServeConfig, echo_response, is_control, pad_message,
+};
 use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::proto::echo::EchoRequest;
 use wirebench_wire::proto::health::HealthCheckResponse;
 use wirebench_wire::proto::health::health_check_response::ServingStatus;
 
-pub(super) async fn serve(io: Rewind, peer: SocketAddr, cfg: &ServeConfig, age: Option<Duration>) {
+pub(super) async fn serve(io: Rewind, peer: Peer, cfg: &ServeConfig, age: Option<Duration>) {
     let mut builder = h2::server::Builder::new();
     if let Some(n) = cfg.max_concurrent_streams {
         builder.max_concurrent_streams(n);
@@ -95,7 +96,7 @@ const HEALTH_PATH: &str = "/grpc.health.v1.Health/Check";
 async fn handle(
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
-    peer: SocketAddr,
+    peer: Peer,
     received_at: SystemTime,
     faults: &Injector,
 ) {
@@ -198,7 +199,7 @@ async fn plain(
     parts: http::request::Parts,
     mut body: RecvStream,
     mut respond: SendResponse<Bytes>,
-    peer: SocketAddr,
+    peer: Peer,
     received_at: SystemTime,
     faults: &Injector,
 ) {

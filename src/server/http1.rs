@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::BytesMut;
@@ -11,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::rng::Rng;
 use crate::server::faults::{self, Plan};
-use crate::server::{MAX_REQUEST, Rewind, ServeConfig, echo_json, error_json, is_control};
+use crate::server::{MAX_REQUEST, Peer, Rewind, ServeConfig, echo_json, error_json, is_control};
 use wirebench_wire::http1::{
     MAX_HEAD_BYTES, MAX_REQUEST_HEADERS, RequestError, RequestHead, RequestLimits,
     decode_request_head,
@@ -54,12 +53,7 @@ fn refusal(e: RequestError) -> (u16, &'static str) {
     (e.status(), message)
 }
 
-pub(super) async fn serve(
-    mut io: Rewind,
-    peer: SocketAddr,
-    cfg: &ServeConfig,
-    age: Option<Duration>,
-) {
+pub(super) async fn serve(mut io: Rewind, peer: Peer, cfg: &ServeConfig, age: Option<Duration>) {
     let born = Instant::now();
     let mut rng = Rng::unique();
     let mut timer = None;

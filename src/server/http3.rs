@@ -4,7 +4,6 @@
 //! answer that `--close` or `wirebench-close` picks.
 
 use std::cell::Cell;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 
@@ -34,7 +33,7 @@ pub(super) async fn serve(incoming: quinn::Incoming, cfg: Rc<ServeConfig>) {
         // a failed or stalled handshake: nothing to answer
         _ => return,
     };
-    let peer = quic.remote_address();
+    let peer = super::Peer::Inet(quic.remote_address());
     let Ok(mut conn) = h3::server::builder()
         .build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()))
         .await
@@ -112,7 +111,7 @@ async fn linger(quic: &quinn::Connection) {
 async fn handle(
     req: Request<()>,
     mut stream: Stream,
-    peer: SocketAddr,
+    peer: super::Peer,
     received_at: SystemTime,
     faults: &Injector,
 ) {

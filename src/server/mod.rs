@@ -21,7 +21,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use rustls::pki_types::CertificateDer;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use wirebench_wire::echo;
@@ -53,6 +53,9 @@ pub struct ServeConfig {
     /// UDP segmentation offload (GSO) for HTTP/3's sends; off, every datagram is a send of its
     /// own (and a loopback capture sees each one: it sees a GSO send as one packet)
     pub udp_offload: bool,
+    /// also listen on this Unix domain socket (HTTP/1.1, h2 and gRPC; TLS with `tls`); a
+    /// socket file left there by a server that is gone is replaced, and removed at the end
+    pub unix: Option<std::path::PathBuf>,
 }
 
 impl ServeConfig {
@@ -69,6 +72,7 @@ impl ServeConfig {
             faults: faults::Faults::default(),
             h3: true,
             udp_offload: true,
+            unix: None,
         }
     }
 }
@@ -81,12 +85,16 @@ pub struct Server {
     clocks: Arc<Mutex<Vec<libc::clockid_t>>>,
     /// whether HTTP/3 is served, and the certificate made for it (none with `tls`)
     h3: Option<Option<quic::Generated>>,
+    /// the Unix socket's path, removed at the end
+    unix: Option<std::path::PathBuf>,
 }
 
-/// What each thread serves: a TCP listener, and a UDP socket for HTTP/3.
+/// What each thread serves: a TCP listener, a UDP socket for HTTP/3, and the Unix socket's
+/// listener (every thread accepts on it; one of those woken takes each connection).
 struct Sockets {
     tcp: std::net::TcpListener,
     udp: Option<(std::net::UdpSocket, quinn::ServerConfig)>,
+    unix: Option<std::os::unix::net::UnixListener>,
 }
 
 /// How many times a port picked for TCP (port 0) is given up for another when UDP has it taken.
@@ -102,7 +110,13 @@ impl Server {
         } else {
             None
         };
-        let (addr, sockets) = bind_all(&cfg, quic.as_ref().map(|q| &q.config))?;
+        let (addr, mut sockets) = bind_all(&cfg, quic.as_ref().map(|q| &q.config))?;
+        if let Some(path) = &cfg.unix {
+            let listener = bind_unix(path)?;
+            for s in &mut sockets {
+                s.unix = Some(listener.try_clone()?);
+            }
+        }
         let stop: Arc<(AtomicBool, Notify)> = Arc::new((AtomicBool::new(false), Notify::new()));
         let clocks: Arc<Mutex<Vec<libc::clockid_t>>> = Arc::default();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -112,6 +126,7 @@ impl Server {
             threads: Vec::new(),
             clocks: clocks.clone(),
             h3: quic.map(|q| q.generated),
+            unix: cfg.unix.clone(),
         };
         for (i, socks) in sockets.into_iter().enumerate() {
             let (stop, clocks, cfg, ready) =
@@ -180,6 +195,9 @@ impl Server {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        if let Some(path) = self.unix.take() {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -204,7 +222,11 @@ fn bind_all(
             tcp.push(bind(addr)?);
         }
         let Some(quic) = quic else {
-            let sockets = tcp.into_iter().map(|tcp| Sockets { tcp, udp: None });
+            let sockets = tcp.into_iter().map(|tcp| Sockets {
+                tcp,
+                udp: None,
+                unix: None,
+            });
             return Ok((addr, sockets.collect()));
         };
         let udp: io::Result<Vec<_>> = tcp.iter().map(|_| quic::bind(addr)).collect();
@@ -213,6 +235,7 @@ fn bind_all(
                 let sockets = tcp.into_iter().zip(udp).map(|(tcp, udp)| Sockets {
                     tcp,
                     udp: Some((udp, quic.clone())),
+                    unix: None,
                 });
                 return Ok((addr, sockets.collect()));
             }
@@ -226,6 +249,23 @@ fn bind_all(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// The Unix socket's listener at `path`; a socket file there that nobody answers on (left by a
+/// server that is gone) is replaced, anything else there is an error.
+fn bind_unix(path: &std::path::Path) -> io::Result<std::os::unix::net::UnixListener> {
+    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::net::{UnixListener, UnixStream};
+    let said = |e: io::Error| io::Error::new(e.kind(), format!("unix:{}: {e}", path.display()));
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && meta.file_type().is_socket()
+        && UnixStream::connect(path).is_err()
+    {
+        std::fs::remove_file(path).map_err(said)?;
+    }
+    let l = UnixListener::bind(path).map_err(said)?;
+    l.set_nonblocking(true)?;
+    Ok(l)
 }
 
 fn bind(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
@@ -294,16 +334,27 @@ fn serve_thread(
             return;
         }
     };
-    let (listener, endpoint) = {
-        // the listener's and the endpoint's IO registers with this runtime
+    let (listener, endpoint, unix) = {
+        // the listeners' and the endpoint's IO registers with this runtime
         let _in_rt = rt.enter();
+        let unix = match socks
+            .unix
+            .map(tokio::net::UnixListener::from_std)
+            .transpose()
+        {
+            Ok(u) => u,
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
         let listener = TcpListener::from_std(socks.tcp);
         let endpoint = socks
             .udp
             .map(|(udp, config)| quic::endpoint(udp, config))
             .transpose();
         match (listener, endpoint) {
-            (Ok(l), Ok(e)) => (l, e),
+            (Ok(l), Ok(e)) => (l, e, unix),
             (Err(e), _) | (_, Err(e)) => {
                 let _ = ready.send(Err(e));
                 return;
@@ -326,7 +377,12 @@ fn serve_thread(
                 r = listener.accept() => {
                     if let Ok((stream, peer)) = r {
                         let _ = stream.set_nodelay(true);
-                        tokio::task::spawn_local(connection(stream, peer, cfg.clone()));
+                        tokio::task::spawn_local(connection(stream, Peer::Inet(peer), cfg.clone()));
+                    }
+                }
+                r = accept_unix(unix.as_ref()) => {
+                    if let Ok(stream) = r {
+                        tokio::task::spawn_local(connection(stream, Peer::Unix, cfg.clone()));
                     }
                 }
                 _ = stopped => break,
@@ -338,8 +394,36 @@ fn serve_thread(
     });
 }
 
+/// A connection on the Unix socket, when there is one (else never).
+async fn accept_unix(l: Option<&tokio::net::UnixListener>) -> io::Result<tokio::net::UnixStream> {
+    match l {
+        Some(l) => l.accept().await.map(|(s, _)| s),
+        None => std::future::pending().await,
+    }
+}
+
+/// Who a connection came from: a TCP peer, or a client of the Unix socket (unnamed).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Peer {
+    Inet(SocketAddr),
+    Unix,
+}
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Peer::Inet(a) => a.fmt(f),
+            Peer::Unix => f.write_str("unix"),
+        }
+    }
+}
+
 /// Reads until the first bytes show whether this is h2 (the preface) or HTTP/1.1.
-async fn connection(stream: TcpStream, peer: SocketAddr, cfg: std::rc::Rc<ServeConfig>) {
+async fn connection<S: AsyncRead + AsyncWrite + Unpin + 'static>(
+    stream: S,
+    peer: Peer,
+    cfg: std::rc::Rc<ServeConfig>,
+) {
     let mut stream: Box<dyn Stream> = match &cfg.tls {
         None => Box::new(stream),
         Some(tls) => {
@@ -462,7 +546,7 @@ pub(crate) fn echo_json(
     method: &str,
     path: &str,
     body: &[u8],
-    peer: SocketAddr,
+    peer: Peer,
     received_at: SystemTime,
     pad_to: Option<usize>,
     headers: impl FnOnce() -> std::collections::HashMap<String, String>,
@@ -508,7 +592,7 @@ pub(crate) fn pad_message(resp: &mut EchoResponse, want: usize) {
 pub(crate) fn echo_response(
     headers: std::collections::HashMap<String, String>,
     ping: String,
-    peer: SocketAddr,
+    peer: Peer,
     received_at: SystemTime,
 ) -> EchoResponse {
     let reached = SystemTime::now();

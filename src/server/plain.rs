@@ -2,14 +2,13 @@
 //! side (`POST /v1/echo`), with the request's faults (delay, failure, padding) applied.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::time::SystemTime;
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Response};
 
 use crate::server::faults::{Injector, Plan};
-use crate::server::{echo_json, error_json, is_control};
+use crate::server::{Peer, echo_json, error_json, is_control};
 
 /// What a plain request gets.
 pub(super) struct Answer {
@@ -25,7 +24,7 @@ pub(super) struct Answer {
 pub(super) async fn answer(
     parts: &http::request::Parts,
     body: Option<&[u8]>,
-    peer: SocketAddr,
+    peer: Peer,
     received_at: SystemTime,
     faults: &Injector,
 ) -> Answer {

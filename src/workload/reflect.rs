@@ -288,7 +288,7 @@ impl<'a> Reflected<'a> {
         };
         let ep = self.ep;
         let run = async {
-            let conn = Conn::connect(ep.addr, &ep.host, 0, self.net, &h2)
+            let conn = Conn::connect(&ep.dest(), &ep.host, 0, self.net, &h2)
                 .await
                 .map_err(|source| ReflectError::Connect {
                     addr: ep.addr,

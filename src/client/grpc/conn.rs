@@ -13,7 +13,7 @@ use h2::client::SendRequest;
 
 use super::settings::{H2Client, H2Config};
 use super::{h2crate, wire};
-use crate::net::{self, Alpn, Layers, Ledger, NetConfig};
+use crate::net::{self, Alpn, Dest, Layers, Ledger, NetConfig};
 use crate::stats::ConnRecord;
 
 /// A caller's handle on a connection, for either client; clones share the connection.
@@ -44,14 +44,17 @@ impl Conn {
     /// Connects and starts the h2 handshake (preface + SETTINGS); the driver runs on the
     /// current `LocalSet`.
     pub async fn connect(
-        addr: SocketAddr,
+        dest: &Dest,
         host: &str,
         endpoint: usize,
         net_cfg: &NetConfig,
         h2_cfg: &H2Config,
     ) -> io::Result<Conn> {
         if h2_cfg.h3 {
-            return Conn::connect_h3(addr, host, endpoint, net_cfg, h2_cfg).await;
+            let Dest::Inet(addr) = dest else {
+                return Err(io::Error::other("HTTP/3 runs over UDP: no Unix socket"));
+            };
+            return Conn::connect_h3(*addr, host, endpoint, net_cfg, h2_cfg).await;
         }
         // the wire client's codec counts its own frames; the h2 crate's are sniffed
         let layers = match (h2_cfg.ledger, h2_cfg.client) {
@@ -61,7 +64,7 @@ impl Conn {
                 grpc: !h2_cfg.plain,
             },
         };
-        let opened = net::open(addr, host, net_cfg, Alpn::H2, layers).await?;
+        let opened = net::open(dest, host, net_cfg, Alpn::H2, layers).await?;
         let (io, ledger, local_port, fd) = (opened.io, opened.ledger, opened.local_port, opened.fd);
         let dead = Rc::new(Cell::new(false));
         let (send, driver) = match h2_cfg.client {

@@ -36,7 +36,7 @@ pub(super) async fn open(
     for c in 0..cfg.conns {
         let m = c % cfg.endpoints.len();
         let ep = &cfg.endpoints[m];
-        let conn = GrpcConn::connect(ep.addr, &ep.host, m, &cfg.net, &cfg.h2)
+        let conn = GrpcConn::connect(&ep.dest(), &ep.host, m, &cfg.net, &cfg.h2)
             .await
             .map_err(|source| WatchError::Connect {
                 addr: ep.addr,
@@ -138,7 +138,8 @@ async fn stream(
         link.close(&st, std::time::Duration::ZERO).await;
         let next = super::move_stream(&st, &members, (index, &watchers), from, broke, |m| {
             let ep = &members[m];
-            GrpcConn::connect(ep.addr, &ep.host, m, &cfg.net, &cfg.h2)
+            let (dest, cfg) = (ep.dest(), &cfg);
+            async move { GrpcConn::connect(&dest, &ep.host, m, &cfg.net, &cfg.h2).await }
         });
         let Some((conn, to, m)) = next.await else {
             return;

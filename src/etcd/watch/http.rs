@@ -32,12 +32,18 @@ pub(super) async fn open(
         let e = s % cfg.endpoints.len();
         let ep = &cfg.endpoints[e];
         let watchers = stream_watchers(cfg.watchers, cfg.streams, s);
-        let opened = net::open(ep.addr, &ep.host, &cfg.net, net::Alpn::Http1, Layers::Http1)
-            .await
-            .map_err(|source| WatchError::Connect {
-                addr: ep.addr,
-                source,
-            })?;
+        let opened = net::open(
+            &ep.dest(),
+            &ep.host,
+            &cfg.net,
+            net::Alpn::Http1,
+            Layers::Http1,
+        )
+        .await
+        .map_err(|source| WatchError::Connect {
+            addr: ep.addr,
+            source,
+        })?;
         tasks.push(tokio::task::spawn_local(stream(
             st.clone(),
             cfg.clone(),
@@ -73,7 +79,8 @@ async fn stream(
         let broke = Instant::now();
         let next = super::move_stream(&st, &members, (index, &watchers), member, broke, |m| {
             let ep = &members[m];
-            net::open(ep.addr, &ep.host, &cfg.net, net::Alpn::Http1, Layers::Http1)
+            let (dest, cfg) = (ep.dest(), &cfg);
+            async move { net::open(&dest, &ep.host, &cfg.net, net::Alpn::Http1, Layers::Http1).await }
         });
         let Some((conn, to, m)) = next.await else {
             return;
@@ -100,7 +107,7 @@ async fn watch_on(
     let (mut io, ledger, local_port) = (opened.io, opened.ledger, opened.local_port);
     let opened = Instant::now();
     let record = |io: &net::Io| {
-        let tcp = net::tcp_info(io.tcp());
+        let tcp = net::tcp_info(io.sock());
         ledger.record(
             endpoint,
             local_port,

@@ -152,6 +152,7 @@ pub(super) fn merge_wire(runs: &[&InRun]) -> Wire {
         data_segments_in_per_request: per(data_in, tcp_requests),
         retransmits: sum(&|w| w.retransmits),
         connections_without_tcp_info: sum(&|w| w.connections_without_tcp_info),
+        unix_socket_connections: sum(&|w| w.unix_socket_connections),
         ip_tcp_header_bytes_out: hdr_out,
         ip_tcp_header_bytes_in: hdr_in,
         wire_bytes_out_per_request: on_wire.per_request(true),

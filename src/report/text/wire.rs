@@ -40,7 +40,12 @@ pub(super) fn render_wire(out: &mut String, run: &RunReport, per_conn_table: boo
         let p = |q: f64| crate::report::percentile_in(&c.distribution, q);
         let _ = writeln!(
             out,
-            "  TCP connect time:         p50 {}, p99 {}, slowest {} ({} connections)",
+            "  {:<26}p50 {}, p99 {}, slowest {} ({} connections)",
+            if w.requests_with_tcp_info == 0 && w.unix_socket_connections > 0 {
+                "Connect time:"
+            } else {
+                "TCP connect time:"
+            },
             show::ms(p(50.0)),
             show::ms(p(99.0)),
             show::ms(c.slowest_ms),
@@ -99,6 +104,20 @@ pub(super) fn render_wire(out: &mut String, run: &RunReport, per_conn_table: boo
 /// The TCP rows: segments, retransmits, on the wire, the close, TLS and the layers (`plain`:
 /// plain HTTP/2's, whose DATA is bodies).
 fn render_tcp(out: &mut String, w: &Wire, plain: bool) {
+    if w.unix_socket_connections > 0 {
+        let _ = writeln!(
+            out,
+            "  Unix socket:              {} connections: no TCP segments, retransmits or IP/TCP \
+             headers (n/a); bytes as the socket carried them",
+            w.unix_socket_connections
+        );
+    }
+    if w.unix_socket_connections > 0 && w.requests_with_tcp_info == 0 {
+        // nothing but Unix sockets: the TCP rows would all be n/a
+        render_close(out, w);
+        render_tls_and_layers(out, w, plain);
+        return;
+    }
     let tcp_note = if w.connections_without_tcp_info > 0 {
         format!(
             " [over the {} requests of the connections with TCP_INFO]",
@@ -135,6 +154,11 @@ fn render_tcp(out: &mut String, w: &Wire, plain: bool) {
         w.ip_tcp_header_bytes_in
     );
     render_close(out, w);
+    render_tls_and_layers(out, w, plain);
+}
+
+/// TLS and the protocol layers, over TCP or a Unix socket.
+fn render_tls_and_layers(out: &mut String, w: &Wire, plain: bool) {
     if let Some(t) = &w.tls {
         let per = |v: u64| num(derive::per(v, w.requests_on_wire), 1);
         let _ = writeln!(
@@ -157,6 +181,15 @@ fn render_tcp(out: &mut String, w: &Wire, plain: bool) {
 fn render_close(out: &mut String, w: &Wire) {
     let c = &w.close;
     if c.connections == 0 {
+        return;
+    }
+    if w.requests_with_tcp_info == 0 && w.unix_socket_connections > 0 {
+        let _ = writeln!(
+            out,
+            "  Close (apart):            {} B out, {} B in over {} connections ({} closed by the \
+             server's end within the bound)",
+            c.bytes_out, c.bytes_in, c.connections, c.drained
+        );
         return;
     }
     let count = |n: Option<u64>| or_na(n, |n| n.to_string());

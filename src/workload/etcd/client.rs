@@ -544,7 +544,7 @@ impl Connection {
                     ledger: false,
                     ..*h2
                 };
-                let conn = grpc::Conn::connect(ep.addr, &ep.host, index, net, &h2).await?;
+                let conn = grpc::Conn::connect(&ep.dest(), &ep.host, index, net, &h2).await?;
                 let send = conn.handle();
                 Connection::Grpc(conn, send)
             }
@@ -555,7 +555,7 @@ impl Connection {
             }
             Proto::Http => Connection::Http(
                 http1::Conn::connect(
-                    ep.addr,
+                    &ep.dest(),
                     &ep.host,
                     index,
                     net,
