@@ -204,6 +204,41 @@ pub struct GrpcSpec {
     /// the method streams its response (known from the schema; a method without one is
     /// called as unary)
     pub server_streaming: bool,
+    /// the method takes a stream of requests (known from the schema)
+    pub client_streaming: bool,
+    /// what a client stream sends (client-streaming and bidi methods)
+    pub stream: StreamPlan,
+    /// client streams: the messages after `request`'s, sent in turn (a JSON array's elements)
+    pub more: Vec<Vec<u8>>,
+}
+
+/// What each call of a client-streaming or bidi method sends (`--stream-messages`,
+/// `--stream-interval`, `--bidi`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamPlan {
+    /// messages per stream (at least 1)
+    pub messages: u64,
+    /// the wait between two messages of a stream (none: each as soon as it may go)
+    pub interval: Option<std::time::Duration>,
+    pub bidi: BidiMode,
+}
+
+impl Default for StreamPlan {
+    fn default() -> Self {
+        StreamPlan {
+            messages: 10,
+            interval: None,
+            bidi: BidiMode::PingPong,
+        }
+    }
+}
+
+/// How a bidi stream goes: each message waits for the reply to the one before (`PingPong`,
+/// each timed to its reply), or the messages go while the replies come (`Free`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BidiMode {
+    PingPong,
+    Free,
 }
 
 /// A gRPC request message: encoded, or JSON waiting for the server's schema (`--reflect`, asked
@@ -318,10 +353,21 @@ impl WorkloadSpec {
                 GrpcRequest::Encoded(b) => format!(
                     "grpc {}: {}request of {} B",
                     g.path,
-                    if g.server_streaming {
-                        "server-streaming, "
-                    } else {
-                        ""
+                    match (g.client_streaming, g.server_streaming, g.stream.bidi) {
+                        (false, false, _) => String::new(),
+                        (false, true, _) => "server-streaming, ".to_string(),
+                        (true, false, _) => format!(
+                            "client-streaming, {} messages per stream, ",
+                            g.stream.messages
+                        ),
+                        (true, true, BidiMode::PingPong) => format!(
+                            "bidi ping-pong, {} messages per stream, ",
+                            g.stream.messages
+                        ),
+                        (true, true, BidiMode::Free) => format!(
+                            "bidi, {} messages per stream sent freely, ",
+                            g.stream.messages
+                        ),
                     },
                     b.len()
                 ),
@@ -893,7 +939,10 @@ mod tests {
     fn unix_endpoints() {
         for url in ["unix:///run/echo.sock", "unix:/run/echo.sock"] {
             let e = Endpoint::parse(url).unwrap();
-            assert_eq!(e.unix.as_deref(), Some(std::path::Path::new("/run/echo.sock")));
+            assert_eq!(
+                e.unix.as_deref(),
+                Some(std::path::Path::new("/run/echo.sock"))
+            );
             assert_eq!((e.authority.as_str(), e.tls), ("localhost", false));
             assert_eq!(
                 e.dest(),

@@ -161,11 +161,18 @@ fn the_schema_comes_from_the_servers_reflection_service() {
         ),
         (
             &["grpc", t, "rich.v1.Mirror/Nope", "--reflect"],
-            "it has: Reflect, Repeat, Gather",
+            "it has: Reflect, Repeat, Gather, Chat",
         ),
         (
-            &["grpc", t, "rich.v1.Mirror/Gather", "--reflect"],
-            "client-streaming method: only unary and server-streaming",
+            &[
+                "grpc",
+                t,
+                "rich.v1.Mirror/Chat",
+                "--reflect",
+                "--stream-messages",
+                "0",
+            ],
+            "--stream-messages",
         ),
         (&["grpc", t, m, "--reflect", "-d", r#"{"nope":1}"#], "nope"),
     ];
@@ -184,7 +191,7 @@ fn the_schema_comes_from_the_servers_reflection_service() {
     assert_eq!(out.code, Some(0), "{out:#?}");
     assert_eq!(
         out.stdout,
-        "rich.v1.Mirror/Gather (client-streaming)\nrich.v1.Mirror/Reflect\nrich.v1.Mirror/Repeat (server-streaming)\n"
+        "rich.v1.Mirror/Chat (bidirectional streaming)\nrich.v1.Mirror/Gather (client-streaming)\nrich.v1.Mirror/Reflect\nrich.v1.Mirror/Repeat (server-streaming)\n"
     );
     assert_refused(
         &["call", "grpc", t, m, "--list"],
@@ -413,6 +420,164 @@ fn server_streaming_calls_count_their_messages() {
     assert_eq!(printed.as_array().map(Vec::len), Some(3), "{printed}");
 }
 
+/// The 50th percentile of a distribution, ms.
+fn p50(d: &serde_json::Value) -> f64 {
+    d.as_array()
+        .and_then(|a| a.iter().find(|p| p["percentile"] == 50.0))
+        .and_then(|p| p["latency_ms"].as_f64())
+        .unwrap_or_else(|| panic!("no p50 in {d:#}"))
+}
+
+#[test]
+fn client_streaming_and_bidi_methods_of_a_grpcio_server() {
+    let server = RichServer::start();
+    let t = server.target.as_str();
+    let rich = rich_proto();
+    for client in ["wire", "h2"] {
+        // client-streaming: five messages per call from a two-element array, in turn; the
+        // server counts what came ("seen") and sends the last back
+        let args = [
+            "grpc",
+            t,
+            "rich.v1.Mirror/Gather",
+            "--proto-file",
+            &rich,
+            "-d",
+            r#"[{"name":"a"},{"name":"b"}]"#,
+            "--stream-messages",
+            "5",
+            "-n",
+            "200",
+            "-c",
+            "4",
+            "--h2-client",
+            client,
+        ];
+        let report = run_json(&args);
+        let run = &report["runs"][0];
+        assert_eq!(
+            u64_at(run, "/summary/ok"),
+            200,
+            "{client}: {:#}",
+            run["summary"]
+        );
+        let s = &run["streaming"];
+        assert_eq!(u64_at(s, "/messages_sent"), 1000, "{client}: {s:#}");
+        assert_eq!(u64_at(s, "/messages"), 200, "{client}: {s:#}");
+        assert!(p50(&s["last_to_response_distribution"]) > 0.0, "{s:#}");
+        assert!(
+            s["message_latency_distribution"]
+                .as_array()
+                .unwrap()
+                .is_empty()
+        );
+        // every message crossed the wire: the ledger's h2 layer counted them going out
+        assert_eq!(
+            u64_at(run, "/wire/layers/h2/out/grpc_messages"),
+            1000,
+            "{client}"
+        );
+        assert_eq!(run["sample_response"][0]["seen"], "5", "{client}");
+        assert_eq!(run["sample_response"][0]["name"], "a", "{client}");
+        // bidi ping-pong: 10,000 messages over 10 streams, each timed to its reply
+        let args = [
+            "grpc",
+            t,
+            "rich.v1.Mirror/Chat",
+            "--proto-file",
+            &rich,
+            "-d",
+            r#"{"name":"p"}"#,
+            "--stream-messages",
+            "1000",
+            "-n",
+            "10",
+            "-c",
+            "10",
+            "--h2-client",
+            client,
+        ];
+        let report = run_json(&args);
+        let run = &report["runs"][0];
+        assert_eq!(
+            u64_at(run, "/summary/ok"),
+            10,
+            "{client}: {:#}",
+            run["summary"]
+        );
+        assert_eq!(u64_at(run, "/summary/failed"), 0);
+        let s = &run["streaming"];
+        assert_eq!(u64_at(s, "/messages_sent"), 10_000, "{client}: {s:#}");
+        assert_eq!(u64_at(s, "/messages"), 10_000, "{client}: {s:#}");
+        // a message's round trip is well below its stream's whole life
+        let (message, call) = (
+            p50(&s["message_latency_distribution"]),
+            p50(&run["latency_distribution"]),
+        );
+        assert!(
+            message > 0.0 && message * 100.0 < call,
+            "{client}: message p50 {message} ms, call p50 {call} ms"
+        );
+        assert_eq!(
+            u64_at(run, "/wire/layers/h2/in/grpc_messages"),
+            10_000,
+            "{client}"
+        );
+        // one HEADERS frame out per stream, whatever the messages per stream
+        assert_eq!(
+            u64_at(run, "/wire/layers/h2/out/frames/HEADERS/count"),
+            10,
+            "{client}: {:#}",
+            run["wire"]["layers"]["h2"]["out"]
+        );
+        // the replies' numbers: the sample is the first call's, 1, 2, ...
+        assert_eq!(run["sample_response"][2]["seen"], "3", "{client}");
+    }
+    // free bidi: every message goes at once, the replies come as they come
+    let report = run_json(&[
+        "grpc",
+        t,
+        "rich.v1.Mirror/Chat",
+        "--proto-file",
+        &rich,
+        "--bidi",
+        "free",
+        "--stream-messages",
+        "100",
+        "-n",
+        "20",
+        "-c",
+        "4",
+    ]);
+    let s = &report["runs"][0]["streaming"];
+    assert_eq!(u64_at(s, "/messages"), 2000, "{s:#}");
+    assert_eq!(u64_at(s, "/messages_sent"), 2000, "{s:#}");
+    // a server stream of 100,000 messages, counted exactly
+    let report = run_json(&[
+        "grpc",
+        t,
+        "rich.v1.Mirror/Repeat",
+        "--proto-file",
+        &rich,
+        "-d",
+        r#"{"name":"n","count":"100000"}"#,
+        "-n",
+        "1",
+        "-c",
+        "1",
+        "--timeout",
+        "60s",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(
+        u64_at(run, "/streaming/messages"),
+        100_000,
+        "{:#}",
+        run["streaming"]
+    );
+    assert_eq!(u64_at(run, "/wire/layers/h2/in/grpc_messages"), 100_000);
+}
+
 #[test]
 fn a_request_as_bytes_needs_no_schema() {
     let srv = support::ServeProcess::start(&[]);
@@ -472,7 +637,7 @@ fn bad_input_exits_2_with_one_line() {
         ),
         (
             vec!["grpc", t, "rich.v1.Mirror/Nope", "--proto-file", &rich],
-            "it has: Reflect, Repeat, Gather",
+            "it has: Reflect, Repeat, Gather, Chat",
         ),
         (
             vec!["grpc", t, m, "--proto-file", &rich, "-d", r#"{"colour":1}"#],
@@ -483,8 +648,16 @@ fn bad_input_exits_2_with_one_line() {
             "rich.v1.Thing",
         ),
         (
-            vec!["grpc", t, "rich.v1.Mirror/Gather", "--proto-file", &rich],
-            "client-streaming",
+            vec![
+                "grpc",
+                t,
+                "rich.v1.Mirror/Gather",
+                "--proto-file",
+                &rich,
+                "-d",
+                "[]",
+            ],
+            "at least one message",
         ),
         (vec!["grpc", t, m, "--proto-file", &bad], "bad.proto"),
         (vec!["grpc", t, m, "-d", "{}"], "--proto-file"),

@@ -724,6 +724,47 @@ fn echo_over_grpc_matches_the_capture() {
 }
 
 #[test]
+fn a_bidi_stream_matches_the_capture() {
+    // ping-pong on the built-in server's BidiEcho: 20 messages per stream, 100 streams over
+    // one connection; the capture's h2 layers (frames, HPACK, gRPC messages) per connection
+    let (srv, url, cap) = captured_server();
+    let proto = format!(
+        "{}/crates/wire/proto/stream.proto",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let report = run_json(&[
+        "grpc",
+        &url,
+        "wirebench.stream.v1.StreamEcho/BidiEcho",
+        "--proto-file",
+        &proto,
+        "-d",
+        r#"{"ping":"hello"}"#,
+        "--stream-messages",
+        "20",
+        "-c",
+        "4",
+        "-n",
+        "100",
+    ]);
+    let mut packets = cap.stop();
+    drop(srv);
+    packets.decode_h2();
+    let case = "bidi ping-pong, built-in server";
+    let run = proto_run(&report, "grpc");
+    assert_eq!(u64_at(run, "/summary/ok"), 100, "{run:#}");
+    assert_eq!(u64_at(run, "/streaming/messages_sent"), 2000, "{run:#}");
+    assert_all_connections_reported(case, run, &packets);
+    let mut ck = Checks::default();
+    let conns = check_tcp(&mut ck, case, run, &packets, true);
+    check_h2(&mut ck, case, run, &conns);
+    ck.finish(case);
+    // one HEADERS frame out per stream: 1 / 20 per message
+    assert_eq!(u64_at(run, "/wire/layers/h2/out/frames/HEADERS/count"), 100);
+    assert_eq!(u64_at(run, "/wire/layers/h2/out/grpc_messages"), 2000);
+}
+
+#[test]
 fn echo_over_plain_h2_matches_the_capture() {
     // JSON bodies in DATA: tshark finds no gRPC message, and neither does the ledger
     echo_over_h2_matches_the_capture("h2", "echo, plain HTTP/2, built-in server");

@@ -1,7 +1,12 @@
 //! Compiles `proto/` with protox + prost-build, so building needs no `protoc`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let files = ["proto/etcd.proto", "proto/echo.proto", "proto/health.proto"];
+    let files = [
+        "proto/etcd.proto",
+        "proto/echo.proto",
+        "proto/health.proto",
+        "proto/stream.proto",
+    ];
     for f in files {
         println!("cargo:rerun-if-changed={f}");
     }

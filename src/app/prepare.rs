@@ -384,12 +384,15 @@ fn by_reflection(cfg: &Config, g: &GrpcSpec, endpoints: &[Endpoint]) -> Result<G
         return Ok(g.clone());
     };
     let m = reflected_method(cfg, g, endpoints)?;
-    let server_streaming = grpc::callable(&m).map_err(|e| RunError::Usage(e.to_string()))?;
-    let request = grpc::encode_json(&m, json).map_err(|e| RunError::Usage(e.to_string()))?;
+    let (client_streaming, server_streaming) = grpc::call_kind(&m);
+    let mut all = grpc::encode_messages(&m, json).map_err(|e| RunError::Usage(e.to_string()))?;
+    let more = all.split_off(1);
     Ok(GrpcSpec {
-        request: GrpcRequest::Encoded(request),
+        request: GrpcRequest::Encoded(all.swap_remove(0)),
         response: Some(m.output()),
         server_streaming,
+        client_streaming,
+        more,
         ..g.clone()
     })
 }

@@ -163,7 +163,7 @@ fn by_reflection(s: &PayloadSweep) -> Result<Option<Vec<(u64, Config)>>, RunErro
     let path = grpc::payload_field(&input, field.as_deref())
         .map_err(|e| RunError::Usage(e.to_string()))?;
     let base = grpc::decode_json(&input, json).map_err(|e| RunError::Usage(e.to_string()))?;
-    let server_streaming = grpc::callable(&m).map_err(|e| RunError::Usage(e.to_string()))?;
+    let (client_streaming, server_streaming) = grpc::call_kind(&m);
     let mut rows = Vec::with_capacity(s.rows.len());
     for (payload, cfg) in &s.rows {
         let n = usize::try_from(*payload)
@@ -174,6 +174,7 @@ fn by_reflection(s: &PayloadSweep) -> Result<Option<Vec<(u64, Config)>>, RunErro
             request: GrpcRequest::Encoded(request),
             response: Some(m.output()),
             server_streaming,
+            client_streaming,
             ..g.clone()
         });
         rows.push((

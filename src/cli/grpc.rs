@@ -1,5 +1,6 @@
-//! `wirebench grpc TARGET package.Service/Method`: any unary gRPC method, the request given as
-//! JSON through a .proto schema compiled at run time (no protoc), or as protobuf bytes.
+//! `wirebench grpc TARGET package.Service/Method`: any gRPC method (unary, server-streaming,
+//! client-streaming or bidi, as its schema says), the request given as JSON through a .proto
+//! schema compiled at run time (no protoc), or as protobuf bytes.
 
 use std::path::PathBuf;
 
@@ -10,8 +11,10 @@ use super::Action;
 use super::common::{RunArgs, parse_endpoints, parse_headers, read_limited};
 use super::error::ArgError;
 use super::heading;
-use crate::config::{Endpoint, GrpcRequest, GrpcSpec, Target, WorkloadSpec};
-use crate::workload::grpc::{callable, compile, encode_json, find_method, service_of};
+use crate::config::{
+    BidiMode, Endpoint, GrpcRequest, GrpcSpec, StreamPlan, Target, WorkloadSpec, parse_duration,
+};
+use crate::workload::grpc::{call_kind, compile, encode_messages, find_method, service_of};
 
 /// The largest request file read (`--data-file`, `--data-bin`).
 pub(super) const MAX_DATA_FILE: u64 = 64 << 20;
@@ -52,9 +55,53 @@ pub struct GrpcArgs {
     /// before the run, instead of --proto-file
     #[arg(long, help_heading = heading::REQUEST)]
     pub reflect: bool,
+    /// Client-streaming and bidi methods: messages each stream sends (a JSON array in -d gives
+    /// them in turn)
+    #[arg(
+        long,
+        visible_alias = "stream-call-count",
+        default_value_t = 10,
+        help_heading = heading::STREAMS
+    )]
+    pub stream_messages: u64,
+    /// The wait between two messages of a stream (10ms); none: each goes as soon as it may
+    #[arg(long, value_parser = parse_duration, help_heading = heading::STREAMS)]
+    pub stream_interval: Option<std::time::Duration>,
+    /// Bidi methods: pingpong (each message waits for the reply to the one before, and is
+    /// timed to its reply) or free (the messages go while the replies come)
+    #[arg(long, value_enum, default_value_t = BidiArg::Pingpong, help_heading = heading::STREAMS)]
+    pub bidi: BidiArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BidiArg {
+    Pingpong,
+    Free,
 }
 
 impl GrpcArgs {
+    /// What a client stream sends (`--stream-messages`, `--stream-interval`, `--bidi`).
+    pub(super) fn stream_plan(&self) -> Result<StreamPlan, ArgError> {
+        if self.stream_messages == 0 {
+            return Err(ArgError::Zero {
+                flag: "stream-messages",
+            });
+        }
+        if self.stream_interval.is_some_and(|d| d.is_zero()) {
+            return Err(ArgError::NotPositive {
+                flag: "stream-interval",
+            });
+        }
+        Ok(StreamPlan {
+            messages: self.stream_messages,
+            interval: self.stream_interval,
+            bidi: match self.bidi {
+                BidiArg::Pingpong => BidiMode::PingPong,
+                BidiArg::Free => BidiMode::Free,
+            },
+        })
+    }
+
     /// The request JSON from -d or --data-file (`{}` without either).
     pub(super) fn json(&self) -> Result<String, ArgError> {
         match (&self.data, &self.data_file) {
@@ -91,6 +138,9 @@ impl GrpcArgs {
             authority: self.authority,
             response: None,
             server_streaming: false,
+            client_streaming: false,
+            stream: StreamPlan::default(),
+            more: Vec::new(),
         });
         Ok((spec, endpoints))
     }
@@ -112,7 +162,8 @@ impl GrpcArgs {
                 "--reflect and --proto-file: give the schema one way",
             ));
         }
-        let mut server_streaming = false;
+        let stream = self.stream_plan()?;
+        let (mut server_streaming, mut client_streaming, mut more) = (false, false, Vec::new());
         let (request, response) = if self.reflect {
             if self.data_bin.is_some() {
                 return Err(ArgError::Conflict(
@@ -134,7 +185,7 @@ impl GrpcArgs {
         } else {
             let pool = compile(&self.proto_files, &self.import_paths).map_err(|e| e.to_string())?;
             let m = find_method(&pool, method).map_err(|e| e.to_string())?;
-            server_streaming = callable(&m).map_err(|e| e.to_string())?;
+            (client_streaming, server_streaming) = call_kind(&m);
             let bytes = match &self.data_bin {
                 Some(f) => {
                     let bytes = read_limited("--data-bin", f, MAX_DATA_FILE)?;
@@ -147,7 +198,11 @@ impl GrpcArgs {
                     })?;
                     bytes
                 }
-                None => encode_json(&m, &self.json()?).map_err(|e| e.to_string())?,
+                None => {
+                    let mut all = encode_messages(&m, &self.json()?).map_err(|e| e.to_string())?;
+                    more = all.split_off(1);
+                    all.swap_remove(0)
+                }
             };
             (GrpcRequest::Encoded(bytes), Some(m.output()))
         };
@@ -158,6 +213,9 @@ impl GrpcArgs {
             authority: self.authority,
             response,
             server_streaming,
+            client_streaming,
+            stream,
+            more,
         });
         Ok((spec, endpoints))
     }

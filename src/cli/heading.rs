@@ -2,6 +2,7 @@
 //! a load command shows them; a command's own flags come first, under `Options`.
 
 pub const REQUEST: &str = "Request";
+pub const STREAMS: &str = "Streams";
 pub const LOAD: &str = "Load";
 pub const CONNECTIONS: &str = "Connections";
 pub const HTTP1: &str = "HTTP/1.1";

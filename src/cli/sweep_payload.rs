@@ -20,7 +20,7 @@ use crate::server::ServeConfig;
 use crate::stack::Proto;
 use crate::workload::filler;
 use crate::workload::grpc::{
-    callable, compile, decode_json, fill_field, find_method, payload_field,
+    call_kind, compile, decode_json, fill_field, find_method, payload_field,
 };
 use wirebench_link::spec::LinkSpec;
 
@@ -438,14 +438,18 @@ impl SweepGrpcArgs {
                 data_bin: g.data_bin.is_some(),
             });
         }
-        let spec = |request: GrpcRequest, response, server_streaming| -> Result<_, ArgError> {
-            Ok(WorkloadSpec::Grpc(GrpcSpec {
+        let stream = g.stream_plan()?;
+        let spec = |request: GrpcRequest, response, (client_streaming, server_streaming)| {
+            Ok::<_, ArgError>(WorkloadSpec::Grpc(GrpcSpec {
                 path: path.clone(),
                 request,
                 metadata: super::common::parse_headers(&g.metadata)?,
                 authority: g.authority.clone(),
                 response,
                 server_streaming,
+                client_streaming,
+                stream,
+                more: Vec::new(),
             }))
         };
         let shared = Shared::of(Stacks(vec![Proto::Grpc]), &self.rows)?;
@@ -458,13 +462,14 @@ impl SweepGrpcArgs {
                     method: name.to_string(),
                     json: json.clone(),
                 };
-                rows.extend(shared.rows(size, spec(request, None, false)?, endpoints.clone())?);
+                let spec = spec(request, None, (false, false))?;
+                rows.extend(shared.rows(size, spec, endpoints.clone())?);
             }
             Some(self.payload_field.clone())
         } else {
             let pool = compile(&g.proto_files, &g.import_paths).map_err(|e| e.to_string())?;
             let m = find_method(&pool, method).map_err(|e| e.to_string())?;
-            let server_streaming = callable(&m).map_err(|e| e.to_string())?;
+            let kind = call_kind(&m);
             let base = match &g.data_bin {
                 Some(f) => {
                     let bytes =
@@ -486,7 +491,7 @@ impl SweepGrpcArgs {
                 let request = GrpcRequest::Encoded(
                     fill_field(&base, &field, size as usize).map_err(|e| e.to_string())?,
                 );
-                let spec = spec(request, Some(m.output()), server_streaming)?;
+                let spec = spec(request, Some(m.output()), kind)?;
                 rows.extend(shared.rows(size, spec, endpoints.clone())?);
             }
             None

@@ -1,7 +1,7 @@
 //! gRPC over h2, and plain HTTP/2 requests on the same connections, on either h2 client: the
 //! wire crate's (`wire`, the default) or the `h2` crate's (`--h2-client h2`, the reference a
-//! general-purpose library gives). Unary calls as HEADERS + one DATA frame, server-streaming
-//! calls, and bidirectional streams.
+//! general-purpose library gives). Unary calls as HEADERS + one DATA frame, and bidirectional
+//! streams (`client::stream` makes every streaming call of them).
 //!
 //! Its files, each importing only those before it: `settings` (what a connection announces),
 //! `wire` and `h2crate` (the two clients), `conn` (one connection on either client, or on
@@ -16,10 +16,8 @@ mod wire;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use wirebench_wire::grpc::streaming::StreamingResponse;
 use wirebench_wire::grpc::{self, Code};
 
 pub use crate::client::call::{Call, CallError, Progress, Request, StreamHead};
@@ -123,87 +121,6 @@ where
             UnarySentProj::H3 { call } => call.poll(cx),
         }
     }
-}
-
-/// How a server-streaming call ended well: its messages, when the first was complete, and
-/// the first few themselves (as many as asked for).
-#[derive(Debug, Default)]
-pub struct StreamEnd {
-    pub messages: u64,
-    pub first_at: Option<Instant>,
-    pub kept: Vec<Bytes>,
-}
-
-/// One server-streaming call on either client: the request (our side ends with it), then
-/// every message until the trailers, each taken out of `rx` as soon as it is complete and
-/// judged by the wire crate's `StreamingResponse`. `keep`: how many of the first messages to
-/// return (for the report's sample). No retry and no deadline of its own: the caller bounds it.
-pub async fn server_stream(
-    send: &mut Sender,
-    ledger: &Ledger,
-    req: Request<'_>,
-    rx: &mut BytesMut,
-    progress: &Progress,
-    keep: usize,
-) -> Result<StreamEnd, CallError> {
-    let Request {
-        call,
-        bytes,
-        max_message,
-    } = req;
-    let kind = call.status_kind;
-    let mut stream = Bidi::open(send, ledger, call, max_message)
-        .await
-        .map_err(CallError::plain)?;
-    progress.sent.set(true);
-    stream.send_last(bytes.clone()).map_err(CallError::plain)?;
-    let head = stream.head().await.map_err(CallError::plain)?;
-    progress.status.set(head.status);
-    // the response's uncompressed header lists, for the ledger's HPACK ratio
-    let count_lists = |s: &Bidi| {
-        if ledger.h2.is_some() {
-            ledger.h2_header_lists(0, s.header_bytes_in());
-        }
-    };
-    let mut verdict = StreamingResponse::new(max_message);
-    let text = head.message.as_deref().map(str::as_bytes);
-    match verdict.headers(head.status, head.grpc_status) {
-        Err(v) => {
-            count_lists(&stream);
-            return Err(crate::client::call::judged(v, text, kind));
-        }
-        // a trailers-only OK: no messages
-        Ok(false) => {
-            count_lists(&stream);
-            return Ok(StreamEnd::default());
-        }
-        Ok(true) => {}
-    }
-    let mut end = StreamEnd::default();
-    rx.clear();
-    loop {
-        let more = stream.recv(rx).await.map_err(CallError::plain)?;
-        verdict
-            .data(rx, |m| {
-                if end.first_at.is_none() {
-                    end.first_at = Some(Instant::now());
-                }
-                if end.kept.len() < keep {
-                    end.kept.push(m);
-                }
-            })
-            .map_err(|v| crate::client::call::judged(v, None, kind))?;
-        if !more {
-            break;
-        }
-    }
-    let (trailers, status, message) = stream.trailers().await.map_err(CallError::plain)?;
-    count_lists(&stream);
-    let text = (!message.is_empty()).then_some(&message[..]);
-    end.messages = verdict
-        .finish(rx, trailers, status)
-        .map_err(|v| crate::client::call::judged(v, text, kind))?;
-    Ok(end)
 }
 
 /// A bidirectional streaming call (etcd's Watch) on either client: gRPC messages out as DATA

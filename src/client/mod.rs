@@ -6,6 +6,7 @@ pub mod call;
 pub mod grpc;
 pub mod h3;
 pub mod http1;
+pub mod stream;
 
 use std::future::Future;
 use std::io;

@@ -1,5 +1,5 @@
 //! gRPC clients, and plain HTTP/2 clients (`--proto h2`): spread over shared h2 connections
-//! (`ConnSlot`), each client one stream in flight: the unary (and server-streaming) `Session`.
+//! (`ConnSlot`), each client one stream in flight: the unary (and streaming) `Session`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -10,8 +10,11 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::client::grpc::{self as grpc_client, CallError, Conn, Progress};
+use crate::client::stream::{self, Plan};
+use crate::config::BidiMode;
 use crate::net::Ledger;
 use crate::outcome::{Failure, FailureKind, StatusKey};
+use crate::stats::StreamFigures;
 use crate::workload::{ClientWork, GrpcWork, OverH2, reauthenticate_grpc};
 use wirebench_wire::grpc::Code;
 
@@ -250,7 +253,7 @@ pub(super) fn close(w: &Worker, slots: Vec<Rc<ConnSlot>>) {
     }
 }
 
-/// One unary (or server-streaming) client on a shared connection.
+/// One unary (or streaming) client on a shared connection.
 pub(super) struct Unary {
     slot: Rc<ConnSlot>,
     handle: Option<ConnHandle>,
@@ -274,7 +277,7 @@ impl Unary {
         Unary {
             slot,
             handle: None,
-            streaming: matches!(&work, OverH2::Grpc(g) if g.server_streaming()),
+            streaming: matches!(&work, OverH2::Grpc(g) if g.streaming_method().is_some()),
             work,
             plain,
             max_message: if plain {
@@ -435,11 +438,12 @@ impl Session for Unary {
     }
 }
 
-/// One server-streaming call of client `work` and its outcome: OK when the stream ends with
-/// grpc-status 0, its messages counted and its latency to the first message recorded (the
-/// call's latency is to the last). Never retried; bounded by the request timeout. `started`:
-/// (from, ready): when its latency counts from (before a `--requests-per-conn` connect) and when
-/// its connection was ready.
+/// One streaming call of client `work` and its outcome: OK when the stream ends with
+/// grpc-status 0 (a client-streaming call's with exactly one message), its messages counted
+/// each way, its latency to the first message recorded, a ping-pong's each reply's, a
+/// client stream's from its last message to the response (the call's latency is to its end).
+/// Never retried; bounded by the request timeout. `started`: (from, ready): when its latency
+/// counts from (before a `--requests-per-conn` connect) and when its connection was ready.
 async fn stream_call(
     w: &Worker,
     slot: &ConnSlot,
@@ -451,7 +455,7 @@ async fn stream_call(
 ) {
     let ctx = &w.ctx;
     let (endpoint, warm) = (slot.endpoint, turn.warm);
-    let Some(h) = handle.as_mut() else {
+    let (Some(h), Some(m)) = (handle.as_mut(), work.streaming_method()) else {
         let trace = Trace::on(ready, None);
         w.fail(
             endpoint,
@@ -472,12 +476,31 @@ async fn stream_call(
     } else {
         0
     };
-    let req = grpc_client::Request {
-        call: work.call(endpoint),
-        bytes: work.grpc_request(),
-        max_message: ctx.h2.max_recv_message,
+    let (client, server) = (m.client_streaming(), m.server_streaming());
+    let shape = m.stream_plan();
+    let plan = Plan {
+        frames: m.stream_frames(),
+        messages: if client { shape.messages } else { 1 },
+        interval: shape.interval.filter(|_| client),
+        pingpong: client && server && shape.bidi == BidiMode::PingPong,
+        server_streaming: server,
     };
-    let call = grpc_client::server_stream(&mut h.send, &h.ledger, req, rx, &progress, keep);
+    let mut reply = |d| {
+        if !warm {
+            w.message_reply(d);
+        }
+    };
+    let call = stream::stream_call(
+        &mut h.send,
+        &h.ledger,
+        m.call(endpoint),
+        ctx.h2.max_recv_message,
+        plan,
+        rx,
+        &progress,
+        keep,
+        &mut reply,
+    );
     let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
     let result = tokio::time::timeout_at(deadline, call).await;
     if progress.sent.get() {
@@ -502,15 +525,23 @@ async fn stream_call(
             let ok = StatusKey::Grpc(Code::Ok.as_u32());
             w.ok(endpoint, turn, started, ok, trace);
             w.without_setup(ready);
-            w.streamed(end.messages, end.first_at.map(|t| t - started));
+            w.streamed(&StreamFigures {
+                sent: if client { end.sent } else { 0 },
+                received: end.received,
+                first: end.first_at.map(|t| t - started),
+                last_to_response: match (client && !server, end.first_at, end.last_sent_at) {
+                    (true, Some(first), Some(last)) => Some(first.saturating_duration_since(last)),
+                    _ => None,
+                },
+            });
             if keep > 0 {
                 w.keep_sample(|| {
                     let mut all: Vec<Value> =
                         end.kept.iter().map(|m| work.sample_grpc(m)).collect();
-                    if end.messages > end.kept.len() as u64 {
+                    if end.received > end.kept.len() as u64 {
                         all.push(Value::String(format!(
                             "... ({} messages in all)",
-                            end.messages
+                            end.received
                         )));
                     }
                     Value::Array(all)

@@ -238,10 +238,14 @@ impl Worker {
         }
     }
 
-    /// A successful server-streaming call, after `ok`: its messages and its latency to the
-    /// first.
-    pub(super) fn streamed(&self, messages: u64, first: Option<Duration>) {
-        self.stats.borrow_mut().record_stream(messages, first);
+    /// A successful streaming call, after `ok`: its messages and its latencies.
+    pub(super) fn streamed(&self, s: &crate::stats::StreamFigures) {
+        self.stats.borrow_mut().record_stream(s);
+    }
+
+    /// A ping-pong reply `d` after its message (measured turns only).
+    pub(super) fn message_reply(&self, d: Duration) {
+        self.stats.borrow_mut().record_message(d);
     }
 
     /// What a successful request acknowledged: the watch puts' revisions by key, or with

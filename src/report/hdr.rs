@@ -27,9 +27,15 @@ pub struct Histograms {
     pub uncorrected_latency: Option<String>,
     /// TCP connect times of the connections (null when none was opened)
     pub connect: Option<String>,
-    /// server-streaming calls only: each call's start to its first message
+    /// streaming calls only: each call's start to its first message
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_message: Option<String>,
+    /// bidi ping-pong only: each message to its reply
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_latency: Option<String>,
+    /// client-streaming only: each call's last message to its response
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_to_response: Option<String>,
     /// `--requests-per-conn` only: from each request's connection being ready
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub without_setup: Option<String>,

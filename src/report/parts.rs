@@ -66,8 +66,8 @@ pub struct HandshakeCost {
     pub bytes_in: Option<f64>,
 }
 
-/// Server-streaming figures, over the successful calls (the latency distribution is to each
-/// call's last message, its end).
+/// Streaming figures, over the successful calls (the latency distribution is to each call's
+/// end).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Streaming {
     /// messages the successful calls received
@@ -79,6 +79,21 @@ pub struct Streaming {
     /// from each call's start to its first message (the calls that had one; null: none had)
     pub first_message_average_ms: Option<f64>,
     pub first_message_distribution: Vec<Percentile>,
+    /// client-streaming and bidi calls: the messages the successful calls sent, and per call
+    #[serde(default)]
+    pub messages_sent: u64,
+    #[serde(default)]
+    pub messages_sent_per_call: Option<f64>,
+    /// bidi ping-pong: each message's time to its reply (empty otherwise)
+    #[serde(default)]
+    pub message_latency_average_ms: Option<f64>,
+    #[serde(default)]
+    pub message_latency_distribution: Vec<Percentile>,
+    /// client-streaming: from each call's last message to its response (empty otherwise)
+    #[serde(default)]
+    pub last_to_response_average_ms: Option<f64>,
+    #[serde(default)]
+    pub last_to_response_distribution: Vec<Percentile>,
 }
 
 /// Open-loop figures: the schedule against what happened.

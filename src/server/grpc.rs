@@ -1,4 +1,5 @@
-//! The h2 side of the echo server: EchoService/Echo, Health/Check, UNIMPLEMENTED otherwise;
+//! The h2 side of the echo server: EchoService/Echo, Health/Check, the streaming echoes
+//! (`stream.rs`), UNIMPLEMENTED otherwise;
 //! a request that is not gRPC (no `application/grpc` content-type) is plain HTTP/2, answered as
 //! the HTTP/1.1 side answers it (`POST /v1/echo` JSON).
 
@@ -15,10 +16,10 @@ use http::{HeaderMap, HeaderValue, Request, Response};
 use prost::Message;
 
 use crate::server::faults::Injector;
-use crate::server::plain;
 use crate::server::{
     MAX_REQUEST, Peer, Rewind, ServeConfig, echo_response, is_control, pad_message,
 };
+use crate::server::{plain, stream};
 use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::proto::echo::EchoRequest;
 use wirebench_wire::proto::health::HealthCheckResponse;
@@ -26,6 +27,11 @@ use wirebench_wire::proto::health::health_check_response::ServingStatus;
 
 pub(super) async fn serve(io: Rewind, peer: Peer, cfg: &ServeConfig, age: Option<Duration>) {
     let mut builder = h2::server::Builder::new();
+    // h2 counts each small DATA frame held before the handler reads it against a budget
+    // (256 less its payload) and sends GOAWAY ENHANCE_YOUR_CALM when it runs out: a client
+    // streaming small messages on a few streams at once does exactly that. The flow-control
+    // window already bounds what is held: its 65,535 bytes as 1-byte frames need this much.
+    builder.data_frame_budget(65_535 * 256);
     if let Some(n) = cfg.max_concurrent_streams {
         builder.max_concurrent_streams(n);
     }
@@ -109,6 +115,9 @@ async fn handle(
         return plain(parts, body, respond, peer, received_at, faults).await;
     }
     let path = parts.uri.path().to_string();
+    if let Some(method) = path.strip_prefix(stream::SERVICE) {
+        return stream::handle(method, &parts.headers, body, respond, faults, status_only).await;
+    }
     // An unknown method is answered at once, before its body, as gRPC servers do: a client
     // streaming to it (a reflection client, say) would otherwise wait for an answer that only
     // comes after it ends its stream.

@@ -8,6 +8,7 @@ mod http1;
 mod http3;
 mod plain;
 pub mod quic;
+mod stream;
 
 use std::io;
 use std::net::SocketAddr;

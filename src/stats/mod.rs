@@ -47,6 +47,17 @@ pub struct EndpointStats {
     pub latency: Latencies,
 }
 
+/// One successful streaming call's figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StreamFigures {
+    pub sent: u64,
+    pub received: u64,
+    /// from the call's start to its first message
+    pub first: Option<Duration>,
+    /// client-streaming: from the last message sent to the response
+    pub last_to_response: Option<Duration>,
+}
+
 /// Everything one worker thread measured.
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -57,10 +68,16 @@ pub struct Stats {
     /// `--requests-per-conn` only: latency from the moment the request's connection was ready
     /// (`latency` includes the connect and TLS handshake of a request that opened one)
     pub without_setup: Option<Latencies>,
-    /// server-streaming calls only: the messages of the successful calls, and each call's
+    /// streaming calls only: the messages the successful calls received, and each call's
     /// latency to its first message (`latency` is to the last, the call's end)
     pub messages: u64,
     pub first_message: Option<Latencies>,
+    /// client-streaming and bidi calls: the messages the successful calls sent
+    pub messages_sent: u64,
+    /// bidi ping-pong: each message's time to its reply (every call's, as they came)
+    pub message_latency: Option<Latencies>,
+    /// client-streaming calls: from the last message sent to the response
+    pub last_to_response: Option<Latencies>,
     pub ok: u64,
     pub failed: u64,
     /// requests sent during warmup (excluded from everything but the wire counters)
@@ -181,14 +198,28 @@ impl Stats {
         self.revisions[key].push(revision);
     }
 
-    /// A successful server-streaming call: its messages, and its latency to the first one
-    /// (`None`: a stream of no messages).
-    pub fn record_stream(&mut self, messages: u64, first: Option<Duration>) {
-        self.messages += messages;
+    /// A successful streaming call: its messages each way, its latency to the first message
+    /// (`None`: a stream of no messages), and for a client-streaming call the time from its last
+    /// message to the response.
+    pub fn record_stream(&mut self, s: &StreamFigures) {
+        self.messages += s.received;
+        self.messages_sent += s.sent;
         let hist = self.first_message.get_or_insert_with(Latencies::default);
-        if let Some(d) = first {
+        if let Some(d) = s.first {
             hist.record(d);
         }
+        if let Some(d) = s.last_to_response {
+            self.last_to_response
+                .get_or_insert_with(Latencies::default)
+                .record(d);
+        }
+    }
+
+    /// A ping-pong reply, `d` after its message.
+    pub fn record_message(&mut self, d: Duration) {
+        self.message_latency
+            .get_or_insert_with(Latencies::default)
+            .record(d);
     }
 
     /// Open loop: the same request's latency from its actual send time.
@@ -257,12 +288,17 @@ impl Stats {
                 .get_or_insert_with(Latencies::default)
                 .merge(u);
         }
-        if let Some(f) = &other.first_message {
-            self.first_message
-                .get_or_insert_with(Latencies::default)
-                .merge(f);
+        for (mine, theirs) in [
+            (&mut self.first_message, &other.first_message),
+            (&mut self.message_latency, &other.message_latency),
+            (&mut self.last_to_response, &other.last_to_response),
+        ] {
+            if let Some(f) = theirs {
+                mine.get_or_insert_with(Latencies::default).merge(f);
+            }
         }
         self.messages += other.messages;
+        self.messages_sent += other.messages_sent;
         self.ok += other.ok;
         self.failed += other.failed;
         self.warmup += other.warmup;

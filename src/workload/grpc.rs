@@ -1,8 +1,9 @@
-//! Any unary or server-streaming gRPC method (`wirebench grpc TARGET Service/Method`): the same
-//! encoded request on every call; a unary call is OK when it ends with grpc-status 0 and
-//! exactly one message, as ghz counts it, a server-streaming one when its stream ends with
-//! grpc-status 0 (its messages are counted); the messages' content is not judged (the sample
-//! shows the first as JSON when the schema is known).
+//! Any gRPC method (`wirebench grpc TARGET Service/Method`): the same encoded request on every
+//! call (a client stream sends its messages in turn); a unary or client-streaming call is OK
+//! when it ends with grpc-status 0 and exactly one message, as ghz counts it, a server-streaming
+//! or bidi one when its stream ends with grpc-status 0 (its messages are counted); the
+//! messages' content is not judged (the sample shows the first as JSON when the schema is
+//! known).
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use prost_reflect::{
 use serde_json::Value;
 
 use crate::client::grpc::Call;
-use crate::config::{Endpoint, GrpcRequest, GrpcSpec};
+use crate::config::{Endpoint, GrpcRequest, GrpcSpec, StreamPlan};
 use crate::outcome::FailureKind;
 
 /// Why a gRPC method cannot be called as asked: its schema, its name, its request, its
@@ -50,10 +51,8 @@ pub enum GrpcError {
     },
     #[error("method {0:?}: expected package.Service/Method")]
     MethodName(String),
-    #[error(
-        "{method} is a {kind} method: only unary and server-streaming methods are supported yet"
-    )]
-    Streaming { method: String, kind: &'static str },
+    #[error("the request array is empty: a stream sends at least one message")]
+    NoMessages,
     #[error("invalid metadata name {0:?}")]
     MetadataName(String),
     #[error("invalid metadata value for {0}")]
@@ -119,6 +118,10 @@ struct Shared {
     frame: Bytes,
     response: Option<MessageDescriptor>,
     server_streaming: bool,
+    client_streaming: bool,
+    stream: StreamPlan,
+    /// client streams: every message framed, sent in turn (`frame` first)
+    frames: Vec<Bytes>,
 }
 
 /// One client's view: everything is shared and read-only.
@@ -145,17 +148,20 @@ impl GrpcWorkload {
         let GrpcRequest::Encoded(request) = &spec.request else {
             return Err(GrpcError::AwaitsSchema);
         };
-        let mut frame = BytesMut::with_capacity(wirebench_wire::grpc::PREFIX_LEN + request.len());
-        let len = u32::try_from(request.len()).map_err(|_| GrpcError::RequestTooLarge)?;
-        frame.extend_from_slice(&[0]);
-        frame.extend_from_slice(&len.to_be_bytes());
-        frame.extend_from_slice(request);
+        let frame = framed(request)?;
+        let mut frames = vec![frame.clone()];
+        for m in &spec.more {
+            frames.push(framed(m)?);
+        }
         Ok(GrpcWorkload {
             shared: Arc::new(Shared {
                 calls,
-                frame: frame.freeze(),
+                frame,
                 response: spec.response.clone(),
                 server_streaming: spec.server_streaming,
+                client_streaming: spec.client_streaming,
+                stream: spec.stream,
+                frames,
             }),
         })
     }
@@ -179,6 +185,21 @@ impl GrpcWorkload {
         &self.shared.frame
     }
 
+    /// The method takes a stream of requests (client-streaming or bidi).
+    pub fn client_streaming(&self) -> bool {
+        self.shared.client_streaming
+    }
+
+    /// What each client stream sends.
+    pub fn stream_plan(&self) -> StreamPlan {
+        self.shared.stream
+    }
+
+    /// A client stream's messages, framed, sent in turn.
+    pub fn stream_frames(&self) -> &[Bytes] {
+        &self.shared.frames
+    }
+
     /// The response as JSON through the schema (proto3 JSON mapping), or its size when there
     /// is no schema or it does not decode.
     pub fn sample_grpc(&self, message: &Bytes) -> Value {
@@ -191,6 +212,16 @@ impl GrpcWorkload {
             Err(e) => Value::String(format!("undecodable as {}: {e}", desc.full_name())),
         }
     }
+}
+
+/// `message` with gRPC's 5-byte prefix (uncompressed).
+fn framed(message: &[u8]) -> Result<Bytes, GrpcError> {
+    let len = u32::try_from(message.len()).map_err(|_| GrpcError::RequestTooLarge)?;
+    let mut frame = BytesMut::with_capacity(wirebench_wire::grpc::PREFIX_LEN + message.len());
+    frame.extend_from_slice(&[0]);
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(message);
+    Ok(frame.freeze())
 }
 
 /// The schema of `files`, imports looked up in `includes` and each file's directory.
@@ -269,16 +300,29 @@ pub fn streaming(m: &MethodDescriptor) -> Option<&'static str> {
     }
 }
 
-/// Whether `m` can be measured: unary (`false`) and server-streaming (`true`) methods can,
-/// client-streaming and bidirectional ones are refused (not supported yet).
-pub fn callable(m: &MethodDescriptor) -> Result<bool, GrpcError> {
-    match (m.is_client_streaming(), m.is_server_streaming()) {
-        (false, server) => Ok(server),
-        _ => Err(GrpcError::Streaming {
-            method: m.full_name().to_string(),
-            kind: streaming(m).unwrap_or("streaming"),
-        }),
+/// How `m`'s calls go: (client-streaming, server-streaming); both for a bidi method.
+pub fn call_kind(m: &MethodDescriptor) -> (bool, bool) {
+    (m.is_client_streaming(), m.is_server_streaming())
+}
+
+/// The request messages of `m` from JSON: one, or for a client-streaming method a JSON array's
+/// elements, one per message (an empty array is refused: a stream sends at least one).
+pub fn encode_messages(m: &MethodDescriptor, json: &str) -> Result<Vec<Vec<u8>>, GrpcError> {
+    if m.is_client_streaming() && json.trim_start().starts_with('[') {
+        let items: Vec<serde_json::Value> =
+            serde_json::from_str(json).map_err(|source| GrpcError::NotTheRequest {
+                message: format!("array of {}", m.input().full_name()),
+                source,
+            })?;
+        if items.is_empty() {
+            return Err(GrpcError::NoMessages);
+        }
+        return items
+            .iter()
+            .map(|v| encode_json(m, &v.to_string()))
+            .collect();
     }
+    encode_json(m, json).map(|b| vec![b])
 }
 
 /// The service part of `package.Service/Method` (or `package.Service.Method`).

@@ -332,6 +332,14 @@ impl GrpcWork {
         matches!(self, GrpcWork::Method(w) if w.server_streaming())
     }
 
+    /// A method whose calls stream: its workload (any streaming kind), else `None`.
+    pub fn streaming_method(&self) -> Option<&GrpcWorkload> {
+        match self {
+            GrpcWork::Method(w) if w.server_streaming() || w.client_streaming() => Some(w),
+            _ => None,
+        }
+    }
+
     /// Whether each client keeps one bidi stream open and a request is one message on it
     /// (etcd's lease keepalives).
     pub fn bidi(&self) -> bool {

@@ -71,9 +71,17 @@ def main() -> int:
 
             def Gather(self, request_iterator, context):  # noqa: N802
                 last = rich_pb2.Thing()
+                seen = 0
                 for request in request_iterator:
                     last = request
+                    seen += 1
+                last.seen = seen
                 return last
+
+            def Chat(self, request_iterator, context):  # noqa: N802
+                for seen, request in enumerate(request_iterator, start=1):
+                    request.seen = seen
+                    yield request
 
         server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=4))
         rich_pb2_grpc.add_MirrorServicer_to_server(Mirror(), server)

@@ -48,4 +48,8 @@ pub mod proto {
     pub mod health {
         include!(concat!(env!("OUT_DIR"), "/grpc.health.v1.rs"));
     }
+    #[allow(clippy::all, missing_docs)]
+    pub mod stream {
+        include!(concat!(env!("OUT_DIR"), "/wirebench.stream.v1.rs"));
+    }
 }

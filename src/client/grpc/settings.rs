@@ -64,6 +64,15 @@ impl H2Config {
         self.data_frame_budget = MIN_DATA_FRAME_BUDGET.max(streams.saturating_mul(512));
         self
     }
+
+    /// For streamed responses: any number of small message frames may wait while their
+    /// clients are busy, up to the connection's receive window; the budget covers the window
+    /// as frames of one byte (what h2 charges them: 256 less their payload).
+    pub fn for_message_streams(mut self) -> Self {
+        let window = self.initial_conn_window_size as usize;
+        self.data_frame_budget = self.data_frame_budget.max(window.saturating_mul(256));
+        self
+    }
 }
 
 impl Default for H2Config {

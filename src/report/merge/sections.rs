@@ -51,16 +51,36 @@ pub(super) fn open_loop(
     Ok(Some((open_loop, unc)))
 }
 
-/// Server streaming, when every run streamed: the messages summed, the latency to the first
-/// message pooled; `ok`: the merged successful calls.
+/// The streams' other histograms, pooled: (message latency, last message to response), each
+/// when every run has it.
+pub(super) type StreamHists = (Option<Histogram<u64>>, Option<Histogram<u64>>);
+
+/// Streaming, when every run streamed: the messages summed, the latencies pooled; `ok`: the
+/// merged successful calls.
 pub(super) fn streaming(
     r: &Runs,
     ok: u64,
-) -> Result<Option<(Streaming, Histogram<u64>)>, MergeError> {
+) -> Result<Option<(Streaming, Histogram<u64>, StreamHists)>, MergeError> {
     let Some(s) = r.every(|x| x.streaming.as_ref()) else {
         return Ok(None);
     };
     let first = r.hist("first_message", |h| h.first_message.as_deref())?;
+    let pooled = |what: &str, pick: fn(&hdr::Histograms) -> Option<&str>| match r
+        .every(|x| pick(&x.histograms))
+    {
+        Some(_) => r.hist(what, pick).map(Some),
+        None => Ok(None),
+    };
+    let message = pooled("message_latency", |h| h.message_latency.as_deref())?;
+    let last = pooled("last_to_response", |h| h.last_to_response.as_deref())?;
+    let messages_sent = s.iter().map(|x| x.messages_sent).sum();
+    let avg = |pick: fn(&Streaming) -> Option<f64>, hist: fn(&hdr::Histograms) -> Option<&str>| {
+        weighted(
+            s.iter()
+                .zip(&r.runs)
+                .map(|(x, run)| (pick(x), recorded(hist(&run.histograms)))),
+        )
+    };
     let messages = s.iter().map(|x| x.messages).sum();
     let streaming = Streaming {
         messages,
@@ -73,8 +93,24 @@ pub(super) fn streaming(
             )
         })),
         first_message_distribution: distribution_of(&first),
+        messages_sent,
+        messages_sent_per_call: per(messages_sent, ok),
+        message_latency_average_ms: message.as_ref().and_then(|_| {
+            avg(
+                |x| x.message_latency_average_ms,
+                |h| h.message_latency.as_deref(),
+            )
+        }),
+        message_latency_distribution: message.as_ref().map(distribution_of).unwrap_or_default(),
+        last_to_response_average_ms: last.as_ref().and_then(|_| {
+            avg(
+                |x| x.last_to_response_average_ms,
+                |h| h.last_to_response.as_deref(),
+            )
+        }),
+        last_to_response_distribution: last.as_ref().map(distribution_of).unwrap_or_default(),
     };
-    Ok(Some((streaming, first)))
+    Ok(Some((streaming, first, (message, last))))
 }
 
 /// `--requests-per-conn`, when every run had it: connections per request from the merged

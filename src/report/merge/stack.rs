@@ -33,7 +33,13 @@ pub(super) fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, Merge
         latency: hdr::encode(&latency),
         uncorrected_latency: encoded(&open_loop),
         connect: connect.as_ref().map(hdr::encode),
-        first_message: encoded(&streaming),
+        first_message: streaming.as_ref().map(|(_, h, _)| hdr::encode(h)),
+        message_latency: streaming
+            .as_ref()
+            .and_then(|(_, _, (m, _))| m.as_ref().map(hdr::encode)),
+        last_to_response: streaming
+            .as_ref()
+            .and_then(|(_, _, (_, l))| l.as_ref().map(hdr::encode)),
         without_setup: encoded(&connection_setup),
         per_endpoint: endpoint_hists,
     };
@@ -58,7 +64,7 @@ pub(super) fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, Merge
         cost,
         wire,
         open_loop: open_loop.map(|(o, _)| o),
-        streaming: streaming.map(|(s, _)| s),
+        streaming: streaming.map(|(s, _, _)| s),
         connection_setup: connection_setup.map(|(c, _)| c),
         per_endpoint,
         agents: Some(agents(sources, &r)),

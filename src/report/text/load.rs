@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::report::show::{self, num};
-use crate::report::{ConnectionSetup, OpenLoop, StageRow, Streaming};
+use crate::report::{ConnectionSetup, OpenLoop, StageRow, Streaming, Wire};
 
 pub(super) fn render_open_loop(out: &mut String, o: &OpenLoop) {
     let _ = writeln!(
@@ -139,30 +139,103 @@ pub(super) fn render_connection_setup(out: &mut String, c: &ConnectionSetup) {
     let _ = writeln!(out);
 }
 
-/// Server-streaming calls: messages, and the latency to the first one.
-pub(super) fn render_streaming(out: &mut String, s: &Streaming) {
+/// Streaming calls: messages each way, the latency to the first one, a ping-pong's to each
+/// reply, a client stream's from its last message to the response, and the frames and bytes
+/// per message.
+pub(super) fn render_streaming(out: &mut String, s: &Streaming, wire: &Wire) {
+    let sent = if s.messages_sent > 0 {
+        format!(
+            "; {} sent, {} per call",
+            s.messages_sent,
+            num(s.messages_sent_per_call, 2)
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "Streaming: {} messages, {} per call, {} messages/s",
+        "Streaming: {} messages received, {} per call, {} messages/s{sent}",
         s.messages,
         num(s.messages_per_call, 2),
         num(s.messages_per_sec, 1)
     );
-    let first: Vec<String> = s
-        .first_message_distribution
-        .iter()
-        .filter(|p| [50.0, 90.0, 99.0].contains(&p.percentile))
-        .map(|p| format!("p{} {}", p.percentile, show::ms(p.latency_ms)))
-        .collect();
+    let some = |d: &[crate::report::Percentile]| -> String {
+        let p: Vec<String> = d
+            .iter()
+            .filter(|p| [50.0, 90.0, 99.0].contains(&p.percentile))
+            .map(|p| format!("p{} {}", p.percentile, show::ms(p.latency_ms)))
+            .collect();
+        p.join(", ")
+    };
+    let first = some(&s.first_message_distribution);
     let _ = writeln!(
         out,
-        "  latency to the first message: average {}, {} (to the last: the distribution above)",
+        "  latency to the first message: average {}, {} (to the end: the distribution above)",
         show::ms(s.first_message_average_ms),
         if first.is_empty() {
             "no call had a message".to_string()
         } else {
-            first.join(", ")
+            first
         }
     );
+    if !s.message_latency_distribution.is_empty() {
+        let _ = writeln!(
+            out,
+            "  each message to its reply (ping-pong): average {}, {}",
+            show::ms(s.message_latency_average_ms),
+            some(&s.message_latency_distribution)
+        );
+    }
+    if !s.last_to_response_distribution.is_empty() {
+        let _ = writeln!(
+            out,
+            "  last message to the response (client stream): average {}, {}",
+            show::ms(s.last_to_response_average_ms),
+            some(&s.last_to_response_distribution)
+        );
+    }
+    render_per_message(out, s, wire);
     let _ = writeln!(out);
+}
+
+/// The h2 frames and socket bytes per message: ours over the messages sent (over the calls
+/// for a server-streaming method, which sends one each), the server's over those received.
+fn render_per_message(out: &mut String, s: &Streaming, wire: &Wire) {
+    use wirebench_wire::h2::frame::FrameType;
+    let sent = if s.messages_sent > 0 {
+        s.messages_sent
+    } else {
+        wire.requests_on_wire
+    };
+    let h2 = wire.layers.as_ref().and_then(|l| l.h2.as_ref());
+    let per = |n: u64, d: u64| num(crate::report::derive::per(n, d), 3);
+    let frames = |d: &wirebench_wire::h2::counts::H2Counts, n: u64| {
+        let data = d.frame(FrameType::Data).count;
+        format!(
+            "HEADERS {}, DATA {} ({} messages per DATA frame), WINDOW_UPDATE {}",
+            per(d.frame(FrameType::Headers).count, n),
+            per(data, n),
+            num(crate::report::derive::per(d.grpc_messages, data), 2),
+            per(d.frame(FrameType::WindowUpdate).count, n)
+        )
+    };
+    let (f_out, f_in) = match h2 {
+        Some(h) => (
+            format!("{}; ", frames(&h.out, sent)),
+            format!("{}; ", frames(&h.inbound, s.messages)),
+        ),
+        None => (String::new(), String::new()),
+    };
+    // a server-streaming call sends one request: ours are per call
+    let ours = if s.messages_sent > 0 {
+        "per message out"
+    } else {
+        "per call out"
+    };
+    let _ = writeln!(
+        out,
+        "  {ours}: {f_out}{} B; per message in: {f_in}{} B",
+        num(crate::report::derive::per(wire.bytes_out, sent), 1),
+        num(crate::report::derive::per(wire.bytes_in, s.messages), 1)
+    );
 }

@@ -68,7 +68,7 @@ fn render_run(out: &mut String, report: &Report, run: &RunReport) {
         load::render_connection_setup(out, c);
     }
     if let Some(s) = &run.streaming {
-        load::render_streaming(out, s);
+        load::render_streaming(out, s, &run.wire);
     }
     summary::render_endpoints(out, run);
     summary::render_outcomes(out, run);

@@ -1,0 +1,182 @@
+//! One call of a streaming gRPC method, of any kind, on either h2 client: our messages go at
+//! their times (all at once, every `interval`, or in ping-pong each after the reply to the one
+//! before) while the response is read as it comes and judged by the wire crate's
+//! `StreamingResponse`: `:status` 200, messages, trailers with grpc-status 0. A
+//! client-streaming call (its response unary) must get exactly one message.
+//!
+//! Ping-pong pairs replies with requests in order: the reply that makes the replies as many as
+//! the messages sent is timed from the last message's send; replies beyond that are counted,
+//! not timed.
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use wirebench_wire::grpc::streaming::StreamingResponse;
+use wirebench_wire::grpc::unary::Verdict;
+
+use crate::client::call::{Call, CallError, Progress, judged};
+use crate::client::grpc::{Bidi, Sender};
+use crate::net::Ledger;
+
+/// What a stream sends: `messages` of `frames` in turn (framed), at most one per `interval`;
+/// `pingpong`: each after the reply to the one before.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan<'a> {
+    pub frames: &'a [Bytes],
+    pub messages: u64,
+    pub interval: Option<Duration>,
+    pub pingpong: bool,
+    /// the response is a stream (else exactly one message)
+    pub server_streaming: bool,
+}
+
+/// How a stream went.
+#[derive(Debug, Default)]
+pub struct StreamEnd {
+    /// our messages queued
+    pub sent: u64,
+    /// the server's messages
+    pub received: u64,
+    pub first_at: Option<Instant>,
+    /// when our last message was queued
+    pub last_sent_at: Option<Instant>,
+    /// the first messages received, for the report's sample
+    pub kept: Vec<Bytes>,
+}
+
+/// What woke the stream: time for the next message, or the response moved.
+enum Event {
+    Due,
+    Head(Result<crate::client::call::StreamHead, crate::outcome::Failure>),
+    Data(Result<bool, crate::outcome::Failure>),
+}
+
+/// One call of `call` with `plan`; `reply(d)`: a ping-pong reply came `d` after its message.
+/// `keep`: how many of the first messages to return. No deadline of its own: the caller bounds
+/// it.
+#[allow(clippy::too_many_arguments)]
+pub async fn stream_call(
+    send: &mut Sender,
+    ledger: &Ledger,
+    call: &Call,
+    max_message: usize,
+    plan: Plan<'_>,
+    rx: &mut BytesMut,
+    progress: &Progress,
+    keep: usize,
+    reply: &mut dyn FnMut(Duration),
+) -> Result<StreamEnd, CallError> {
+    let kind = call.status_kind;
+    let mut stream = Bidi::open(send, ledger, call, max_message)
+        .await
+        .map_err(CallError::plain)?;
+    progress.sent.set(true);
+    let count_lists = |s: &Bidi| {
+        if ledger.h2.is_some() {
+            ledger.h2_header_lists(0, s.header_bytes_in());
+        }
+    };
+    let total = plan.messages.max(1);
+    let mut verdict = StreamingResponse::new(max_message);
+    let mut end = StreamEnd::default();
+    let mut due_at = Instant::now();
+    let mut sent_at = due_at;
+    let mut head = false;
+    rx.clear();
+    loop {
+        // every message that may go now
+        let may_send =
+            |end: &StreamEnd| end.sent < total && (!plan.pingpong || end.received >= end.sent);
+        while may_send(&end) && due_at <= Instant::now() {
+            let now = Instant::now();
+            let frame = plan.frames[(end.sent % plan.frames.len() as u64) as usize].clone();
+            end.sent += 1;
+            let r = if end.sent == total {
+                end.last_sent_at = Some(now);
+                stream.send_last(frame)
+            } else {
+                stream.send(frame)
+            };
+            r.map_err(CallError::plain)?;
+            sent_at = now;
+            if let Some(d) = plan.interval {
+                due_at = now + d;
+            }
+        }
+        let next_due = may_send(&end).then_some(due_at);
+        let wait = async {
+            if head {
+                Event::Data(stream.recv(rx).await)
+            } else {
+                Event::Head(stream.head().await)
+            }
+        };
+        let event = match next_due {
+            Some(at) => tokio::select! {
+                e = wait => e,
+                () = tokio::time::sleep_until(at.into()) => Event::Due,
+            },
+            None => wait.await,
+        };
+        match event {
+            Event::Due => {}
+            Event::Head(h) => {
+                let h = h.map_err(CallError::plain)?;
+                progress.status.set(h.status);
+                let text = h.message.as_deref().map(str::as_bytes);
+                match verdict.headers(h.status, h.grpc_status) {
+                    Err(v) => {
+                        count_lists(&stream);
+                        return Err(judged(v, text, kind));
+                    }
+                    // a trailers-only OK: no messages
+                    Ok(false) => {
+                        count_lists(&stream);
+                        return one_if_unary(end, plan, kind);
+                    }
+                    Ok(true) => head = true,
+                }
+            }
+            Event::Data(more) => {
+                let more = more.map_err(CallError::plain)?;
+                verdict
+                    .data(rx, |m| {
+                        let now = Instant::now();
+                        end.first_at.get_or_insert(now);
+                        end.received += 1;
+                        if plan.pingpong && end.received == end.sent {
+                            reply(now - sent_at);
+                        }
+                        if end.kept.len() < keep {
+                            end.kept.push(m);
+                        }
+                    })
+                    .map_err(|v| judged(v, None, kind))?;
+                if !more {
+                    break;
+                }
+            }
+        }
+    }
+    let (trailers, status, message) = stream.trailers().await.map_err(CallError::plain)?;
+    count_lists(&stream);
+    let text = (!message.is_empty()).then_some(&message[..]);
+    end.received = verdict
+        .finish(rx, trailers, status)
+        .map_err(|v| judged(v, text, kind))?;
+    one_if_unary(end, plan, kind)
+}
+
+/// A unary response (a client-streaming call's) has exactly one message.
+fn one_if_unary(
+    end: StreamEnd,
+    plan: Plan<'_>,
+    kind: crate::outcome::FailureKind,
+) -> Result<StreamEnd, CallError> {
+    match end.received {
+        _ if plan.server_streaming => Ok(end),
+        1 => Ok(end),
+        0 => Err(judged(Verdict::NoMessage, None, kind)),
+        _ => Err(judged(Verdict::MoreThanOne, None, kind)),
+    }
+}
