@@ -11,8 +11,13 @@
 #   5. gRPC, 10 connections x 1 stream                  h2load -c10 -m1       vs wirebench --proto grpc -c 10 --conns 10
 #   6. HTTP/3, 1 connection x 10 streams                h3_reference --conns 1 -m 10  vs wirebench --proto h3 -c 10 --conns 1
 #   7. HTTP/3, 10 connections x 1 stream                h3_reference --conns 10 -m 1  vs wirebench --proto h3 -c 10 --conns 10
+#   8. gRPC bidi ping-pong, 1 connection x 10 streams   wirebench unary (shape 4's command, per call)
+#                                                       vs wirebench grpc BidiEcho --stream-messages 1000 (per message)
 #
-# Their names for --shapes: http, http-100, http-pipe16, grpc-1x10, grpc-10x1, h3-1x10, h3-10x1.
+# Their names for --shapes: http, http-100, http-pipe16, grpc-1x10, grpc-10x1, h3-1x10, h3-10x1,
+# grpc-bidi. The last compares wirebench with itself: what a message on an open stream costs
+# against a unary call on the same connection, both against the built-in server (its
+# wirebench.stream.v1.StreamEcho/BidiEcho); its requests are the messages answered.
 #
 # The HTTP/1.1 shapes use fixed commands: wrk -t1 -cC -d3s -s LUA (PIPE16: the script that
 # returns 16 copies of LUA's request, built with wrk.format() in init(), from each request()
@@ -60,7 +65,7 @@ ROUNDS=3
 QUICK=0
 OUTFILE=""
 RAW=""
-ALL_SHAPES=(http http-100 http-pipe16 grpc-1x10 grpc-10x1 h3-1x10 h3-10x1)
+ALL_SHAPES=(http http-100 http-pipe16 grpc-1x10 grpc-10x1 h3-1x10 h3-10x1 grpc-bidi)
 SHAPE_LIST=""
 
 usage() {
@@ -330,7 +335,13 @@ else:
     if s["failed"] != 0 or s["ok"] == 0:
         fail(f"wirebench: {s['ok']} ok, {s['failed']} failed")
     own = c.get("syscalls_per_request")
-    print(s["ok"], s["requests_per_sec"], "-" if own is None else own)
+    st = r.get("streaming") or {}
+    if st.get("messages_sent"):
+        # a stream's requests are its messages answered (the calls are streams)
+        own = None if own is None or not st["messages"] else own * s["ok"] / st["messages"]
+        print(st["messages"], st["messages_per_sec"], "-" if own is None else own)
+    else:
+        print(s["ok"], s["requests_per_sec"], "-" if own is None else own)
 EOF
 }
 
@@ -387,6 +398,7 @@ run() {
 H2=(--header 'content-type: application/grpc' --header 'te: trailers' -d "$BODY")
 URL_GRPC="http://$ADDR/grpc_echo.v1.EchoService/Echo"
 URL_H3="https://$ADDR/v1/echo"
+STREAM_PROTO="$PWD/crates/wire/proto/stream.proto"
 WB=("$BIN" echo --target "http://$ADDR" -c 10 --threads 1 -z "${SECS}s" --format json)
 WB1=("$BIN" echo --target "http://$ADDR" --proto http)
 WRK=(wrk -t1 -d3s)
@@ -400,6 +412,7 @@ peer_cmd() {
         grpc-10x1) PEER=(h2load -c10 -m1 -D "$SECS" "${H2[@]}" "$URL_GRPC") ;;
         h3-1x10) PEER=("$H3REF" --conns 1 -m 10 -d "$SECS" --cacert "$CERT" "$URL_H3") ;;
         h3-10x1) PEER=("$H3REF" --conns 10 -m 1 -d "$SECS" --cacert "$CERT" "$URL_H3") ;;
+        grpc-bidi) PEER=("${WB[@]}" --proto grpc --conns 1) ;;
     esac
 }
 wb_cmd() {
@@ -411,12 +424,15 @@ wb_cmd() {
         grpc-10x1) OURS=("${WB[@]}" --proto grpc --conns 10) ;;
         h3-1x10) OURS=("${WB[@]}" --proto h3 --conns 1 --cacert "$CERT") ;;
         h3-10x1) OURS=("${WB[@]}" --proto h3 --conns 10 --cacert "$CERT") ;;
+        grpc-bidi) OURS=("$BIN" grpc "$ADDR" wirebench.stream.v1.StreamEcho/BidiEcho --proto-file "$STREAM_PROTO"
+            -d '{"ping":"Hello, world!"}' --stream-messages 1000 -c 10 --conns 1 --threads 1 -z "${SECS}s" --format json) ;;
     esac
 }
 peer_name() {
     case "$1" in
         http*) echo wrk ;;
         h3*) echo quinn+h3 ;;
+        grpc-bidi) echo wirebench-unary ;;
         *) echo h2load ;;
     esac
 }
@@ -462,6 +478,7 @@ label() {
         grpc-10x1) echo "gRPC 10x1" ;;
         h3-1x10) echo "HTTP/3 1x10" ;;
         h3-10x1) echo "HTTP/3 10x1" ;;
+        grpc-bidi) echo "gRPC bidi ping-pong 1x10" ;;
     esac
 }
 # the version of crate $1 in Cargo.lock
@@ -507,7 +524,8 @@ med = lambda xs: statistics.median(xs) if xs else None
 names = {"http": "HTTP/1.1, 10 conns x 1", "http-100": "HTTP/1.1, 100 conns x 1",
          "http-pipe16": "HTTP/1.1, 16 pipelined on 1 conn", "grpc-1x10": "gRPC, 1 conn x 10 streams",
          "grpc-10x1": "gRPC, 10 conns x 1 stream", "h3-1x10": "HTTP/3, 1 conn x 10 streams",
-         "h3-10x1": "HTTP/3, 10 conns x 1 stream"}
+         "h3-10x1": "HTTP/3, 10 conns x 1 stream",
+         "grpc-bidi": "gRPC 1 conn x 10: unary per call vs bidi ping-pong per message"}
 print(header)
 print("| shape | client | req/s | client CPU µs/req | syscalls/req (perf) | syscalls/req (own) "
       "| ctx switches/req | server CPU µs/req | CPU busy client / server "

@@ -536,3 +536,72 @@ fn h3_allocations_per_request() {
         "10000 extra requests made {extra} extra allocations"
     );
 }
+
+/// Allocations of an in-process bidi ping-pong run on `wirebench serve`'s BidiEcho at `target`
+/// (another process): 4 streams on one connection, `messages` each, over `client`.
+fn bidi_allocations_for(
+    target: &str,
+    client: &str,
+    messages: u64,
+) -> (u64, wirebench::stats::ProtoRun) {
+    let proto = format!(
+        "{}/crates/wire/proto/stream.proto",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let messages = messages.to_string();
+    let cli = Cli::try_parse_from([
+        "wirebench",
+        "grpc",
+        target,
+        "wirebench.stream.v1.StreamEcho/BidiEcho",
+        "--proto-file",
+        &proto,
+        "-d",
+        r#"{"ping":"p"}"#,
+        "--stream-messages",
+        &messages,
+        "-c",
+        "4",
+        "-n",
+        "4",
+        "--conns",
+        "1",
+        "--threads",
+        "1",
+        "--h2-client",
+        client,
+    ])
+    .unwrap();
+    let cfg = cli.into_config().unwrap();
+    let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let run =
+        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None, None)
+            .unwrap();
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    (after - before, run)
+}
+
+#[test]
+fn bidi_ping_pong_allocates_nothing_per_message() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = support::ServeProcess::start(&["--threads", "1", "--no-h3"]);
+    let target = srv.url("");
+    // both above the 100 messages a stream keeps for the report's sample (shown as JSON)
+    let (small, run_small) = bidi_allocations_for(&target, "wire", 150);
+    let (large, run_large) = bidi_allocations_for(&target, "wire", 2_650);
+    assert_eq!(run_small.stats.ok, 4, "{:?}", run_small.stats.errors);
+    assert_eq!(run_large.stats.ok, 4, "{:?}", run_large.stats.errors);
+    assert_eq!(run_large.stats.messages, 10_600);
+    let extra = large.saturating_sub(small);
+    println!("allocations: {small} for 600 ping-pong messages, {large} for 10,600");
+    assert!(
+        extra < 50,
+        "10000 extra messages made {extra} extra allocations ({small} vs {large})"
+    );
+    // the count sees allocations: a stream of 50 keeps 50 messages for the sample, one of 150
+    // keeps 100, each turned into JSON with several allocations
+    let (fewer, _) = bidi_allocations_for(&target, "wire", 50);
+    println!("allocations: {fewer} for 200 ping-pong messages (50 per stream in the sample)");
+    assert!(small > fewer + 200, "{fewer} vs {small}");
+}

@@ -51,7 +51,7 @@ pub enum GrpcError {
     },
     #[error("method {0:?}: expected package.Service/Method")]
     MethodName(String),
-    #[error("the request array is empty: a stream sends at least one message")]
+    #[error("no request message (an empty array?): a stream sends at least one message")]
     NoMessages,
     #[error("invalid metadata name {0:?}")]
     MetadataName(String),
@@ -305,24 +305,32 @@ pub fn call_kind(m: &MethodDescriptor) -> (bool, bool) {
     (m.is_client_streaming(), m.is_server_streaming())
 }
 
-/// The request messages of `m` from JSON: one, or for a client-streaming method a JSON array's
-/// elements, one per message (an empty array is refused: a stream sends at least one).
+/// The request messages of `m` from JSON: one; or for a client-streaming method a JSON array's
+/// elements, or several JSON values one after the other (NDJSON: a value per line), one per
+/// message (an empty array is refused: a stream sends at least one).
 pub fn encode_messages(m: &MethodDescriptor, json: &str) -> Result<Vec<Vec<u8>>, GrpcError> {
-    if m.is_client_streaming() && json.trim_start().starts_with('[') {
-        let items: Vec<serde_json::Value> =
-            serde_json::from_str(json).map_err(|source| GrpcError::NotTheRequest {
-                message: format!("array of {}", m.input().full_name()),
-                source,
-            })?;
-        if items.is_empty() {
-            return Err(GrpcError::NoMessages);
-        }
-        return items
-            .iter()
-            .map(|v| encode_json(m, &v.to_string()))
-            .collect();
+    if !m.is_client_streaming() {
+        return encode_json(m, json).map(|b| vec![b]);
     }
-    encode_json(m, json).map(|b| vec![b])
+    let values: Vec<serde_json::Value> = serde_json::Deserializer::from_str(json)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(|source| GrpcError::NotTheRequest {
+            message: format!("{} (or an array or lines of them)", m.input().full_name()),
+            source,
+        })?;
+    let items = match <[serde_json::Value; 1]>::try_from(values) {
+        Ok([serde_json::Value::Array(items)]) => items,
+        Ok([one]) => vec![one],
+        Err(values) => values,
+    };
+    if items.is_empty() {
+        return Err(GrpcError::NoMessages);
+    }
+    items
+        .iter()
+        .map(|v| encode_json(m, &v.to_string()))
+        .collect()
 }
 
 /// The service part of `package.Service/Method` (or `package.Service.Method`).
