@@ -32,6 +32,11 @@ struct RichServer {
 
 impl RichServer {
     fn start() -> RichServer {
+        RichServer::start_with(&[])
+    }
+
+    /// With `extra` arguments (`--no-reflection`).
+    fn start_with(extra: &[&str]) -> RichServer {
         let ok = Command::new("python3")
             .args(["-c", "import grpc, grpc_tools, grpc_reflection"])
             .status()
@@ -44,6 +49,7 @@ impl RichServer {
         let mut cmd = Command::new("python3");
         cmd.arg(manifest_dir().join("tests/interop/rich_server.py"))
             .args(["--seconds", "120"])
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -199,21 +205,44 @@ fn the_schema_comes_from_the_servers_reflection_service() {
         "--list takes no METHOD",
     );
     assert_refused(&["grpc", t], 2, "a method is needed");
-    // the built-in server has no reflection: a setup failure, exit 1
-    let srv = support::ServeProcess::start(&[]);
-    let target = srv.target();
-    let args = [
-        "grpc",
-        &target,
-        "grpc_echo.v1.EchoService/Echo",
-        "--reflect",
-    ];
+    // a server without reflection: a setup failure, exit 1
+    let bare = RichServer::start_with(&["--no-reflection"]);
+    let args = ["grpc", &bare.target, m, "--reflect"];
     assert_refused(&args, 1, "no reflection service");
     assert_refused(
-        &["call", "grpc", &target, "--list"],
+        &["call", "grpc", &bare.target, "--list"],
         1,
         "no reflection service",
     );
+    // the built-in server's reflection lists what it serves, and gives the schemas
+    let srv = support::ServeProcess::start(&["--no-h3"]);
+    let target = srv.target();
+    let out = support::run_bounded(&["call", "grpc", &target, "--list"], support::RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(
+        out.stdout,
+        "grpc.health.v1.Health/Check\ngrpc_echo.v1.EchoService/Echo\n\
+         wirebench.stream.v1.StreamEcho/BidiEcho (bidirectional streaming)\n\
+         wirebench.stream.v1.StreamEcho/ClientEcho (client-streaming)\n\
+         wirebench.stream.v1.StreamEcho/ServerEcho (server-streaming)\n"
+    );
+    let out = support::run_bounded(
+        &[
+            "call",
+            "grpc",
+            &target,
+            "wirebench.stream.v1.StreamEcho/ClientEcho",
+            "--reflect",
+            "-d",
+            r#"{"ping":"x"}"#,
+            "--stream-messages",
+            "3",
+        ],
+        support::RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let printed: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(printed[0]["messages"], "3", "{printed}");
 }
 
 #[test]
@@ -276,17 +305,10 @@ fn a_payload_sweep_fills_a_field_of_the_schema_reflection_gives() {
         args.extend_from_slice(extra);
         assert_refused(&args, 2, words);
     }
-    // the built-in server has no reflection: a setup failure, exit 1
-    let srv = support::ServeProcess::start(&[]);
-    let target = srv.target();
+    // a server without reflection: a setup failure, exit 1
+    let bare = RichServer::start_with(&["--no-reflection"]);
     assert_refused(
-        &[
-            "sweep",
-            "grpc",
-            &target,
-            "grpc_echo.v1.EchoService/Echo",
-            "--reflect",
-        ],
+        &["sweep", "grpc", &bare.target, m, "--reflect"],
         1,
         "no reflection service",
     );

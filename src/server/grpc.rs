@@ -1,5 +1,5 @@
 //! The h2 side of the echo server: EchoService/Echo, Health/Check, the streaming echoes
-//! (`stream.rs`), UNIMPLEMENTED otherwise;
+//! (`stream.rs`), reflection (`reflection.rs`), UNIMPLEMENTED otherwise;
 //! a request that is not gRPC (no `application/grpc` content-type) is plain HTTP/2, answered as
 //! the HTTP/1.1 side answers it (`POST /v1/echo` JSON).
 
@@ -19,7 +19,7 @@ use crate::server::faults::Injector;
 use crate::server::{
     MAX_REQUEST, Peer, Rewind, ServeConfig, echo_response, is_control, pad_message,
 };
-use crate::server::{plain, stream};
+use crate::server::{plain, reflection, stream};
 use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::proto::echo::EchoRequest;
 use wirebench_wire::proto::health::HealthCheckResponse;
@@ -115,6 +115,9 @@ async fn handle(
         return plain(parts, body, respond, peer, received_at, faults).await;
     }
     let path = parts.uri.path().to_string();
+    if reflection::PATHS.contains(&path.as_str()) {
+        return reflection::handle(body, respond).await;
+    }
     if let Some(method) = path.strip_prefix(stream::SERVICE) {
         return stream::handle(method, &parts.headers, body, respond, faults, status_only).await;
     }

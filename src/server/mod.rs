@@ -1,6 +1,7 @@
-//! The built-in echo server: grpc-echo's `grpc_echo.v1.EchoService/Echo` over h2 and the same
-//! echo as JSON over HTTP/1.1, on one TCP port, told apart by the HTTP/2 connection preface; the
-//! JSON echo over HTTP/3 on the same port number over UDP.
+//! The built-in echo server: grpc-echo's `grpc_echo.v1.EchoService/Echo` (and the streaming
+//! echoes, health and reflection) over h2 and the same echo as JSON over HTTP/1.1, on one TCP
+//! port (and a Unix socket with `--unix`), told apart by the HTTP/2 connection preface; the JSON
+//! echo over HTTP/3 on the same port number over UDP.
 
 pub mod faults;
 mod grpc;
@@ -8,6 +9,7 @@ mod http1;
 mod http3;
 mod plain;
 pub mod quic;
+mod reflection;
 mod stream;
 
 use std::io;

@@ -19,74 +19,14 @@ use crate::net::NetConfig;
 use crate::outcome::{Failure, FailureKind};
 use crate::workload::grpc::{GrpcError, metadata_of, streaming};
 use wirebench_wire::grpc as framing;
+use wirebench_wire::grpc::reflection::{
+    Answer, Ask, FileDescriptors, ReflectionRequest, ReflectionResponse,
+};
 
 /// The largest reflection answer accepted (a schema with its imports).
 const MAX_ANSWER: usize = 16 << 20;
 /// Files asked for by name at most, beyond the first answer (the imports it left out).
 const MAX_FILES: usize = 256;
-
-/// grpc.reflection.v1(alpha).ServerReflectionRequest, the fields used here.
-#[derive(Clone, PartialEq, Message)]
-struct ReflectionRequest {
-    #[prost(string, tag = "1")]
-    host: String,
-    #[prost(oneof = "Ask", tags = "3, 4, 7")]
-    ask: Option<Ask>,
-}
-
-#[derive(Clone, PartialEq, prost::Oneof)]
-enum Ask {
-    #[prost(string, tag = "3")]
-    FileByFilename(String),
-    #[prost(string, tag = "4")]
-    FileContainingSymbol(String),
-    #[prost(string, tag = "7")]
-    ListServices(String),
-}
-
-/// grpc.reflection.v1(alpha).ServerReflectionResponse, the fields used here.
-#[derive(Clone, PartialEq, Message)]
-struct ReflectionResponse {
-    #[prost(oneof = "Answer", tags = "4, 6, 7")]
-    answer: Option<Answer>,
-}
-
-#[derive(Clone, PartialEq, prost::Oneof)]
-enum Answer {
-    #[prost(message, tag = "4")]
-    Files(FileDescriptors),
-    #[prost(message, tag = "6")]
-    Services(ServiceList),
-    #[prost(message, tag = "7")]
-    Error(ReflectionError),
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct FileDescriptors {
-    /// serialized google.protobuf.FileDescriptorProto
-    #[prost(bytes = "vec", repeated, tag = "1")]
-    files: Vec<Vec<u8>>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct ServiceList {
-    #[prost(message, repeated, tag = "1")]
-    services: Vec<ServiceName>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct ServiceName {
-    #[prost(string, tag = "1")]
-    name: String,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct ReflectionError {
-    #[prost(int32, tag = "1")]
-    code: i32,
-    #[prost(string, tag = "2")]
-    message: String,
-}
 
 /// Why one request on a reflection stream got no answer.
 #[derive(Debug, thiserror::Error)]
@@ -452,27 +392,6 @@ fn pool_of(mut files: Vec<FileDescriptorProto>) -> Result<DescriptorPool, Reflec
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn requests_carry_the_field_numbers_of_the_reflection_protocol() {
-        // file_containing_symbol = 4, list_services = 7, file_by_filename = 3
-        let r = ReflectionRequest {
-            host: String::new(),
-            ask: Some(Ask::FileContainingSymbol("a.B".into())),
-        };
-        assert_eq!(r.encode_to_vec(), b"\x22\x03a.B");
-        let r = ReflectionRequest {
-            host: String::new(),
-            ask: Some(Ask::ListServices(String::new())),
-        };
-        assert_eq!(r.encode_to_vec(), b"\x3a\x00");
-        // an answer with list_services_response = 6 { service = 1 { name = 1 } }
-        let answer = ReflectionResponse::decode(&b"\x32\x05\x0a\x03\x0a\x01x"[..]).unwrap();
-        let Some(Answer::Services(l)) = answer.answer else {
-            panic!("a service list: {answer:?}");
-        };
-        assert_eq!(l.services[0].name, "x");
-    }
 
     #[test]
     fn files_are_added_dependencies_first() {

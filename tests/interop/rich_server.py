@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A grpcio server (the reference gRPC C core) of rich.proto's Mirror service, with server
-reflection on, for testing `wirebench grpc` against a server nobody here wrote.
+reflection on (off with --no-reflection), for testing `wirebench grpc` against a server nobody
+here wrote.
 
 Generates the stubs at run time with grpcio-tools, serves on 127.0.0.1 (an ephemeral port
 unless --port), prints "listening on 127.0.0.1:PORT" on stdout, and stops by itself after
@@ -26,6 +27,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--no-reflection", action="store_true", help="serve Mirror alone")
     args = parser.parse_args()
     try:
         import grpc
@@ -89,7 +91,8 @@ def main() -> int:
             rich_pb2.DESCRIPTOR.services_by_name["Mirror"].full_name,
             reflection.SERVICE_NAME,
         )
-        reflection.enable_server_reflection(names, server)
+        if not args.no_reflection:
+            reflection.enable_server_reflection(names, server)
         port = server.add_insecure_port(f"127.0.0.1:{args.port}")
         server.start()
         print(f"listening on 127.0.0.1:{port}", flush=True)

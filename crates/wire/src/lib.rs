@@ -52,4 +52,6 @@ pub mod proto {
     pub mod stream {
         include!(concat!(env!("OUT_DIR"), "/wirebench.stream.v1.rs"));
     }
+    /// Every file above and its imports: a serialized `google.protobuf.FileDescriptorSet`.
+    pub const DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"));
 }

@@ -1,6 +1,7 @@
 //! gRPC length-prefixed message framing plus `grpc-status` / `grpc-message` header codecs, and
 //! the verdicts on a unary call's response (`unary`) and a server-streaming one's (`streaming`).
 
+pub mod reflection;
 pub mod streaming;
 pub mod unary;
 
