@@ -1,11 +1,16 @@
-//! Codec throughput: the per-request encode/decode work of each stack, without IO.
+//! Codec throughput: the per-request encode/decode work of each stack, without IO, and the
+//! check of an echo answer.
+
+use std::borrow::Cow;
+use std::hint::black_box;
 
 use bytes::BytesMut;
 use criterion::{Criterion, criterion_group, criterion_main};
-use std::hint::black_box;
+use serde::Deserialize;
 
 use wirebench::config::Endpoint;
-use wirebench::workload::{EtcdOp, EtcdWorkload};
+use wirebench::workload::{EchoWorkload, EtcdOp, EtcdWorkload};
+use wirebench_wire::echo::scan::echoed_body_matches;
 use wirebench_wire::h2::frame::PREFACE;
 use wirebench_wire::h2::sniff::H2Sniffer;
 use wirebench_wire::h3::qpack::{self, QpackCounts};
@@ -206,5 +211,35 @@ fn quic_sniffer(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench, sniffer, quic_sniffer);
+/// An answer of the built-in server to `POST /v1/echo`, 388 bytes.
+const ECHO_ANSWER: &[u8] = include_bytes!("../fuzz/corpus/echo_json/seed-typical");
+
+/// The struct the echo answer was parsed into before the scan.
+#[derive(Deserialize)]
+struct EchoJson<'a> {
+    #[serde(borrow, default)]
+    body: Cow<'a, str>,
+}
+
+/// The client's check of each echo answer: the one-pass scan, serde_json's parse it replaced,
+/// and the workload's whole check of a 200 answer.
+fn echo_answer(c: &mut Criterion) {
+    let ping = "Hello, world!";
+    c.bench_function("echo_json_scan", |b| {
+        b.iter(|| echoed_body_matches(black_box(ECHO_ANSWER), ping.as_bytes()).unwrap())
+    });
+    c.bench_function("echo_json_serde", |b| {
+        b.iter(|| {
+            let answer: EchoJson = serde_json::from_slice(black_box(ECHO_ANSWER)).unwrap();
+            answer.body == ping
+        })
+    });
+    let ep = Endpoint::parse("http://127.0.0.1:8080").unwrap();
+    let echo = EchoWorkload::new(ping.to_string(), &[], &[ep]).unwrap();
+    c.bench_function("echo_json_check_http", |b| {
+        b.iter(|| echo.check_http(200, black_box(ECHO_ANSWER)).is_ok())
+    });
+}
+
+criterion_group!(benches, bench, sniffer, quic_sniffer, echo_answer);
 criterion_main!(benches);

@@ -15,6 +15,7 @@ use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
 use wirebench_wire::echo;
+use wirebench_wire::echo::scan::echoed_body_matches;
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::proto::echo::{EchoRequest, EchoResponse};
@@ -55,12 +56,6 @@ struct Shared {
 #[derive(Debug, Clone)]
 pub struct EchoWorkload {
     shared: Arc<Shared>,
-}
-
-#[derive(Deserialize)]
-struct EchoJson<'a> {
-    #[serde(borrow, default)]
-    body: Cow<'a, str>,
 }
 
 #[derive(Deserialize)]
@@ -159,9 +154,10 @@ impl EchoWorkload {
             };
             return Err((key, f));
         }
-        match serde_json::from_slice::<EchoJson>(body) {
-            Ok(r) if r.body == self.shared.ping => Ok(key),
-            Ok(_) => Err((
+        // one pass over the answer: its JSON checked and its `body` compared, nothing built
+        match echoed_body_matches(body, self.shared.ping.as_bytes()) {
+            Ok(true) => Ok(key),
+            Ok(false) => Err((
                 key,
                 Failure::with(
                     FailureKind::BadResponse,
@@ -219,5 +215,46 @@ impl EchoWorkload {
         EchoResponse::decode(message.clone())
             .map(|r| echo::response_json(&r))
             .unwrap_or_else(|e| Value::String(format!("undecodable: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_ok_when_its_body_is_the_ping() {
+        let ep = Endpoint::parse("http://127.0.0.1:8080").unwrap();
+        let w = EchoWorkload::new("héllo".into(), &[], &[ep]).unwrap();
+        let ok =
+            br#"{"body":"h\u00e9llo","headers":{"body":"x"},"sent_at":"2026-12-03T20:07:56Z"}"#;
+        assert_eq!(w.check_http(200, ok), Ok(StatusKey::Http(200)));
+        for (answer, says) in [
+            (
+                &br#"{"body":"hello"}"#[..],
+                "echoed body differs from the ping",
+            ),
+            (br#"{}"#, "echoed body differs from the ping"),
+            (
+                br#"{"body":"h\u00e9llo"} x"#,
+                "trailing characters at byte 22",
+            ),
+            (
+                br#"{"body":1}"#,
+                "invalid type for `body` at byte 8: expected a string",
+            ),
+            (
+                br#"{"body":"h\u00e9llo""#,
+                "the text ends inside a value at byte 20",
+            ),
+        ] {
+            let (key, f) = w.check_http(200, answer).unwrap_err();
+            assert_eq!(key, StatusKey::Http(200));
+            assert_eq!(f.kind, FailureKind::BadResponse);
+            assert_eq!(f.to_string(), format!("{}: {says}", f.kind), "{f}");
+        }
+        let (_, f) = w.check_http(503, br#"{"error":"busy"}"#).unwrap_err();
+        assert_eq!(f.kind, FailureKind::HttpStatus);
+        assert!(f.to_string().ends_with("HTTP 503: busy"), "{f}");
     }
 }

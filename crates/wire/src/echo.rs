@@ -1,9 +1,12 @@
 //! The echo service's JSON answer: grpc-echo's `EchoResponse` in protobuf's JSON mapping (what
-//! the built-in server answers over HTTP, and what a gRPC echo answer is shown as).
+//! the built-in server answers over HTTP, and what a gRPC echo answer is shown as), and its
+//! check on the client (`scan`: the JSON checked and `body` compared in one pass).
 
 use serde_json::{Map, Value};
 
 use crate::proto::echo::EchoResponse;
+
+pub mod scan;
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's method).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {

@@ -22,9 +22,11 @@ use crate::http1::{
     decode_request_head, decode_response_head,
 };
 
+mod echo;
 mod h3;
 mod quic;
 
+pub use echo::{echo_agrees, echo_json};
 pub use h3::{h3_frames, qpack_decode};
 pub use quic::quic_sniff;
 
@@ -32,7 +34,7 @@ pub use quic::quic_sniff;
 pub type Check = fn(&[u8]);
 
 /// Every check with its target's name (the folder of its seeds in fuzz/corpus).
-pub const CHECKS: [(&str, Check); 14] = [
+pub const CHECKS: [(&str, Check); 15] = [
     ("http1_head", http1_head),
     ("http1_chunked", http1_chunked),
     ("http1_request", http1_request),
@@ -47,6 +49,7 @@ pub const CHECKS: [(&str, Check); 14] = [
     ("h3_frames", h3_frames),
     ("qpack_decode", qpack_decode),
     ("quic_sniff", quic_sniff),
+    ("echo_json", echo_json),
 ];
 
 /// The response-head decoder: heads decoded from the input until it stops.
