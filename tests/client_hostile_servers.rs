@@ -581,7 +581,7 @@ fn grpc_oversized_prefix_is_rejected_from_the_prefix_alone() {
 #[test]
 fn grpc_calls_waiting_for_a_stream_time_out_on_their_own_deadline() {
     // one stream at a time on one connection: one call holds it, three wait for it; all four
-    // give up at their one deadline, the waiting ones without ever being sent
+    // give up at their own deadlines, the waiting ones (all but at most one) without being sent
     let url = h2_server(H2Behavior::SilentOneStream);
     for client in ["wire", "h2"] {
         let extra = ["-c", "4", "--conns", "1", "--h2-client", client];
@@ -594,12 +594,11 @@ fn grpc_calls_waiting_for_a_stream_time_out_on_their_own_deadline() {
             run["summary"]
         );
         if client == "wire" {
-            assert_eq!(
-                u64_at(&run, "/wire/requests_on_wire"),
-                1,
-                "{:#}",
-                run["wire"]
-            );
+            // the held call's stream is freed at its deadline; a waiting call that started a
+            // moment later (a loaded machine spreads the starts over milliseconds) may take
+            // it before its own deadline, and is then written: at most one such
+            let written = u64_at(&run, "/wire/requests_on_wire");
+            assert!((1..=2).contains(&written), "{:#}", run["wire"]);
         }
         assert!(
             w.run.elapsed >= Duration::from_secs(2) && w.run.elapsed < Duration::from_secs(4),

@@ -379,12 +379,20 @@ fn echo_allocations(
         &n,
     ];
     args.extend_from_slice(extra);
-    let cli = Cli::try_parse_from(args).unwrap();
-    let cfg = cli.into_config().unwrap();
+    let cfg = Cli::try_parse_from(args).unwrap().into_config().unwrap();
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
+    counted(&cfg, &workload, proto)
+}
+
+/// The allocations of one in-process run of `workload` over `proto` as `cfg` says, and the run.
+fn counted(
+    cfg: &wirebench::config::Config,
+    workload: &Workload,
+    proto: Proto,
+) -> (u64, wirebench::stats::ProtoRun) {
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let run =
-        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, proto, None, None).unwrap();
+        wirebench::engine::run_proto(cfg, workload, &cfg.endpoints, proto, None, None).unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before, run)
 }
@@ -469,12 +477,7 @@ fn keepalive_allocations_for(target: &str, n: u64) -> (u64, wirebench::stats::Pr
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None)
         .unwrap()
         .with_leases(&[7_587_888_000_001, 7_587_888_000_002, 300, 4]);
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let run =
-        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None, None)
-            .unwrap();
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
-    (after - before, run)
+    counted(&cfg, &workload, Proto::Grpc)
 }
 
 #[test]
@@ -574,12 +577,7 @@ fn bidi_allocations_for(
     .unwrap();
     let cfg = cli.into_config().unwrap();
     let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let run =
-        wirebench::engine::run_proto(&cfg, &workload, &cfg.endpoints, Proto::Grpc, None, None)
-            .unwrap();
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
-    (after - before, run)
+    counted(&cfg, &workload, Proto::Grpc)
 }
 
 #[test]

@@ -142,20 +142,13 @@ async fn handle(
         }
         buf.extend_from_slice(&chunk);
     }
-    let plan = match faults.plan(&parts.headers) {
-        Ok(plan) => plan,
-        Err(e) => return status_only(&mut respond, Code::InvalidArgument, &e.to_string()),
+    let Some(plan) = stream::fault_plan(&parts.headers, &mut respond, faults, status_only) else {
+        return;
     };
     if !plan.delay.is_zero() {
         crate::server::faults::wait(&mut None, plan.delay).await;
     }
-    if plan.fail {
-        status_only(
-            &mut respond,
-            faults.faults.fail_grpc_code,
-            "injected failure",
-        );
-        faults.after(&plan);
+    if stream::failed(&plan, &mut respond, faults, status_only) {
         return;
     }
     let reply = match path.as_str() {

@@ -54,17 +54,10 @@ pub(super) async fn handle(
             return status_only(&mut respond, Code::Unimplemented, &msg);
         }
     };
-    let plan = match faults.plan(headers) {
-        Ok(plan) => plan,
-        Err(e) => return status_only(&mut respond, Code::InvalidArgument, &e.to_string()),
+    let Some(plan) = fault_plan(headers, &mut respond, faults, status_only) else {
+        return;
     };
-    if plan.fail {
-        status_only(
-            &mut respond,
-            faults.faults.fail_grpc_code,
-            "injected failure",
-        );
-        faults.after(&plan);
+    if failed(&plan, &mut respond, faults, status_only) {
         return;
     }
     let ended = match method {
@@ -77,6 +70,37 @@ pub(super) async fn handle(
         status_only(&mut respond, code, why);
     }
     faults.after(&plan);
+}
+
+/// A call's faults (its headers over the defaults); `None` once a header that does not parse
+/// was answered with INVALID_ARGUMENT.
+pub(super) fn fault_plan(
+    headers: &HeaderMap,
+    respond: &mut SendResponse<Bytes>,
+    faults: &Injector,
+    status_only: fn(&mut SendResponse<Bytes>, Code, &str),
+) -> Option<Plan> {
+    match faults.plan(headers) {
+        Ok(plan) => Some(plan),
+        Err(e) => {
+            status_only(respond, Code::InvalidArgument, &e.to_string());
+            None
+        }
+    }
+}
+
+/// Whether the plan fails the call: then it was answered with the injected status alone.
+pub(super) fn failed(
+    plan: &Plan,
+    respond: &mut SendResponse<Bytes>,
+    faults: &Injector,
+    status_only: fn(&mut SendResponse<Bytes>, Code, &str),
+) -> bool {
+    if plan.fail {
+        status_only(respond, faults.faults.fail_grpc_code, "injected failure");
+        faults.after(plan);
+    }
+    plan.fail
 }
 
 /// Why a call ended before its first reply: the status and its message.
