@@ -2,9 +2,11 @@
 //! are computed.
 
 mod quic;
+mod streaming;
 
 use super::*;
 pub(super) use quic::{H3Sums, OnWire};
+use streaming::streaming;
 
 pub(super) fn ms(ns: f64) -> f64 {
     ns / 1e6
@@ -156,34 +158,6 @@ pub(super) fn spectrum(lat: &Latencies) -> Vec<Percentile> {
         latency_ms: ms(lat.hist.value_at_quantile(SPECTRUM_TOP / 100.0) as f64),
     });
     points
-}
-
-pub(super) fn streaming(run: &ProtoRun) -> Option<Streaming> {
-    let st = &run.stats;
-    let first = st.first_message.as_ref()?;
-    let secs = run.elapsed.as_secs_f64();
-    let avg_dist = |l: &Option<Latencies>| {
-        (
-            l.as_ref().and_then(|l| l.mean_ns()).map(ms),
-            l.as_ref().map(distribution).unwrap_or_default(),
-        )
-    };
-    let (message_latency_average_ms, message_latency_distribution) = avg_dist(&st.message_latency);
-    let (last_to_response_average_ms, last_to_response_distribution) =
-        avg_dist(&st.last_to_response);
-    Some(Streaming {
-        messages: st.messages,
-        messages_per_call: per(st.messages, st.ok),
-        messages_per_sec: per_sec(st.messages, secs),
-        first_message_average_ms: first.mean_ns().map(ms),
-        first_message_distribution: distribution(first),
-        messages_sent: st.messages_sent,
-        messages_sent_per_call: per(st.messages_sent, st.ok),
-        message_latency_average_ms,
-        message_latency_distribution,
-        last_to_response_average_ms,
-        last_to_response_distribution,
-    })
 }
 
 pub(super) fn connection_setup(run: &ProtoRun) -> Option<ConnectionSetup> {
