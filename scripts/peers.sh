@@ -464,6 +464,7 @@ quote() {
         a=${a//"$WORK"\/pipeline16.lua/PIPE16}
         a=${a//"$WORK"\/echo-request.bin/BODY}
         a=${a//"$WORK"\/h3-cert.pem/CERT}
+        a=${a//"$PWD"\//}
         if [[ $a =~ [^A-Za-z0-9_./:=,@+-] ]]; then a="'$a'"; fi
         out+="${out:+ }$a"
     done
