@@ -135,12 +135,38 @@ fn check(r: &Value, killed: &str, delta: i64, what: &str) -> Value {
 fn leader_killed_mid_run_the_clients_follow_the_new_leader() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for proto in ["http", "grpc"] {
-        let (report, killed, new_leader, delta) =
-            put_through_a_kill(proto, "leader", Victim::Leader);
-        let r = proto_run(&report, proto);
-        let e = check(r, &killed, delta, proto);
-        assert_eq!(e["to"], new_leader.as_str(), "{proto}: {e}");
+        // a cluster that elects no new leader before the run ends (seen once on a loaded
+        // machine: both members at the old term, no leader, for the six seconds left) tests
+        // etcd, not the clients: that scenario runs again once, on a fresh cluster
+        for attempt in 1..=2 {
+            let (report, killed, new_leader, delta) =
+                put_through_a_kill(proto, "leader", Victim::Leader);
+            let r = proto_run(&report, proto);
+            if attempt == 1 && no_election(r) {
+                eprintln!(
+                    "{proto}: no leader elected during the run: {:#}",
+                    r["failover"]
+                );
+                continue;
+            }
+            let e = check(r, &killed, delta, proto);
+            assert_eq!(e["to"], new_leader.as_str(), "{proto}: {e}");
+            break;
+        }
     }
+}
+
+/// Whether the run ended with its clients still waiting for an election: no move off the
+/// killed member, and the last re-discovery found no leader.
+fn no_election(r: &Value) -> bool {
+    let f = &r["failover"];
+    let unmoved = f["events"]
+        .as_array()
+        .is_some_and(|es| es.iter().any(|e| e["moved_s"].is_null()));
+    unmoved
+        && f["last_rediscovery_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no leader yet"))
 }
 
 #[test]
