@@ -105,10 +105,7 @@ impl RunArgs {
         let interval = self.interval()?;
         let stop = self.stop(shape.staged_stop)?;
         let net = self.net(&endpoints, protos.contains(&Proto::H3))?;
-        let mut h2 = self.h2()?.for_streams(clients.div_ceil(conns));
-        if matches!(&spec, WorkloadSpec::Grpc(g) if g.server_streaming) {
-            h2 = h2.for_message_streams();
-        }
+        let h2 = self.h2()?.for_streams(clients.div_ceil(conns));
         let seed = self.seed.unwrap_or_else(|| {
             SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

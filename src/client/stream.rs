@@ -87,8 +87,13 @@ pub async fn stream_call(
         // every message that may go now
         let may_send =
             |end: &StreamEnd| end.sent < total && (!plan.pingpong || end.received >= end.sent);
-        while may_send(&end) && due_at <= Instant::now() {
-            let now = Instant::now();
+        // one clock read for what goes now: messages queued together share it
+        let now = if may_send(&end) {
+            Instant::now()
+        } else {
+            due_at
+        };
+        while may_send(&end) && due_at <= now {
             let frame = plan.frames[(end.sent % plan.frames.len() as u64) as usize].clone();
             end.sent += 1;
             let r = if end.sent == total {

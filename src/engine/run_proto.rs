@@ -302,6 +302,11 @@ impl Ctx {
         taps: &super::Taps,
     ) -> Result<Ctx, EngineError> {
         let load = &cfg.load;
+        // streamed responses may hold many small frames unread: h2's budget for them widens
+        let h2 = match workload {
+            Workload::Grpc(g) if g.server_streaming() => cfg.h2.for_message_streams(),
+            _ => cfg.h2,
+        };
         Ok(Ctx {
             proto,
             clients: load.clients,
@@ -312,7 +317,7 @@ impl Ctx {
             h2: crate::client::grpc::H2Config {
                 plain: matches!(proto, Proto::H2 | Proto::H3),
                 h3: proto == Proto::H3,
-                ..cfg.h2
+                ..h2
             },
             max_body: cfg.max_body,
             pipeline: load.pipeline,

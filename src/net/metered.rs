@@ -2,7 +2,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, ready};
@@ -344,6 +344,12 @@ impl Sock {
 
     fn sock_ref(&self) -> SockRef<'_> {
         on_sock!(self, s => SockRef::from(s))
+    }
+}
+
+impl AsFd for Sock {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        on_sock!(self, s => s.as_fd())
     }
 }
 

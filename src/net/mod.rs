@@ -87,20 +87,7 @@ pub async fn connect_stream(dest: &Dest, cfg: &NetConfig) -> io::Result<(Sock, u
             Ok((Sock::Tcp(s), port))
         }
         Dest::Unix(path) => {
-            let s = match tokio::time::timeout(
-                cfg.connect_timeout,
-                tokio::net::UnixStream::connect(path),
-            )
-            .await
-            {
-                Ok(r) => r?,
-                Err(_) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!("no answer within {:?}", cfg.connect_timeout),
-                    ));
-                }
-            };
+            let s = within(cfg.connect_timeout, tokio::net::UnixStream::connect(path)).await?;
             // the buffer sizes asked for apply here too
             let sock = socket2::SockRef::from(&s);
             if let Some(n) = cfg.sndbuf {
@@ -113,6 +100,20 @@ pub async fn connect_stream(dest: &Dest, cfg: &NetConfig) -> io::Result<(Sock, u
             let n = UNIX_CONNS.fetch_add(1, Ordering::Relaxed) % usize::from(u16::MAX) + 1;
             Ok((Sock::Unix(s), n as u16))
         }
+    }
+}
+
+/// A connect, or TimedOut when it takes longer than `limit`.
+async fn within<T>(
+    limit: Duration,
+    connect: impl std::future::Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    match tokio::time::timeout(limit, connect).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no answer within {limit:?}"),
+        )),
     }
 }
 
@@ -138,15 +139,7 @@ pub async fn connect(addr: SocketAddr, cfg: &NetConfig) -> io::Result<TcpStream>
             .map_err(|e| io::Error::new(e.kind(), format!("bind to {ip}: {e}")))?;
     }
     let socket = TcpSocket::from_std_stream(socket.into());
-    let stream = match tokio::time::timeout(cfg.connect_timeout, socket.connect(addr)).await {
-        Ok(r) => r?,
-        Err(_) => {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("no answer within {:?}", cfg.connect_timeout),
-            ));
-        }
-    };
+    let stream = within(cfg.connect_timeout, socket.connect(addr)).await?;
     stream.set_nodelay(cfg.nodelay)?;
     Ok(stream)
 }

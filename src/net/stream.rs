@@ -3,7 +3,7 @@
 //! `h2` crate's client), with plaintext either way.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, ready};
@@ -68,9 +68,7 @@ pub async fn open(
         Sock::Tcp(s) => s.local_addr().ok().map(|a| a.ip()),
         Sock::Unix(_) => None,
     };
-    // SAFETY: the socket's descriptor is open while `stream` lives; the clone is a dup of it
-    let fd =
-        unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) }.try_clone_to_owned()?;
+    let fd = stream.as_fd().try_clone_to_owned()?;
     let (metered, ledger) = Metered::new(stream, layers);
     ledger.connect_us.set(connect_us);
     ledger.local_ip.set(local_ip);

@@ -115,12 +115,11 @@ pub enum GrpcError {
 #[derive(Debug)]
 struct Shared {
     calls: Vec<Call>,
-    frame: Bytes,
     response: Option<MessageDescriptor>,
     server_streaming: bool,
     client_streaming: bool,
     stream: StreamPlan,
-    /// client streams: every message framed, sent in turn (`frame` first)
+    /// every request message framed: the request, then a client stream's next ones in turn
     frames: Vec<Bytes>,
 }
 
@@ -148,15 +147,13 @@ impl GrpcWorkload {
         let GrpcRequest::Encoded(request) = &spec.request else {
             return Err(GrpcError::AwaitsSchema);
         };
-        let frame = framed(request)?;
-        let mut frames = vec![frame.clone()];
+        let mut frames = vec![framed(request)?];
         for m in &spec.more {
             frames.push(framed(m)?);
         }
         Ok(GrpcWorkload {
             shared: Arc::new(Shared {
                 calls,
-                frame,
                 response: spec.response.clone(),
                 server_streaming: spec.server_streaming,
                 client_streaming: spec.client_streaming,
@@ -182,7 +179,7 @@ impl GrpcWorkload {
 
     /// The framed request, the same for every call.
     pub fn grpc_request(&self) -> &Bytes {
-        &self.shared.frame
+        &self.shared.frames[0]
     }
 
     /// The method takes a stream of requests (client-streaming or bidi).

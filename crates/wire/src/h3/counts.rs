@@ -1,6 +1,5 @@
 //! The ledger's HTTP/3 frame counts of one stream direction or connection (`H3Counts`): what a
-//! [`FrameReader`](super::frame::FrameReader) counts as it reads and a sender records of the
-//! frames it encodes.
+//! stream's frame reader counts as it reads and a sender records of the frames it encodes.
 
 use super::head::{FrameType, Head};
 
