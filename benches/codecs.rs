@@ -1,5 +1,5 @@
-//! Codec throughput: the per-request encode/decode work of each stack, without IO, and the
-//! check of an echo answer.
+//! Codec throughput: the per-request encode/decode work of each stack, without IO, the check of
+//! an echo answer, and what rendering a request with placeholders adds to writing it.
 
 use std::borrow::Cow;
 use std::hint::black_box;
@@ -8,8 +8,8 @@ use bytes::BytesMut;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde::Deserialize;
 
-use wirebench::config::Endpoint;
-use wirebench::workload::{EchoWorkload, EtcdOp, EtcdWorkload};
+use wirebench::config::{Endpoint, HttpRequestSpec, HttpSpec};
+use wirebench::workload::{EchoWorkload, EtcdOp, EtcdWorkload, HttpWorkload};
 use wirebench_wire::echo::scan::echoed_body_matches;
 use wirebench_wire::h2::frame::PREFACE;
 use wirebench_wire::h2::sniff::H2Sniffer;
@@ -241,5 +241,72 @@ fn echo_answer(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench, sniffer, quic_sniffer, echo_answer);
+/// An `http` request fixed, and the same with placeholders in its path, a header and its
+/// body (the same sizes): what rendering per request adds to writing it, over HTTP/1.1 and as
+/// HTTP/2's body and call.
+fn varying_requests(c: &mut Criterion) {
+    let ep = Endpoint::parse("http://127.0.0.1:8080").unwrap();
+    let spec = |path: &str, id: &str, body: &str| HttpSpec {
+        requests: vec![HttpRequestSpec {
+            method: "POST".into(),
+            path: path.into(),
+            headers: vec![("X-Id".into(), id.into())],
+            body: Some(body.to_string().into()),
+        }],
+        weights: Vec::new(),
+        ok_status: (200, 299),
+    };
+    let fixed = spec(
+        "/v1/echo?n=123456",
+        "6f1c2a9e-4b7d-4c1e-9a3f-2d5e8b7c0a14",
+        r#"{"ping":"Hello, world! 123456"}"#,
+    );
+    let varying = spec(
+        "/v1/echo?n={{seq}}",
+        "{{uuid}}",
+        r#"{"ping":"Hello, world! {{rand 100000 999999}}"}"#,
+    );
+    for (name, s) in [
+        ("http1_request_fixed", &fixed),
+        ("http1_request_placeholders", &varying),
+    ] {
+        let mut w = HttpWorkload::new(s, std::slice::from_ref(&ep))
+            .unwrap()
+            .for_client(0);
+        let mut out = BytesMut::with_capacity(4096);
+        let mut idx = 100_000;
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                out.clear();
+                idx += 1;
+                w.encode_http(black_box(idx), 0, &mut out)
+            })
+        });
+    }
+    for (name, s) in [
+        ("h2_request_fixed", &fixed),
+        ("h2_request_placeholders", &varying),
+    ] {
+        let mut w = HttpWorkload::new(s, std::slice::from_ref(&ep))
+            .unwrap()
+            .for_client(0);
+        let mut idx = 100_000;
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                idx += 1;
+                let (body, call) = w.next_h2(black_box(idx), 0);
+                body.len() + call.fields().count()
+            })
+        });
+    }
+}
+
+criterion_group!(
+    benches,
+    bench,
+    sniffer,
+    quic_sniffer,
+    echo_answer,
+    varying_requests
+);
 criterion_main!(benches);

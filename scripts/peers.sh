@@ -13,11 +13,17 @@
 #   7. HTTP/3, 10 connections x 1 stream                h3_reference --conns 10 -m 1  vs wirebench --proto h3 -c 10 --conns 10
 #   8. gRPC bidi ping-pong, 1 connection x 10 streams   wirebench unary (shape 4's command, per call)
 #                                                       vs wirebench grpc BidiEcho --stream-messages 1000 (per message)
+#   9. HTTP/1.1 requests that vary, 10 connections      wirebench http, a fixed header and body
+#                                                       vs the same with {{uuid}} and {{rand}} (same sizes)
+#  10. gRPC calls that vary, 1 connection x 10 streams  wirebench grpc Echo, fixed metadata and message
+#                                                       vs the same with {{uuid}} and {{rand}} (same sizes)
 #
 # Their names for --shapes: http, http-100, http-pipe16, grpc-1x10, grpc-10x1, h3-1x10, h3-10x1,
-# grpc-bidi. The last compares wirebench with itself: what a message on an open stream costs
-# against a unary call on the same connection, both against the built-in server (its
-# wirebench.stream.v1.StreamEcho/BidiEcho); its requests are the messages answered.
+# grpc-bidi, http-vary, grpc-vary. The last three compare wirebench with itself, against the
+# built-in server: grpc-bidi what a message on an open stream costs against a unary call on the
+# same connection (its wirebench.stream.v1.StreamEcho/BidiEcho; its requests are the messages
+# answered); http-vary and grpc-vary what rendering placeholders per request costs against the
+# same bytes fixed ("wirebench-fixed").
 #
 # The HTTP/1.1 shapes use fixed commands: wrk -t1 -cC -d3s -s LUA (PIPE16: the script that
 # returns 16 copies of LUA's request, built with wrk.format() in init(), from each request()
@@ -65,7 +71,7 @@ ROUNDS=3
 QUICK=0
 OUTFILE=""
 RAW=""
-ALL_SHAPES=(http http-100 http-pipe16 grpc-1x10 grpc-10x1 h3-1x10 h3-10x1 grpc-bidi)
+ALL_SHAPES=(http http-100 http-pipe16 grpc-1x10 grpc-10x1 h3-1x10 h3-10x1 grpc-bidi http-vary grpc-vary)
 SHAPE_LIST=""
 
 usage() {
@@ -402,6 +408,13 @@ STREAM_PROTO="$PWD/crates/wire/proto/stream.proto"
 WB=("$BIN" echo --target "http://$ADDR" -c 10 --threads 1 -z "${SECS}s" --format json)
 WB1=("$BIN" echo --target "http://$ADDR" --proto http)
 WRK=(wrk -t1 -d3s)
+ECHO_PROTO="$PWD/crates/wire/proto/echo.proto"
+# the vary shapes: the same sizes fixed and rendered (a UUID is 36 characters, the number 6 digits)
+VARY_FIXED=(-H 'X-Id: 6f1c2a9e-4b7d-4c1e-9a3f-2d5e8b7c0a14' -d '{"ping":"Hello, world! 123456"}')
+VARY_TEMPLATED=(-H 'X-Id: {{uuid}}' -d '{"ping":"Hello, world! {{rand 100000 999999}}"}')
+VARY_HTTP=("$BIN" http "http://$ADDR/v1/echo" --proto http -c 10 -n 200000 --threads 1 --format json)
+VARY_GRPC=("$BIN" grpc "$ADDR" grpc_echo.v1.EchoService/Echo --proto-file "$ECHO_PROTO" -c 10 --conns 1
+    --threads 1 -z "${SECS}s" --format json)
 
 peer_cmd() {
     case "$1" in
@@ -413,6 +426,8 @@ peer_cmd() {
         h3-1x10) PEER=("$H3REF" --conns 1 -m 10 -d "$SECS" --cacert "$CERT" "$URL_H3") ;;
         h3-10x1) PEER=("$H3REF" --conns 10 -m 1 -d "$SECS" --cacert "$CERT" "$URL_H3") ;;
         grpc-bidi) PEER=("${WB[@]}" --proto grpc --conns 1) ;;
+        http-vary) PEER=("${VARY_HTTP[@]}" "${VARY_FIXED[@]}") ;;
+        grpc-vary) PEER=("${VARY_GRPC[@]}" "${VARY_FIXED[@]}") ;;
     esac
 }
 wb_cmd() {
@@ -426,13 +441,17 @@ wb_cmd() {
         h3-10x1) OURS=("${WB[@]}" --proto h3 --conns 10 --cacert "$CERT") ;;
         grpc-bidi) OURS=("$BIN" grpc "$ADDR" wirebench.stream.v1.StreamEcho/BidiEcho --proto-file "$STREAM_PROTO"
             -d '{"ping":"Hello, world!"}' --stream-messages 1000 -c 10 --conns 1 --threads 1 -z "${SECS}s" --format json) ;;
+        http-vary) OURS=("${VARY_HTTP[@]}" "${VARY_TEMPLATED[@]}") ;;
+        grpc-vary) OURS=("${VARY_GRPC[@]}" "${VARY_TEMPLATED[@]}") ;;
     esac
 }
 peer_name() {
     case "$1" in
+        http-vary) echo wirebench-fixed ;;
         http*) echo wrk ;;
         h3*) echo quinn+h3 ;;
         grpc-bidi) echo wirebench-unary ;;
+        *-vary) echo wirebench-fixed ;;
         *) echo h2load ;;
     esac
 }
@@ -480,6 +499,8 @@ label() {
         h3-1x10) echo "HTTP/3 1x10" ;;
         h3-10x1) echo "HTTP/3 10x1" ;;
         grpc-bidi) echo "gRPC bidi ping-pong 1x10" ;;
+        http-vary) echo "HTTP/1.1 requests that vary 10x1" ;;
+        grpc-vary) echo "gRPC calls that vary 1x10" ;;
     esac
 }
 # the version of crate $1 in Cargo.lock
@@ -526,7 +547,9 @@ names = {"http": "HTTP/1.1, 10 conns x 1", "http-100": "HTTP/1.1, 100 conns x 1"
          "http-pipe16": "HTTP/1.1, 16 pipelined on 1 conn", "grpc-1x10": "gRPC, 1 conn x 10 streams",
          "grpc-10x1": "gRPC, 10 conns x 1 stream", "h3-1x10": "HTTP/3, 1 conn x 10 streams",
          "h3-10x1": "HTTP/3, 10 conns x 1 stream",
-         "grpc-bidi": "gRPC 1 conn x 10: unary per call vs bidi ping-pong per message"}
+         "grpc-bidi": "gRPC 1 conn x 10: unary per call vs bidi ping-pong per message",
+         "http-vary": "HTTP/1.1, 10 conns x 1: fixed vs placeholders",
+         "grpc-vary": "gRPC, 1 conn x 10 streams: fixed vs placeholders"}
 print(header)
 print("| shape | client | req/s | client CPU µs/req | syscalls/req (perf) | syscalls/req (own) "
       "| ctx switches/req | server CPU µs/req | CPU busy client / server "

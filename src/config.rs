@@ -7,9 +7,11 @@
 pub mod axes;
 pub mod clock;
 mod endpoint;
+mod http;
 pub mod stages;
 
 pub use endpoint::{Endpoint, parse_url};
+pub use http::{HttpRequestSpec, HttpSpec};
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -213,23 +215,48 @@ pub struct GrpcSpec {
     pub stream: StreamPlan,
     /// client streams: the messages after `request`'s, sent in turn (a JSON array's elements)
     pub more: Vec<Vec<u8>>,
+    /// the messages' JSON when it holds placeholders (`request` and `more` are then their
+    /// first renders): rendered per call
+    pub templated: Option<TemplatedMessages>,
+}
+
+/// Request messages whose JSON holds placeholders: the message type and each message's text
+/// (the request's first, then a client stream's next ones).
+#[derive(Debug, Clone)]
+pub struct TemplatedMessages {
+    pub input: prost_reflect::MessageDescriptor,
+    pub texts: Vec<String>,
 }
 
 /// What each call of a client-streaming or bidi method sends (`--stream-messages`,
 /// `--stream-interval`, `--bidi`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamPlan {
-    /// messages per stream (at least 1)
+    /// messages per stream (at least 1; a bound only when `span` is given)
     pub messages: u64,
+    /// send for this long (`--stream-messages 5s`): the first message sent at or after it (or
+    /// whose next would be, with an interval) is the last
+    pub span: Option<std::time::Duration>,
     /// the wait between two messages of a stream (none: each as soon as it may go)
     pub interval: Option<std::time::Duration>,
     pub bidi: BidiMode,
+}
+
+impl StreamPlan {
+    /// How long a stream is, in words: "10 messages" or "messages for 5s".
+    pub fn length(&self) -> String {
+        match self.span {
+            Some(d) => format!("messages for {d:?}"),
+            None => format!("{} messages", self.messages),
+        }
+    }
 }
 
 impl Default for StreamPlan {
     fn default() -> Self {
         StreamPlan {
             messages: 10,
+            span: None,
             interval: None,
             bidi: BidiMode::PingPong,
         }
@@ -252,19 +279,6 @@ pub enum GrpcRequest {
     Encoded(Vec<u8>),
     /// JSON for `method` (`package.Service/Method`), encoded once reflection gave the schema
     ByReflection { method: String, json: String },
-}
-
-/// One request shape for any HTTP server: method, path, headers, and the bodies sent in turn.
-#[derive(Debug, Clone)]
-pub struct HttpSpec {
-    pub method: String,
-    /// the URL's path and query, as given (`/` when it has none)
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-    /// sent in turn, request `i` with body `i % len`; none: requests without a body
-    pub bodies: Vec<Vec<u8>>,
-    /// the status codes that count as OK, both ends included
-    pub ok_status: (u16, u16),
 }
 
 impl WorkloadSpec {
@@ -341,17 +355,7 @@ impl WorkloadSpec {
                 "etcd lease-keepalive: one lease per client (TTL {ttl} s), one keepalive per request"
             ),
             WorkloadSpec::Echo { ping, .. } => format!("echo: ping of {} B", ping.len()),
-            WorkloadSpec::Http(h) => {
-                let sizes = h.bodies.iter().map(Vec::len);
-                let (min, max) = (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0));
-                let body = match h.bodies.len() {
-                    0 => "no body".to_string(),
-                    1 => format!("body {max} B"),
-                    n if min == max => format!("{n} bodies of {max} B"),
-                    n => format!("{n} bodies of {min}-{max} B"),
-                };
-                format!("http {} {}: {body}", h.method, h.path)
-            }
+            WorkloadSpec::Http(h) => h.describe(),
             WorkloadSpec::Grpc(g) => match &g.request {
                 GrpcRequest::Encoded(b) => format!(
                     "grpc {}: {}request of {} B",
@@ -359,18 +363,15 @@ impl WorkloadSpec {
                     match (g.client_streaming, g.server_streaming, g.stream.bidi) {
                         (false, false, _) => String::new(),
                         (false, true, _) => "server-streaming, ".to_string(),
-                        (true, false, _) => format!(
-                            "client-streaming, {} messages per stream, ",
-                            g.stream.messages
-                        ),
-                        (true, true, BidiMode::PingPong) => format!(
-                            "bidi ping-pong, {} messages per stream, ",
-                            g.stream.messages
-                        ),
-                        (true, true, BidiMode::Free) => format!(
-                            "bidi, {} messages per stream sent freely, ",
-                            g.stream.messages
-                        ),
+                        (true, false, _) => {
+                            format!("client-streaming, {} per stream, ", g.stream.length())
+                        }
+                        (true, true, BidiMode::PingPong) => {
+                            format!("bidi ping-pong, {} per stream, ", g.stream.length())
+                        }
+                        (true, true, BidiMode::Free) => {
+                            format!("bidi, {} per stream sent freely, ", g.stream.length())
+                        }
                     },
                     b.len()
                 ),
@@ -739,11 +740,20 @@ mod tests {
     #[test]
     fn an_http_spec_describes_its_bodies() {
         let spec = |bodies: &[&[u8]]| {
-            WorkloadSpec::Http(HttpSpec {
+            let one = |body: Option<&[u8]>| HttpRequestSpec {
                 method: "POST".into(),
                 path: "/x".into(),
                 headers: Vec::new(),
-                bodies: bodies.iter().map(|b| b.to_vec()).collect(),
+                body: body.map(bytes::Bytes::copy_from_slice),
+            };
+            let requests = if bodies.is_empty() {
+                vec![one(None)]
+            } else {
+                bodies.iter().map(|b| one(Some(b))).collect()
+            };
+            WorkloadSpec::Http(HttpSpec {
+                requests,
+                weights: Vec::new(),
                 ok_status: (200, 299),
             })
             .describe()

@@ -130,6 +130,69 @@ fn every_kind_of_field_goes_through_a_grpcio_server_and_back() {
 }
 
 #[test]
+fn the_grpcio_server_sees_each_rendered_value() {
+    let dir = tempfile::tempdir().unwrap();
+    for how in ["--proto-file", "--reflect"] {
+        let record = dir.path().join(format!("{how}.jsonl"));
+        let server = RichServer::start_with(&["--record", record.to_str().unwrap()]);
+        let proto = rich_proto();
+        let schema: &[&str] = if how == "--reflect" {
+            &["--reflect"]
+        } else {
+            &["--proto-file", &proto]
+        };
+        let mut args = vec!["grpc", &server.target, "rich.v1.Mirror/Reflect"];
+        args.extend_from_slice(schema);
+        args.extend_from_slice(&[
+            "-d",
+            r#"{"name": "n-{{seq}}-{{uuid}}", "big": {{seq}}, "count": "{{rand 3 4}}"}"#,
+            "-H",
+            "x-id: id-{{seq}}",
+            "-c",
+            "2",
+            "-n",
+            "200",
+            "--warmup",
+            "0s",
+        ]);
+        let report = run_json(&args);
+        let run = &report["runs"][0];
+        assert_eq!(
+            u64_at(run, "/summary/ok"),
+            200,
+            "{how}: {:#}",
+            run["summary"]
+        );
+        let lines = std::fs::read_to_string(&record).unwrap();
+        let mut seqs = std::collections::BTreeSet::new();
+        let mut ids = std::collections::BTreeSet::new();
+        for line in lines.lines() {
+            let r: serde_json::Value = serde_json::from_str(line).unwrap();
+            let name = r["name"].as_str().unwrap();
+            let (seq, id) = name
+                .strip_prefix("n-")
+                .and_then(|n| n.split_once('-'))
+                .unwrap_or_else(|| panic!("{r}"));
+            // one call's seq in a string field, an int64 field and its metadata
+            let seq: u64 = seq.parse().unwrap();
+            assert_eq!(r["big"], seq, "{how}: {r}");
+            assert_eq!(r["x-id"], format!("id-{seq}"), "{how}: {r}");
+            assert!(id.len() == 36 && id.as_bytes()[14] == b'4', "{r}");
+            seqs.insert(seq);
+            ids.insert(id.to_string());
+        }
+        assert_eq!(
+            (seqs.len(), ids.len()),
+            (200, 200),
+            "{how}: every value differs"
+        );
+        // the sample answer is the server's echo of one rendered request
+        let count = run["sample_response"]["count"].as_str().unwrap_or_default();
+        assert!(count == "3" || count == "4", "{:#}", run["sample_response"]);
+    }
+}
+
+#[test]
 fn the_schema_comes_from_the_servers_reflection_service() {
     let server = RichServer::start();
     let data = r#"{"name":"x","big":"-5","tally":{"k":"9"},"number":2.5}"#;

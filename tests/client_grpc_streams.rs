@@ -141,6 +141,39 @@ fn intervals_and_faults_shape_the_streams() {
     assert!(f64_of(&run, "/summary/fastest_ms") >= 15.0, "{run:#}");
     let last = percentile(&run["streaming"]["last_to_response_distribution"], 50.0);
     assert!(last < 5.0, "last message to the response: {last} ms");
+    // --stream-messages as a duration: messages 20 ms apart for 200 ms, the last one the
+    // first whose next would pass the end (at 180 ms: about 10 a stream)
+    let run = call(
+        &server,
+        "BidiEcho",
+        &[
+            "--stream-messages",
+            "200ms",
+            "--stream-interval",
+            "20ms",
+            "-n",
+            "6",
+            "-c",
+            "3",
+        ],
+    );
+    assert_eq!(u64_at(&run, "/summary/ok"), 6, "{run:#}");
+    let (sent, received) = (
+        u64_at(&run, "/streaming/messages_sent"),
+        u64_at(&run, "/streaming/messages"),
+    );
+    assert_eq!(sent, received, "ping-pong: a reply per message");
+    // each stream sends from 0 ms; a message is late by its reply at most, so between 6 and
+    // 10 messages each (10 when none is late)
+    assert!(
+        (36..=60).contains(&sent),
+        "{sent} messages in 6 streams of 200 ms"
+    );
+    let fastest = f64_of(&run, "/summary/fastest_ms");
+    assert!(
+        (170.0..1000.0).contains(&fastest),
+        "a 200 ms stream took {fastest} ms"
+    );
     drop(server);
     // a delay is waited before each reply: every ping-pong message takes at least that
     let server = ServeProcess::start(&["--threads", "1", "--no-h3", "--delay", "3ms"]);
@@ -219,6 +252,15 @@ fn the_stream_flags_refuse_what_cannot_be_sent() {
         (&["--stream-interval", "0s"][..], "--stream-interval"),
         (&["--bidi", "sideways"][..], "sideways"),
         (&["-d", "[]"][..], "at least one message"),
+        (&["--stream-messages", "0s"][..], "--stream-messages"),
+        (
+            &["--stream-messages", "ten"][..],
+            "a number of messages or a duration",
+        ),
+        (
+            &["--stream-messages", "1s", "--bidi", "free"][..],
+            "needs --stream-interval",
+        ),
     ] {
         let mut args = base.to_vec();
         args.extend_from_slice(extra);

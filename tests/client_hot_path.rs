@@ -603,3 +603,75 @@ fn bidi_ping_pong_allocates_nothing_per_message() {
     println!("allocations: {fewer} for 200 ping-pong messages (50 per stream in the sample)");
     assert!(small > fewer + 200, "{fewer} vs {small}");
 }
+
+/// Allocations of an in-process run of `n` requests whose path, a header and the body (or a
+/// gRPC message and metadata) hold placeholders: `args` name the command and target.
+fn templated_allocations(args: &[&str], proto: Proto, n: u64) -> (u64, wirebench::stats::ProtoRun) {
+    let n = n.to_string();
+    let mut all = vec!["wirebench"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-c", "4", "--threads", "1", "-n", &n, "--warmup", "0s"]);
+    let cfg = Cli::try_parse_from(all).unwrap().into_config().unwrap();
+    let workload = Workload::new(&cfg.spec, &cfg.endpoints, cfg.seed, None).unwrap();
+    counted(&cfg, &workload, proto)
+}
+
+#[test]
+fn requests_with_placeholders_allocate_nothing_per_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let http1 = fake_server(RESPONSE);
+    let h2 = fake_h2_server();
+    let proto_file = concat!(env!("CARGO_MANIFEST_DIR"), "/crates/wire/proto/echo.proto");
+    let url = |base: &str| format!("{base}/k/{{{{seq}}}}?c={{{{client}}}}");
+    let (u1, u2) = (url(&http1), url(&h2));
+    let http = |u: &str, proto: &'static str| {
+        vec![
+            "http".to_string(),
+            u.to_string(),
+            "--proto".to_string(),
+            proto.to_string(),
+            "-H".to_string(),
+            "X-Id: {{uuid}}".to_string(),
+            "-d".to_string(),
+            r#"{"n":{{seq}},"r":{{rand 1 9}},"t":{{now_ns}}}"#.to_string(),
+        ]
+    };
+    let grpc = vec![
+        "grpc".to_string(),
+        h2.clone(),
+        "grpc_echo.v1.EchoService/Echo".to_string(),
+        "--proto-file".to_string(),
+        proto_file.to_string(),
+        "-d".to_string(),
+        r#"{"ping": "p-{{seq}}-{{uuid}}"}"#.to_string(),
+        "-H".to_string(),
+        "x-id: {{seq}}".to_string(),
+    ];
+    for (args, proto) in [
+        (http(&u1, "http"), Proto::Http),
+        (http(&u2, "h2"), Proto::H2),
+        (grpc, Proto::Grpc),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (small, run_small) = templated_allocations(&args, proto, 200);
+        let (large, run_large) = templated_allocations(&args, proto, 10_200);
+        assert_eq!(
+            run_small.stats.ok, 200,
+            "{proto:?}: {:?}",
+            run_small.stats.errors
+        );
+        assert_eq!(
+            run_large.stats.ok, 10_200,
+            "{proto:?}: {:?}",
+            run_large.stats.errors
+        );
+        let extra = large.saturating_sub(small);
+        println!(
+            "{proto:?} with placeholders: {small} allocations for 200 requests, {large} for 10,200"
+        );
+        assert!(
+            extra < 50,
+            "{proto:?}: 10000 extra requests made {extra} extra allocations ({small} vs {large})"
+        );
+    }
+}

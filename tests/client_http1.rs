@@ -62,6 +62,11 @@ impl PyServer {
     /// tests/interop/h2c_server.py: a Hypercorn ASGI app speaking HTTP/1.1 and h2c with prior
     /// knowledge on one port; it stops by itself after two minutes.
     fn hypercorn() -> PyServer {
+        PyServer::hypercorn_recording(None)
+    }
+
+    /// `hypercorn`, appending a JSON line per request to `/record/...` to `record`.
+    fn hypercorn_recording(record: Option<&std::path::Path>) -> PyServer {
         let ok = Command::new("python3")
             .args(["-c", "import hypercorn"])
             .status()
@@ -78,6 +83,7 @@ impl PyServer {
             "/tests/interop/h2c_server.py"
         ))
         .args([&port.to_string(), "120"])
+        .args(record)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
         support::die_with_parent(&mut cmd);
@@ -518,6 +524,20 @@ fn bad_input_exits_2_with_one_line() {
             ],
             "cannot be used with",
         ),
+        (
+            &["http", "http://127.0.0.1:9/{{nope}}"],
+            "the path: at byte 1: unknown placeholder {{nope}}",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "-d", "{{rand 9 1}}"],
+            "the body: at byte 0: {{rand 9 1}}: 9 is above 1",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "-H", "X-Id: {{seq"],
+            "header X-Id: at byte 0",
+        ),
+        (&["http"], "required arguments were not provided: <URL>"),
+        (&["http", "--targets", "/nonexistent/t"], "--targets"),
     ];
     for (args, words) in cases {
         assert_refused(args, 2, words);
@@ -525,4 +545,154 @@ fn bad_input_exits_2_with_one_line() {
     // an unreachable server is a run error: exit 1, one line
     let url = format!("http://127.0.0.1:{}/", support::unused_port());
     assert_refused(&["http", &url, "-n", "1"], 1, "Connection refused");
+}
+
+/// The requests' records of a `/record/...` run, one JSON object per request.
+fn records(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("the server's record")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// The number after `prefix` in `text` (up to the next non-digit).
+fn number_after(text: &str, prefix: &str) -> u64 {
+    let at = text
+        .find(prefix)
+        .unwrap_or_else(|| panic!("{prefix} in {text}"))
+        + prefix.len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after {prefix} in {text}"))
+}
+
+#[test]
+fn the_server_sees_each_rendered_value_over_http1_and_h2c() {
+    let dir = tempfile::tempdir().unwrap();
+    for proto in ["http", "h2"] {
+        let record = dir.path().join(format!("{proto}.jsonl"));
+        let srv = PyServer::hypercorn_recording(Some(&record));
+        let report = run_json(&[
+            "http",
+            &srv.url("/record/{{seq}}?c={{client}}"),
+            "--proto",
+            proto,
+            "-H",
+            "X-Id: id-{{seq}}",
+            "-d",
+            r#"{"n":{{seq}},"u":"{{uuid}}","r":{{rand 5 9}}}"#,
+            "-c",
+            "3",
+            "-n",
+            "300",
+            "--warmup",
+            "0s",
+        ]);
+        let run = &report["runs"][0];
+        assert_eq!(u64_at(run, "/summary/ok"), 300, "{:#}", run["summary"]);
+        let seen = records(&record);
+        assert_eq!(seen.len(), 300, "{proto}");
+        let (mut seqs, mut clients, mut uuids, mut rands) = (
+            std::collections::BTreeSet::new(),
+            std::collections::BTreeSet::new(),
+            std::collections::BTreeSet::new(),
+            std::collections::BTreeSet::new(),
+        );
+        for r in &seen {
+            let path = r["path"].as_str().unwrap();
+            let seq = number_after(path, "/record/");
+            let client = number_after(path, "?c=");
+            // one request's seq is the same in its path, its header and its body
+            assert_eq!(r["x-id"], format!("id-{seq}"), "{r}");
+            let body: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+            assert_eq!(body["n"], seq, "{r}");
+            // request i of client c is numbered c + 3k
+            assert_eq!(seq % 3, client, "{r}");
+            let u = body["u"].as_str().unwrap();
+            assert!(u.len() == 36 && u.as_bytes()[14] == b'4', "{u}");
+            rands.insert(body["r"].as_u64().unwrap());
+            assert_eq!(r["method"], "POST");
+            assert_eq!(r["http"], if proto == "h2" { "2" } else { "1.1" }, "{r}");
+            seqs.insert(seq);
+            clients.insert(client);
+            uuids.insert(u.to_string());
+        }
+        assert_eq!(
+            (seqs.len(), uuids.len()),
+            (300, 300),
+            "{proto}: every value differs"
+        );
+        assert_eq!(clients.into_iter().collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(rands.into_iter().collect::<Vec<_>>(), [5, 6, 7, 8, 9]);
+    }
+}
+
+#[test]
+fn a_targets_file_sends_each_target_by_its_weight() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("record.jsonl");
+    let srv = PyServer::hypercorn_recording(Some(&record));
+    std::fs::write(dir.path().join("body.json"), r#"{"k":"{{seq}}"}"#).unwrap();
+    let targets = dir.path().join("targets.txt");
+    std::fs::write(
+        &targets,
+        format!(
+            "# weight: 3\nPOST {}\nX-Id: a-{{{{seq}}}}\n@body.json\n\nGET {}\nX-Id: b-{{{{seq}}}}\n",
+            srv.url("/record/a/{{seq}}"),
+            srv.url("/record/b?x={{seq}}"),
+        ),
+    )
+    .unwrap();
+    let report = run_json(&[
+        "http",
+        "--targets",
+        targets.to_str().unwrap(),
+        "-c",
+        "1",
+        "-n",
+        "400",
+        "--warmup",
+        "0s",
+    ]);
+    let run = &report["runs"][0];
+    assert_eq!(u64_at(run, "/summary/ok"), 400, "{:#}", run["summary"]);
+    let seen = records(&record);
+    assert_eq!(seen.len(), 400);
+    let mut counts = [0u32; 2];
+    for (i, r) in seen.iter().enumerate() {
+        let path = r["path"].as_str().unwrap();
+        let a = path.starts_with("/record/a/");
+        counts[usize::from(!a)] += 1;
+        // one client: the requests arrive in their order, numbered 0, 1, 2, ...
+        if a {
+            assert_eq!(number_after(path, "/record/a/"), i as u64, "{r}");
+            assert_eq!(r["x-id"], format!("a-{i}"));
+            assert_eq!(r["method"], "POST");
+            assert_eq!(r["body"], format!(r#"{{"k":"{i}"}}"#));
+        } else {
+            assert_eq!(number_after(path, "?x="), i as u64, "{r}");
+            assert_eq!(r["x-id"], format!("b-{i}"));
+            assert_eq!(
+                (r["method"].as_str(), r["body"].as_str()),
+                (Some("GET"), Some(""))
+            );
+        }
+    }
+    assert_eq!(counts, [300, 100]);
+    // every target goes to one origin
+    std::fs::write(
+        &targets,
+        format!("GET {}\n\nGET http://127.0.0.1:1/x\n", srv.url("/record/a")),
+    )
+    .unwrap();
+    assert_refused(
+        &["http", "--targets", targets.to_str().unwrap()],
+        2,
+        "line 3: http://127.0.0.1:1/x is another origin",
+    );
 }

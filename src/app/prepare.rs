@@ -385,7 +385,8 @@ fn by_reflection(cfg: &Config, g: &GrpcSpec, endpoints: &[Endpoint]) -> Result<G
     };
     let m = reflected_method(cfg, g, endpoints)?;
     let (client_streaming, server_streaming) = grpc::call_kind(&m);
-    let mut all = grpc::encode_messages(&m, json).map_err(|e| RunError::Usage(e.to_string()))?;
+    let (mut all, templated) =
+        grpc::encode_messages(&m, json).map_err(|e| RunError::Usage(e.to_string()))?;
     let more = all.split_off(1);
     Ok(GrpcSpec {
         request: GrpcRequest::Encoded(all.swap_remove(0)),
@@ -393,6 +394,7 @@ fn by_reflection(cfg: &Config, g: &GrpcSpec, endpoints: &[Endpoint]) -> Result<G
         server_streaming,
         client_streaming,
         more,
+        templated,
         ..g.clone()
     })
 }

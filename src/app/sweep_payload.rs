@@ -175,6 +175,8 @@ fn by_reflection(s: &PayloadSweep) -> Result<Option<Vec<(u64, Config)>>, RunErro
             response: Some(m.output()),
             server_streaming,
             client_streaming,
+            // the payload's field is filled per row: no placeholders
+            templated: None,
             ..g.clone()
         });
         rows.push((

@@ -209,6 +209,8 @@ pub enum ArgError {
         url: String,
         source: wirebench_wire::http1::Error,
     },
+    #[error("--targets {}: {what}", path.display())]
+    Targets { path: PathBuf, what: String },
     #[error("--data-file {}: not UTF-8 JSON", .0.display())]
     NotUtf8(PathBuf),
     #[error("--data-bin {}: not a {message}: {source}", path.display())]

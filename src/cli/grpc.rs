@@ -56,14 +56,15 @@ pub struct GrpcArgs {
     #[arg(long, help_heading = heading::REQUEST)]
     pub reflect: bool,
     /// Client-streaming and bidi methods: messages each stream sends (a JSON array in -d gives
-    /// them in turn)
+    /// them in turn), or a duration (5s): each stream sends for that long
     #[arg(
         long,
         visible_alias = "stream-call-count",
-        default_value_t = 10,
+        default_value = "10",
+        value_parser = parse_stream_length,
         help_heading = heading::STREAMS
     )]
-    pub stream_messages: u64,
+    pub stream_messages: StreamLength,
     /// The wait between two messages of a stream (10ms); none: each goes as soon as it may
     #[arg(long, value_parser = parse_duration, help_heading = heading::STREAMS)]
     pub stream_interval: Option<std::time::Duration>,
@@ -71,6 +72,23 @@ pub struct GrpcArgs {
     /// timed to its reply) or free (the messages go while the replies come)
     #[arg(long, value_enum, default_value_t = BidiArg::Pingpong, help_heading = heading::STREAMS)]
     pub bidi: BidiArg,
+}
+
+/// `--stream-messages`: a count, or a duration to send for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamLength {
+    Messages(u64),
+    For(std::time::Duration),
+}
+
+/// `--stream-messages`: `100` (messages) or `5s` (a duration in the flags' grammar).
+fn parse_stream_length(s: &str) -> Result<StreamLength, String> {
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(StreamLength::Messages(n));
+    }
+    parse_duration(s)
+        .map(StreamLength::For)
+        .map_err(|e| format!("a number of messages or a duration (5s): {e}"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -82,18 +100,37 @@ pub enum BidiArg {
 impl GrpcArgs {
     /// What a client stream sends (`--stream-messages`, `--stream-interval`, `--bidi`).
     pub(super) fn stream_plan(&self) -> Result<StreamPlan, ArgError> {
-        if self.stream_messages == 0 {
-            return Err(ArgError::Zero {
-                flag: "stream-messages",
-            });
-        }
+        let (messages, span) = match self.stream_messages {
+            StreamLength::Messages(0) => {
+                return Err(ArgError::Zero {
+                    flag: "stream-messages",
+                });
+            }
+            StreamLength::Messages(n) => (n, None),
+            StreamLength::For(d) if d.is_zero() => {
+                return Err(ArgError::NotPositive {
+                    flag: "stream-messages",
+                });
+            }
+            StreamLength::For(_)
+                if self.bidi == BidiArg::Free && self.stream_interval.is_none() =>
+            {
+                return Err(ArgError::Conflict(
+                    "--stream-messages as a duration with --bidi free needs --stream-interval: \
+                     without one the stream would queue messages as fast as it can for all \
+                     that time",
+                ));
+            }
+            StreamLength::For(d) => (u64::MAX, Some(d)),
+        };
         if self.stream_interval.is_some_and(|d| d.is_zero()) {
             return Err(ArgError::NotPositive {
                 flag: "stream-interval",
             });
         }
         Ok(StreamPlan {
-            messages: self.stream_messages,
+            messages,
+            span,
             interval: self.stream_interval,
             bidi: match self.bidi {
                 BidiArg::Pingpong => BidiMode::PingPong,
@@ -141,6 +178,7 @@ impl GrpcArgs {
             client_streaming: false,
             stream: StreamPlan::default(),
             more: Vec::new(),
+            templated: None,
         });
         Ok((spec, endpoints))
     }
@@ -164,6 +202,7 @@ impl GrpcArgs {
         }
         let stream = self.stream_plan()?;
         let (mut server_streaming, mut client_streaming, mut more) = (false, false, Vec::new());
+        let mut templated = None;
         let (request, response) = if self.reflect {
             if self.data_bin.is_some() {
                 return Err(ArgError::Conflict(
@@ -199,7 +238,9 @@ impl GrpcArgs {
                     bytes
                 }
                 None => {
-                    let mut all = encode_messages(&m, &self.json()?).map_err(|e| e.to_string())?;
+                    let (mut all, t) =
+                        encode_messages(&m, &self.json()?).map_err(|e| e.to_string())?;
+                    templated = t;
                     more = all.split_off(1);
                     all.swap_remove(0)
                 }
@@ -216,6 +257,7 @@ impl GrpcArgs {
             client_streaming,
             stream,
             more,
+            templated,
         });
         Ok((spec, endpoints))
     }

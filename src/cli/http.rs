@@ -8,16 +8,28 @@ use super::Action;
 use super::common::{RunArgs, parse_headers, read_limited};
 use super::error::ArgError;
 use super::heading;
-use crate::config::{Endpoint, HttpSpec, Target, WorkloadSpec, parse_url};
-use wirebench_wire::http1::RequestTemplate;
+use crate::config::{Endpoint, HttpRequestSpec, HttpSpec, Target, WorkloadSpec, parse_url};
 
 /// The largest body file read (`--data-file`, `--data-lines`): they are held in memory.
 pub(super) const MAX_DATA_FILE: u64 = 256 << 20;
 
 #[derive(Debug, Args)]
 pub struct HttpArgs {
-    /// The URL to load: http://host[:port]/path?query or https://...
-    pub url: String,
+    /// The URL to load: http://host[:port]/path?query or https://... Its path and query, the
+    /// headers and the body may hold placeholders rendered per request: {{seq}}, {{rand A B}},
+    /// {{uuid}}, {{client}}, {{now_ns}} (ghz's {{.RequestNumber}} too)
+    #[arg(required_unless_present = "targets")]
+    pub url: Option<String>,
+    /// Requests from a file, in vegeta's formats: "METHOD URL", header lines and an optional
+    /// "@body-file" per target, targets apart by a blank line (or JSON lines); a "# weight: N"
+    /// line before a target sends it N times per cycle. Every URL names one origin
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["url", "data", "data_file", "data_lines", "method"],
+        help_heading = heading::REQUEST
+    )]
+    pub targets: Option<PathBuf>,
     /// Request method [default: GET, or POST with a body]
     #[arg(short = 'X', long, visible_short_alias = 'm', help_heading = heading::REQUEST)]
     pub method: Option<String>,
@@ -88,48 +100,61 @@ impl HttpArgs {
 
     /// The workload and the endpoint these flags name.
     pub(super) fn spec(self) -> Result<(WorkloadSpec, Vec<Endpoint>), ArgError> {
-        let (mut endpoint, path) = parse_url(&self.url)?;
+        let ok_status = parse_status_range(&self.ok_status)?;
+        let (requests, weights, mut endpoint) = match (&self.targets, &self.url) {
+            (Some(file), _) => super::targets::read(file, &self.headers)?,
+            (None, Some(url)) => {
+                let (endpoint, request) = self.one_request(url)?;
+                (request, Vec::new(), endpoint)
+            }
+            (None, None) => return Err(ArgError::Conflict("a URL or --targets FILE is needed")),
+        };
         if let Some(p) = &self.unix_socket {
             endpoint.unix = Some(p.as_path().into());
         }
+        let spec = WorkloadSpec::Http(HttpSpec {
+            requests,
+            weights,
+            ok_status,
+        });
+        // the requests' own checks (method token, header names and values, reserved names,
+        // placeholders), here rather than when the run starts
+        crate::workload::Workload::check(&spec, std::slice::from_ref(&endpoint))?;
+        Ok((spec, vec![endpoint]))
+    }
+
+    /// The request of a URL and the flags (several with `--data-lines`: one per body).
+    fn one_request(&self, url: &str) -> Result<(Endpoint, Vec<HttpRequestSpec>), ArgError> {
+        let (endpoint, path) = parse_url(url)?;
         let bodies = match (&self.data, &self.data_file, &self.data_lines) {
-            (Some(d), _, _) => vec![d.clone().into_bytes()],
-            (_, Some(f), _) => vec![read_limited("--data-file", f, MAX_DATA_FILE)?],
+            (Some(d), _, _) => vec![Some(d.clone().into())],
+            (_, Some(f), _) => vec![Some(read_limited("--data-file", f, MAX_DATA_FILE)?.into())],
             (_, _, Some(f)) => {
                 let bodies = lines(&read_limited("--data-lines", f, MAX_DATA_FILE)?);
                 if bodies.is_empty() {
                     return Err(ArgError::NoLines(f.clone()));
                 }
-                bodies
+                bodies.into_iter().map(|b| Some(b.into())).collect()
             }
-            _ => Vec::new(),
+            _ => vec![None],
         };
         let has_body = self.data.is_some() || self.data_file.is_some() || self.data_lines.is_some();
-        let method = match self.method {
-            Some(m) => m,
+        let method = match &self.method {
+            Some(m) => m.clone(),
             None if has_body => "POST".to_string(),
             None => "GET".to_string(),
         };
         let headers = parse_headers(&self.headers)?;
-        // the template's own checks (method token, header names and values, reserved names)
-        let pairs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
+        let requests = bodies
+            .into_iter()
+            .map(|body| HttpRequestSpec {
+                method: method.clone(),
+                path: path.clone(),
+                headers: headers.clone(),
+                body,
+            })
             .collect();
-        RequestTemplate::new(&method, &path, &endpoint.authority, &pairs).map_err(|source| {
-            ArgError::Request {
-                url: self.url.clone(),
-                source,
-            }
-        })?;
-        let spec = WorkloadSpec::Http(HttpSpec {
-            method,
-            path,
-            headers,
-            bodies,
-            ok_status: parse_status_range(&self.ok_status)?,
-        });
-        Ok((spec, vec![endpoint]))
+        Ok((endpoint, requests))
     }
 }
 

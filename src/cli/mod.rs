@@ -20,6 +20,7 @@ mod outputs;
 mod serve;
 mod sweep;
 mod sweep_payload;
+mod targets;
 mod watch;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -370,7 +370,8 @@ impl SweepHttpArgs {
         let stacks = self.proto.unwrap_or(Stacks(vec![Proto::Http]));
         // the method, URL, headers and --ok-status checked once, as `wirebench http` does
         let (spec, endpoints) = HttpArgs {
-            url: self.url,
+            url: Some(self.url),
+            targets: None,
             method: Some(self.method.unwrap_or_else(|| "POST".to_string())),
             headers: self.headers,
             data: None,
@@ -388,10 +389,9 @@ impl SweepHttpArgs {
         let shared = Shared::of(stacks, &self.rows)?;
         let mut rows = Vec::with_capacity(self.payload_size.len());
         for &size in &self.payload_size {
-            let mut h = base.clone();
             // below MAX_DATA_FILE (checked above), so it fits a usize
             let body = http_body(template.as_ref().map(|(_, t)| &t[..]), size as usize);
-            h.bodies = vec![body];
+            let h = base.with_body(&body);
             rows.extend(shared.rows(size, WorkloadSpec::Http(h), endpoints.clone())?);
         }
         Ok(PayloadSweep {
@@ -450,6 +450,7 @@ impl SweepGrpcArgs {
                 client_streaming,
                 stream,
                 more: Vec::new(),
+                templated: None,
             }))
         };
         let shared = Shared::of(Stacks(vec![Proto::Grpc]), &self.rows)?;

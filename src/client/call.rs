@@ -21,7 +21,9 @@ use wirebench_wire::grpc::{self, Code};
 /// (no gRPC framing), answered by a status and a body.
 ///
 /// Its header fields never change after `new`: the wire client keeps their HPACK block under
-/// `key` (clones share it, as they share the fields).
+/// `key` (clones share it, as they share the fields). Unless it is made [`Call::varying`]: then
+/// its `:path` or some metadata values are rendered per request into its own buffers, and its
+/// block is encoded anew each time.
 #[derive(Debug, Clone)]
 pub struct Call {
     pub(super) uri: Uri,
@@ -32,6 +34,18 @@ pub struct Call {
     pub(super) key: u64,
     /// a plain HTTP/2 request with this method; `None`: a gRPC call
     plain: Option<Method>,
+    /// the parts rendered per request; `None`: the fields never change
+    vary: Option<Box<Varying>>,
+}
+
+/// The parts of a [`Call::varying`] call rendered per request: its `:path` and metadata
+/// values, each buffer reused from one request to the next.
+#[derive(Debug, Clone, Default)]
+pub struct Varying {
+    /// the rendered `:path` (origin form: path and query), when it varies
+    pub path: Option<Vec<u8>>,
+    /// by metadata index: the rendered value, when it varies
+    pub values: Vec<Option<Vec<u8>>>,
 }
 
 /// The next `Call::key`.
@@ -65,12 +79,55 @@ impl Call {
             header_list_bytes: 0,
             key: NEXT_CALL_KEY.fetch_add(1, Ordering::Relaxed),
             plain,
+            vary: None,
         };
-        call.header_list_bytes = call
+        call.measure();
+        call
+    }
+
+    /// The same call with its `:path` (when `path`) and the metadata values at `values`
+    /// rendered per request: [`Call::varied`] lends their buffers.
+    pub fn varying(mut self, path: bool, values: &[usize]) -> Call {
+        let mut v = Varying {
+            path: path.then(Vec::new),
+            values: vec![None; self.metadata.len()],
+        };
+        for &i in values {
+            if let Some(slot) = v.values.get_mut(i) {
+                *slot = Some(Vec::new());
+            }
+        }
+        self.vary = Some(Box::new(v));
+        self
+    }
+
+    /// The buffers of a varying call's parts, to render the next request's into (cleared
+    /// first); `None` for a constant call. [`Call::measure`] after filling them.
+    pub fn varied(&mut self) -> Option<&mut Varying> {
+        self.vary.as_deref_mut()
+    }
+
+    /// Counts the header list again (after the varying parts were rendered).
+    pub fn measure(&mut self) {
+        self.header_list_bytes = self
             .fields()
             .map(|(name, value)| (name.len() + value.len()) as u64)
             .sum();
-        call
+    }
+
+    /// The key the header block is kept under; `None` when the fields vary per request.
+    pub fn key(&self) -> Option<u64> {
+        self.vary.is_none().then_some(self.key)
+    }
+
+    /// Metadata value `i` as this request sends it.
+    pub(super) fn value(&self, i: usize) -> &[u8] {
+        let varied = self
+            .vary
+            .as_ref()
+            .and_then(|v| v.values.get(i))
+            .and_then(Option::as_deref);
+        varied.unwrap_or_else(|| self.metadata[i].1.as_bytes())
     }
 
     /// Whether this is a plain HTTP/2 request rather than a gRPC call.
@@ -84,7 +141,14 @@ impl Call {
         const GRPC: [(&[u8], &[u8]); 2] =
             [(b"content-type", b"application/grpc"), (b"te", b"trailers")];
         let scheme = self.uri.scheme_str().unwrap_or("http");
-        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
+        let path = match self.vary.as_ref().and_then(|v| v.path.as_deref()) {
+            Some(p) => p,
+            None => self
+                .uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .as_bytes(),
+        };
         let authority = self.uri.authority().map_or("", |a| a.as_str());
         let method = self.plain.as_ref().map_or("POST", Method::as_str);
         let grpc = if self.plain.is_some() {
@@ -95,7 +159,7 @@ impl Call {
         [
             (&b":method"[..], method.as_bytes()),
             (b":scheme", scheme.as_bytes()),
-            (b":path", path.as_bytes()),
+            (b":path", path),
             (b":authority", authority.as_bytes()),
         ]
         .into_iter()
@@ -103,7 +167,8 @@ impl Call {
         .chain(
             self.metadata
                 .iter()
-                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
+                .enumerate()
+                .map(|(i, (k, _))| (k.as_str().as_bytes(), self.value(i))),
         )
     }
 }

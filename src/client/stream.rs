@@ -19,11 +19,14 @@ use crate::client::grpc::{Bidi, Sender};
 use crate::net::Ledger;
 
 /// What a stream sends: `messages` of `frames` in turn (framed), at most one per `interval`;
-/// `pingpong`: each after the reply to the one before.
+/// `pingpong`: each after the reply to the one before. With a `span`, messages go for that
+/// long: the first sent at or after its end (or whose next one would be, with an interval) is
+/// the last.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan<'a> {
     pub frames: &'a [Bytes],
     pub messages: u64,
+    pub span: Option<Duration>,
     pub interval: Option<Duration>,
     pub pingpong: bool,
     /// the response is a stream (else exactly one message)
@@ -76,27 +79,32 @@ pub async fn stream_call(
             ledger.h2_header_lists(0, s.header_bytes_in());
         }
     };
-    let total = plan.messages.max(1);
+    let mut total = plan.messages.max(1);
     let mut verdict = StreamingResponse::new(max_message);
     let mut end = StreamEnd::default();
     let mut due_at = Instant::now();
     let mut sent_at = due_at;
+    let until = plan.span.map(|d| due_at + d);
     let mut head = false;
     rx.clear();
     loop {
         // every message that may go now
-        let may_send =
-            |end: &StreamEnd| end.sent < total && (!plan.pingpong || end.received >= end.sent);
+        let may_send = |end: &StreamEnd, total: u64| {
+            end.sent < total && (!plan.pingpong || end.received >= end.sent)
+        };
         // one clock read for what goes now: messages queued together share it
-        let now = if may_send(&end) {
+        let now = if may_send(&end, total) {
             Instant::now()
         } else {
             due_at
         };
-        while may_send(&end) && due_at <= now {
+        while may_send(&end, total) && due_at <= now {
             let frame = plan.frames[(end.sent % plan.frames.len() as u64) as usize].clone();
             end.sent += 1;
-            let r = if end.sent == total {
+            let timed_out =
+                until.is_some_and(|at| now >= at || plan.interval.is_some_and(|d| now + d > at));
+            let r = if end.sent == total || timed_out {
+                total = end.sent;
                 end.last_sent_at = Some(now);
                 stream.send_last(frame)
             } else {
@@ -108,7 +116,7 @@ pub async fn stream_call(
                 due_at = now + d;
             }
         }
-        let next_due = may_send(&end).then_some(due_at);
+        let next_due = may_send(&end, total).then_some(due_at);
         let wait = async {
             if head {
                 Event::Data(stream.recv(rx).await)

@@ -107,7 +107,7 @@ impl Session for Keepalive {
         }
         let started = Instant::now();
         let trace = Trace::on(started, Some(h.port));
-        work.next_grpc(idx);
+        work.next_grpc(idx, endpoint);
         let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
         let fresh = stream.is_none();
         if fresh {

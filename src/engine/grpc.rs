@@ -323,7 +323,7 @@ impl Session for Unary {
         if *streaming && let OverH2::Grpc(work) = work {
             // boxed, as the rare paths below: a stream's future is large, and only this kind
             // of run has it
-            work.next_grpc(idx);
+            work.next_grpc(idx, endpoint);
             Box::pin(stream_call(
                 w,
                 slot,
@@ -481,6 +481,7 @@ async fn stream_call(
     let plan = Plan {
         frames: m.stream_frames(),
         messages: if client { shape.messages } else { 1 },
+        span: shape.span.filter(|_| client),
         interval: shape.interval.filter(|_| client),
         pingpong: client && server && shape.bidi == BidiMode::PingPong,
         server_streaming: server,

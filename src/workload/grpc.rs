@@ -5,6 +5,9 @@
 //! messages' content is not judged (the sample shows the first as JSON when the schema is
 //! known).
 
+mod template;
+mod vary;
+
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -20,7 +23,7 @@ use prost_reflect::{
 use serde_json::Value;
 
 use crate::client::grpc::Call;
-use crate::config::{Endpoint, GrpcRequest, GrpcSpec, StreamPlan};
+use crate::config::{Endpoint, GrpcRequest, GrpcSpec, StreamPlan, TemplatedMessages};
 use crate::outcome::FailureKind;
 
 /// Why a gRPC method cannot be called as asked: its schema, its name, its request, its
@@ -57,6 +60,13 @@ pub enum GrpcError {
     MetadataName(String),
     #[error("invalid metadata value for {0}")]
     MetadataValue(String),
+    #[error("metadata {name}: {source}")]
+    MetadataPlaceholder {
+        name: String,
+        source: wirebench_wire::vary::TemplateError,
+    },
+    #[error(transparent)]
+    Placeholder(#[from] template::MessageTemplateError),
     #[error("the request is not a {message}: {source}")]
     NotTheRequest {
         message: String,
@@ -120,13 +130,20 @@ struct Shared {
     client_streaming: bool,
     stream: StreamPlan,
     /// every request message framed: the request, then a client stream's next ones in turn
+    /// (where they vary: their first renders)
     frames: Vec<Bytes>,
+    /// what varies per call; `None`: every call sends the same
+    varies: Option<vary::Varies>,
 }
 
-/// One client's view: everything is shared and read-only.
+/// One client's view: the calls are shared and read-only; a client whose calls vary renders
+/// them into its own buffers.
 #[derive(Debug, Clone)]
 pub struct GrpcWorkload {
     shared: Arc<Shared>,
+    renders: Option<Box<vary::Renders>>,
+    /// what the clients' random streams are seeded from (`--seed`)
+    seed: u64,
 }
 
 impl GrpcWorkload {
@@ -151,6 +168,7 @@ impl GrpcWorkload {
         for m in &spec.more {
             frames.push(framed(m)?);
         }
+        let varies = vary::Varies::new(&spec.metadata, spec.templated.as_ref())?;
         Ok(GrpcWorkload {
             shared: Arc::new(Shared {
                 calls,
@@ -159,16 +177,58 @@ impl GrpcWorkload {
                 client_streaming: spec.client_streaming,
                 stream: spec.stream,
                 frames,
+                varies,
             }),
+            renders: None,
+            seed: 0,
         })
     }
 
-    pub fn for_client(&self) -> GrpcWorkload {
-        self.clone()
+    /// The same calls, the clients' random streams (`{{rand}}`, `{{uuid}}`) seeded from
+    /// `seed`.
+    pub fn with_seed(mut self, seed: u64) -> GrpcWorkload {
+        self.seed = seed;
+        self
+    }
+
+    /// Client `client`'s copy: its own renders when its calls vary.
+    pub fn for_client(&self, client: u64) -> GrpcWorkload {
+        let s = &*self.shared;
+        let renders = s.varies.as_ref().map(|v| {
+            let metadata = v.varying_metadata();
+            let calls = s
+                .calls
+                .iter()
+                .map(|c| {
+                    if metadata.is_empty() {
+                        c.clone()
+                    } else {
+                        c.clone().varying(false, &metadata)
+                    }
+                })
+                .collect();
+            let draw = wirebench_wire::vary::Draw::for_client(self.seed, client);
+            Box::new(vary::Renders::new(draw, calls, s.frames.clone()))
+        });
+        GrpcWorkload {
+            shared: self.shared.clone(),
+            renders,
+            seed: self.seed,
+        }
+    }
+
+    /// Makes call number `idx` to endpoint `ep`, where it varies: its metadata and messages.
+    pub fn next(&mut self, idx: u64, ep: usize) {
+        if let (Some(r), Some(v)) = (self.renders.as_deref_mut(), &self.shared.varies) {
+            r.render(v, idx, ep, self.shared.client_streaming);
+        }
     }
 
     pub fn call(&self, ep: usize) -> &Call {
-        &self.shared.calls[ep]
+        match &self.renders {
+            Some(r) => &r.calls[ep],
+            None => &self.shared.calls[ep],
+        }
     }
 
     /// The method streams its response: a call is OK when its stream ends with grpc-status 0,
@@ -177,9 +237,9 @@ impl GrpcWorkload {
         self.shared.server_streaming
     }
 
-    /// The framed request, the same for every call.
+    /// The framed request (the same for every call unless it varies).
     pub fn grpc_request(&self) -> &Bytes {
-        &self.shared.frames[0]
+        &self.stream_frames()[0]
     }
 
     /// The method takes a stream of requests (client-streaming or bidi).
@@ -194,7 +254,10 @@ impl GrpcWorkload {
 
     /// A client stream's messages, framed, sent in turn.
     pub fn stream_frames(&self) -> &[Bytes] {
-        &self.shared.frames
+        match &self.renders {
+            Some(r) => &r.frames,
+            None => &self.shared.frames,
+        }
     }
 
     /// The response as JSON through the schema (proto3 JSON mapping), or its size when there
@@ -305,28 +368,24 @@ pub fn call_kind(m: &MethodDescriptor) -> (bool, bool) {
 /// The request messages of `m` from JSON: one; or for a client-streaming method a JSON array's
 /// elements, or several JSON values one after the other (NDJSON: a value per line), one per
 /// message (an empty array is refused: a stream sends at least one).
-pub fn encode_messages(m: &MethodDescriptor, json: &str) -> Result<Vec<Vec<u8>>, GrpcError> {
-    if !m.is_client_streaming() {
-        return encode_json(m, json).map(|b| vec![b]);
+///
+/// JSON with placeholders (`{{seq}}`, ...) gives the messages' first renders and their texts,
+/// to be rendered per call.
+pub fn encode_messages(
+    m: &MethodDescriptor,
+    json: &str,
+) -> Result<(Vec<Vec<u8>>, Option<TemplatedMessages>), GrpcError> {
+    if json.contains("{{") {
+        return vary::encode(m, json).map(|(encoded, t)| (encoded, Some(t)));
     }
-    let values: Vec<serde_json::Value> = serde_json::Deserializer::from_str(json)
-        .into_iter()
-        .collect::<Result<_, _>>()
-        .map_err(|source| GrpcError::NotTheRequest {
-            message: format!("{} (or an array or lines of them)", m.input().full_name()),
-            source,
-        })?;
-    let items = match <[serde_json::Value; 1]>::try_from(values) {
-        Ok([serde_json::Value::Array(items)]) => items,
-        Ok([one]) => vec![one],
-        Err(values) => values,
-    };
-    if items.is_empty() {
-        return Err(GrpcError::NoMessages);
-    }
-    items
+    fixed_messages(m, json).map(|encoded| (encoded, None))
+}
+
+/// `encode_messages` of JSON without placeholders.
+fn fixed_messages(m: &MethodDescriptor, json: &str) -> Result<Vec<Vec<u8>>, GrpcError> {
+    vary::split(m, json)?
         .iter()
-        .map(|v| encode_json(m, &v.to_string()))
+        .map(|text| encode_json(m, text))
         .collect()
 }
 

@@ -1,8 +1,13 @@
-//! Any HTTP server (`wirebench http URL`): one method and path, the given headers, the bodies
-//! sent in turn; a response is OK when its status is in the accepted range. Redirects are never
-//! followed: their status is counted like any other. Over HTTP/1.1 (a request template per
-//! endpoint) or plain HTTP/2 (a `Call` per endpoint: the same method, path and headers as
-//! fields).
+//! Any HTTP server (`wirebench http URL`, or `--targets FILE`): the requests, each with its
+//! method, path, headers and body, taken in turn (or spread by weight); a response is OK when
+//! its status is in the accepted range. Redirects are never followed: their status is counted
+//! like any other. Over HTTP/1.1 (a request template per endpoint) or plain HTTP/2 and HTTP/3
+//! (a `Call` per endpoint: the same method, path and headers as fields).
+//!
+//! A request's texts may hold placeholders (`wirebench_wire::vary`): read once, rendered per
+//! request into the client's own buffers (`vary`); the fixed parts stay as they were built.
+
+mod vary;
 
 use std::sync::Arc;
 
@@ -11,10 +16,12 @@ use http::header::{CONTENT_LENGTH, HeaderName, HeaderValue};
 use http::{Method, Uri};
 
 use crate::client::grpc::Call;
-use crate::config::{Endpoint, HttpSpec};
+use crate::config::{Endpoint, HttpRequestSpec, HttpSpec};
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
+use vary::VaryHead;
 use wirebench_wire::http1::RequestTemplate;
+use wirebench_wire::vary::{Draw, Template, TemplateError};
 
 /// Why the requests cannot be built for the endpoints.
 #[derive(Debug, thiserror::Error)]
@@ -35,21 +42,72 @@ pub enum HttpError {
     HeaderName(String),
     #[error("invalid header value for {0}")]
     HeaderValue(String),
+    /// `part`: "the path", "header X-Id", "the body"
+    #[error("{part}: {source}")]
+    Placeholder { part: String, source: TemplateError },
+    #[error(
+        "HEAD requests mixed with other methods: a connection reads HEAD answers differently; \
+         put them in a run of their own"
+    )]
+    MixedHead,
+    #[error("no requests")]
+    NoRequests,
+}
+
+/// One request head (method, path, headers), shared by the requests that differ only in
+/// their body.
+#[derive(Debug)]
+struct Head {
+    /// per endpoint: the HTTP/1.1 head (fixed heads only)
+    h1: Vec<RequestTemplate>,
+    /// per endpoint: the HTTP/2 request (a varying head's: the pattern each client copies)
+    calls: Vec<Call>,
+    /// the head's parts that vary; `None`: every request has the same head
+    vary: Option<VaryHead>,
+}
+
+/// One request: its head and its body (rendered per request when it has placeholders).
+#[derive(Debug)]
+struct Kind {
+    head: usize,
+    body: Bytes,
+    vary: Option<Template>,
 }
 
 #[derive(Debug)]
 struct Shared {
-    templates: Vec<RequestTemplate>,
-    h2_calls: Vec<Call>,
+    heads: Vec<Head>,
+    kinds: Vec<Kind>,
+    /// request `i` is kind `order[i % len]` (weights); empty: kind `i % kinds`
+    order: Vec<u32>,
+    /// per endpoint: the Host header a varying head writes
+    hosts: Vec<String>,
     head: bool,
-    bodies: Vec<Bytes>,
     ok_status: (u16, u16),
+    /// whether anything varies, and whether a placeholder reads the clock
+    varies: bool,
+    clock: bool,
 }
 
-/// One client's view: everything is shared and read-only.
+/// One client's view: the requests are shared and read-only; a client whose requests vary
+/// renders them into its own buffers.
 #[derive(Debug, Clone)]
 pub struct HttpWorkload {
     shared: Arc<Shared>,
+    renders: Option<Box<Renders>>,
+    /// what the clients' random streams are seeded from (`--seed`)
+    seed: u64,
+}
+
+/// A client's renders: its values, its copies of the varying calls, the body at hand.
+#[derive(Debug, Clone)]
+struct Renders {
+    draw: Draw,
+    /// by head × endpoint: a varying head's call, rendered per request
+    calls: Vec<Option<Call>>,
+    body_buf: BytesMut,
+    body: Bytes,
+    scratch: Vec<u8>,
 }
 
 /// Methods that anticipate no content: an empty body goes without Content-Length (RFC 9110
@@ -61,41 +119,82 @@ fn anticipates_no_content(method: &str) -> bool {
     )
 }
 
+/// `text` read for placeholders; `part` names it in an error.
+fn template(part: impl FnOnce() -> String, text: &str) -> Result<Template, HttpError> {
+    Template::parse(text).map_err(|source| HttpError::Placeholder {
+        part: part(),
+        source,
+    })
+}
+
+/// A body's template when it has placeholders (a body that is not UTF-8 is sent as it is).
+fn body_template(body: &[u8]) -> Result<Option<Template>, HttpError> {
+    match std::str::from_utf8(body) {
+        Ok(text) if text.contains("{{") => {
+            let t = template(|| "the body".to_string(), text)?;
+            Ok((!t.is_fixed()).then_some(t))
+        }
+        _ => Ok(None),
+    }
+}
+
 impl HttpWorkload {
     pub fn new(spec: &HttpSpec, endpoints: &[Endpoint]) -> Result<HttpWorkload, HttpError> {
-        let headers: Vec<(&str, &str)> = spec
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let mut templates = Vec::with_capacity(endpoints.len());
-        for ep in endpoints {
-            let t = RequestTemplate::new(&spec.method, &spec.path, &ep.authority, &headers)
-                .map_err(|source| HttpError::Template {
-                    url: ep.url.clone(),
-                    source,
-                })?;
-            templates.push(if anticipates_no_content(&spec.method) {
-                t.omit_empty_length()
-            } else {
-                t
-            });
+        if spec.requests.is_empty() {
+            return Err(HttpError::NoRequests);
         }
-        let bodies: Vec<Bytes> = if spec.bodies.is_empty() {
-            vec![Bytes::new()]
+        let heads_of = head_groups(&spec.requests);
+        let mut kinds = Vec::with_capacity(spec.requests.len());
+        for (r, &head) in spec.requests.iter().zip(&heads_of) {
+            let body = r.body.clone().unwrap_or_default();
+            let vary = body_template(&body)?;
+            kinds.push(Kind { head, body, vary });
+        }
+        let mut heads = Vec::new();
+        for (i, r) in spec.requests.iter().enumerate() {
+            if heads_of[i] == heads.len() {
+                let bodies: Vec<&Kind> = kinds.iter().filter(|k| k.head == heads.len()).collect();
+                heads.push(Head::new(r, endpoints, &bodies)?);
+            }
+        }
+        let all_head = spec.requests.iter().all(|r| r.method == "HEAD");
+        if !all_head && spec.requests.iter().any(|r| r.method == "HEAD") {
+            return Err(HttpError::MixedHead);
+        }
+        let varies =
+            kinds.iter().any(|k| k.vary.is_some()) || heads.iter().any(|h| h.vary.is_some());
+        let clock = kinds
+            .iter()
+            .any(|k| k.vary.as_ref().is_some_and(Template::uses_clock))
+            || heads
+                .iter()
+                .any(|h| h.vary.as_ref().is_some_and(VaryHead::uses_clock));
+        let order = if spec.weights.is_empty() {
+            Vec::new()
         } else {
-            spec.bodies.iter().map(|b| Bytes::from(b.clone())).collect()
+            wirebench_wire::targets::schedule(&spec.weights)
         };
-        let h2_calls = h2_calls(spec, endpoints, &bodies)?;
         Ok(HttpWorkload {
             shared: Arc::new(Shared {
-                templates,
-                h2_calls,
-                head: spec.method == "HEAD",
-                bodies,
+                heads,
+                kinds,
+                order,
+                hosts: endpoints.iter().map(|e| e.authority.clone()).collect(),
+                head: all_head,
                 ok_status: spec.ok_status,
+                varies,
+                clock,
             }),
+            renders: None,
+            seed: 0,
         })
+    }
+
+    /// The same requests, the clients' random streams (`{{rand}}`, `{{uuid}}`) seeded from
+    /// `seed`.
+    pub fn with_seed(mut self, seed: u64) -> HttpWorkload {
+        self.seed = seed;
+        self
     }
 
     /// Whether the method is HEAD: the responses have no body.
@@ -103,25 +202,108 @@ impl HttpWorkload {
         self.shared.head
     }
 
-    pub fn for_client(&self) -> HttpWorkload {
-        self.clone()
-    }
-
-    /// Appends request `idx` for endpoint `ep` (body `idx % bodies`) to `dst`; returns its head
-    /// length.
-    pub fn encode_http(&self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {
-        self.shared.templates[ep].encode(self.body(idx), dst)
-    }
-
-    /// The plain HTTP/2 request for endpoint `ep`.
-    pub fn h2_call(&self, ep: usize) -> &Call {
-        &self.shared.h2_calls[ep]
-    }
-
-    /// The body of request `idx` (the bodies go in turn).
-    pub fn body(&self, idx: u64) -> &Bytes {
+    /// Client `client`'s copy: its own renders when its requests vary.
+    pub fn for_client(&self, client: u64) -> HttpWorkload {
         let s = &*self.shared;
-        &s.bodies[(idx % s.bodies.len() as u64) as usize]
+        let renders = s.varies.then(|| {
+            let calls = s
+                .heads
+                .iter()
+                .flat_map(|h| {
+                    h.calls.iter().map(move |c| {
+                        h.vary.as_ref().map(|v| {
+                            let (path, values) = v.varying_parts();
+                            c.clone().varying(path, &values)
+                        })
+                    })
+                })
+                .collect();
+            Box::new(Renders {
+                draw: Draw::for_client(self.seed, client),
+                calls,
+                body_buf: BytesMut::new(),
+                body: Bytes::new(),
+                scratch: Vec::new(),
+            })
+        });
+        HttpWorkload {
+            shared: self.shared.clone(),
+            renders,
+            seed: self.seed,
+        }
+    }
+
+    /// The request that number `idx` is.
+    fn kind(&self, idx: u64) -> usize {
+        let s = &*self.shared;
+        if s.order.is_empty() {
+            (idx % s.kinds.len() as u64) as usize
+        } else {
+            s.order[(idx % s.order.len() as u64) as usize] as usize
+        }
+    }
+
+    /// The values of request `idx` (its number; its time when a placeholder reads it).
+    fn start(renders: &mut Renders, clock: bool, idx: u64) {
+        renders.draw.seq = idx;
+        if clock {
+            renders.draw.now_ns = super::unix_now_ns();
+        }
+    }
+
+    /// Appends request `idx` for endpoint `ep` to `dst`; returns its head length.
+    pub fn encode_http(&mut self, idx: u64, ep: usize, dst: &mut BytesMut) -> usize {
+        let k = self.kind(idx);
+        let s = &*self.shared;
+        let kind = &s.kinds[k];
+        let head = &s.heads[kind.head];
+        let Some(r) = self.renders.as_deref_mut() else {
+            return head.h1[ep].encode(&kind.body, dst);
+        };
+        Self::start(r, s.clock, idx);
+        let body: &[u8] = match &kind.vary {
+            Some(t) => {
+                r.scratch.clear();
+                t.render(&mut r.draw, &mut r.scratch);
+                &r.scratch
+            }
+            None => &kind.body,
+        };
+        match &head.vary {
+            Some(v) => v.encode_h1(&mut r.draw, &s.hosts[ep], body, dst),
+            None => head.h1[ep].encode(body, dst),
+        }
+    }
+
+    /// Request `idx` for endpoint `ep` over HTTP/2 or HTTP/3: its body and its request
+    /// (method, path, headers), lent together.
+    pub fn next_h2(&mut self, idx: u64, ep: usize) -> (&Bytes, &Call) {
+        let k = self.kind(idx);
+        let s = &*self.shared;
+        let kind = &s.kinds[k];
+        let head = &s.heads[kind.head];
+        let Some(r) = self.renders.as_deref_mut() else {
+            return (&kind.body, &head.calls[ep]);
+        };
+        Self::start(r, s.clock, idx);
+        let body = match &kind.vary {
+            Some(t) => {
+                // the last request's bytes first, so the buffer is reused
+                r.body = Bytes::new();
+                t.render(&mut r.draw, &mut r.body_buf);
+                r.body = r.body_buf.split().freeze();
+                &r.body
+            }
+            None => &kind.body,
+        };
+        let call = match (&head.vary, &mut r.calls[kind.head * s.hosts.len() + ep]) {
+            (Some(v), Some(call)) => {
+                v.render_call(&mut r.draw, call);
+                &*call
+            }
+            _ => &head.calls[ep],
+        };
+        (body, call)
     }
 
     pub fn check_http(&self, status: u16) -> HttpVerdict {
@@ -141,6 +323,93 @@ impl HttpWorkload {
     }
 }
 
+/// For each request, the index of its head: the first request with the same method, path and
+/// headers gives it (heads numbered in order of first appearance).
+fn head_groups(requests: &[HttpRequestSpec]) -> Vec<usize> {
+    type HeadKey<'a> = (&'a str, &'a str, &'a [(String, String)]);
+    let mut seen: std::collections::HashMap<HeadKey<'_>, usize> = std::collections::HashMap::new();
+    requests
+        .iter()
+        .map(|r| {
+            let n = seen.len();
+            *seen
+                .entry((r.method.as_str(), r.path.as_str(), r.headers.as_slice()))
+                .or_insert(n)
+        })
+        .collect()
+}
+
+impl Head {
+    /// The head of `r` for `endpoints`; `kinds`: the requests that share it (their bodies
+    /// decide the HTTP/2 content-length).
+    fn new(
+        r: &HttpRequestSpec,
+        endpoints: &[Endpoint],
+        kinds: &[&Kind],
+    ) -> Result<Head, HttpError> {
+        let path = template(|| "the path".to_string(), &r.path)?;
+        let mut values = Vec::with_capacity(r.headers.len());
+        for (k, v) in &r.headers {
+            values.push(template(|| format!("header {k}"), v)?);
+        }
+        let varies = !path.is_fixed() || values.iter().any(|t| !t.is_fixed());
+        // a varying head is checked as the sample it renders (placeholders render as digits,
+        // hex and dashes)
+        let sample_path = path.sample();
+        let samples: Vec<(String, String)> = r
+            .headers
+            .iter()
+            .zip(&values)
+            .map(|((k, _), t)| (k.clone(), t.sample()))
+            .collect();
+        let pairs: Vec<(&str, &str)> = samples
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let no_content = anticipates_no_content(&r.method);
+        let mut h1 = Vec::with_capacity(endpoints.len());
+        for ep in endpoints {
+            let t = RequestTemplate::new(&r.method, &sample_path, &ep.authority, &pairs).map_err(
+                |source| HttpError::Template {
+                    url: ep.url.clone(),
+                    source,
+                },
+            )?;
+            h1.push(if no_content { t.omit_empty_length() } else { t });
+        }
+        // HTTP/2 says the length when every body of this head has the same fixed one
+        let len = kinds.first().map_or(0, |k| k.body.len());
+        let length = kinds
+            .iter()
+            .all(|k| k.vary.is_none() && k.body.len() == len)
+            && !(len == 0 && no_content);
+        let (calls, h2_headers) = h2_calls(
+            &r.method,
+            &sample_path,
+            &samples,
+            length.then_some(len),
+            endpoints,
+        )?;
+        let vary = varies.then(|| VaryHead {
+            method: r.method.clone(),
+            path,
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, _)| k.clone())
+                .zip(values)
+                .collect(),
+            h2_headers,
+            omit_empty_length: no_content,
+        });
+        Ok(Head {
+            h1: if varies { Vec::new() } else { h1 },
+            calls,
+            vary,
+        })
+    }
+}
+
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2): they describe an HTTP/1.1 connection.
 fn connection_specific(name: &str) -> bool {
     matches!(
@@ -149,20 +418,24 @@ fn connection_specific(name: &str) -> bool {
     )
 }
 
-/// The HTTP/2 form of the request, per endpoint: header names lower-cased, connection-specific
+/// The HTTP/2 form of a request, per endpoint: header names lower-cased, connection-specific
 /// headers left out (a `te` other than "trailers" too; Host, Content-Length and
-/// Transfer-Encoding the HTTP/1.1 template already refused), and a content-length of our own when every body has the same length (as the HTTP/1.1 request
-/// says it; with bodies of different lengths, END_STREAM alone ends each, and the constant
-/// header block stays constant).
+/// Transfer-Encoding the HTTP/1.1 template already refused), and a content-length of our own
+/// when `length` says one (every body of the head has that length, as the HTTP/1.1 request
+/// says it; otherwise END_STREAM alone ends each, and the header block stays constant). Also
+/// returns, by metadata index, the header each field came from.
 fn h2_calls(
-    spec: &HttpSpec,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    length: Option<usize>,
     endpoints: &[Endpoint],
-    bodies: &[Bytes],
-) -> Result<Vec<Call>, HttpError> {
-    let method = Method::from_bytes(spec.method.as_bytes())
-        .map_err(|_| HttpError::Method(spec.method.clone()))?;
-    let mut fields = Vec::with_capacity(spec.headers.len() + 1);
-    for (k, v) in &spec.headers {
+) -> Result<(Vec<Call>, Vec<usize>), HttpError> {
+    let method =
+        Method::from_bytes(method.as_bytes()).map_err(|_| HttpError::Method(method.to_string()))?;
+    let mut fields = Vec::with_capacity(headers.len() + 1);
+    let mut from = Vec::with_capacity(headers.len());
+    for (i, (k, v)) in headers.iter().enumerate() {
         let name = k.to_ascii_lowercase();
         if connection_specific(&name) || (name == "te" && !v.eq_ignore_ascii_case("trailers")) {
             continue;
@@ -171,16 +444,15 @@ fn h2_calls(
             .map_err(|_| HttpError::HeaderName(k.clone()))?;
         let value = HeaderValue::from_str(v).map_err(|_| HttpError::HeaderValue(k.clone()))?;
         fields.push((name, value));
+        from.push(i);
     }
-    let len = bodies[0].len();
-    if bodies.iter().all(|b| b.len() == len) && !(len == 0 && anticipates_no_content(&spec.method))
-    {
+    if let Some(len) = length {
         fields.push((CONTENT_LENGTH, HeaderValue::from(len)));
     }
     let mut calls = Vec::with_capacity(endpoints.len());
     for ep in endpoints {
         let scheme = if ep.tls { "https" } else { "http" };
-        let uri: Uri = format!("{scheme}://{}{}", ep.authority, spec.path)
+        let uri: Uri = format!("{scheme}://{}{path}", ep.authority)
             .parse()
             .map_err(|source| HttpError::Uri {
                 url: ep.url.clone(),
@@ -188,127 +460,8 @@ fn h2_calls(
             })?;
         calls.push(Call::plain(method.clone(), uri, fields.clone()));
     }
-    Ok(calls)
+    Ok((calls, from))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(method: &str, bodies: &[&[u8]]) -> HttpSpec {
-        HttpSpec {
-            method: method.into(),
-            path: "/p?q=1".into(),
-            headers: vec![("Accept".into(), "*/*".into())],
-            bodies: bodies.iter().map(|b| b.to_vec()).collect(),
-            ok_status: (200, 299),
-        }
-    }
-
-    fn endpoint() -> Endpoint {
-        crate::config::parse_url("http://127.0.0.1:9/").unwrap().0
-    }
-
-    #[test]
-    fn bodies_go_in_turn_and_get_without_a_body_has_no_length() {
-        let w = HttpWorkload::new(&spec("POST", &[b"a", b"bcd"]), &[endpoint()]).unwrap();
-        let mut out = BytesMut::new();
-        for idx in 0..3 {
-            let head = w.encode_http(idx, 0, &mut out);
-            let want: &[u8] = if idx % 2 == 0 { b"a" } else { b"bcd" };
-            assert!(out.ends_with(want), "{idx}");
-            assert_eq!(head, out.len() - want.len());
-            out.clear();
-        }
-        let w = HttpWorkload::new(&spec("GET", &[]), &[endpoint()]).unwrap();
-        w.encode_http(0, 0, &mut out);
-        assert_eq!(
-            &out[..],
-            &b"GET /p?q=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nAccept: */*\r\n\r\n"[..]
-        );
-        // an empty POST still says its length
-        let w = HttpWorkload::new(&spec("POST", &[]), &[endpoint()]).unwrap();
-        out.clear();
-        w.encode_http(0, 0, &mut out);
-        assert!(out.ends_with(b"Content-Length: 0\r\n\r\n"));
-    }
-
-    fn h2_fields(w: &HttpWorkload) -> Vec<(String, String)> {
-        w.h2_call(0)
-            .fields()
-            .map(|(k, v)| {
-                (
-                    String::from_utf8(k.to_vec()).unwrap(),
-                    String::from_utf8(v.to_vec()).unwrap(),
-                )
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_http2_request_has_the_same_method_path_and_headers() {
-        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
-        let mut s = spec("POST", &[b"abc"]);
-        s.headers = vec![
-            ("X-Trace".into(), "1".into()),
-            ("Connection".into(), "close".into()),
-            ("TE".into(), "gzip".into()),
-        ];
-        let w = HttpWorkload::new(&s, &[endpoint()]).unwrap();
-        assert!(w.h2_call(0).is_plain());
-        assert_eq!(
-            h2_fields(&w),
-            vec![
-                pair(":method", "POST"),
-                pair(":scheme", "http"),
-                pair(":path", "/p?q=1"),
-                pair(":authority", "127.0.0.1:9"),
-                pair("x-trace", "1"),
-                pair("content-length", "3"),
-            ]
-        );
-        assert_eq!(&w.body(0)[..], b"abc");
-        // bodies of different lengths: END_STREAM alone delimits them
-        let w = HttpWorkload::new(&spec("PUT", &[b"a", b"bc"]), &[endpoint()]).unwrap();
-        assert!(h2_fields(&w).iter().all(|(k, _)| k != "content-length"));
-        assert_eq!(&w.body(1)[..], b"bc");
-        // a GET without a body says no length, as over HTTP/1.1
-        let w = HttpWorkload::new(&spec("GET", &[]), &[endpoint()]).unwrap();
-        let f = h2_fields(&w);
-        assert_eq!(f[0], pair(":method", "GET"));
-        assert!(f.iter().all(|(k, _)| k != "content-length"), "{f:?}");
-    }
-
-    #[test]
-    fn a_large_body_is_sampled_cut() {
-        let w = crate::workload::Workload::Http(
-            HttpWorkload::new(&spec("GET", &[]), &[endpoint()]).unwrap(),
-        );
-        assert_eq!(w.sample_http(br#"{"a":1}"#), serde_json::json!({"a": 1}));
-        assert_eq!(w.sample_http(b"plain"), serde_json::json!("plain"));
-        let big = vec![b'x'; 100_000];
-        let v = w.sample_http(&big);
-        let text = v.as_str().unwrap();
-        assert!(
-            text.ends_with("... (100000 B in all)"),
-            "{}",
-            &text[text.len() - 40..]
-        );
-        assert!(text.len() < 66_000);
-    }
-
-    #[test]
-    fn the_status_range_decides() {
-        let mut s = spec("GET", &[]);
-        let w = HttpWorkload::new(&s, &[endpoint()]).unwrap();
-        assert_eq!(w.check_http(204), Ok(StatusKey::Http(204)));
-        let (key, f) = w.check_http(301).unwrap_err();
-        assert_eq!(key, StatusKey::Http(301));
-        assert_eq!(f.kind, FailureKind::HttpStatus);
-        assert!(f.to_string().contains("HTTP 301 (OK is 200-299)"), "{f}");
-        s.ok_status = (200, 399);
-        let w = HttpWorkload::new(&s, &[endpoint()]).unwrap();
-        assert_eq!(w.check_http(301), Ok(StatusKey::Http(301)));
-        assert!(w.check_http(404).is_err());
-    }
-}
+mod tests;

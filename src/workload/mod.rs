@@ -35,6 +35,13 @@ pub fn filler(n: usize) -> String {
     "x".repeat(n)
 }
 
+/// Now as Unix nanoseconds: the time a request's `{{now_ns}}` renders.
+pub fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
 pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
 
@@ -88,8 +95,12 @@ impl Workload {
             WorkloadSpec::Echo { ping, headers } => {
                 Workload::Echo(EchoWorkload::new(ping.clone(), headers, endpoints)?)
             }
-            WorkloadSpec::Http(h) => Workload::Http(HttpWorkload::new(h, endpoints)?),
-            WorkloadSpec::Grpc(g) => Workload::Grpc(GrpcWorkload::new(g, endpoints)?),
+            WorkloadSpec::Http(h) => {
+                Workload::Http(HttpWorkload::new(h, endpoints)?.with_seed(seed))
+            }
+            WorkloadSpec::Grpc(g) => {
+                Workload::Grpc(GrpcWorkload::new(g, endpoints)?.with_seed(seed))
+            }
         })
     }
 

@@ -232,7 +232,7 @@ impl ClientWork for Http1Work {
             Http1Work::Etcd(w) => Http1Work::Etcd(Box::new(w.for_client(client))),
             Http1Work::WatchPuts(w) => Http1Work::WatchPuts(Box::new(w.for_client())),
             Http1Work::Echo(w) => Http1Work::Echo(w.for_client()),
-            Http1Work::Http(w) => Http1Work::Http(w.for_client()),
+            Http1Work::Http(w) => Http1Work::Http(w.for_client(client)),
         }
     }
 
@@ -258,7 +258,7 @@ impl H2Work {
         match self {
             H2Work::Etcd(w, body) => w.next_h2(idx, ep, *body),
             H2Work::Echo(w) => (w.json_body(), w.h2_call(ep)),
-            H2Work::Http(w) => (w.body(idx), w.h2_call(ep)),
+            H2Work::Http(w) => w.next_h2(idx, ep),
         }
     }
 
@@ -287,12 +287,14 @@ impl GrpcWork {
         }
     }
 
-    /// Makes request number `idx`, which `grpc_request` then lends.
-    pub fn next_grpc(&mut self, idx: u64) {
+    /// Makes request number `idx` to endpoint `ep`, which `grpc_request` and `call` then
+    /// lend.
+    pub fn next_grpc(&mut self, idx: u64, ep: usize) {
         match self {
             GrpcWork::Etcd(w) => w.next_grpc(idx),
             GrpcWork::WatchPuts(w) => w.next_grpc(idx),
-            GrpcWork::Echo(_) | GrpcWork::Method(_) => {}
+            GrpcWork::Method(w) => w.next(idx, ep),
+            GrpcWork::Echo(_) => {}
         }
     }
 
@@ -353,7 +355,7 @@ impl ClientWork for GrpcWork {
             GrpcWork::Etcd(w) => GrpcWork::Etcd(Box::new(w.for_client(client))),
             GrpcWork::WatchPuts(w) => GrpcWork::WatchPuts(Box::new(w.for_client())),
             GrpcWork::Echo(w) => GrpcWork::Echo(w.for_client()),
-            GrpcWork::Method(w) => GrpcWork::Method(w.for_client()),
+            GrpcWork::Method(w) => GrpcWork::Method(w.for_client(client)),
         }
     }
 
@@ -379,7 +381,7 @@ impl OverH2 {
         match self {
             OverH2::Plain(w) => w.next_h2(idx, ep),
             OverH2::Grpc(w) => {
-                w.next_grpc(idx);
+                w.next_grpc(idx, ep);
                 (w.grpc_request(), w.call(ep))
             }
         }
@@ -417,7 +419,7 @@ impl ClientWork for OverH2 {
                 OverH2::Plain(H2Work::Etcd(Box::new(w.for_client(client)), *body))
             }
             OverH2::Plain(H2Work::Echo(w)) => OverH2::Plain(H2Work::Echo(w.for_client())),
-            OverH2::Plain(H2Work::Http(w)) => OverH2::Plain(H2Work::Http(w.for_client())),
+            OverH2::Plain(H2Work::Http(w)) => OverH2::Plain(H2Work::Http(w.for_client(client))),
             OverH2::Grpc(w) => OverH2::Grpc(w.for_client(client)),
         }
     }
@@ -446,10 +448,13 @@ mod tests {
 
     fn http_target() -> Workload {
         let spec = HttpSpec {
-            method: "GET".into(),
-            path: "/".into(),
-            headers: Vec::new(),
-            bodies: Vec::new(),
+            requests: vec![crate::config::HttpRequestSpec {
+                method: "GET".into(),
+                path: "/".into(),
+                headers: Vec::new(),
+                body: None,
+            }],
+            weights: Vec::new(),
             ok_status: (200, 299),
         };
         let ep = crate::config::parse_url("http://127.0.0.1:9/").unwrap().0;

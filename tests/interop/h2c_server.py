@@ -4,14 +4,19 @@ for tests/client_http1.rs: a real HTTP server this project did not write.
     GET  /hello          200, "hello\n" (text/plain)
     POST /echo           200, the request body back (its content-type kept)
     GET  /status/NNN     status NNN, empty body
+    ANY  /record/...     200, "ok\n"; with a RECORD file, one JSON line appended per request:
+                         method, path with query, the x-id header, the body (as text)
     anything else        404
 
-Usage: h2c_server.py PORT SECONDS; prints "listening PORT" once it accepts connections and
-stops after SECONDS.
+Usage: h2c_server.py PORT SECONDS [RECORD]; prints "listening PORT" once it accepts
+connections and stops after SECONDS.
 """
 
 import asyncio
+import json
 import sys
+
+RECORD = open(sys.argv[3], "a", encoding="utf-8") if len(sys.argv) > 3 else None
 
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
@@ -39,6 +44,19 @@ async def app(scope, receive, send):
     elif path == "/echo" and method == "POST":
         ctype = dict(scope["headers"]).get(b"content-type", b"application/octet-stream")
         status, out = 200, body
+    elif path.startswith("/record/"):
+        status, out = 200, b"ok\n"
+        if RECORD is not None:
+            query = scope["query_string"].decode()
+            line = {
+                "method": method,
+                "path": path + ("?" + query if query else ""),
+                "x-id": dict(scope["headers"]).get(b"x-id", b"").decode(),
+                "body": body.decode(errors="replace"),
+                "http": scope["http_version"],
+            }
+            RECORD.write(json.dumps(line) + "\n")
+            RECORD.flush()
     elif path.startswith("/status/"):
         status, out = int(path[len("/status/"):]), b""
     headers = [(b"content-type", ctype), (b"content-length", str(len(out)).encode())]

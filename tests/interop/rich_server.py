@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import importlib
+import json
 import sys
 import tempfile
 import threading
@@ -28,6 +29,10 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--no-reflection", action="store_true", help="serve Mirror alone")
+    parser.add_argument(
+        "--record",
+        help="append a JSON line per Reflect call: its name, big and x-id metadata",
+    )
     args = parser.parse_args()
     try:
         import grpc
@@ -56,12 +61,18 @@ def main() -> int:
 
         answered = [0]
         lock = threading.Lock()
+        record = open(args.record, "a", encoding="utf-8") if args.record else None
 
         class Mirror(rich_pb2_grpc.MirrorServicer):
             def Reflect(self, request, context):  # noqa: N802 (the method's name)
                 with lock:
                     answered[0] += 1
                     request.seen = answered[0]
+                    if record is not None:
+                        meta = dict(context.invocation_metadata())
+                        line = {"name": request.name, "big": request.big, "x-id": meta.get("x-id")}
+                        record.write(json.dumps(line) + "\n")
+                        record.flush()
                 return request
 
             def Repeat(self, request, context):  # noqa: N802

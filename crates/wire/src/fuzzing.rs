@@ -25,18 +25,20 @@ use crate::http1::{
 mod echo;
 mod h3;
 mod quic;
+mod targets;
 mod template;
 
 pub use echo::{echo_agrees, echo_json};
 pub use h3::{h3_frames, qpack_decode};
 pub use quic::quic_sniff;
+pub use targets::{assert_spread, targets_file};
 pub use template::template;
 
 /// A check: panics when the bytes break an invariant.
 pub type Check = fn(&[u8]);
 
 /// Every check with its target's name (the folder of its seeds in fuzz/corpus).
-pub const CHECKS: [(&str, Check); 16] = [
+pub const CHECKS: [(&str, Check); 17] = [
     ("http1_head", http1_head),
     ("http1_chunked", http1_chunked),
     ("http1_request", http1_request),
@@ -53,6 +55,7 @@ pub const CHECKS: [(&str, Check); 16] = [
     ("quic_sniff", quic_sniff),
     ("echo_json", echo_json),
     ("template", template),
+    ("targets_file", targets_file),
 ];
 
 /// The response-head decoder: heads decoded from the input until it stops.

@@ -195,9 +195,9 @@ fn write_literal(f: &mut fmt::Formatter<'_>, s: &str, last: bool) -> fmt::Result
     while let Some(at) = rest.find('{') {
         f.write_str(&rest[..at])?;
         let after = &rest[at + 1..];
-        if after.starts_with('{') {
+        if let Some(more) = after.strip_prefix('{') {
             f.write_str("{{\"{{\"}}")?;
-            rest = &after[1..];
+            rest = more;
         } else if after.is_empty() && !last {
             f.write_str("{{\"{\"}}")?;
             rest = after;

@@ -94,8 +94,10 @@ fn grpc_head(call: &Call) -> HttpRequest<()> {
     let headers = req.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
     headers.insert(TE, HeaderValue::from_static("trailers"));
-    for (k, v) in &call.metadata {
-        headers.insert(k.clone(), v.clone());
+    for (i, (k, v)) in call.metadata.iter().enumerate() {
+        // a value rendered per request (it was checked as a header value when made)
+        let value = HeaderValue::from_bytes(call.value(i)).unwrap_or_else(|_| v.clone());
+        headers.insert(k.clone(), value);
     }
     req
 }

@@ -521,10 +521,12 @@ fn open_stream(
     if let Some(d) = &st.dead {
         return Poll::Ready(Err(CallError::never_sent(d.failure())));
     }
-    match st
-        .conn
-        .open_keyed(token, call.key, call.fields(), end_stream)
-    {
+    let opened = match call.key() {
+        Some(key) => st.conn.open_keyed(token, key, call.fields(), end_stream),
+        // fields rendered per request: encoded anew
+        None => st.conn.open(token, call.fields(), end_stream),
+    };
+    match opened {
         Ok(id) => {
             st.slots[token].stream = id;
             st.wake_driver();

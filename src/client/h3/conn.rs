@@ -490,8 +490,13 @@ impl Guard<'_> {
                 return Poll::Pending;
             }
         };
-        let (section, counts) = st.sections.entry(call.key).or_insert_with(|| {
-            let mut section = Vec::new();
+        // a call whose fields vary is encoded anew each time, into the one entry kept for them
+        let (section, counts) = st
+            .sections
+            .entry(call.key().unwrap_or(u64::MAX))
+            .or_default();
+        if section.is_empty() || call.key().is_none() {
+            section.clear();
             let mut c = QpackCounts::default();
             // HTTP/3 is always over TLS: the scheme is https whatever the URL said
             let fields = call.fields().map(|(n, v)| {
@@ -501,10 +506,10 @@ impl Guard<'_> {
                     (n, v)
                 }
             });
-            encode_section(fields, &mut section, &mut c);
+            encode_section(fields, section, &mut c);
             c.section_bytes = section.len() as u64;
-            (section, c)
-        });
+            *counts = c;
+        }
         if st.heads.capacity() - st.heads.len() < section.len() + 32 {
             // a fresh stretch: the old one is reclaimed once quinn dropped what it sent of it
             st.heads.reserve(HEADS_ROOM.max(section.len() + 32));
