@@ -38,9 +38,9 @@
 #   scripts/peers.sh [--duration 10s] [--rounds 3] [--quick] [--shapes LIST] [-o FILE] [--raw DIR]
 #
 # --quick is 2 s per run and 1 round (for checking the script). --shapes runs only the shapes of
-# its comma list (default: all seven, in the order above). --raw keeps every tool's output.
-# Takes 16 x rounds x duration + 12 x rounds x (about 3 s) plus about 1 s per run with all
-# shapes: about 11 min by default, 1.5 min with --quick (each gRPC or HTTP/3 shape 4 x rounds x
+# its comma list (default: all ten, in the order above). --raw keeps every tool's output.
+# Takes 24 x rounds x duration + 16 x rounds x (about 3 s) plus about 1 s per run with all
+# shapes: about 16 min by default, 2.5 min with --quick (each gRPC or HTTP/3 shape 4 x rounds x
 # duration, each HTTP/1.1 shape 4 x rounds x 3 s).
 #
 # Each client runs twice per round, back to back: timed, `taskset -c 1 /usr/bin/time -f '%U %S'
@@ -508,7 +508,7 @@ locked() {
     awk -v n="name = \"$1\"" '$0 == n { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock 2>/dev/null || true
 }
 versions="$("$BIN" --version 2>/dev/null | head -n 1)"
-! wants http || versions+=", $(wrk --version 2>&1 | head -n 1 | awk '{print "wrk " $2}')"
+! wants http || versions+=", $({ wrk --version 2>&1 || true; } | head -n 1 | awk '{print "wrk " $2}')"
 ! wants grpc || versions+=", $(h2load --version 2>/dev/null | head -n 1)"
 ! wants h3 || versions+=", h3_reference on quinn $(locked quinn), h3 $(locked h3), h3-quinn $(locked h3-quinn)"
 inputs=""

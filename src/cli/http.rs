@@ -8,10 +8,8 @@ use super::Action;
 use super::common::{RunArgs, parse_headers, read_limited};
 use super::error::ArgError;
 use super::heading;
+use super::limits::MAX_BODY_FILE;
 use crate::config::{Endpoint, HttpRequestSpec, HttpSpec, Target, WorkloadSpec, parse_url};
-
-/// The largest body file read (`--data-file`, `--data-lines`): they are held in memory.
-pub(super) const MAX_DATA_FILE: u64 = 256 << 20;
 
 #[derive(Debug, Args)]
 pub struct HttpArgs {
@@ -128,9 +126,9 @@ impl HttpArgs {
         let (endpoint, path) = parse_url(url)?;
         let bodies = match (&self.data, &self.data_file, &self.data_lines) {
             (Some(d), _, _) => vec![Some(d.clone().into())],
-            (_, Some(f), _) => vec![Some(read_limited("--data-file", f, MAX_DATA_FILE)?.into())],
+            (_, Some(f), _) => vec![Some(read_limited("--data-file", f, MAX_BODY_FILE)?.into())],
             (_, _, Some(f)) => {
-                let bodies = lines(&read_limited("--data-lines", f, MAX_DATA_FILE)?);
+                let bodies = lines(&read_limited("--data-lines", f, MAX_BODY_FILE)?);
                 if bodies.is_empty() {
                     return Err(ArgError::NoLines(f.clone()));
                 }

@@ -353,14 +353,14 @@ impl SweepHttpArgs {
     pub(super) fn into_sweep(self) -> Result<PayloadSweep, ArgError> {
         check_sizes(
             &self.payload_size,
-            super::http::MAX_DATA_FILE,
+            super::limits::MAX_BODY_FILE,
             "each body is held in memory",
         )?;
         let template = match (&self.data, &self.data_file) {
             (Some(d), _) => Some(("-d", d.clone().into_bytes())),
             (_, Some(f)) => Some((
                 "--data-file",
-                super::common::read_limited("--data-file", f, super::http::MAX_DATA_FILE)?,
+                super::common::read_limited("--data-file", f, super::limits::MAX_BODY_FILE)?,
             )),
             _ => None,
         };
@@ -389,7 +389,7 @@ impl SweepHttpArgs {
         let shared = Shared::of(stacks, &self.rows)?;
         let mut rows = Vec::with_capacity(self.payload_size.len());
         for &size in &self.payload_size {
-            // below MAX_DATA_FILE (checked above), so it fits a usize
+            // below MAX_BODY_FILE (checked above), so it fits a usize
             let body = http_body(template.as_ref().map(|(_, t)| &t[..]), size as usize);
             let h = base.with_body(&body);
             rows.extend(shared.rows(size, WorkloadSpec::Http(h), endpoints.clone())?);

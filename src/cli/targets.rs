@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::common::{parse_headers, read_limited};
 use super::error::ArgError;
-use super::http::MAX_DATA_FILE;
+use super::limits::MAX_BODY_FILE;
 use crate::config::{Endpoint, HttpRequestSpec, parse_url};
 use wirebench_wire::targets::{self, Body};
 
@@ -54,13 +54,13 @@ pub(super) fn read(
             Body::File(name) => {
                 if !bodies.contains_key(name) {
                     let path: PathBuf = dir.join(name);
-                    let b = read_limited("--targets body", &path, MAX_DATA_FILE)?;
+                    let b = read_limited("--targets body", &path, MAX_BODY_FILE)?;
                     body_bytes += b.len() as u64;
-                    if body_bytes > MAX_DATA_FILE {
+                    if body_bytes > MAX_BODY_FILE {
                         return Err(bad(
                             file,
                             format!(
-                                "line {}: the body files add up to more than {MAX_DATA_FILE} B",
+                                "line {}: the body files add up to more than {MAX_BODY_FILE} B",
                                 t.line
                             ),
                         ));

@@ -22,8 +22,8 @@ use wirebench_wire::grpc::{self, Code};
 ///
 /// Its header fields never change after `new`: the wire client keeps their HPACK block under
 /// `key` (clones share it, as they share the fields). Unless it is made [`Call::varying`]: then
-/// its `:path` or some metadata values are rendered per request into its own buffers, and its
-/// block is encoded anew each time.
+/// its `:path` or some metadata values are rendered per request into its own buffers, and those
+/// fields are encoded each time ([`Call::varying_fields`]), the block up to them still kept.
 #[derive(Debug, Clone)]
 pub struct Call {
     pub(super) uri: Uri,
@@ -31,6 +31,8 @@ pub struct Call {
     pub status_kind: FailureKind,
     /// uncompressed size of the request's header list (`fields`, pseudo-headers included)
     pub(super) header_list_bytes: u64,
+    /// a varying call's: the header list's size without its varying values
+    fixed_list_bytes: u64,
     pub(super) key: u64,
     /// a plain HTTP/2 request with this method; `None`: a gRPC call
     plain: Option<Method>,
@@ -77,6 +79,7 @@ impl Call {
             metadata,
             status_kind,
             header_list_bytes: 0,
+            fixed_list_bytes: 0,
             key: NEXT_CALL_KEY.fetch_add(1, Ordering::Relaxed),
             plain,
             vary: None,
@@ -98,6 +101,11 @@ impl Call {
             }
         }
         self.vary = Some(Box::new(v));
+        // the varying parts are empty for now: what they add is counted per request
+        self.fixed_list_bytes = self
+            .fields()
+            .map(|(name, value)| (name.len() + value.len()) as u64)
+            .sum();
         self
     }
 
@@ -107,17 +115,40 @@ impl Call {
         self.vary.as_deref_mut()
     }
 
-    /// Counts the header list again (after the varying parts were rendered).
+    /// Counts the header list again (after the varying parts were rendered): the fixed part's
+    /// size, counted once, and the varying values'.
     pub fn measure(&mut self) {
-        self.header_list_bytes = self
-            .fields()
-            .map(|(name, value)| (name.len() + value.len()) as u64)
-            .sum();
+        let Some(v) = &self.vary else {
+            self.header_list_bytes = self
+                .fields()
+                .map(|(name, value)| (name.len() + value.len()) as u64)
+                .sum();
+            return;
+        };
+        let varying: usize = v.path.as_ref().map_or(0, Vec::len)
+            + v.values.iter().flatten().map(Vec::len).sum::<usize>();
+        self.header_list_bytes = self.fixed_list_bytes + varying as u64;
     }
 
-    /// The key the header block is kept under; `None` when the fields vary per request.
-    pub fn key(&self) -> Option<u64> {
-        self.vary.is_none().then_some(self.key)
+    /// The key the header block (up to its first varying field) is kept under.
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// The positions in [`Call::fields`] of the fields rendered per request, as bits (bit
+    /// *i*: the *i*-th field); 0 for a constant call.
+    pub fn varying_fields(&self) -> u64 {
+        let Some(v) = &self.vary else {
+            return 0;
+        };
+        let metadata_at = if self.plain.is_some() { 4 } else { 6 };
+        let mut bits = u64::from(v.path.is_some()) << 2;
+        for (i, value) in v.values.iter().enumerate() {
+            if value.is_some() && metadata_at + i < 64 {
+                bits |= 1 << (metadata_at + i);
+            }
+        }
+        bits
     }
 
     /// Metadata value `i` as this request sends it.
@@ -303,4 +334,45 @@ fn status_failure(code: Code, text: Option<&[u8]>, kind: FailureKind) -> Failure
             Failure::status(kind, code, format_args!("{}: {}", code.as_str(), message))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_varying_call_sends_and_counts_what_was_rendered() {
+        let uri: Uri = "http://h:1/a/b".parse().unwrap();
+        let metadata = vec![
+            (
+                HeaderName::from_static("x-a"),
+                HeaderValue::from_static("fixed"),
+            ),
+            (
+                HeaderName::from_static("x-b"),
+                HeaderValue::from_static("{{seq}}"),
+            ),
+        ];
+        let mut call = Call::new(uri, metadata, FailureKind::GrpcStatus).varying(true, &[1]);
+        assert_eq!(
+            call.varying_fields(),
+            0b1000_0100,
+            ":path and the second metadata"
+        );
+        for (path, value) in [("/p/1", "1"), ("/p/123456", "123456")] {
+            let v = call.varied().unwrap();
+            v.path.as_mut().unwrap().clear();
+            v.path.as_mut().unwrap().extend_from_slice(path.as_bytes());
+            let b = v.values[1].as_mut().unwrap();
+            b.clear();
+            b.extend_from_slice(value.as_bytes());
+            call.measure();
+            let fields: Vec<(&[u8], &[u8])> = call.fields().collect();
+            assert_eq!(fields[2], (&b":path"[..], path.as_bytes()));
+            assert_eq!(fields[6], (&b"x-a"[..], &b"fixed"[..]));
+            assert_eq!(fields[7], (&b"x-b"[..], value.as_bytes()));
+            let sum: u64 = fields.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum();
+            assert_eq!(call.header_list_bytes, sum);
+        }
+    }
 }

@@ -148,7 +148,8 @@ pub struct GrpcWorkload {
 
 impl GrpcWorkload {
     pub fn new(spec: &GrpcSpec, endpoints: &[Endpoint]) -> Result<GrpcWorkload, GrpcError> {
-        let metadata = metadata_of(&spec.metadata)?;
+        let varies = vary::Varies::new(&spec.metadata, spec.templated.as_ref())?;
+        let metadata = metadata_of(&vary::fixed_texts(&spec.metadata))?;
         let mut calls = Vec::with_capacity(endpoints.len());
         for ep in endpoints {
             let authority = spec.authority.as_deref().unwrap_or(&ep.authority);
@@ -168,7 +169,6 @@ impl GrpcWorkload {
         for m in &spec.more {
             frames.push(framed(m)?);
         }
-        let varies = vary::Varies::new(&spec.metadata, spec.templated.as_ref())?;
         Ok(GrpcWorkload {
             shared: Arc::new(Shared {
                 calls,

@@ -127,14 +127,18 @@ fn template(part: impl FnOnce() -> String, text: &str) -> Result<Template, HttpE
     })
 }
 
-/// A body's template when it has placeholders (a body that is not UTF-8 is sent as it is).
-fn body_template(body: &[u8]) -> Result<Option<Template>, HttpError> {
-    match std::str::from_utf8(body) {
+/// A body as sent: its template when it has placeholders, else its bytes (a quoted `{{"{{"}}`
+/// read as `{{`; a body that is not UTF-8 is sent as it is).
+fn body_of(body: Bytes) -> Result<(Bytes, Option<Template>), HttpError> {
+    match std::str::from_utf8(&body) {
         Ok(text) if text.contains("{{") => {
             let t = template(|| "the body".to_string(), text)?;
-            Ok((!t.is_fixed()).then_some(t))
+            Ok(match t.fixed() {
+                Some(fixed) => (Bytes::copy_from_slice(fixed.as_bytes()), None),
+                None => (body, Some(t)),
+            })
         }
-        _ => Ok(None),
+        _ => Ok((body, None)),
     }
 }
 
@@ -146,8 +150,7 @@ impl HttpWorkload {
         let heads_of = head_groups(&spec.requests);
         let mut kinds = Vec::with_capacity(spec.requests.len());
         for (r, &head) in spec.requests.iter().zip(&heads_of) {
-            let body = r.body.clone().unwrap_or_default();
-            let vary = body_template(&body)?;
+            let (body, vary) = body_of(r.body.clone().unwrap_or_default())?;
             kinds.push(Kind { head, body, vary });
         }
         let mut heads = Vec::new();

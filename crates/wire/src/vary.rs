@@ -382,15 +382,12 @@ impl Draw {
         bytes[8..].copy_from_slice(&self.next_u64().to_be_bytes());
         bytes[6] = (bytes[6] & 0x0f) | 0x40;
         bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        // where each byte's two digits go: the dashes stay between the groups
+        const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
         let mut out = [b'-'; 36];
-        let mut at = 0;
-        for (i, b) in bytes.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                at += 1;
-            }
+        for (b, &at) in bytes.iter().zip(&AT) {
             out[at] = HEX[usize::from(b >> 4)];
             out[at + 1] = HEX[usize::from(b & 0x0f)];
-            at += 2;
         }
         out
     }

@@ -521,11 +521,13 @@ fn open_stream(
     if let Some(d) = &st.dead {
         return Poll::Ready(Err(CallError::never_sent(d.failure())));
     }
-    let opened = match call.key() {
-        Some(key) => st.conn.open_keyed(token, key, call.fields(), end_stream),
-        // fields rendered per request: encoded anew
-        None => st.conn.open(token, call.fields(), end_stream),
-    };
+    let opened = st.conn.open_keyed_varying(
+        token,
+        call.key(),
+        call.varying_fields(),
+        call.fields(),
+        end_stream,
+    );
     match opened {
         Ok(id) => {
             st.slots[token].stream = id;

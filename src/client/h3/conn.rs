@@ -491,11 +491,10 @@ impl Guard<'_> {
             }
         };
         // a call whose fields vary is encoded anew each time, into the one entry kept for them
-        let (section, counts) = st
-            .sections
-            .entry(call.key().unwrap_or(u64::MAX))
-            .or_default();
-        if section.is_empty() || call.key().is_none() {
+        let varies = call.varying_fields() != 0;
+        let key = if varies { u64::MAX } else { call.key() };
+        let (section, counts) = st.sections.entry(key).or_default();
+        if section.is_empty() || varies {
             section.clear();
             let mut c = QpackCounts::default();
             // HTTP/3 is always over TLS: the scheme is https whatever the URL said

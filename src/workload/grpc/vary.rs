@@ -118,6 +118,18 @@ pub(super) fn encode(
     Ok((encoded, TemplatedMessages { input, texts }))
 }
 
+/// `metadata` with each value that has no placeholder as it is sent (a quoted `{{"{{"}}` read
+/// as `{{`); a value with placeholders stays as written (each call renders its own).
+pub(super) fn fixed_texts(metadata: &[(String, String)]) -> Vec<(String, String)> {
+    metadata
+        .iter()
+        .map(|(k, v)| match Template::parse(v) {
+            Ok(t) if t.fixed().is_some() => (k.clone(), t.fixed().unwrap_or(v).to_string()),
+            _ => (k.clone(), v.clone()),
+        })
+        .collect()
+}
+
 /// What varies in a method's calls, compiled once: metadata values and messages.
 #[derive(Debug)]
 pub(super) struct Varies {

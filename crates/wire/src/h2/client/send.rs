@@ -31,13 +31,27 @@ impl Connection {
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
         end_stream: bool,
     ) -> Result<u32, OpenError> {
-        self.open_inner(token, Some(key), fields, end_stream)
+        self.open_inner(token, Some((key, 0)), fields, end_stream)
+    }
+
+    /// [`Connection::open_keyed`] of a header list whose fields at the positions set in
+    /// `varying` change per request ([`Encoder::encode_keyed_varying`]: those go as literals
+    /// that leave the HPACK table as it was, the block up to the first of them is copied).
+    pub fn open_keyed_varying<'a>(
+        &mut self,
+        token: usize,
+        key: u64,
+        varying: u64,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        end_stream: bool,
+    ) -> Result<u32, OpenError> {
+        self.open_inner(token, Some((key, varying)), fields, end_stream)
     }
 
     fn open_inner<'a>(
         &mut self,
         token: usize,
-        key: Option<u64>,
+        key: Option<(u64, u64)>,
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
         end_stream: bool,
     ) -> Result<u32, OpenError> {
@@ -80,14 +94,17 @@ impl Connection {
     fn encode_headers<'a>(
         &mut self,
         id: u32,
-        key: Option<u64>,
+        key: Option<(u64, u64)>,
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
         end_stream: bool,
     ) {
         let start = self.out.len();
         self.out.extend_from_slice(&[0; frame::HEADER_LEN]);
         match key {
-            Some(key) => self.encoder.encode_keyed(key, fields, &mut self.out),
+            Some((key, varying)) => {
+                self.encoder
+                    .encode_keyed_varying(key, fields, varying, &mut self.out)
+            }
             None => self.encoder.encode(fields, &mut self.out),
         }
         let len = self.out.len() - start - frame::HEADER_LEN;

@@ -78,7 +78,10 @@ const CACHED_BLOCKS: usize = 4;
 struct CachedBlock {
     key: u64,
     epoch: u64,
+    /// the block's bytes, a varying list's without its varying values
     bytes: Vec<u8>,
+    /// a varying list's: where each varying value goes in `bytes`, and its field's position
+    holes: Vec<(usize, usize)>,
 }
 
 impl Encoder {
@@ -129,13 +132,54 @@ impl Encoder {
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
         out: &mut Vec<u8>,
     ) {
+        self.encode_keyed_varying(key, fields, 0, out);
+    }
+
+    /// [`Encoder::encode_keyed`] of a header list whose fields at the positions set in
+    /// `varying` (bit *i*: the *i*-th field; positions from 64 on never vary) change their
+    /// values from one block to the next, names and places staying: those are sent as literals
+    /// with an indexed name where a table has it, without indexing (never indexed with
+    /// [`Strategy::NeverIndexed`]; RFC 7541 §6.2.2, §6.2.3), since indexing values that never
+    /// repeat would only churn the table. With the table as it was, every other byte of the
+    /// block stays: the block is kept under `key` with holes where the values go, and copied
+    /// around them.
+    pub fn encode_keyed_varying<'a>(
+        &mut self,
+        key: u64,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        varying: u64,
+        out: &mut Vec<u8>,
+    ) {
         let epoch = self.epoch;
         if let Some(c) = self.cache.iter().find(|c| c.key == key && c.epoch == epoch) {
-            out.extend_from_slice(&c.bytes);
+            let mut at = 0;
+            let mut holes = c.holes.iter().peekable();
+            if holes.peek().is_some() {
+                for (i, (_, value)) in fields.into_iter().enumerate() {
+                    if let Some(&(offset, _)) = holes.next_if(|&&(_, field)| field == i) {
+                        out.extend_from_slice(&c.bytes[at..offset]);
+                        string(out, value);
+                        at = offset;
+                    }
+                }
+            }
+            out.extend_from_slice(&c.bytes[at..]);
             return;
         }
         let start = out.len();
-        self.encode(fields, out);
+        self.size_updates(out);
+        // the varying values' places in `out`, and their fields'
+        let mut values = Vec::new();
+        for (i, (name, value)) in fields.into_iter().enumerate() {
+            if i < 64 && varying >> i & 1 == 1 {
+                self.varying_name(name, value, out);
+                let at = out.len();
+                string(out, value);
+                values.push((at, out.len(), i));
+            } else {
+                self.field(name, value, out);
+            }
+        }
         if self.epoch != epoch {
             return;
         }
@@ -146,6 +190,7 @@ impl Encoder {
                     key,
                     epoch,
                     bytes: Vec::new(),
+                    holes: Vec::new(),
                 });
                 self.cache.len() - 1
             }
@@ -158,7 +203,14 @@ impl Encoder {
         c.key = key;
         c.epoch = epoch;
         c.bytes.clear();
-        c.bytes.extend_from_slice(&out[start..]);
+        c.holes.clear();
+        let mut from = start;
+        for (value_start, value_end, field) in values {
+            c.bytes.extend_from_slice(&out[from..value_start]);
+            c.holes.push((c.bytes.len(), field));
+            from = value_end;
+        }
+        c.bytes.extend_from_slice(&out[from..]);
     }
 
     /// The strategy given to [`Encoder::new`].
@@ -184,6 +236,30 @@ impl Encoder {
         }
         self.signalled = target;
         self.lowest = target;
+    }
+
+    /// The start of a field whose value changes from block to block (its value string
+    /// follows): a literal's flags and its name, indexed when a table has the name, whatever
+    /// the value, so the bytes do not depend on it.
+    fn varying_name(&self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        let name_index = match static_find(name, value) {
+            Some(Match::Exact(index) | Match::Name(index)) => Some(index),
+            None => match self.table.find(name, value) {
+                Some(Match::Exact(index) | Match::Name(index)) => Some(STATIC_TABLE.len() + index),
+                None => None,
+            },
+        };
+        let flags = match self.strategy {
+            Strategy::NeverIndexed => 0x10,
+            Strategy::Index | Strategy::Literal => 0x00,
+        };
+        match name_index {
+            Some(index) => encode_int(out, flags, 4, index),
+            None => {
+                encode_int(out, flags, 4, 0);
+                string(out, name);
+            }
+        }
     }
 
     fn field(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
@@ -244,6 +320,7 @@ fn literal(
 fn string(out: &mut Vec<u8>, s: &[u8]) {
     let coded_len = huffman::encoded_len(s);
     if coded_len < s.len() {
+        out.reserve(coded_len + 5);
         encode_int(out, 0x80, 7, coded_len);
         huffman::encode(s, out);
     } else {
@@ -272,6 +349,76 @@ mod tests {
             &mut out,
         );
         out
+    }
+
+    #[test]
+    fn varying_values_leave_the_table_and_the_kept_prefix_as_they_were() {
+        for strategy in [Strategy::Index, Strategy::Literal, Strategy::NeverIndexed] {
+            let mut e = Encoder::new(strategy);
+            let mut d = Decoder::new(DEFAULT_TABLE_SIZE);
+            let mut blocks = Vec::new();
+            let mut sizes = Vec::new();
+            for n in 0..4 {
+                let id = format!("id-{n}-{}", "x".repeat(n));
+                let path = format!("/k/{n}");
+                let list = [
+                    (":method", "POST"),
+                    (":path", path.as_str()),
+                    ("te", "trailers"),
+                    ("x-id", id.as_str()),
+                    ("accept", "*/*"),
+                ];
+                let mut out = Vec::new();
+                // positions 1 and 3 vary
+                e.encode_keyed_varying(
+                    7,
+                    list.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+                    0b1010,
+                    &mut out,
+                );
+                let got: Vec<(Vec<u8>, Vec<u8>)> = decode_all(&mut d, &out, BIG)
+                    .unwrap()
+                    .into_iter()
+                    .map(|(n, v, _)| (n, v))
+                    .collect();
+                let want: Vec<(Vec<u8>, Vec<u8>)> = list
+                    .iter()
+                    .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+                    .collect();
+                assert_eq!(got, want, "{strategy:?} block {n}");
+                sizes.push(e.table_size());
+                blocks.push(out);
+            }
+            // the varying values never enter the table: it holds what the first block put there
+            assert!(
+                sizes.iter().all(|&s| s == sizes[0]),
+                "{strategy:?}: {sizes:?}"
+            );
+            assert_eq!(d.table_size(), e.table_size());
+            // the block is kept with holes for the two values; from the second block on, each
+            // is the kept bytes with its values in the holes
+            let c = e.cache.iter().find(|c| c.key == 7).expect("a kept block");
+            let fields: Vec<usize> = c.holes.iter().map(|h| h.1).collect();
+            assert_eq!(fields, [1, 3], "{strategy:?}");
+            assert!(
+                blocks[1..]
+                    .iter()
+                    .all(|b| b.starts_with(&c.bytes[..c.holes[0].0]))
+            );
+            assert!(
+                blocks[1..]
+                    .iter()
+                    .all(|b| b.ends_with(&c.bytes[c.holes[1].0..]))
+            );
+            // a literal without indexing (never indexed with that strategy) for x-id
+            let never = strategy == Strategy::NeverIndexed;
+            let flags: Vec<bool> = decode_all(&mut Decoder::new(4096), &blocks[0], BIG)
+                .unwrap()
+                .iter()
+                .map(|f| f.2)
+                .collect();
+            assert_eq!(flags[3], never, "{strategy:?}");
+        }
     }
 
     #[test]

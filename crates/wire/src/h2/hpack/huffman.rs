@@ -386,20 +386,34 @@ pub(crate) fn encoded_len(s: &[u8]) -> usize {
     bits.div_ceil(8)
 }
 
-/// Appends `s` Huffman-coded, padded with the leading bits of EOS (all ones).
+/// Appends `s` Huffman-coded, padded with the leading bits of EOS (all ones). The bits gather
+/// in a 64-bit word that goes out 32 at a time into a small buffer on the stack, copied to
+/// `out` when full and at the end.
 pub(crate) fn encode(s: &[u8], out: &mut Vec<u8>) {
-    // At most 7 pending bits plus one code of at most 30: fits in a u64.
+    let mut chunk = [0u8; 64];
+    let mut n = 0;
+    // Fewer than 32 pending bits plus one code of at most 30: fits in a u64.
     let mut acc: u64 = 0;
     let mut bits = 0u32;
     for &b in s {
         let (code, len) = CODES[usize::from(b)];
         acc = acc << len | u64::from(code);
         bits += u32::from(len);
-        while bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
+        if bits >= 32 {
+            bits -= 32;
+            if n == chunk.len() {
+                out.extend_from_slice(&chunk);
+                n = 0;
+            }
+            chunk[n..n + 4].copy_from_slice(&((acc >> bits) as u32).to_be_bytes());
+            n += 4;
+            acc &= (1 << bits) - 1;
         }
-        acc &= (1 << bits) - 1;
+    }
+    out.extend_from_slice(&chunk[..n]);
+    while bits >= 8 {
+        bits -= 8;
+        out.push((acc >> bits) as u8);
     }
     if bits > 0 {
         out.push((acc << (8 - bits)) as u8 | 0xff >> bits);
