@@ -8,7 +8,7 @@ use bytes::BytesMut;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde::Deserialize;
 
-use wirebench::config::{Endpoint, HttpRequestSpec, HttpSpec};
+use wirebench::config::{Endpoint, HttpHead, HttpRequestSpec, HttpSpec};
 use wirebench::workload::{EchoWorkload, EtcdOp, EtcdWorkload, HttpWorkload};
 use wirebench_wire::echo::scan::echoed_body_matches;
 use wirebench_wire::h2::frame::PREFACE;
@@ -248,9 +248,11 @@ fn varying_requests(c: &mut Criterion) {
     let ep = Endpoint::parse("http://127.0.0.1:8080").unwrap();
     let spec = |path: &str, id: &str, body: &str| HttpSpec {
         requests: vec![HttpRequestSpec {
-            method: "POST".into(),
-            path: path.into(),
-            headers: vec![("X-Id".into(), id.into())],
+            head: std::sync::Arc::new(HttpHead {
+                method: "POST".into(),
+                path: path.into(),
+                headers: vec![("X-Id".into(), id.into())],
+            }),
             body: Some(body.to_string().into()),
         }],
         weights: Vec::new(),

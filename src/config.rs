@@ -11,7 +11,7 @@ mod http;
 pub mod stages;
 
 pub use endpoint::{Endpoint, parse_url};
-pub use http::{HttpRequestSpec, HttpSpec};
+pub use http::{HttpHead, HttpRequestSpec, HttpSpec};
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -740,10 +740,13 @@ mod tests {
     #[test]
     fn an_http_spec_describes_its_bodies() {
         let spec = |bodies: &[&[u8]]| {
-            let one = |body: Option<&[u8]>| HttpRequestSpec {
+            let head = std::sync::Arc::new(HttpHead {
                 method: "POST".into(),
                 path: "/x".into(),
                 headers: Vec::new(),
+            });
+            let one = |body: Option<&[u8]>| HttpRequestSpec {
+                head: head.clone(),
                 body: body.map(bytes::Bytes::copy_from_slice),
             };
             let requests = if bodies.is_empty() {

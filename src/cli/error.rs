@@ -204,11 +204,6 @@ pub enum ArgError {
     OkStatus(String),
     #[error("--data-lines {}: no lines", .0.display())]
     NoLines(PathBuf),
-    #[error("{url}: {source}")]
-    Request {
-        url: String,
-        source: wirebench_wire::http1::Error,
-    },
     #[error("--targets {}: {what}", path.display())]
     Targets { path: PathBuf, what: String },
     #[error("--data-file {}: not UTF-8 JSON", .0.display())]

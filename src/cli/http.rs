@@ -1,6 +1,7 @@
 //! `wirebench http URL`: any HTTP server, over HTTP/1.1.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -9,7 +10,9 @@ use super::common::{RunArgs, parse_headers, read_limited};
 use super::error::ArgError;
 use super::heading;
 use super::limits::MAX_BODY_FILE;
-use crate::config::{Endpoint, HttpRequestSpec, HttpSpec, Target, WorkloadSpec, parse_url};
+use crate::config::{
+    Endpoint, HttpHead, HttpRequestSpec, HttpSpec, Target, WorkloadSpec, parse_url,
+};
 
 #[derive(Debug, Args)]
 pub struct HttpArgs {
@@ -142,13 +145,15 @@ impl HttpArgs {
             None if has_body => "POST".to_string(),
             None => "GET".to_string(),
         };
-        let headers = parse_headers(&self.headers)?;
+        let head = Arc::new(HttpHead {
+            method,
+            path,
+            headers: parse_headers(&self.headers)?,
+        });
         let requests = bodies
             .into_iter()
             .map(|body| HttpRequestSpec {
-                method: method.clone(),
-                path: path.clone(),
-                headers: headers.clone(),
+                head: head.clone(),
                 body,
             })
             .collect();

@@ -5,11 +5,12 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::common::{parse_headers, read_limited};
 use super::error::ArgError;
 use super::limits::MAX_BODY_FILE;
-use crate::config::{Endpoint, HttpRequestSpec, parse_url};
+use crate::config::{Endpoint, HttpHead, HttpRequestSpec, parse_url};
 use wirebench_wire::targets::{self, Body};
 
 /// The largest targets file read: it is held in memory.
@@ -73,9 +74,11 @@ pub(super) fn read(
         let mut headers = t.headers.clone();
         headers.extend(extra.iter().cloned());
         requests.push(HttpRequestSpec {
-            method: t.method.clone(),
-            path,
-            headers,
+            head: Arc::new(HttpHead {
+                method: t.method.clone(),
+                path,
+                headers,
+            }),
             body,
         });
     }

@@ -1,5 +1,9 @@
 //! What `wirebench http` sends: the requests, as given.
 
+use std::sync::Arc;
+
+use bytes::Bytes;
+
 /// The requests for any HTTP server: one (a URL and flags: `--data-lines` gives several that
 /// differ in their body only) or a targets file's, each with a weight. Any text may hold the
 /// placeholders of `wirebench_wire::vary`, rendered per request.
@@ -14,15 +18,22 @@ pub struct HttpSpec {
     pub ok_status: (u16, u16),
 }
 
-/// One HTTP request: method, path, headers and body, as given (placeholders unrendered).
+/// One HTTP request: its head and body, as given (placeholders unrendered). Requests that
+/// differ only in their body (`--data-lines`) share one head.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRequestSpec {
+    pub head: Arc<HttpHead>,
+    /// none: a request without a body
+    pub body: Option<Bytes>,
+}
+
+/// A request's method, path and headers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HttpHead {
     pub method: String,
     /// the URL's path and query, as given (`/` when it has none)
     pub path: String,
     pub headers: Vec<(String, String)>,
-    /// none: a request without a body
-    pub body: Option<bytes::Bytes>,
 }
 
 impl HttpSpec {
@@ -32,14 +43,12 @@ impl HttpSpec {
         let mut requests: Vec<HttpRequestSpec> = Vec::new();
         let mut weights = Vec::new();
         for (i, r) in self.requests.iter().enumerate() {
-            let same = |o: &HttpRequestSpec| {
-                o.method == r.method && o.path == r.path && o.headers == r.headers
-            };
+            let same = |o: &HttpRequestSpec| o.head == r.head;
             if self.weights.is_empty() && requests.iter().any(same) {
                 continue;
             }
             requests.push(HttpRequestSpec {
-                body: Some(bytes::Bytes::copy_from_slice(body)),
+                body: Some(Bytes::copy_from_slice(body)),
                 ..r.clone()
             });
             weights.extend(self.weights.get(i));
@@ -54,9 +63,7 @@ impl HttpSpec {
     /// One line for the report header.
     pub(super) fn describe(&self) -> String {
         let first = &self.requests[0];
-        let one_head = self.requests.iter().all(|r| {
-            r.method == first.method && r.path == first.path && r.headers == first.headers
-        });
+        let one_head = self.requests.iter().all(|r| r.head == first.head);
         if !one_head || !self.weights.is_empty() {
             return format!("http: {} requests (a targets file)", self.requests.len());
         }
@@ -71,6 +78,6 @@ impl HttpSpec {
             (n, _) if min == max => format!("{n} bodies of {max} B"),
             (n, _) => format!("{n} bodies of {min}-{max} B"),
         };
-        format!("http {} {}: {body}", first.method, first.path)
+        format!("http {} {}: {body}", first.head.method, first.head.path)
     }
 }

@@ -16,7 +16,7 @@ use http::header::{CONTENT_LENGTH, HeaderName, HeaderValue};
 use http::{Method, Uri};
 
 use crate::client::grpc::Call;
-use crate::config::{Endpoint, HttpRequestSpec, HttpSpec};
+use crate::config::{Endpoint, HttpHead, HttpRequestSpec, HttpSpec};
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
 use vary::VaryHead;
@@ -103,8 +103,9 @@ pub struct HttpWorkload {
 #[derive(Debug, Clone)]
 struct Renders {
     draw: Draw,
-    /// by head × endpoint: a varying head's call, rendered per request
-    calls: Vec<Option<Call>>,
+    /// by head × endpoint: a varying head's call, rendered per request; made at its first
+    /// HTTP/2 or HTTP/3 request (an HTTP/1.1 client has none)
+    calls: Vec<Option<Box<Call>>>,
     body_buf: BytesMut,
     body: Bytes,
     scratch: Vec<u8>,
@@ -153,15 +154,22 @@ impl HttpWorkload {
             let (body, vary) = body_of(r.body.clone().unwrap_or_default())?;
             kinds.push(Kind { head, body, vary });
         }
-        let mut heads = Vec::new();
+        // each head's requests, in one pass (a targets file may have 100,000 heads)
+        let mut of_head: Vec<Vec<&Kind>> = Vec::new();
+        for k in &kinds {
+            if k.head == of_head.len() {
+                of_head.push(Vec::new());
+            }
+            of_head[k.head].push(k);
+        }
+        let mut heads = Vec::with_capacity(of_head.len());
         for (i, r) in spec.requests.iter().enumerate() {
             if heads_of[i] == heads.len() {
-                let bodies: Vec<&Kind> = kinds.iter().filter(|k| k.head == heads.len()).collect();
-                heads.push(Head::new(r, endpoints, &bodies)?);
+                heads.push(Head::new(&r.head, endpoints, &of_head[heads.len()])?);
             }
         }
-        let all_head = spec.requests.iter().all(|r| r.method == "HEAD");
-        if !all_head && spec.requests.iter().any(|r| r.method == "HEAD") {
+        let all_head = spec.requests.iter().all(|r| r.head.method == "HEAD");
+        if !all_head && spec.requests.iter().any(|r| r.head.method == "HEAD") {
             return Err(HttpError::MixedHead);
         }
         let varies =
@@ -209,21 +217,9 @@ impl HttpWorkload {
     pub fn for_client(&self, client: u64) -> HttpWorkload {
         let s = &*self.shared;
         let renders = s.varies.then(|| {
-            let calls = s
-                .heads
-                .iter()
-                .flat_map(|h| {
-                    h.calls.iter().map(move |c| {
-                        h.vary.as_ref().map(|v| {
-                            let (path, values) = v.varying_parts();
-                            c.clone().varying(path, &values)
-                        })
-                    })
-                })
-                .collect();
             Box::new(Renders {
                 draw: Draw::for_client(self.seed, client),
-                calls,
+                calls: Vec::new(),
                 body_buf: BytesMut::new(),
                 body: Bytes::new(),
                 scratch: Vec::new(),
@@ -299,14 +295,18 @@ impl HttpWorkload {
             }
             None => &kind.body,
         };
-        let call = match (&head.vary, &mut r.calls[kind.head * s.hosts.len() + ep]) {
-            (Some(v), Some(call)) => {
-                v.render_call(&mut r.draw, call);
-                &*call
-            }
-            _ => &head.calls[ep],
+        let Some(v) = &head.vary else {
+            return (body, &head.calls[ep]);
         };
-        (body, call)
+        if r.calls.is_empty() {
+            r.calls.resize_with(s.heads.len() * s.hosts.len(), || None);
+        }
+        let call = r.calls[kind.head * s.hosts.len() + ep].get_or_insert_with(|| {
+            let (path, values) = v.varying_parts();
+            Box::new(head.calls[ep].clone().varying(path, &values))
+        });
+        v.render_call(&mut r.draw, call);
+        (body, &**call)
     }
 
     pub fn check_http(&self, status: u16) -> HttpVerdict {
@@ -329,15 +329,12 @@ impl HttpWorkload {
 /// For each request, the index of its head: the first request with the same method, path and
 /// headers gives it (heads numbered in order of first appearance).
 fn head_groups(requests: &[HttpRequestSpec]) -> Vec<usize> {
-    type HeadKey<'a> = (&'a str, &'a str, &'a [(String, String)]);
-    let mut seen: std::collections::HashMap<HeadKey<'_>, usize> = std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<&HttpHead, usize> = std::collections::HashMap::new();
     requests
         .iter()
         .map(|r| {
             let n = seen.len();
-            *seen
-                .entry((r.method.as_str(), r.path.as_str(), r.headers.as_slice()))
-                .or_insert(n)
+            *seen.entry(&*r.head).or_insert(n)
         })
         .collect()
 }
@@ -345,11 +342,7 @@ fn head_groups(requests: &[HttpRequestSpec]) -> Vec<usize> {
 impl Head {
     /// The head of `r` for `endpoints`; `kinds`: the requests that share it (their bodies
     /// decide the HTTP/2 content-length).
-    fn new(
-        r: &HttpRequestSpec,
-        endpoints: &[Endpoint],
-        kinds: &[&Kind],
-    ) -> Result<Head, HttpError> {
+    fn new(r: &HttpHead, endpoints: &[Endpoint], kinds: &[&Kind]) -> Result<Head, HttpError> {
         let path = template(|| "the path".to_string(), &r.path)?;
         let mut values = Vec::with_capacity(r.headers.len());
         for (k, v) in &r.headers {

@@ -449,9 +449,11 @@ mod tests {
     fn http_target() -> Workload {
         let spec = HttpSpec {
             requests: vec![crate::config::HttpRequestSpec {
-                method: "GET".into(),
-                path: "/".into(),
-                headers: Vec::new(),
+                head: std::sync::Arc::new(crate::config::HttpHead {
+                    method: "GET".into(),
+                    path: "/".into(),
+                    headers: Vec::new(),
+                }),
                 body: None,
             }],
             weights: Vec::new(),

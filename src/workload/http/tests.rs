@@ -2,9 +2,11 @@ use super::*;
 
 fn request(method: &str, body: Option<&[u8]>) -> HttpRequestSpec {
     HttpRequestSpec {
-        method: method.into(),
-        path: "/p?q=1".into(),
-        headers: vec![("Accept".into(), "*/*".into())],
+        head: Arc::new(HttpHead {
+            method: method.into(),
+            path: "/p?q=1".into(),
+            headers: vec![("Accept".into(), "*/*".into())],
+        }),
         body: body.map(Bytes::copy_from_slice),
     }
 }
@@ -67,7 +69,7 @@ fn h2_fields(w: &mut HttpWorkload) -> Vec<(String, String)> {
 fn the_http2_request_has_the_same_method_path_and_headers() {
     let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
     let mut s = spec("POST", &[b"abc"]);
-    s.requests[0].headers = vec![
+    Arc::make_mut(&mut s.requests[0].head).headers = vec![
         ("X-Trace".into(), "1".into()),
         ("Connection".into(), "close".into()),
         ("TE".into(), "gzip".into()),
@@ -133,13 +135,15 @@ fn the_status_range_decides() {
 fn varying(path: &str, header: &str, body: &str) -> HttpSpec {
     HttpSpec {
         requests: vec![HttpRequestSpec {
-            method: "POST".into(),
-            path: path.into(),
-            headers: vec![
-                ("X-Id".into(), header.into()),
-                ("Accept".into(), "*/*".into()),
-                ("Connection".into(), "keep-alive".into()),
-            ],
+            head: Arc::new(HttpHead {
+                method: "POST".into(),
+                path: path.into(),
+                headers: vec![
+                    ("X-Id".into(), header.into()),
+                    ("Accept".into(), "*/*".into()),
+                    ("Connection".into(), "keep-alive".into()),
+                ],
+            }),
             body: Some(Bytes::copy_from_slice(body.as_bytes())),
         }],
         weights: Vec::new(),
@@ -244,7 +248,7 @@ fn a_bad_placeholder_names_its_part() {
 #[test]
 fn weighted_requests_go_in_their_proportion() {
     let mut s = spec("POST", &[b"a", b"b"]);
-    s.requests[1].path = "/other".into();
+    Arc::make_mut(&mut s.requests[1].head).path = "/other".into();
     s.weights = vec![3, 1];
     let mut w = HttpWorkload::new(&s, &[endpoint()]).unwrap().for_client(0);
     let mut out = BytesMut::new();
