@@ -644,7 +644,7 @@ fn a_targets_file_sends_each_target_by_its_weight() {
         format!(
             "# weight: 3\nPOST {}\nX-Id: a-{{{{seq}}}}\n@body.json\n\nGET {}\nX-Id: b-{{{{seq}}}}\n",
             srv.url("/record/a/{{seq}}"),
-            srv.url("/record/b?x={{seq}}"),
+            srv.url("/record/b?x={{seq}}&r={{rand 1 9}}"),
         ),
     )
     .unwrap();
@@ -676,6 +676,7 @@ fn a_targets_file_sends_each_target_by_its_weight() {
             assert_eq!(r["body"], format!(r#"{{"k":"{i}"}}"#));
         } else {
             assert_eq!(number_after(path, "?x="), i as u64, "{r}");
+            assert!((1..=9).contains(&number_after(path, "&r=")), "{r}");
             assert_eq!(r["x-id"], format!("b-{i}"));
             assert_eq!(
                 (r["method"].as_str(), r["body"].as_str()),

@@ -40,7 +40,8 @@ const QUOTED: usize = 60;
 pub struct Target {
     /// The request method, an HTTP token (RFC 9110 §9).
     pub method: String,
-    /// The absolute URL as written (`http://` or `https://`, no whitespace); the caller parses it.
+    /// The absolute URL as written (`http://` or `https://`, no whitespace but inside `{{...}}`
+    /// placeholders); the caller parses it.
     pub url: String,
     /// Header fields in the file's order; a name may repeat.
     pub headers: Vec<(String, String)>,
@@ -77,8 +78,8 @@ pub enum TargetsError {
     LineTooLong { line: usize },
     /// A request line that is not `METHOD URL` with a token for a method (quoted, cut short).
     RequestLine { line: usize, got: String },
-    /// The URL does not start with `http://` or `https://`, or holds whitespace or a control
-    /// character.
+    /// The URL does not start with `http://` or `https://`, or holds a control character or
+    /// whitespace outside a `{{...}}` placeholder.
     Url { line: usize, why: &'static str },
     /// A header line without a `:`.
     HeaderWithoutColon { line: usize },
@@ -357,11 +358,32 @@ pub(crate) fn url_problem(url: &str) -> Option<&'static str> {
     };
     if !starts("http://") && !starts("https://") {
         Some("must start with http:// or https://")
-    } else if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        Some("holds whitespace or a control character")
+    } else if url.chars().any(char::is_control) {
+        Some("holds a control character")
+    } else if outside_placeholders(url).any(char::is_whitespace) {
+        Some("holds whitespace (outside a {{...}} placeholder)")
     } else {
         None
     }
+}
+
+/// The characters of `text` outside its `{{...}}` placeholders (whose arguments are apart by
+/// spaces: `{{rand 1 9}}`); an unclosed `{{` leaves the rest outside.
+fn outside_placeholders(text: &str) -> impl Iterator<Item = char> + '_ {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        loop {
+            if rest.starts_with("{{")
+                && let Some(end) = rest.find("}}")
+            {
+                rest = &rest[end + 2..];
+                continue;
+            }
+            let c = rest.chars().next()?;
+            rest = &rest[c.len_utf8()..];
+            return Some(c);
+        }
+    })
 }
 
 /// Whether a header value holds a control character other than HTAB.

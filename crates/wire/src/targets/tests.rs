@@ -148,20 +148,28 @@ fn refuses_bad_request_lines_and_urls() {
     for (line, why) in [
         ("GET /path", "must start with http:// or https://"),
         ("GET ftp://a/", "must start with http:// or https://"),
-        ("GET http://a/ b", "holds whitespace or a control character"),
         (
-            "GET http://a/\u{7f}",
-            "holds whitespace or a control character",
+            "GET http://a/ b",
+            "holds whitespace (outside a {{...}} placeholder)",
         ),
         (
-            "GET http://a/\rb",
-            "holds whitespace or a control character",
+            "GET http://a/{{rand 1 2}} b",
+            "holds whitespace (outside a {{...}} placeholder)",
         ),
+        (
+            "GET http://a/{{rand 1 2",
+            "holds whitespace (outside a {{...}} placeholder)",
+        ),
+        ("GET http://a/\u{7f}", "holds a control character"),
+        ("GET http://a/\rb", "holds a control character"),
     ] {
         let (e, message) = refused(line);
         assert_eq!(e, TargetsError::Url { line: 1, why }, "{line:?}");
         assert_eq!(message, format!("line 1: the URL {why}"));
     }
+    // a placeholder's arguments are apart by spaces: the URL keeps them
+    let t = parse("GET http://a/x?r={{rand 1 9}}&s={{seq}}\n").unwrap();
+    assert_eq!(t[0].url, "http://a/x?r={{rand 1 9}}&s={{seq}}");
 }
 
 #[test]
