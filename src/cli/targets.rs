@@ -42,7 +42,8 @@ pub(super) fn read(
                 return Err(bad(
                     file,
                     format!(
-                        "line {}: {} is another origin than line {line}'s {}: every target goes to one",
+                        "line {}: {} is another origin than line {line}'s {}: every target \
+                         goes to one",
                         t.line, t.url, first.url
                     ),
                 ));

@@ -1,5 +1,6 @@
 //! Any gRPC method (`wirebench grpc TARGET Service/Method`): the same encoded request on every
-//! call (a client stream sends its messages in turn); a unary or client-streaming call is OK
+//! call (a client stream sends its messages in turn), or, where its JSON or metadata hold
+//! placeholders, one rendered per call (`vary`, `template`); a unary or client-streaming call is OK
 //! when it ends with grpc-status 0 and exactly one message, as ghz counts it, a server-streaming
 //! or bidi one when its stream ends with grpc-status 0 (its messages are counted); the
 //! messages' content is not judged (the sample shows the first as JSON when the schema is

@@ -259,7 +259,8 @@ fn placeholder(inner: &str) -> Result<Placeholder<'_>, String> {
             let (lo, hi) = (bound(inner, lo)?, bound(inner, hi)?);
             if lo >= hi {
                 return Err(format!(
-                    "{{{{{inner}}}}}: ghz's randomInt draws from {lo} up to {hi} excluded, so {hi} must be above {lo}"
+                    "{{{{{inner}}}}}: ghz's randomInt draws from {lo} up to {hi} excluded, \
+                     so {hi} must be above {lo}"
                 ));
             }
             Var::Rand { lo, hi: hi - 1 }
