@@ -190,6 +190,13 @@ pub fn format_rfc3339(t: SystemTime) -> String {
     )
 }
 
+/// Nanoseconds since the Unix epoch (0 before it; saturating past 2554): what a request's
+/// `{{now_ns}}` renders.
+pub fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// Microseconds since the Unix epoch (0 before it).
 pub fn unix_us(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)

@@ -149,8 +149,8 @@ pub struct GrpcWorkload {
 
 impl GrpcWorkload {
     pub fn new(spec: &GrpcSpec, endpoints: &[Endpoint]) -> Result<GrpcWorkload, GrpcError> {
-        let varies = vary::Varies::new(&spec.metadata, spec.templated.as_ref())?;
-        let metadata = metadata_of(&vary::fixed_texts(&spec.metadata))?;
+        let (varies, texts) = vary::Varies::new(&spec.metadata, spec.templated.as_ref())?;
+        let metadata = metadata_of(&texts)?;
         let mut calls = Vec::with_capacity(endpoints.len());
         for ep in endpoints {
             let authority = spec.authority.as_deref().unwrap_or(&ep.authority);

@@ -246,7 +246,7 @@ impl HttpWorkload {
     fn start(renders: &mut Renders, clock: bool, idx: u64) {
         renders.draw.seq = idx;
         if clock {
-            renders.draw.now_ns = super::unix_now_ns();
+            renders.draw.now_ns = crate::config::clock::unix_ns(std::time::SystemTime::now());
         }
     }
 

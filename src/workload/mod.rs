@@ -35,13 +35,6 @@ pub fn filler(n: usize) -> String {
     "x".repeat(n)
 }
 
-/// Now as Unix nanoseconds: the time a request's `{{now_ns}}` renders.
-pub fn unix_now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
 /// A verdict on one HTTP response: the status it counts under, and a failure if it was one.
 pub type HttpVerdict = Result<StatusKey, (StatusKey, Failure)>;
 

@@ -118,17 +118,8 @@ pub(super) fn encode(
     Ok((encoded, TemplatedMessages { input, texts }))
 }
 
-/// `metadata` with each value that has no placeholder as it is sent (a quoted `{{"{{"}}` read
-/// as `{{`); a value with placeholders stays as written (each call renders its own).
-pub(super) fn fixed_texts(metadata: &[(String, String)]) -> Vec<(String, String)> {
-    metadata
-        .iter()
-        .map(|(k, v)| match Template::parse(v) {
-            Ok(t) if t.fixed().is_some() => (k.clone(), t.fixed().unwrap_or(v).to_string()),
-            _ => (k.clone(), v.clone()),
-        })
-        .collect()
-}
+/// Metadata as (name, value) pairs.
+type Metadata = Vec<(String, String)>;
 
 /// What varies in a method's calls, compiled once: metadata values and messages.
 #[derive(Debug)]
@@ -141,17 +132,21 @@ pub(super) struct Varies {
 }
 
 impl Varies {
-    /// What varies in `metadata` and `templated`; `None` when nothing does.
+    /// What varies in `metadata` and `templated` (`None` when nothing does), and the metadata
+    /// as the shared call carries it: a value without placeholders as it is sent (a quoted
+    /// `{{"{{"}}` read as `{{`), one with placeholders as written (each call renders its own).
     pub(super) fn new(
         metadata: &[(String, String)],
         templated: Option<&TemplatedMessages>,
-    ) -> Result<Option<Varies>, GrpcError> {
+    ) -> Result<(Option<Varies>, Metadata), GrpcError> {
         let mut values = Vec::with_capacity(metadata.len());
+        let mut texts = Vec::with_capacity(metadata.len());
         for (k, v) in metadata {
             let t = Template::parse(v).map_err(|source| GrpcError::MetadataPlaceholder {
                 name: k.clone(),
                 source,
             })?;
+            texts.push((k.clone(), t.fixed().unwrap_or(v).to_string()));
             values.push((!t.is_fixed()).then_some(t));
         }
         let mut messages = Vec::new();
@@ -163,15 +158,16 @@ impl Varies {
             }
         }
         if values.iter().all(Option::is_none) && messages.iter().all(Option::is_none) {
-            return Ok(None);
+            return Ok((None, texts));
         }
         let clock = values.iter().flatten().any(Template::uses_clock)
             || messages.iter().flatten().any(MessageTemplate::uses_clock);
-        Ok(Some(Varies {
+        let varies = Varies {
             metadata: values,
             messages,
             clock,
-        }))
+        };
+        Ok((Some(varies), texts))
     }
 
     /// The metadata indices whose values vary.
@@ -208,7 +204,7 @@ impl Renders {
     pub(super) fn render(&mut self, v: &Varies, idx: u64, ep: usize, stream: bool) {
         self.draw.seq = idx;
         if v.clock {
-            self.draw.now_ns = crate::workload::unix_now_ns();
+            self.draw.now_ns = crate::config::clock::unix_ns(std::time::SystemTime::now());
         }
         if let Some(call) = self.calls.get_mut(ep)
             && let Some(parts) = call.varied()
@@ -287,9 +283,9 @@ mod tests {
     fn each_call_renders_its_messages_into_reused_buffers() {
         let m = method("wirebench.stream.v1.StreamEcho/ClientEcho");
         let (encoded, t) = encode(&m, r#"[{"ping": "n{{seq}}"}, {"ping": "fixed"}]"#).unwrap();
-        let v = Varies::new(&[("x-id".into(), "id-{{seq}}".into())], Some(&t))
-            .unwrap()
-            .unwrap();
+        let (v, texts) = Varies::new(&[("x-id".into(), "id-{{seq}}".into())], Some(&t)).unwrap();
+        let v = v.unwrap();
+        assert_eq!(texts, [("x-id".to_string(), "id-{{seq}}".to_string())]);
         assert_eq!(v.varying_metadata(), [0]);
         assert!(v.messages[0].is_some() && v.messages[1].is_none());
         let uri: http::Uri = "http://h:1/p/M".parse().unwrap();

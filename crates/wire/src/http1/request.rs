@@ -4,6 +4,8 @@ use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::vary::decimal;
+
 use super::{Error, MAX_HEAD_BYTES, is_ctl, is_tchar, map_httparse_error, scan_headers};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +97,7 @@ impl RequestTemplate {
             return head;
         }
         let mut digits = [0u8; 20];
-        let length = render_decimal(body.len() as u64, &mut digits);
+        let length = decimal(body.len() as u64, &mut digits);
         let head = self.head.len() + length.len() + 4;
         dst.reserve(head + body.len());
         dst.put_slice(&self.head);
@@ -111,26 +113,12 @@ impl RequestTemplate {
             return self.length_at + 2;
         }
         let mut digits = [0u8; 20];
-        self.head.len() + render_decimal(body_len as u64, &mut digits).len() + 4
+        self.head.len() + decimal(body_len as u64, &mut digits).len() + 4
     }
 }
 
 fn is_visible_ascii(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic())
-}
-
-/// Decimal digits of `v`, rendered into the end of `buf`.
-fn render_decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut start = buf.len();
-    for slot in buf.iter_mut().rev() {
-        *slot = b'0' + (v % 10) as u8;
-        start -= 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    buf.get(start..).unwrap_or_default()
 }
 
 /// Largest number of header fields [`decode_request_head`] accepts (the most a

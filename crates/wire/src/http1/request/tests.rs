@@ -137,11 +137,8 @@ proptest! {
 #[test]
 fn render_decimal_edges() {
     let mut digits = [0u8; 20];
-    assert_eq!(render_decimal(0, &mut digits), b"0");
-    assert_eq!(
-        render_decimal(u64::MAX, &mut digits),
-        b"18446744073709551615"
-    );
+    assert_eq!(decimal(0, &mut digits), b"0");
+    assert_eq!(decimal(u64::MAX, &mut digits), b"18446744073709551615");
 }
 
 // ---- request heads ----
