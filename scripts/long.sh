@@ -11,8 +11,10 @@
 #      watch run's follower SIGKILLed mid-run)
 #   5. link: scripts/link.sh (the emulated path's delay, rate, loss and timing targets, and its
 #      sweep tables over links and connection counts)
+#   6. capacity: scripts/capacity.sh (--find-max against a known delay, optimized, through a
+#      link, and the etcd put table on a 3-member cluster)
 #
-#   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers,failover,link] [-o DIR]
+#   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers,failover,link,capacity] [-o DIR]
 #
 # Each part's output goes to DIR (default /tmp/wirebench-long) as PART.log, the peer tables as
 # peers.md and peers-grpc.md; a summary line per part is printed at the end. Exits 1 when a part
@@ -24,7 +26,7 @@ SKIP=""
 OUT=/tmp/wirebench-long
 
 usage() {
-    sed -n '2,19s/^# \{0,1\}//p' "$0"
+    sed -n '2,21s/^# \{0,1\}//p' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -73,9 +75,10 @@ part peers scripts/peers.sh -o "$OUT/peers.md"
 part peers-grpc scripts/peers-grpc.sh -o "$OUT/peers-grpc.md"
 part failover scripts/failover.sh -o "$OUT/failover"
 part link scripts/link.sh -o "$OUT/link"
+part capacity scripts/capacity.sh -o "$OUT/capacity"
 
 printf '%s\n' "${results[@]}"
-for f in fuzz stress failover link; do
+for f in fuzz stress failover link capacity; do
     [[ -f $OUT/$f.log ]] && { echo "--- $f"; tail -n 20 "$OUT/$f.log"; }
 done
 for f in peers.md peers-grpc.md; do

@@ -5,6 +5,7 @@
 //! rendered there from `spec`. Imports nothing above `net`.
 
 pub mod axes;
+pub mod capacity;
 pub mod clock;
 mod endpoint;
 mod http;
@@ -429,6 +430,9 @@ impl FromStr for Target {
     }
 }
 
+/// The highest --rate (requests/s) a run paces, and a capacity search tries.
+pub const MAX_RATE: f64 = 10_000_000.0;
+
 /// When a run stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -526,6 +530,8 @@ pub struct Config {
     pub outputs: Outputs,
     /// `--fail-if`: conditions the finished run must meet (exit 3 when one is broken)
     pub thresholds: Vec<crate::threshold::Threshold>,
+    /// `--find-max`: a capacity search instead of one run per stack
+    pub capacity: Option<capacity::CapacitySpec>,
     /// etcd credentials (user, password): authenticate before the run, again on "invalid auth token"
     pub auth: Option<(String, String)>,
     /// which etcd members get the clients (resolved from `endpoints` before the run)
@@ -562,6 +568,8 @@ pub struct Outputs {
     pub latency_svg: Option<PathBuf>,
     /// `--timeline-svg`: requests/s and p99 over time
     pub timeline_svg: Option<PathBuf>,
+    /// `--curve-svg` (with `--find-max`): each search step's latency against its rate
+    pub curve_svg: Option<PathBuf>,
 }
 
 impl Outputs {
@@ -572,6 +580,7 @@ impl Outputs {
             || self.html.is_some()
             || self.latency_svg.is_some()
             || self.timeline_svg.is_some()
+            || self.curve_svg.is_some()
     }
 }
 

@@ -10,19 +10,27 @@
 /// Why a `--fail-if` is not a threshold: the line to print, quoting it as given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ThresholdError {
-    #[error("--fail-if {text:?}: no comparison: write FIGURE<VALUE, e.g. p99<5ms")]
-    NoComparison { text: String },
-    #[error("--fail-if {text:?}: no figure before the comparison")]
-    NoFigure { text: String },
+    #[error("{flag} {text:?}: no comparison: write FIGURE<VALUE, e.g. p99<5ms")]
+    NoComparison { flag: &'static str, text: String },
+    #[error("{flag} {text:?}: no figure before the comparison")]
+    NoFigure { flag: &'static str, text: String },
     #[error(
-        "--fail-if {text:?}: unknown figure {figure:?}: use p50, p90, p99, p999, rps, errors, \
+        "{flag} {text:?}: unknown figure {figure:?}: use p50, p90, p99, p999, rps, errors, \
          cpu, bytes, syscalls, or the dotted path of a numeric field of a run in the JSON report \
          (summary.ok_per_sec)"
     )]
-    UnknownFigure { text: String, figure: String },
+    UnknownFigure {
+        flag: &'static str,
+        text: String,
+        figure: String,
+    },
     /// `value`: the value as given, units and all
-    #[error("--fail-if {text:?}: {value:?} is not a non-negative number")]
-    NotANumber { text: String, value: String },
+    #[error("{flag} {text:?}: {value:?} is not a non-negative number")]
+    NotANumber {
+        flag: &'static str,
+        text: String,
+        value: String,
+    },
 }
 
 /// A figure a threshold names.
@@ -79,13 +87,22 @@ pub struct Threshold {
 impl Threshold {
     /// Parses one `--fail-if` value.
     pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
+        Threshold::parse_as("--fail-if", text)
+    }
+
+    /// Parses one value of `flag` (`--fail-if`, or `--find-max`'s objectives), which its
+    /// errors name.
+    pub fn parse_as(flag: &'static str, text: &str) -> Result<Threshold, ThresholdError> {
         let given = || text.to_string();
         let t = text.trim();
         let (at, op) = ["<=", ">=", "<", ">"]
             .iter()
             .filter_map(|o| t.find(o).map(|i| (i, *o)))
             .min_by_key(|&(i, o)| (i, std::cmp::Reverse(o.len())))
-            .ok_or_else(|| ThresholdError::NoComparison { text: given() })?;
+            .ok_or_else(|| ThresholdError::NoComparison {
+                flag,
+                text: given(),
+            })?;
         let (name, value) = (t[..at].trim(), t[at + op.len()..].trim());
         let op = match op {
             "<" => Op::Lt,
@@ -105,7 +122,10 @@ impl Threshold {
             _ => (None, name),
         };
         if name.is_empty() {
-            return Err(ThresholdError::NoFigure { text: given() });
+            return Err(ThresholdError::NoFigure {
+                flag,
+                text: given(),
+            });
         }
         let figure = match name {
             "p50" => Figure::Percentile(50.0),
@@ -121,6 +141,7 @@ impl Threshold {
                 let keys: Vec<String> = path.split('.').map(str::to_string).collect();
                 if keys.iter().any(String::is_empty) || !known_root(&keys[0]) {
                     return Err(ThresholdError::UnknownFigure {
+                        flag,
                         text: given(),
                         figure: path.to_string(),
                     });
@@ -129,12 +150,14 @@ impl Threshold {
             }
             other => {
                 return Err(ThresholdError::UnknownFigure {
+                    flag,
                     text: given(),
                     figure: other.to_string(),
                 });
             }
         };
         let limit = parse_value(&figure, value).ok_or_else(|| ThresholdError::NotANumber {
+            flag,
             text: given(),
             value: value.to_string(),
         })?;

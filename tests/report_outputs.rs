@@ -548,6 +548,14 @@ fn bad_outputs_are_refused_in_one_line() {
         2,
         "not compare",
     );
+    // the curve draws a capacity search's steps: without --find-max there are none
+    let curve = dir.path().join("curve.svg");
+    assert_refused(
+        &["echo", "-z", "1s", "--curve-svg", curve.to_str().unwrap()],
+        2,
+        "--curve-svg draws the steps of a capacity search: give --find-max",
+    );
+    assert!(!curve.exists());
     // a port in use, an unwritable file: exit 1 before the run, nothing left behind
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();

@@ -13,16 +13,20 @@ pub(super) fn compare(cfg: &Config, prepared: &Prepared, rounds: usize) -> Resul
             break;
         }
         eprintln!("wirebench compare: round {round} of {rounds}");
-        match run(cfg, prepared) {
+        let result = match &cfg.capacity {
+            Some(spec) => super::capacity::run(cfg, prepared, spec),
+            None => run(cfg, prepared).map(|(r, _)| r),
+        };
+        match result {
             // a round Ctrl-C cut short is left out of the medians, unless it is all there is
-            Ok((rep, _)) if super::interrupted() && !reports.is_empty() => {
+            Ok(rep) if super::interrupted() && !reports.is_empty() => {
                 eprintln!(
                     "wirebench compare: interrupted: round {round} left out, {} rounds compared",
                     reports.len()
                 );
                 drop(rep);
             }
-            Ok((rep, _)) => reports.push(rep),
+            Ok(rep) => reports.push(rep),
             Err(RunError::Interrupted) if !reports.is_empty() => break,
             Err(e) => return Err(e),
         }

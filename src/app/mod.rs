@@ -2,6 +2,7 @@
 //! exit code; one file per command.
 
 pub mod call;
+mod capacity;
 pub mod compare;
 pub mod link;
 pub mod merge;
@@ -125,7 +126,10 @@ pub fn execute(action: Action) -> i32 {
         Action::Sweep(s) => sweep::sweep_and_write(&s),
         Action::SweepPayload(s) => sweep_payload::sweep_payload_and_write(&s),
         Action::Run { cfg, embedded } => {
-            prepare(&cfg, embedded).and_then(|p| stacks::run_and_write(&cfg, &p))
+            prepare(&cfg, embedded).and_then(|p| match &cfg.capacity {
+                Some(spec) => capacity::run_and_write(&cfg, &p, spec),
+                None => stacks::run_and_write(&cfg, &p),
+            })
         }
         Action::Call { cfg, embedded } => {
             prepare(&cfg, embedded).and_then(|p| call::call(&cfg, &p))

@@ -23,6 +23,8 @@ enum Picture {
     Html,
     Latency,
     Timeline,
+    /// `--find-max`'s steps: latency against rate
+    Curve,
 }
 
 /// The outputs of one run, open.
@@ -63,6 +65,7 @@ impl Opened {
             ("--html", Picture::Html, &o.html),
             ("--latency-svg", Picture::Latency, &o.latency_svg),
             ("--timeline-svg", Picture::Timeline, &o.timeline_svg),
+            ("--curve-svg", Picture::Curve, &o.curve_svg),
         ] {
             if let Some(p) = path {
                 match File::create(p) {
@@ -126,10 +129,25 @@ impl Opened {
             let text = report::text::render(report);
             let latency = report::svg::report_percentiles(report);
             let timeline = report::svg::report_timeline(report);
+            let curve = report::svg::capacity_curve(report);
             for (kind, path, mut f) in files {
                 let content = match kind {
                     Picture::Latency => latency.clone(),
                     Picture::Timeline => timeline.clone(),
+                    // the command line gives --curve-svg only with --find-max, whose report
+                    // has a search on every run
+                    Picture::Curve => match &curve {
+                        Some(c) => c.clone(),
+                        None => {
+                            drop(f);
+                            let _ = std::fs::remove_file(&path);
+                            result = result.and(Err(RunError::Setup(format!(
+                                "--curve-svg {}: the report has no capacity search (--find-max)",
+                                path.display()
+                            ))));
+                            continue;
+                        }
+                    },
                     Picture::Html => {
                         let figs: Vec<report::compare::Figures> = report
                             .runs
@@ -143,11 +161,13 @@ impl Opened {
                             &titles,
                             &report::compare::Figures::panels(&refs),
                         );
-                        report::html::render(
-                            report,
-                            &[latency.clone(), timeline.clone(), bars],
-                            &text,
-                        )
+                        // a search's curve first: it follows the page's Capacity section
+                        let svgs: Vec<String> = curve
+                            .iter()
+                            .cloned()
+                            .chain([latency.clone(), timeline.clone(), bars])
+                            .collect();
+                        report::html::render(report, &svgs, &text)
                     }
                 };
                 if let Err(source) = f.write_all(content.as_bytes()).and_then(|()| f.flush()) {

@@ -108,18 +108,15 @@ fn verify(
     })
 }
 
-/// Runs, writes the report (and the chart with `--svg`); fails when a protocol had no success.
-pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
-    let outputs = super::outputs::Opened::open(cfg)?;
-    let (report, _) = match run_with(cfg, prepared, &outputs.taps()) {
-        Ok(r) => r,
-        Err(e) => {
-            outputs.abandon();
-            return Err(e);
-        }
-    };
+/// Prints `report` (text or JSON), writes the chart (`--svg`) and the outputs opened before the
+/// run.
+pub(super) fn write(
+    cfg: &Config,
+    outputs: super::outputs::Opened,
+    report: &Report,
+) -> Result<(), RunError> {
     let text = match cfg.format {
-        Format::Text => report::text::render(&report),
+        Format::Text => report::text::render(report),
         Format::Json => report.to_json(),
     };
     emit(cfg.output.as_deref(), &text)?;
@@ -130,7 +127,20 @@ pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, Ru
         .collect();
     let stacks: Vec<report::compare::Stack<'_>> = figs.iter().map(|(t, f)| (*t, f)).collect();
     write_svg(cfg, &stacks)?;
-    outputs.finish(&report)?;
+    outputs.finish(report)
+}
+
+/// Runs, writes the report (and the chart with `--svg`); fails when a protocol had no success.
+pub(super) fn run_and_write(cfg: &Config, prepared: &Prepared) -> Result<i32, RunError> {
+    let outputs = super::outputs::Opened::open(cfg)?;
+    let (report, _) = match run_with(cfg, prepared, &outputs.taps()) {
+        Ok(r) => r,
+        Err(e) => {
+            outputs.abandon();
+            return Err(e);
+        }
+    };
+    write(cfg, outputs, &report)?;
     let mut code = exit::OK;
     for r in &report.runs {
         for line in r.failover.iter().flat_map(|f| f.stranded()) {

@@ -58,6 +58,47 @@ pub struct Row {
     /// txn-mixed: the row's reads and writes apart (absent for the other operations)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassRow>>,
+    /// `--find-max`: the row's capacity search (its other figures are the run at the answer:
+    /// the confirmation, or the best step)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityCell>,
+}
+
+/// A row's capacity search, in short (the whole search is in a run's report).
+#[derive(Debug, Clone, Serialize)]
+pub struct CapacityCell {
+    /// the highest rate that met every objective (null: none did)
+    pub answer_rps: Option<f64>,
+    /// the lowest rate that broke one (null: none did)
+    pub broken_rps: Option<f64>,
+    pub ending: crate::report::capacity::Ending,
+    pub steps: usize,
+    /// every confirmation at the answer met the objectives
+    pub confirmed: bool,
+    pub requests: u64,
+}
+
+impl CapacityCell {
+    fn of(c: &crate::report::capacity::Capacity) -> CapacityCell {
+        CapacityCell {
+            answer_rps: c.answer_rps,
+            broken_rps: c.broken_rps,
+            ending: c.ending,
+            steps: c.steps.len(),
+            confirmed: c.confirmed(),
+            requests: c.requests,
+        }
+    }
+
+    /// The answer in a table cell: "1234", with "≥" when it is a floor, "-" without one.
+    fn cell(&self) -> String {
+        use crate::report::capacity::Ending;
+        match (self.answer_rps, self.ending) {
+            (None, _) => "-".into(),
+            (Some(a), Ending::ClientBound | Ending::RateCeiling) => format!("≥{a:.0}"),
+            (Some(a), _) => format!("{a:.0}"),
+        }
+    }
 }
 
 /// One class of a txn-mixed row (reads, writes), over the row's measured window.
@@ -289,7 +330,19 @@ pub fn run(
         }
         let cfg = cell(s, c);
         let prepared = prepare::prepare_row(&cfg, token, clock)?;
-        let run = prepared.run_proto(&cfg, proto).map_err(RunError::Setup)?;
+        let (run, capacity) = match &cfg.capacity {
+            Some(spec) => {
+                let found =
+                    super::capacity::search(&cfg, &prepared, proto, spec, spec.max_duration)?;
+                // Ctrl-C before its first step: the row is not there
+                let Some(run) = found.run else { break };
+                (run, Some(CapacityCell::of(&found.capacity)))
+            }
+            None => (
+                prepared.run_proto(&cfg, proto).map_err(RunError::Setup)?,
+                None,
+            ),
+        };
         let r = RunReport::from_run(&run, &prepared.endpoints, &prepared.roles, false);
         let keyed = !matches!(s.op, SweepOp::LeaseKeepalive { .. });
         let row_name = format!(
@@ -346,6 +399,7 @@ pub fn run(
             }),
             latency_hdr: r.histograms.latency.clone(),
             interrupted: r.interrupted,
+            capacity,
         };
         progress(i + 1, cells.len(), &row);
         rows.push(row);
@@ -398,9 +452,20 @@ pub fn describe(s: &SweepConfig) -> String {
             }
         ),
     };
-    let stop = match s.base.load.stop {
-        Stop::Total(n) => format!("{n} requests per row"),
-        Stop::Duration(d) => format!("{:?} per row", d),
+    let stop = match (&s.base.capacity, s.base.load.stop) {
+        (Some(c), _) => format!(
+            "capacity per row: --find-max {}, steps of {:?} after {:?}, precision {}%",
+            c.objectives
+                .iter()
+                .map(|t| t.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" --find-max "),
+            c.step,
+            c.settle,
+            c.precision * 100.0
+        ),
+        (None, Stop::Total(n)) => format!("{n} requests per row"),
+        (None, Stop::Duration(d)) => format!("{:?} per row", d),
     };
     format!("{what}; {stop}")
 }
@@ -464,6 +529,7 @@ fn class_cell(r: &Row, name: &str, f: impl Fn(&ClassRow) -> String) -> String {
 
 pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
     let with_server = rows.iter().any(|r| r.server_cpu_us_per_op.is_some());
+    let with_capacity = rows.iter().any(|r| r.capacity.is_some());
     let classes = class_names(rows);
     // --links / several --conns: the row's path before etcd's columns
     let paths = rows.iter().any(|r| r.link.is_some()) || s.conns.len() > 1;
@@ -475,6 +541,9 @@ pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
     head.extend(COLUMNS.iter().map(|c| c.to_string()));
     if with_server {
         head.push("server CPU µs/op".into());
+    }
+    if with_capacity {
+        head.extend(["capacity req/s".into(), "search".into()]);
     }
     // txn-mixed: each class's QPS and p99 after the row's own columns
     for name in &classes {
@@ -503,6 +572,13 @@ pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
         if with_server {
             c.push(num(r.server_cpu_us_per_op, 1));
         }
+        if with_capacity {
+            let cap = r.capacity.as_ref();
+            c.push(cap.map_or_else(|| "-".into(), CapacityCell::cell));
+            c.push(cap.map_or_else(String::new, |k| {
+                format!("{} steps, {}", k.steps, ending_word(k))
+            }));
+        }
         for name in &classes {
             c.push(class_cell(r, name, |k| num(k.qps, 0)));
             c.push(class_cell(r, name, |k| num(k.p99_ms, 2)));
@@ -524,11 +600,30 @@ pub fn markdown(s: &SweepConfig, rows: &[Row]) -> String {
     out
 }
 
+/// A row's search's ending in one word or two, for a table.
+fn ending_word(k: &CapacityCell) -> &'static str {
+    use crate::report::capacity::Ending;
+    match k.ending {
+        Ending::Converged if k.confirmed => "confirmed",
+        Ending::Converged => "unconfirmed",
+        Ending::ClientBound => "client-bound",
+        Ending::NoneMet => "none met",
+        Ending::Steps => "step bound",
+        Ending::Time => "time bound",
+        Ending::RateCeiling => "rate ceiling",
+        Ending::Interrupted => "interrupted",
+    }
+}
+
 pub fn csv(rows: &[Row]) -> String {
     let classes = class_names(rows);
+    let with_capacity = rows.iter().any(|r| r.capacity.is_some());
     let mut out = String::from(
         "key_size,clients,target,proto,qps,p50_ms,p90_ms,p99_ms,bytes_per_op,packets_per_op,syscalls_per_op,context_switches_per_op,client_cpu_us_per_op,server_cpu_us_per_op,count,ok,failed,connections,link",
     );
+    if with_capacity {
+        out.push_str(",capacity_rps,capacity_broken_rps,capacity_search");
+    }
     // txn-mixed: each class's count, QPS and percentiles at the end of the line
     for name in &classes {
         for col in ["count", "ok", "failed", "qps", "p50_ms", "p90_ms", "p99_ms"] {
@@ -560,6 +655,20 @@ pub fn csv(rows: &[Row]) -> String {
             r.connections,
             r.link.as_deref().unwrap_or("none")
         );
+        if with_capacity {
+            match &r.capacity {
+                Some(k) => {
+                    let _ = write!(
+                        out,
+                        ",{},{},{}",
+                        show::csv(k.answer_rps, 1),
+                        show::csv(k.broken_rps, 1),
+                        ending_word(k)
+                    );
+                }
+                None => out.push_str(",,,"),
+            }
+        }
         for name in &classes {
             let cell = class_cell(r, name, |k| {
                 format!(
@@ -636,6 +745,7 @@ mod tests {
             classes: None,
             latency_hdr: String::new(),
             interrupted: false,
+            capacity: None,
         }
     }
 

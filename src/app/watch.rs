@@ -314,6 +314,7 @@ fn put_config(cfg: &WatchConfig) -> Config {
         svg: None,
         outputs: Default::default(),
         thresholds: Vec::new(),
+        capacity: None,
         auth: None,
         // a dead member's puts move to a live one (the watch run's members)
         target: Target::All,

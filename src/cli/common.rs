@@ -361,6 +361,8 @@ pub struct RunArgs {
     /// A broken threshold exits 3
     #[arg(long = "fail-if", value_name = "THRESHOLD", help_heading = heading::THRESHOLDS)]
     pub fail_if: Vec<String>,
+    #[command(flatten)]
+    pub capacity: super::capacity::CapacityArgs,
     /// Begin the measured window at this wall-clock time, RFC 3339 (2025-12-02T10:30:00Z) or
     /// Unix seconds, so that agents on several machines (clocks in sync, e.g. by NTP) measure
     /// together; setup comes first, warmup ends at TIME; an agent whose setup ends later starts

@@ -54,8 +54,8 @@ impl CompareCmd {
         };
         if cfg.outputs.any() {
             return Err(ArgError::Conflict(
-                "--metrics-addr, --log-requests, --html, --latency-svg and --timeline-svg are for \
-                 one run (echo, etcd, http, grpc), not compare's rounds",
+                "--metrics-addr, --log-requests, --html, --latency-svg, --timeline-svg and \
+                 --curve-svg are for one run (echo, etcd, http, grpc), not compare's rounds",
             ));
         }
         if cfg.agent.is_some() {

@@ -12,5 +12,6 @@ pub const ETCD: &str = "etcd";
 pub const OUTPUT: &str = "Output";
 pub const MEASUREMENT: &str = "Measurement";
 pub const THRESHOLDS: &str = "Thresholds";
+pub const CAPACITY: &str = "Capacity search";
 pub const DISTRIBUTED: &str = "Distributed runs";
 pub const FAULTS: &str = "Faults";

@@ -21,7 +21,7 @@ use crate::workload::Workload;
 use wirebench_wire::h2::hpack::Strategy;
 
 /// The highest --rate / --connect-rate accepted (requests or connections per second).
-pub(super) const MAX_RATE: f64 = 10_000_000.0;
+pub(super) const MAX_RATE: f64 = crate::config::MAX_RATE;
 
 /// The most stages one list may have.
 const MAX_STAGES: usize = 1000;
@@ -80,6 +80,7 @@ impl RunArgs {
             svg: None,
             outputs: Default::default(),
             fail_if: Vec::new(),
+            capacity: Default::default(),
             user: None,
             tls,
         }
@@ -122,6 +123,7 @@ impl RunArgs {
         Workload::check(&spec, &endpoints)?;
         let auth = self.user.as_deref().map(parse_user).transpose()?;
         let thresholds = self.thresholds(&protos)?;
+        let capacity = self.capacity.spec(&protos, MAX_RATE, self.paced_by())?;
         let start_at = check_start_at(self.start_at, &protos)?;
         let agent = self.agent.map(check_agent).transpose()?;
         Ok(Config {
@@ -156,8 +158,9 @@ impl RunArgs {
             server_pid: self.server_pid,
             per_conn: self.per_conn,
             svg: self.svg,
-            outputs: self.outputs.into_outputs()?,
+            outputs: self.outputs.into_outputs(capacity.is_some())?,
             thresholds,
+            capacity,
             auth,
             target,
             link: self.link.as_deref().map(str::parse).transpose()?,
@@ -460,6 +463,22 @@ impl RunArgs {
                 HpackArg::Never => Strategy::NeverIndexed,
             },
         })
+    }
+
+    /// The flag given that sets the load's pace or length, which a capacity search replaces.
+    fn paced_by(&self) -> Option<&'static str> {
+        [
+            (self.rate.is_some(), "--rate"),
+            (self.stages.is_some(), "--stages"),
+            (self.client_stages.is_some(), "--client-stages"),
+            (self.limits.total.is_some(), "-n"),
+            (self.limits.duration.is_some(), "-z"),
+            (!self.limits.warmup.is_zero(), "--warmup"),
+            (self.start_at.is_some(), "--start-at"),
+            (self.interval.is_some(), "--interval"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
     }
 
     /// `--fail-if`, parsed; one that names a stack must name one that runs.

@@ -2,6 +2,7 @@
 //! flags never travel past here; nothing here knows how a command runs).
 
 mod call;
+mod capacity;
 mod common;
 mod compare;
 mod completions;

@@ -44,6 +44,10 @@ pub struct OutputArgs {
     /// as SVG
     #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub timeline_svg: Option<PathBuf>,
+    /// With --find-max: the latency (p50, p99) of every step against its achieved rate, per
+    /// stack, as SVG
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
+    pub curve_svg: Option<PathBuf>,
 }
 
 /// `--metrics-addr`: an address with a port (`127.0.0.1:9090`, `[::1]:9090`, `localhost:9090`,
@@ -73,7 +77,13 @@ pub(super) fn parse_addr(s: &str) -> Result<SocketAddr, ArgError> {
 }
 
 impl OutputArgs {
-    pub(super) fn into_outputs(self) -> Result<Outputs, ArgError> {
+    /// The outputs asked for; `find_max`: --find-max was given (--curve-svg draws its steps).
+    pub(super) fn into_outputs(self, find_max: bool) -> Result<Outputs, ArgError> {
+        if self.curve_svg.is_some() && !find_max {
+            return Err(ArgError::Needed(
+                "--curve-svg draws the steps of a capacity search: give --find-max OBJECTIVE",
+            ));
+        }
         let linger = self.metrics_linger.unwrap_or(Duration::ZERO);
         if linger > MAX_LINGER {
             return Err(ArgError::Linger(linger));
@@ -83,6 +93,7 @@ impl OutputArgs {
             ("--html", &self.html),
             ("--latency-svg", &self.latency_svg),
             ("--timeline-svg", &self.timeline_svg),
+            ("--curve-svg", &self.curve_svg),
         ];
         for (flag, f) in files {
             if let Some(p) = f
@@ -107,6 +118,7 @@ impl OutputArgs {
             html: self.html,
             latency_svg: self.latency_svg,
             timeline_svg: self.timeline_svg,
+            curve_svg: self.curve_svg,
         })
     }
 }
@@ -140,17 +152,40 @@ mod tests {
             latency_svg: Some("r.html".into()),
             ..OutputArgs::default()
         };
-        let e = args.into_outputs().unwrap_err().to_string();
+        let e = args.into_outputs(false).unwrap_err().to_string();
+        assert!(e.contains("two flags"), "{e}");
+        let args = OutputArgs {
+            timeline_svg: Some("r.svg".into()),
+            curve_svg: Some("r.svg".into()),
+            ..OutputArgs::default()
+        };
+        let e = args.into_outputs(true).unwrap_err().to_string();
         assert!(e.contains("two flags"), "{e}");
         let args = OutputArgs {
             log_requests: Some(std::env::temp_dir()),
             ..OutputArgs::default()
         };
         assert!(
-            args.into_outputs()
+            args.into_outputs(false)
                 .unwrap_err()
                 .to_string()
                 .contains("a file name")
         );
+    }
+
+    #[test]
+    fn the_curve_needs_a_search() {
+        let curve = || OutputArgs {
+            curve_svg: Some("c.svg".into()),
+            ..OutputArgs::default()
+        };
+        let e = curve().into_outputs(false).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--curve-svg draws the steps of a capacity search: give --find-max OBJECTIVE"
+        );
+        let o = curve().into_outputs(true).expect("with --find-max");
+        assert_eq!(o.curve_svg, Some("c.svg".into()));
+        assert!(o.any());
     }
 }

@@ -150,6 +150,9 @@ pub struct SweepArgs {
     /// exits 3 with one line per row that broke it
     #[arg(long = "fail-if", value_name = "THRESHOLD", help_heading = heading::THRESHOLDS)]
     pub fail_if: Vec<String>,
+    /// --find-max and its bounds: a capacity search per row (a column of the answers)
+    #[command(flatten)]
+    pub capacity: super::capacity::CapacityArgs,
 }
 
 impl SweepCmd {
@@ -286,6 +289,7 @@ impl SweepArgs {
             user: self.user,
             server_pid: self.server_pid,
             fail_if: self.fail_if,
+            capacity: self.capacity,
             ..RunArgs::plain(ProtoArg::Both.into(), max_clients, self.tls)
         };
         let spec = WorkloadSpec::Etcd(EtcdOp::Put {

@@ -16,6 +16,10 @@ use crate::stats::{TIMERFD, TOKIO_FALLBACK};
 /// costs more. Never released early either way.
 const SPIN_FREE: Duration = Duration::from_micros(20);
 
+/// A send released this long after its intended time was overdue: the thread was busy
+/// elsewhere when its timer came due (the client, not the target, set the pace).
+pub(crate) const OVERDUE: Duration = Duration::from_millis(2);
+
 /// One scheduled send.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Tick {
@@ -115,8 +119,15 @@ pub(crate) enum Take {
 
 impl Pacer {
     /// Releases this thread's ticks on time until the schedule ends or `stop()` says so; counts
-    /// measured ticks released while every client was busy (the in-flight cap was hit).
-    pub async fn dispatch(&self, s: Schedule, stop: impl Fn() -> bool, late: impl Fn()) {
+    /// measured ticks released while every client was busy (`late`: the in-flight cap was
+    /// hit) and those it released `OVERDUE` or more after their time (`overdue`).
+    pub async fn dispatch(
+        &self,
+        s: Schedule,
+        stop: impl Fn() -> bool,
+        late: impl Fn(),
+        overdue: impl Fn(),
+    ) {
         let mut timer = Timer::new().ok();
         self.timer.set(Some(if timer.is_some() {
             TIMERFD
@@ -141,8 +152,13 @@ impl Pacer {
             }
             // A timer never fires early, but a short wait was not slept, and tokio's wheel
             // rounds: never release before the intended time.
-            while Instant::now() < tick.intended {
+            let mut now = Instant::now();
+            while now < tick.intended {
                 std::hint::spin_loop();
+                now = Instant::now();
+            }
+            if !tick.warm && now - tick.intended >= OVERDUE {
+                overdue();
             }
             let waiting = {
                 let mut q = self.queue.borrow_mut();
@@ -284,7 +300,9 @@ mod tests {
             };
             let p = pacer.clone();
             let dispatch =
-                tokio::task::spawn_local(async move { p.dispatch(s, || false, || {}).await });
+                tokio::task::spawn_local(
+                    async move { p.dispatch(s, || false, || {}, || {}).await },
+                );
             let mut early = Vec::new();
             let mut taken = 0;
             while let Some(take) = pacer.next(Duration::from_secs(10)).await {

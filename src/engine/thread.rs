@@ -266,6 +266,7 @@ fn spawn_pacer(
                 schedule,
                 || w.ctx.halted(),
                 || w.stats.borrow_mut().late += 1,
+                || w.stats.borrow_mut().overdue += 1,
             )
             .await;
         }

@@ -42,6 +42,8 @@ pub struct Figures {
     pub context_switches_per_request: Option<f64>,
     pub client_cpu_us_per_request: Option<f64>,
     pub server_cpu_us_per_request: Option<f64>,
+    /// `--find-max`: the highest rate that met every objective (null without a search)
+    pub capacity_rps: Option<f64>,
 }
 
 impl Figures {
@@ -75,6 +77,7 @@ impl Figures {
             context_switches_per_request: c.context_switches_per_request,
             client_cpu_us_per_request: c.client_cpu_us_per_request,
             server_cpu_us_per_request: c.server_cpu_us_per_request,
+            capacity_rps: r.capacity.as_ref().and_then(|c| c.answer_rps),
         }
     }
 
@@ -121,6 +124,7 @@ impl Figures {
             context_switches_per_request: mo(|f| f.context_switches_per_request),
             client_cpu_us_per_request: mo(|f| f.client_cpu_us_per_request),
             server_cpu_us_per_request: mo(|f| f.server_cpu_us_per_request),
+            capacity_rps: mo(|f| f.capacity_rps),
         }
     }
 
@@ -490,6 +494,7 @@ impl CompareReport {
             }
             let _ = writeln!(out, "{line}");
         };
+        row("Capacity (req/s)", &|x| x.capacity_rps);
         row("Total (s)", &|x| Some(x.total_s));
         row("Requests/sec", &|x| x.requests_per_sec);
         row("OK/sec", &|x| x.ok_per_sec);
@@ -550,6 +555,7 @@ mod tests {
             context_switches_per_request: None,
             client_cpu_us_per_request: Some(cpu),
             server_cpu_us_per_request: srv,
+            capacity_rps: None,
         }
     }
 

@@ -201,6 +201,7 @@ pub(super) fn open_loop(run: &ProtoRun) -> Option<OpenLoop> {
         expired_sends: st.expired,
         timer: run.pacer_timer,
         late_sends: st.late,
+        overdue_sends: st.overdue,
         sends_taken: st.lagged_sends,
         average_send_lag_ms: (st.lagged_sends > 0)
             .then(|| ms(st.send_lag_sum.as_nanos() as f64 / st.lagged_sends as f64)),
@@ -633,6 +634,7 @@ impl RunReport {
             memory: memory(run, includes_server),
             per_connection: st.conns.iter().filter(|c| c.folded == 0).cloned().collect(),
             sample_response: run.sample.clone(),
+            capacity: None,
             request_log: st.log.on.then_some(RequestLogReport {
                 rows: st.log.rows,
                 writer_wait_ms: st.log.waited.as_secs_f64() * 1e3,

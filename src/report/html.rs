@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::capacity::Capacity;
 use super::show::num;
 use super::{Report, RunReport};
 
@@ -24,7 +25,8 @@ border-bottom:1px solid #ddd;padding-bottom:4px}.meta{color:#555;font-size:13px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ddd;\
 padding:3px 10px;text-align:right}th:first-child,td:first-child{text-align:left}\
 th{background:#f4f4f4}svg{max-width:100%;height:auto;display:block;margin:8px 0}\
-pre{font-size:12px;background:#f8f8f8;padding:10px;overflow-x:auto}.note{color:#555;font-size:13px}";
+pre{font-size:12px;background:#f8f8f8;padding:10px;overflow-x:auto}.note{color:#555;font-size:13px}\
+td.words{text-align:left}";
 
 /// One table: a header row of `stacks` after `first`, then `rows` (a name and a cell per
 /// stack).
@@ -87,6 +89,7 @@ pub fn render(report: &Report, svgs: &[String], text: &str) -> String {
 
     summary(&mut o, stacks);
     latency(&mut o, stacks);
+    capacity(&mut o, stacks);
     o.push_str("<h2>Charts</h2>\n");
     for svg in svgs {
         o.push_str(svg);
@@ -150,6 +153,77 @@ fn latency(o: &mut String, stacks: &[&RunReport]) {
             "<p class=\"note\">Open loop: latency from each request's intended send time \
              (coordinated omission corrected); the charts draw the uncorrected figures dashed.</p>\n",
         );
+    }
+}
+
+/// The capacity searches (`--find-max`), when there were any: a row per stack, then each
+/// stack's steps (the charts that follow begin with their latency against rate).
+fn capacity(o: &mut String, stacks: &[&RunReport]) {
+    let searched: Vec<(&str, &Capacity)> = stacks
+        .iter()
+        .filter_map(|r| r.capacity.as_ref().map(|c| (r.title, c)))
+        .collect();
+    if searched.is_empty() {
+        return;
+    }
+    o.push_str("<h2>Capacity</h2>\n<table><tr><th>stack</th><th>objectives</th><th>answer (req/s)</th><th>ending</th><th>lowest broken (req/s)</th><th>steps</th><th>confirmed</th><th>achieved at the answer (req/s)</th><th>p99 at the answer (ms)</th></tr>\n");
+    for (title, c) in &searched {
+        let (confirmed, achieved, p99) = match &c.confirmation {
+            Some(s) => (
+                format!("{} of {}", s.met, s.runs),
+                format!(
+                    "{}-{}",
+                    cell(s.achieved_rps_min, 0),
+                    cell(s.achieved_rps_max, 0)
+                ),
+                format!("{}-{}", cell(s.p99_ms_min, 3), cell(s.p99_ms_max, 3)),
+            ),
+            None => ("not confirmed".into(), "-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td class=\"words\">{}</td><td>{}</td><td class=\"words\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(title),
+            esc(&c.objectives.join(", ")),
+            c.answer_rps.map_or("none".into(), |a| cell(Some(a), 0)),
+            esc(c.ending.says()),
+            c.broken_rps.map_or("none".into(), |b| cell(Some(b), 0)),
+            c.steps.len(),
+            confirmed,
+            achieved,
+            p99
+        );
+    }
+    o.push_str("</table>\n");
+    for (title, c) in &searched {
+        let _ = writeln!(
+            o,
+            "<p><b>{} steps</b> ({} measured requests, {:.1} s)</p>",
+            esc(title),
+            c.requests,
+            c.elapsed_s
+        );
+        o.push_str("<table><tr><th>#</th><th>phase</th><th>rate</th><th>achieved</th><th>requests</th><th>errors</th><th>p50 ms</th><th>p99 ms</th><th>CPU c µs</th><th>CPU s µs</th><th>busy</th><th>queued</th><th>verdict</th></tr>\n");
+        for (i, s) in c.steps.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"words\">{}</td></tr>",
+                i + 1,
+                esc(&s.label()),
+                cell(Some(s.rate), 0),
+                cell(s.achieved_rps, 0),
+                s.requests,
+                s.errors,
+                cell(s.p50_ms, 3),
+                cell(s.p99_ms, 3),
+                cell(s.client_cpu_us_per_request, 1),
+                cell(s.server_cpu_us_per_request, 1),
+                super::capacity::percent(s.client_busy),
+                super::capacity::percent(s.queued_share),
+                esc(&s.verdict())
+            );
+        }
+        o.push_str("</table>\n");
     }
 }
 
@@ -480,5 +554,46 @@ fn request_log(o: &mut String, stacks: &[&RunReport]) {
             }),
         ];
         table(o, "", stacks, &rows);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::searches;
+
+    #[test]
+    fn the_page_has_the_capacity_tables_and_the_curve() {
+        let report = searches::report();
+        let curve = super::super::svg::capacity_curve(&report).expect("a chart");
+        let page = render(&report, std::slice::from_ref(&curve), "the text");
+        let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("{s}: {page}"));
+        // the section comes before the charts, which begin with the curve
+        assert!(at("<h2>Capacity</h2>") < at("<h2>Charts</h2>"));
+        assert!(at("<h2>Charts</h2>") < at(&curve));
+        // a row per stack: objectives, answer, ending, lowest broken, steps, confirmations
+        for row in [
+            "<tr><td>HTTP/1.1</td><td class=\"words\">p99&lt;5ms, errors&lt;0.1%</td><td>600</td><td class=\"words\">converged within --precision</td><td>700</td><td>7</td><td>1 of 1</td><td>598-598</td><td>3.300-3.300</td></tr>",
+            "<tr><td>gRPC</td><td class=\"words\">p99&lt;5ms, errors&lt;0.1%</td><td>1200</td><td class=\"words\">converged within --precision</td><td>1600</td><td>7</td><td>1 of 1</td><td>1198-1198</td><td>2.600-2.600</td></tr>",
+        ] {
+            assert!(page.contains(row), "{row}: {page}");
+        }
+        // each stack's steps, as the text report lists them
+        assert!(page.contains("<b>HTTP/1.1 steps</b>") && page.contains("<b>gRPC steps</b>"));
+        assert!(page.contains(
+            "<tr><td>4</td><td>rise</td><td>800</td><td>700</td><td>3500</td><td>0</td><td>2.000</td><td>9.000</td><td>20.0</td><td>10.0</td><td>20%</td><td>0%</td><td class=\"words\">broke p99&lt;5ms: 9 ms</td></tr>"
+        ), "{page}");
+        assert!(page.contains("<td>7</td><td>confirm</td><td>1200</td>"));
+        assert_eq!(page.matches(">met</td>").count(), 11);
+    }
+
+    #[test]
+    fn no_capacity_section_without_a_search() {
+        let mut report = searches::report();
+        for r in &mut report.runs {
+            r.capacity = None;
+        }
+        let page = render(&report, &[], "the text");
+        assert!(!page.contains("Capacity"), "{page}");
     }
 }

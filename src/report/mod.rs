@@ -1,5 +1,6 @@
 //! Turns merged measurements into report figures (one derivation, shared by every format).
 
+pub mod capacity;
 pub mod compare;
 mod derive;
 pub mod hdr;
@@ -175,6 +176,10 @@ pub struct RunReport {
     /// the stage they completed in
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stages: Option<Vec<StageRow>>,
+    /// `--find-max`: the capacity search, its steps and answer (the rest of the run is its
+    /// last confirmation that met at the answer, else the step that met there)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<capacity::Capacity>,
     /// outcomes by completion time from the start of the measured window
     pub timeline: Vec<TimelinePoint>,
     /// TCP connect times of the connections opened (SYN to established)
@@ -227,6 +232,9 @@ pub struct Ratios {
     /// IP packets per request: TCP segments, or UDP datagrams for HTTP/3
     pub packets_out_per_request: Option<f64>,
     pub packets_in_per_request: Option<f64>,
+    /// `--find-max`: the capacity answers' ratio (null without a search, or an answer)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_rps: Option<f64>,
 }
 
 impl Ratios {
@@ -287,6 +295,10 @@ impl Ratios {
             packets_in_per_request: ratio(
                 num.wire.packets_per_request().1,
                 den.wire.packets_per_request().1,
+            ),
+            capacity_rps: ratio(
+                num.capacity.as_ref().and_then(|c| c.answer_rps),
+                den.capacity.as_ref().and_then(|c| c.answer_rps),
             ),
         }
     }
@@ -383,6 +395,21 @@ impl Report {
             ratios_h3_h2,
             per_conn_table: cfg.per_conn,
         }
+    }
+
+    /// `--find-max`: each run's capacity search (in run order), and the ratios again with
+    /// the answers in them.
+    pub fn attach_capacity(&mut self, capacities: Vec<capacity::Capacity>) {
+        for (run, c) in self.runs.iter_mut().zip(capacities) {
+            run.capacity = Some(c);
+        }
+        [
+            self.ratios,
+            self.ratios_h2,
+            self.ratios_grpc_h2,
+            self.ratios_h3,
+            self.ratios_h3_h2,
+        ] = Ratios::all(&self.runs);
     }
 
     pub fn to_json(&self) -> String {

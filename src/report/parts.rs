@@ -110,6 +110,10 @@ pub struct OpenLoop {
     /// measured sends whose intended time came while all -c clients were busy: the in-flight
     /// cap was hit and they went late (their corrected latency includes the wait)
     pub late_sends: u64,
+    /// measured sends the schedule released 2 ms or more after their intended time: the
+    /// thread was busy elsewhere when its timer came due (the client set the pace)
+    #[serde(default)]
+    pub overdue_sends: u64,
     /// measured sends a client took: the divisor of `average_send_lag_ms`
     pub sends_taken: u64,
     /// intended send time to the moment a client took the send (timer wake-up and scheduling

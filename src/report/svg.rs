@@ -3,6 +3,10 @@
 
 use std::fmt::Write;
 
+mod capacity;
+
+pub use capacity::capacity_curve;
+
 /// One panel: a figure's name, its unit, and the value per stack, in the order of the chart's
 /// stacks (None: not measured).
 pub struct Panel {

@@ -40,7 +40,8 @@ impl fmt::Display for Broken {
     }
 }
 
-fn trim(v: f64) -> String {
+/// `v` with at most four decimals, trailing zeros dropped.
+pub(super) fn trim(v: f64) -> String {
     let s = format!("{v:.4}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     s.to_string()

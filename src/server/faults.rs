@@ -233,18 +233,31 @@ impl Injector {
     }
 }
 
+/// The last part of an injected delay, spent yielding to the other tasks rather than asleep:
+/// a wake-up from sleep comes tens to hundreds of microseconds late (more on a virtual
+/// machine whose idle CPU was descheduled), which would hold a 2 ms delay 5% longer than
+/// asked.
+const SPIN_TAIL: Duration = Duration::from_micros(100);
+
 /// Waits `d` on a timerfd (tokio's timer rounds up to whole milliseconds, which would put an
-/// injected 5 ms at 5 to 6); tokio's timer when no timerfd can be had. `timer` is kept for the
-/// next wait.
+/// injected 5 ms at 5 to 6) until `SPIN_TAIL` before its end, then yields to the runtime's
+/// other tasks until the end (never early); tokio's timer when no timerfd can be had. `timer`
+/// is kept for the next wait.
 pub(crate) async fn wait(timer: &mut Option<crate::net::timer::Timer>, d: Duration) {
-    if timer.is_none() {
-        *timer = crate::net::timer::Timer::new().ok();
-    }
-    match timer {
-        Some(t) => {
-            t.sleep(d).await;
+    let until = std::time::Instant::now() + d;
+    if d > SPIN_TAIL {
+        if timer.is_none() {
+            *timer = crate::net::timer::Timer::new().ok();
         }
-        None => tokio::time::sleep(d).await,
+        match timer {
+            Some(t) => {
+                t.sleep(d - SPIN_TAIL).await;
+            }
+            None => tokio::time::sleep(d).await,
+        }
+    }
+    while std::time::Instant::now() < until {
+        tokio::task::yield_now().await;
     }
 }
 

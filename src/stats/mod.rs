@@ -99,6 +99,9 @@ pub struct Stats {
     pub connect_error: Option<Failure>,
     /// open loop: measured sends whose intended time came while every client was busy
     pub late: u64,
+    /// open loop: measured sends the schedule released 2 ms or more after their intended time
+    /// (the thread was busy elsewhere when its timer came due)
+    pub overdue: u64,
     /// open loop: measured sends that waited longer than --timeout for a free client and were
     /// never sent (each is also a `late` failure)
     pub expired: u64,
@@ -317,6 +320,7 @@ impl Stats {
             self.connect_error = other.connect_error;
         }
         self.late += other.late;
+        self.overdue += other.overdue;
         self.expired += other.expired;
         self.max_send_lag = self.max_send_lag.max(other.max_send_lag);
         self.lagged_sends += other.lagged_sends;

@@ -81,6 +81,9 @@ pub struct InOpenLoop {
     pub expired_sends: u64,
     pub timer: Option<String>,
     pub late_sends: u64,
+    /// absent in reports written before it was counted
+    #[serde(default)]
+    pub overdue_sends: u64,
     pub sends_taken: u64,
     pub average_send_lag_ms: Option<f64>,
     pub max_send_lag_ms: Option<f64>,

@@ -36,6 +36,7 @@ pub(super) fn open_loop(
             None
         },
         late_sends: o.iter().map(|x| x.late_sends).sum(),
+        overdue_sends: o.iter().map(|x| x.overdue_sends).sum(),
         sends_taken: o.iter().map(|x| x.sends_taken).sum(),
         average_send_lag_ms: weighted(o.iter().map(|x| (x.average_send_lag_ms, x.sends_taken))),
         max_send_lag_ms: max_known(o.iter().map(|x| x.max_send_lag_ms)),

@@ -75,6 +75,7 @@ pub(super) fn merge_run(sources: &[Source], i: usize) -> Result<RunReport, Merge
         compaction: None,
         leases: None,
         link: None,
+        capacity: None,
         request_log: None,
         stages: None,
         timeline: Vec::new(),

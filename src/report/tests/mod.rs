@@ -151,5 +151,7 @@ mod merge;
 mod nulls;
 mod quic;
 mod runs;
+/// shared with the tests of the capacity chart (`svg::capacity`) and the page (`html`)
+pub(super) mod searches;
 mod summary;
 mod wire;

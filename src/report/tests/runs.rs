@@ -278,6 +278,7 @@ pub(super) fn etcd_put_config() -> Config {
         svg: None,
         outputs: Default::default(),
         thresholds: Vec::new(),
+        capacity: None,
         auth: None,
         target: Target::First,
         verify: false,

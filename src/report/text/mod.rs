@@ -33,6 +33,9 @@ pub fn render(report: &Report) -> String {
 /// One run, its sections in the order they print; a section the run lacks prints nothing.
 fn render_run(out: &mut String, report: &Report, run: &RunReport) {
     summary::render_head(out, report, run);
+    if let Some(c) = &run.capacity {
+        crate::report::capacity::render_text(out, c);
+    }
     summary::render_summary(out, &run.summary);
     summary::render_latency(out, run);
     if let Some(rows) = &run.agents {
