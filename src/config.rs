@@ -430,7 +430,8 @@ impl FromStr for Target {
     }
 }
 
-/// The highest --rate (requests/s) a run paces, and a capacity search tries.
+/// The highest --rate / --connect-rate accepted (requests or connections per second), and the
+/// highest rate a capacity search tries.
 pub const MAX_RATE: f64 = 10_000_000.0;
 
 /// When a run stops.

@@ -7,7 +7,7 @@ use clap::Args;
 use super::error::ArgError;
 use super::heading;
 use crate::config::capacity::CapacitySpec;
-use crate::config::parse_duration;
+use crate::config::{MAX_RATE, parse_duration};
 use crate::stack::Proto;
 use crate::threshold::Threshold;
 
@@ -75,7 +75,6 @@ impl CapacityArgs {
     pub(super) fn spec(
         &self,
         protos: &[Proto],
-        max_rate: f64,
         rate_given: Option<&'static str>,
     ) -> Result<Option<CapacitySpec>, ArgError> {
         if self.find_max.is_empty() {
@@ -101,10 +100,10 @@ impl CapacityArgs {
                 )));
             }
         }
-        if !(self.start_rate.is_finite() && self.start_rate > 0.0 && self.start_rate <= max_rate) {
+        if !(self.start_rate.is_finite() && self.start_rate > 0.0 && self.start_rate <= MAX_RATE) {
             return Err(ArgError::Rate {
                 flag: "start-rate",
-                max: max_rate,
+                max: MAX_RATE,
                 got: self.start_rate,
             });
         }

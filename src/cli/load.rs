@@ -13,15 +13,14 @@ use super::common::{
 use super::error::ArgError;
 use crate::client::grpc::H2Config;
 use crate::config::stages::Stages;
-use crate::config::{Config, Endpoint, Format, Interval, Load, Staged, Stop, Target, WorkloadSpec};
+use crate::config::{
+    Config, Endpoint, Format, Interval, Load, MAX_RATE, Staged, Stop, Target, WorkloadSpec,
+};
 use crate::net::NetConfig;
 use crate::stack::Proto;
 use crate::threshold::Threshold;
 use crate::workload::Workload;
 use wirebench_wire::h2::hpack::Strategy;
-
-/// The highest --rate / --connect-rate accepted (requests or connections per second).
-pub(super) const MAX_RATE: f64 = crate::config::MAX_RATE;
 
 /// The most stages one list may have.
 const MAX_STAGES: usize = 1000;
@@ -123,7 +122,7 @@ impl RunArgs {
         Workload::check(&spec, &endpoints)?;
         let auth = self.user.as_deref().map(parse_user).transpose()?;
         let thresholds = self.thresholds(&protos)?;
-        let capacity = self.capacity.spec(&protos, MAX_RATE, self.paced_by())?;
+        let capacity = self.capacity.spec(&protos, self.paced_by())?;
         let start_at = check_start_at(self.start_at, &protos)?;
         let agent = self.agent.map(check_agent).transpose()?;
         Ok(Config {

@@ -201,7 +201,7 @@ impl Step {
                 None => format!("{}: not measured", b.threshold),
             })
             .collect();
-        if !achieved_rps.is_some_and(|a| a >= ACHIEVED * rate) {
+        if !sustains(achieved_rps, rate) {
             broke.push(format!(
                 "achieved {} of {} req/s",
                 num(achieved_rps, 0),
@@ -229,12 +229,10 @@ impl Step {
             retry: false,
         }
     }
-}
 
-impl Step {
     /// Whether the step wrote at least `ACHIEVED` of its rate.
     pub fn sustained(&self) -> bool {
-        self.achieved_rps.is_some_and(|a| a >= ACHIEVED * self.rate)
+        sustains(self.achieved_rps, self.rate)
     }
 
     /// The step's phase in a table, "again" after it for a retry.
@@ -272,6 +270,11 @@ impl Step {
             && self.sustained()
             && !self.queued_share.is_some_and(|q| q >= QUEUED)
     }
+}
+
+/// Whether `achieved` requests/s is at least `ACHIEVED` of `rate`.
+fn sustains(achieved: Option<f64>, rate: f64) -> bool {
+    achieved.is_some_and(|a| a >= ACHIEVED * rate)
 }
 
 /// A share as a whole percentage, "-" without one.

@@ -372,6 +372,18 @@ fn stroke(i: usize, n: usize) -> f64 {
     2.0 + 1.5 * n.saturating_sub(i + 1).min(2) as f64
 }
 
+/// `se`'s line through `pts` ("x,y" each), in its stack's colour, `width` wide, dashed when
+/// it is.
+fn polyline(s: &mut String, pts: &[String], se: &Series<'_>, width: f64) {
+    let _ = writeln!(
+        s,
+        r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{width}"{}/>"#,
+        pts.join(" "),
+        color(se.stack),
+        dash(se.dashed)
+    );
+}
+
 fn dash(dashed: bool) -> &'static str {
     if dashed {
         r#" stroke-dasharray="6 4""#
@@ -601,14 +613,7 @@ pub fn timeline(title: &str, rate: &[Series<'_>], p99: &[Series<'_>], marks: &[M
             if pts.is_empty() {
                 continue;
             }
-            let _ = writeln!(
-                s,
-                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>"#,
-                pts.join(" "),
-                color(se.stack),
-                stroke(i, series.len()),
-                dash(se.dashed)
-            );
+            polyline(&mut s, &pts, se, stroke(i, series.len()));
             for p in &pts {
                 let (cx, cy) = p.split_once(',').unwrap_or(("0", "0"));
                 let _ = writeln!(

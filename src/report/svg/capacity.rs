@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-use super::{Series, W, axis_label, color, dash, esc, legend, nice, open, stroke, tick, y_grid};
+use super::{
+    Series, W, axis_label, color, esc, legend, nice, open, polyline, stroke, tick, y_grid,
+};
 use crate::report::Report;
 use crate::report::capacity::{Capacity, Phase, Step};
 use crate::report::show::num;
@@ -111,15 +113,8 @@ pub fn capacity_curve(report: &Report) -> Option<String> {
         if pts.is_empty() {
             continue;
         }
-        let _ = writeln!(
-            s,
-            r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>"#,
-            pts.join(" "),
-            color(se.stack),
-            // a stack's two lines alike, the earlier stacks' wider (they may lie under a later one)
-            stroke(i / 2, series.len() / 2),
-            dash(se.dashed)
-        );
+        // a stack's two lines alike, the earlier stacks' wider (they may lie under a later one)
+        polyline(&mut s, &pts, se, stroke(i / 2, series.len() / 2));
     }
     markers(&mut s, &searched, scale, &px);
     if series.iter().all(|se| se.points.is_empty()) {
