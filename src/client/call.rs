@@ -151,6 +151,21 @@ impl Call {
         bits
     }
 
+    /// The values of the fields [`Call::varying_fields`] names, in their order: the rendered
+    /// `:path` and metadata values.
+    pub fn varying_values(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let metadata_at = if self.plain.is_some() { 4 } else { 6 };
+        let v = self.vary.as_deref();
+        let path = v.and_then(|v| v.path.as_deref());
+        let values = v.map_or(&[][..], |v| &v.values[..]);
+        path.into_iter().chain(
+            values
+                .iter()
+                .take(64usize.saturating_sub(metadata_at))
+                .filter_map(Option::as_deref),
+        )
+    }
+
     /// Metadata value `i` as this request sends it.
     pub(super) fn value(&self, i: usize) -> &[u8] {
         let varied = self
@@ -368,6 +383,8 @@ mod tests {
             b.extend_from_slice(value.as_bytes());
             call.measure();
             let fields: Vec<(&[u8], &[u8])> = call.fields().collect();
+            let values: Vec<&[u8]> = call.varying_values().collect();
+            assert_eq!(values, [path.as_bytes(), value.as_bytes()]);
             assert_eq!(fields[2], (&b":path"[..], path.as_bytes()));
             assert_eq!(fields[6], (&b"x-a"[..], &b"fixed"[..]));
             assert_eq!(fields[7], (&b"x-b"[..], value.as_bytes()));

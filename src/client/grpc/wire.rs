@@ -525,7 +525,8 @@ fn open_stream(
         token,
         call.key(),
         call.varying_fields(),
-        call.fields(),
+        || call.fields(),
+        call.varying_values(),
         end_stream,
     );
     match opened {

@@ -18,7 +18,7 @@ impl Connection {
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
         end_stream: bool,
     ) -> Result<u32, OpenError> {
-        self.open_inner(token, None, fields, end_stream)
+        self.open_inner(token, None, || fields, std::iter::empty(), end_stream)
     }
 
     /// [`Connection::open`] of a constant header list the caller names by `key` (the same
@@ -31,30 +31,46 @@ impl Connection {
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
         end_stream: bool,
     ) -> Result<u32, OpenError> {
-        self.open_inner(token, Some((key, 0)), fields, end_stream)
+        self.open_inner(
+            token,
+            Some((key, 0)),
+            || fields,
+            std::iter::empty(),
+            end_stream,
+        )
     }
 
     /// [`Connection::open_keyed`] of a header list whose fields at the positions set in
     /// `varying` change per request ([`Encoder::encode_keyed_varying`]: those go as literals
-    /// that leave the HPACK table as it was, the block up to the first of them is copied).
-    pub fn open_keyed_varying<'a>(
+    /// that leave the HPACK table as it was, the rest of the block is copied around them).
+    /// `fields` makes the list, called only when the block is encoded anew; `values` are the
+    /// varying fields' values in order.
+    pub fn open_keyed_varying<'a, I>(
         &mut self,
         token: usize,
         key: u64,
         varying: u64,
-        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        fields: impl FnOnce() -> I,
+        values: impl IntoIterator<Item = &'a [u8]>,
         end_stream: bool,
-    ) -> Result<u32, OpenError> {
-        self.open_inner(token, Some((key, varying)), fields, end_stream)
+    ) -> Result<u32, OpenError>
+    where
+        I: IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    {
+        self.open_inner(token, Some((key, varying)), fields, values, end_stream)
     }
 
-    fn open_inner<'a>(
+    fn open_inner<'a, I>(
         &mut self,
         token: usize,
         key: Option<(u64, u64)>,
-        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        fields: impl FnOnce() -> I,
+        values: impl IntoIterator<Item = &'a [u8]>,
         end_stream: bool,
-    ) -> Result<u32, OpenError> {
+    ) -> Result<u32, OpenError>
+    where
+        I: IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    {
         if self.is_closing() || self.next_id > MAX_STREAM_ID {
             return Err(OpenError::Closing);
         }
@@ -66,7 +82,7 @@ impl Connection {
         }
         let id = self.next_id;
         self.next_id += 2;
-        self.encode_headers(id, key, fields, end_stream);
+        self.encode_headers(id, key, fields, values, end_stream);
         let stream = Stream {
             live: true,
             id,
@@ -91,21 +107,24 @@ impl Connection {
 
     /// HEADERS written in place when the block fits one frame; split with CONTINUATION
     /// otherwise.
-    fn encode_headers<'a>(
+    fn encode_headers<'a, I>(
         &mut self,
         id: u32,
         key: Option<(u64, u64)>,
-        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        fields: impl FnOnce() -> I,
+        values: impl IntoIterator<Item = &'a [u8]>,
         end_stream: bool,
-    ) {
+    ) where
+        I: IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    {
         let start = self.out.len();
         self.out.extend_from_slice(&[0; frame::HEADER_LEN]);
         match key {
             Some((key, varying)) => {
                 self.encoder
-                    .encode_keyed_varying(key, fields, varying, &mut self.out)
+                    .encode_keyed_varying(key, fields, varying, values, &mut self.out)
             }
-            None => self.encoder.encode(fields, &mut self.out),
+            None => self.encoder.encode(fields(), &mut self.out),
         }
         let len = self.out.len() - start - frame::HEADER_LEN;
         if len <= self.peer_max_frame as usize {

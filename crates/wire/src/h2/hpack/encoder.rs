@@ -80,8 +80,8 @@ struct CachedBlock {
     epoch: u64,
     /// the block's bytes, a varying list's without its varying values
     bytes: Vec<u8>,
-    /// a varying list's: where each varying value goes in `bytes`, and its field's position
-    holes: Vec<(usize, usize)>,
+    /// a varying list's: where each varying value goes in `bytes`, in the fields' order
+    holes: Vec<usize>,
 }
 
 impl Encoder {
@@ -132,7 +132,7 @@ impl Encoder {
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
         out: &mut Vec<u8>,
     ) {
-        self.encode_keyed_varying(key, fields, 0, out);
+        self.encode_keyed_varying(key, || fields, 0, std::iter::empty(), out);
     }
 
     /// [`Encoder::encode_keyed`] of a header list whose fields at the positions set in
@@ -143,39 +143,41 @@ impl Encoder {
     /// repeat would only churn the table. With the table as it was, every other byte of the
     /// block stays: the block is kept under `key` with holes where the values go, and copied
     /// around them.
-    pub fn encode_keyed_varying<'a>(
+    ///
+    /// `fields` makes the whole list and is called only when the block is encoded anew;
+    /// `values` are the varying fields' values in order (what `fields` gives at those
+    /// positions), all a kept block needs.
+    pub fn encode_keyed_varying<'a, I>(
         &mut self,
         key: u64,
-        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        fields: impl FnOnce() -> I,
         varying: u64,
+        values: impl IntoIterator<Item = &'a [u8]>,
         out: &mut Vec<u8>,
-    ) {
+    ) where
+        I: IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    {
         let epoch = self.epoch;
         if let Some(c) = self.cache.iter().find(|c| c.key == key && c.epoch == epoch) {
             let mut at = 0;
-            let mut holes = c.holes.iter().peekable();
-            if holes.peek().is_some() {
-                for (i, (_, value)) in fields.into_iter().enumerate() {
-                    if let Some(&(offset, _)) = holes.next_if(|&&(_, field)| field == i) {
-                        out.extend_from_slice(&c.bytes[at..offset]);
-                        string(out, value);
-                        at = offset;
-                    }
-                }
+            for (&offset, value) in c.holes.iter().zip(values) {
+                out.extend_from_slice(&c.bytes[at..offset]);
+                string(out, value);
+                at = offset;
             }
             out.extend_from_slice(&c.bytes[at..]);
             return;
         }
         let start = out.len();
         self.size_updates(out);
-        // the varying values' places in `out`, and their fields'
+        // the varying values' places in `out`
         let mut values = Vec::new();
-        for (i, (name, value)) in fields.into_iter().enumerate() {
+        for (i, (name, value)) in fields().into_iter().enumerate() {
             if i < 64 && varying >> i & 1 == 1 {
                 self.varying_name(name, value, out);
                 let at = out.len();
                 string(out, value);
-                values.push((at, out.len(), i));
+                values.push((at, out.len()));
             } else {
                 self.field(name, value, out);
             }
@@ -205,9 +207,9 @@ impl Encoder {
         c.bytes.clear();
         c.holes.clear();
         let mut from = start;
-        for (value_start, value_end, field) in values {
+        for (value_start, value_end) in values {
             c.bytes.extend_from_slice(&out[from..value_start]);
-            c.holes.push((c.bytes.len(), field));
+            c.holes.push(c.bytes.len());
             from = value_end;
         }
         c.bytes.extend_from_slice(&out[from..]);
@@ -320,9 +322,8 @@ fn literal(
 fn string(out: &mut Vec<u8>, s: &[u8]) {
     let coded_len = huffman::encoded_len(s);
     if coded_len < s.len() {
-        out.reserve(coded_len + 5);
         encode_int(out, 0x80, 7, coded_len);
-        huffman::encode(s, out);
+        huffman::append(s, coded_len, out);
     } else {
         encode_int(out, 0x00, 7, s.len());
         out.extend_from_slice(s);
@@ -372,8 +373,9 @@ mod tests {
                 // positions 1 and 3 vary
                 e.encode_keyed_varying(
                     7,
-                    list.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+                    || list.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
                     0b1010,
+                    [list[1].1.as_bytes(), list[3].1.as_bytes()],
                     &mut out,
                 );
                 let got: Vec<(Vec<u8>, Vec<u8>)> = decode_all(&mut d, &out, BIG)
@@ -398,17 +400,16 @@ mod tests {
             // the block is kept with holes for the two values; from the second block on, each
             // is the kept bytes with its values in the holes
             let c = e.cache.iter().find(|c| c.key == 7).expect("a kept block");
-            let fields: Vec<usize> = c.holes.iter().map(|h| h.1).collect();
-            assert_eq!(fields, [1, 3], "{strategy:?}");
+            assert_eq!(c.holes.len(), 2, "{strategy:?}");
             assert!(
                 blocks[1..]
                     .iter()
-                    .all(|b| b.starts_with(&c.bytes[..c.holes[0].0]))
+                    .all(|b| b.starts_with(&c.bytes[..c.holes[0]]))
             );
             assert!(
                 blocks[1..]
                     .iter()
-                    .all(|b| b.ends_with(&c.bytes[c.holes[1].0..]))
+                    .all(|b| b.ends_with(&c.bytes[c.holes[1]..]))
             );
             // a literal without indexing (never indexed with that strategy) for x-id
             let never = strategy == Strategy::NeverIndexed;

@@ -386,13 +386,26 @@ pub(crate) fn encoded_len(s: &[u8]) -> usize {
     bits.div_ceil(8)
 }
 
-/// Appends `s` Huffman-coded, padded with the leading bits of EOS (all ones). The bits gather
-/// in a 64-bit word that goes out 32 at a time into a small buffer on the stack, copied to
-/// `out` when full and at the end.
+/// Appends `s` Huffman-coded, padded with the leading bits of EOS (all ones): its
+/// [`encoded_len`] bytes.
+#[cfg(test)]
 pub(crate) fn encode(s: &[u8], out: &mut Vec<u8>) {
-    let mut chunk = [0u8; 64];
+    append(s, encoded_len(s), out);
+}
+
+/// Appends `s` Huffman-coded and padded: `len` bytes, its [`encoded_len`].
+pub(crate) fn append(s: &[u8], len: usize, out: &mut Vec<u8>) {
+    let at = out.len();
+    out.resize(at + len, 0);
+    encode_into(s, &mut out[at..]);
+}
+
+/// Writes `s` Huffman-coded and padded into `dst`, which is [`encoded_len`] bytes long. The
+/// bits gather in a 64-bit word that goes out 32 at a time.
+fn encode_into(s: &[u8], dst: &mut [u8]) {
     let mut n = 0;
-    // Fewer than 32 pending bits plus one code of at most 30: fits in a u64.
+    // Fewer than 32 pending bits plus one code of at most 30 fit in a u64; what lies above the
+    // pending bits is never read, so it is not cleared.
     let mut acc: u64 = 0;
     let mut bits = 0u32;
     for &b in s {
@@ -401,22 +414,18 @@ pub(crate) fn encode(s: &[u8], out: &mut Vec<u8>) {
         bits += u32::from(len);
         if bits >= 32 {
             bits -= 32;
-            if n == chunk.len() {
-                out.extend_from_slice(&chunk);
-                n = 0;
+            if let Some(word) = dst.get_mut(n..n + 4) {
+                word.copy_from_slice(&((acc >> bits) as u32).to_be_bytes());
             }
-            chunk[n..n + 4].copy_from_slice(&((acc >> bits) as u32).to_be_bytes());
             n += 4;
-            acc &= (1 << bits) - 1;
         }
     }
-    out.extend_from_slice(&chunk[..n]);
-    while bits >= 8 {
-        bits -= 8;
-        out.push((acc >> bits) as u8);
-    }
-    if bits > 0 {
-        out.push((acc << (8 - bits)) as u8 | 0xff >> bits);
+    // the last bits, left-aligned in a word and padded with ones
+    let tail =
+        ((acc << (32 - bits)) as u32 | u32::MAX.checked_shr(bits).unwrap_or(0)).to_be_bytes();
+    let rest = bits.div_ceil(8) as usize;
+    if let Some(end) = dst.get_mut(n..n + rest) {
+        end.copy_from_slice(&tail[..rest]);
     }
 }
 

@@ -55,7 +55,7 @@ fn string(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, s: &[u8], huffman: &mu
     let coded = huffman::encoded_len(s);
     if coded < s.len() {
         encode_int(out, flags | 1 << prefix_bits, prefix_bits, coded);
-        huffman::encode(s, out);
+        huffman::append(s, coded, out);
         *huffman += coded as u64;
         coded as u64
     } else {
