@@ -18,6 +18,11 @@
 #  10. gRPC calls that vary, 1 connection x 10 streams  wirebench grpc Echo, fixed metadata and message
 #                                                       vs the same with {{uuid}} and {{rand}} (same sizes)
 #
+# The two unpipelined HTTP/1.1 shapes also run the floor client (benches/floor.c, built with cc):
+# blocking connections, one write of the request on each, then one read of each answer, no event
+# loop and no parsing: the fewest syscalls and the least user time a client can spend, so its
+# CPU per request is the kernel's floor that the table names ("floor", and wirebench ÷ floor).
+#
 # Their names for --shapes: http, http-100, http-pipe16, grpc-1x10, grpc-10x1, h3-1x10, h3-10x1,
 # grpc-bidi, http-vary, grpc-vary. The last three compare wirebench with itself, against the
 # built-in server: grpc-bidi what a message on an open stream costs against a unary call on the
@@ -177,7 +182,7 @@ if [[ ! -x /usr/bin/time ]]; then
 fi
 /usr/bin/time -f '%U %S' -o /dev/null -- "$BASH" -c : 2>/dev/null || die "/usr/bin/time is not GNU time (needs -f and -o)"
 needed=(perf:linux-perf taskset:util-linux curl:curl python3:python3 timeout:coreutils)
-! wants http || needed+=(wrk:wrk)
+! wants http || needed+=(wrk:wrk cc:gcc)
 ! wants grpc || needed+=(h2load:nghttp2-client)
 for tool in "${needed[@]}"; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || die "${tool%%:*} not found (Debian package ${tool#*:})"
@@ -231,6 +236,12 @@ request = function()
     return pipelined
 end
 EOF
+# the floor client and its request: the bytes wrk sends for LUA (Host, Content-Type, Content-Length)
+FLOOR="$WORK/floor"
+FLOOR_REQUEST="$WORK/floor-request.txt"
+if wants http; then
+    cc -O2 -o "$FLOOR" benches/floor.c || die "cannot build benches/floor.c with cc"
+fi
 # EchoRequest {ping: "Hello, world!"} with the gRPC prefix: flag 0, length 15; field 1, 13 bytes.
 BODY="$WORK/echo-request.bin"
 printf '\x00\x00\x00\x00\x0f\x0a\x0dHello, world!' >"$BODY"
@@ -248,6 +259,8 @@ for _ in $(seq 100); do
 done
 [[ -n $ADDR ]] || die "wirebench serve did not start: $(tr '\n' ' ' <"$WORK/serve.log")"
 echo "peers: server on $ADDR (CPU 0), clients on CPU 1, $ROUNDS round(s) of ${SECS} s runs" >&2
+printf 'POST /v1/echo HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 24\r\n\r\n{"ping":"Hello, world!"}' \
+    "$ADDR" >"$FLOOR_REQUEST"
 
 # Check one answer of each kind before measuring: the HTTP/1.1 echo, a gRPC OK with a message
 # (when a gRPC shape runs), and an HTTP/3 200 through the reference client (when an HTTP/3 one does).
@@ -327,6 +340,11 @@ elif client == "h2load":
     if int(data.group(2)) < ok * 20:
         fail(f"h2load: {data.group(2)} data bytes for {ok} answers: not every answer carried an EchoResponse")
     print(ok, rps.group(1), "-")
+elif client == "floor":
+    m = re.search(r"^(\d+) requests in ([\d.]+) s, ([\d.]+) req/s$", text, re.M)
+    if not m:
+        fail("no request count in the floor client's output")
+    print(m.group(1), m.group(3), "-")
 elif client == "quinn+h3":
     m = re.search(r"^(\d+) succeeded, (\d+) failed, ([\d.]+) s, ([\d.]+) req/s$", text, re.M)
     if not m:
@@ -469,9 +487,13 @@ for round in $(seq "$ROUNDS"); do
             run "$shape" wirebench "$round" "${OURS[@]}"
             run "$shape" "$peer" "$round" "${PEER[@]}"
         fi
+        case "$shape" in
+            http) run "$shape" floor "$round" "$FLOOR" "${ADDR%:*}" "${ADDR##*:}" 10 200000 "$FLOOR_REQUEST" ;;
+            http-100) run "$shape" floor "$round" "$FLOOR" "${ADDR%:*}" "${ADDR##*:}" 100 200000 "$FLOOR_REQUEST" ;;
+        esac
     done
 done
-echo "peers: $((ROUNDS * ${#SHAPES[@]} * 4)) runs in $((SECONDS - started)) s" >&2
+echo "peers: runs done in $((SECONDS - started)) s" >&2
 
 # ---------------------------------------------------------------------------------------------
 # Table
@@ -483,6 +505,8 @@ quote() {
         a=${a//"$WORK"\/pipeline16.lua/PIPE16}
         a=${a//"$WORK"\/echo-request.bin/BODY}
         a=${a//"$WORK"\/h3-cert.pem/CERT}
+        a=${a//"$WORK"\/floor-request.txt/REQUEST}
+        a=${a//"$WORK"\/floor/FLOOR}
         a=${a//"$PWD"\//}
         if [[ $a =~ [^A-Za-z0-9_./:=,@+-] ]]; then a="'$a'"; fi
         out+="${out:+ }$a"
@@ -512,6 +536,7 @@ versions="$("$BIN" --version 2>/dev/null | head -n 1)"
 ! wants grpc || versions+=", $(h2load --version 2>/dev/null | head -n 1)"
 ! wants h3 || versions+=", h3_reference on quinn $(locked quinn), h3 $(locked h3), h3-quinn $(locked h3-quinn)"
 inputs=""
+! wants http || inputs+="FLOOR is benches/floor.c built with cc -O2, REQUEST the bytes wrk sends for LUA; "
 ! wants http || inputs+="LUA sets wrk.method POST, wrk.body {\"ping\":\"Hello, world!\"}, Content-Type: application/json; PIPE16 is LUA plus an init() that concatenates 16 wrk.format() copies and a request() that returns them; "
 ! wants grpc || inputs+="BODY is 00 00 00 00 0f 0a 0d 'Hello, world!'; "
 ! wants h3 || inputs+="CERT is the server's --h3-cert-out; h3_reference POSTs {\"ping\":\"Hello, world!\"} with content-type application/json; "
@@ -520,6 +545,9 @@ for shape in "${SHAPES[@]}"; do
     peer_cmd "$shape"
     wb_cmd "$shape"
     cmds+="${cmds:+; }$(label "$shape"): $(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
+    case "$shape" in
+        http | http-100) cmds+=" and FLOOR $(quote "${ADDR%:*}" "${ADDR##*:}") $([[ $shape == http ]] && echo 10 || echo 100) 200000 REQUEST" ;;
+    esac
 done
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $versions; median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 --h3-cert-out CERT (ADDR=$ADDR); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o FILE -- CLIENT (CPU, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches); $inputs$cmds -->"
@@ -531,12 +559,14 @@ rows = {}
 for line in open(path):
     shape, client, rnd, req, rps, user, sys_, sc, cs, own, server, wall, counted = line.rstrip("\n").split("\t")
     req, wall = int(req), float(wall)
-    r = rows.setdefault((shape, client), {"rps": [], "cpu": [], "sc": [], "own": [], "cs": [], "srv": [],
-                                          "cbusy": [], "sbusy": []})
+    r = rows.setdefault((shape, client), {"rps": [], "cpu": [], "user": [], "sys": [], "sc": [], "own": [],
+                                          "cs": [], "srv": [], "cbusy": [], "sbusy": []})
     r["cbusy"].append((float(user) + float(sys_)) / wall * 100)
     r["sbusy"].append(int(server) / 1e9 / wall * 100)
     r["rps"].append(float(rps))
     r["cpu"].append((float(user) + float(sys_)) * 1e6 / req)
+    r["user"].append(float(user) * 1e6 / req)
+    r["sys"].append(float(sys_) * 1e6 / req)
     r["sc"].append(int(sc) / int(counted))
     r["cs"].append(int(cs) / int(counted))
     r["srv"].append(int(server) / 1e3 / req)
@@ -551,23 +581,31 @@ names = {"http": "HTTP/1.1, 10 conns x 1", "http-100": "HTTP/1.1, 100 conns x 1"
          "http-vary": "HTTP/1.1, 10 conns x 1: fixed vs placeholders",
          "grpc-vary": "gRPC, 1 conn x 10 streams: fixed vs placeholders"}
 print(header)
-print("| shape | client | req/s | client CPU µs/req | syscalls/req (perf) | syscalls/req (own) "
-      "| ctx switches/req | server CPU µs/req | CPU busy client / server "
-      "| CPU/req wirebench÷peer | syscalls/req wirebench÷peer |")
-print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+print("| shape | client | req/s | client CPU µs/req | user / sys µs/req | syscalls/req (perf) "
+      "| syscalls/req (own) | ctx switches/req | server CPU µs/req | CPU busy client / server "
+      "| CPU/req wirebench÷peer | user/req wirebench÷peer | syscalls/req wirebench÷peer |")
+print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 for shape in shapes:
     clients = [c for (s, c) in rows if s == shape]
-    peer = next(c for c in clients if c != "wirebench")
+    peer = next(c for c in clients if c not in ("wirebench", "floor"))
     p = {k: med(v) for k, v in rows[(shape, peer)].items()}
-    for client in (peer, "wirebench"):
+    ours = {k: med(v) for k, v in rows[(shape, "wirebench")].items()}
+    for client in (peer, "wirebench", "floor"):
+        if (shape, client) not in rows:
+            continue
         m = {k: med(v) for k, v in rows[(shape, client)].items()}
         own = "—" if m["own"] is None else f"{m['own']:.2f}"
-        ratio_cpu = ratio_sc = "—"
+        ratio_cpu = ratio_user = ratio_sc = "—"
         if client == "wirebench":
             ratio_cpu = f"{m['cpu'] / p['cpu']:.2f}x"
+            ratio_user = f"{m['user'] / p['user']:.2f}x" if p["user"] else "—"
             ratio_sc = f"{m['sc'] / p['sc']:.2f}x"
-        print(f"| {names[shape]} | {client} | {m['rps']:,.0f} | {m['cpu']:.2f} | {m['sc']:.2f} | {own} "
-              f"| {m['cs']:.3f} | {m['srv']:.2f} | {m['cbusy']:.0f}% / {m['sbusy']:.0f}% | {ratio_cpu} | {ratio_sc} |")
+        elif client == "floor":
+            # the floor row: wirebench against the floor
+            ratio_cpu = f"{ours['cpu'] / m['cpu']:.2f}x of the floor"
+        print(f"| {names[shape]} | {client} | {m['rps']:,.0f} | {m['cpu']:.2f} | {m['user']:.2f} / {m['sys']:.2f} "
+              f"| {m['sc']:.2f} | {own} | {m['cs']:.3f} | {m['srv']:.2f} | {m['cbusy']:.0f}% / {m['sbusy']:.0f}% "
+              f"| {ratio_cpu} | {ratio_user} | {ratio_sc} |")
 EOF
 )
 printf '%s\n' "$table"

@@ -7,7 +7,6 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, ready};
 
-use socket2::SockRef;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
@@ -341,10 +340,6 @@ impl Sock {
     fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         on_sock!(self, s => s.try_write_vectored(bufs))
     }
-
-    fn sock_ref(&self) -> SockRef<'_> {
-        on_sock!(self, s => SockRef::from(s))
-    }
 }
 
 impl AsFd for Sock {
@@ -385,18 +380,24 @@ impl AsyncRead for Metered {
         let this = self.get_mut();
         loop {
             ready!(this.inner.poll_read_ready(cx))?;
-            // Zero (and so make resident) at most one read's worth of the caller's spare
-            // capacity, not all of it: a large buffer must not cost its whole size per read.
+            // The kernel writes into the caller's spare capacity as it is, uninitialized: no
+            // zeroing of it first (a 64 KiB read buffer zeroed per read would cost more than
+            // the read's own work when responses are small).
             let want = buf.remaining().min(MAX_READ);
-            let dst = buf.initialize_unfilled_to(want);
+            // SAFETY: nothing is de-initialized: the kernel only writes into these bytes.
+            let dst = &mut unsafe { buf.unfilled_mut() }[..want];
+            let fd = this.inner.as_raw_fd();
             // A read that returns less than it asked for emptied the socket: its readiness is
             // cleared with it (as a would-block would), so the next poll waits for the kernel's
             // next event instead of spending a syscall to hear EAGAIN. Tokio clears it only if
             // no event came in between, so nothing that arrives after the read is missed.
             let mut short = None;
             let read = this.inner.try_io(Interest::READABLE, || {
-                let n = io::Read::read(&mut &*this.inner.sock_ref(), &mut *dst)?;
-                if n > 0 && n < dst.len() {
+                // SAFETY: `dst` is `want` writable bytes that outlive the call; read(2) writes
+                // at most that many.
+                let n = unsafe { libc::read(fd, dst.as_mut_ptr().cast(), want) };
+                let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+                if n > 0 && n < want {
                     short = Some(n);
                     return Err(io::ErrorKind::WouldBlock.into());
                 }
@@ -405,6 +406,8 @@ impl AsyncRead for Metered {
             match (read, short) {
                 (_, Some(n)) | (Ok(n), None) => {
                     counted_read(&this.ledger, n);
+                    // SAFETY: read(2) initialized the first `n` bytes of the unfilled part.
+                    unsafe { buf.assume_init(n) };
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }

@@ -15,7 +15,7 @@ use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
 use wirebench_wire::echo;
-use wirebench_wire::echo::scan::echoed_body_matches;
+use wirebench_wire::echo::scan::echo_answer_matches;
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::proto::echo::{EchoRequest, EchoResponse};
@@ -154,8 +154,9 @@ impl EchoWorkload {
             };
             return Err((key, f));
         }
-        // one pass over the answer: its JSON checked and its `body` compared, nothing built
-        match echoed_body_matches(body, self.shared.ping.as_bytes()) {
+        // the answer's `body` compared (the rest scanned only when it does not open with it),
+        // nothing built
+        match echo_answer_matches(body, self.shared.ping.as_bytes()) {
             Ok(true) => Ok(key),
             Ok(false) => Err((
                 key,

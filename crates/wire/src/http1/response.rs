@@ -92,9 +92,16 @@ fn parse_heads(buf: &[u8], max_body: u64, to_head: bool) -> Result<Option<Respon
     let mut offset = 0usize;
     loop {
         let rest = window.get(offset..).unwrap_or_default();
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut response = httparse::Response::new(&mut headers);
-        let len = match response.parse(rest) {
+        // left uninitialized: httparse writes the ones it parses (a fresh array of 100 empty
+        // headers would cost more than parsing a short head)
+        let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+        let mut response = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut response,
+            rest,
+            &mut headers,
+        );
+        let len = match parsed {
             Ok(httparse::Status::Complete(len)) => len,
             Ok(httparse::Status::Partial) => {
                 return if buf.len() >= MAX_HEAD_BYTES {

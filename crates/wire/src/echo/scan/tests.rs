@@ -35,6 +35,34 @@ fn the_typical_answer_echoes_its_ping_and_no_other() {
 }
 
 #[test]
+fn the_quick_look_reads_the_body_member_and_the_close() {
+    let quick = |json: &str, ping: &str| echo_answer_matches(json.as_bytes(), ping.as_bytes());
+    assert_eq!(echo_answer_matches(TYPICAL, PING), Ok(true));
+    assert_eq!(echo_answer_matches(TYPICAL, b"Hello"), Ok(false));
+    assert_eq!(quick(r#" {"body":"p"} "#, "p"), Ok(true));
+    assert_eq!(quick(r#"{"body":"p" , "a":1}"#, "p"), Ok(true));
+    // the rest is not read: what the scan refuses after the body member passes
+    assert_eq!(quick(r#"{"body":"p","a":tru}"#, "p"), Ok(true));
+    assert!(scan(r#"{"body":"p","a":tru}"#, "p").is_err());
+    // ...but the object must close at the end of the text
+    for cut in [r#"{"body":"p","a":1"#, r#"{"body":"p""#, r#"{"body":"p"}x"#] {
+        assert!(quick(cut, "p").is_err(), "{cut}");
+    }
+    // a body that is not the ping as is, or not first, is scanned: the scan's verdicts
+    assert_eq!(quick(r#"{"body":"pq"}"#, "p"), Ok(false));
+    assert_eq!(quick(r#"{"body":"\u0070"}"#, "p"), Ok(true));
+    assert_eq!(quick(r#"{"a":1,"body":"p"}"#, "p"), Ok(true));
+    assert_eq!(
+        quick(r#"{"a":1,"body":"p","body":"p"}"#, "p"),
+        Err(ScanError::DuplicateBody { at: 18 })
+    );
+    // a ping with a quote cannot be compared as is: the scan unescapes the body
+    assert_eq!(quick(r#"{"body":"a\"b"}"#, "a\"b"), Ok(true));
+    assert_eq!(quick(r#"{"body":"a\\"}"#, "a\\"), Ok(true));
+    assert_eq!(quick(r#"{"body":"a\\"}"#, "a\\\\"), Ok(false));
+}
+
+#[test]
 fn every_prefix_of_the_typical_answer_is_refused() {
     for end in 0..TYPICAL.len() {
         let r = echoed_body_matches(&TYPICAL[..end], PING);

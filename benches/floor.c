@@ -1,0 +1,123 @@
+/*
+ * The floor client of scripts/peers.sh: what the kernel charges a client for an HTTP/1.1 request
+ * on loopback when the client itself does next to nothing. C blocking connections, one request
+ * in flight on each; per round one write() of the request on every connection, then on each
+ * connection read() until its answer is in. No event loop and no parsing beyond finding the end
+ * of the head and its Content-Length (no status, no body check). One write and (on loopback, for
+ * small answers) one read per request is the fewest syscalls a client can make, so its CPU per
+ * request is the floor the peers table names.
+ *
+ *   floor HOST PORT CONNECTIONS REQUESTS REQUEST_FILE
+ *
+ * Prints "N requests in S s, R req/s" on stdout. Any failure (connect, a failed write, a closed
+ * connection, an answer without Content-Length) is one line on stderr and exit status 1.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CONNS 1024
+#define MAX_REQUEST 65536
+#define MAX_ANSWER 65536
+
+static void die(const char *what) {
+    fprintf(stderr, "floor: %s\n", what);
+    exit(1);
+}
+
+static void send_all(int fd, const char *buf, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n <= 0)
+            die("write failed");
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/*
+ * The length of the answer whose first got bytes are in buf (NUL-terminated): its head and its
+ * Content-Length body; 0 while the head is incomplete.
+ */
+static size_t answer_length(const char *buf) {
+    const char *end = strstr(buf, "\r\n\r\n");
+    if (!end)
+        return 0;
+    for (const char *p = buf; p < end; p++) {
+        if (strncasecmp(p, "\r\ncontent-length:", 17) == 0)
+            return (size_t)(end - buf) + 4 + strtoul(p + 17, NULL, 10);
+    }
+    die("an answer without Content-Length");
+    return 0;
+}
+
+/* Reads one whole answer on fd: as many reads as it takes (one, on loopback, for small ones). */
+static void read_answer(int fd, char *buf) {
+    size_t got = 0, total = 0;
+    while (total == 0 || got < total) {
+        ssize_t n = read(fd, buf + got, MAX_ANSWER - 1 - got);
+        if (n <= 0)
+            die("the server closed a connection or a read failed");
+        got += (size_t)n;
+        buf[got] = 0;
+        if (total == 0)
+            total = answer_length(buf);
+        if (total >= MAX_ANSWER)
+            die("an answer longer than 64 KiB");
+    }
+    if (got > total)
+        die("more than one answer came on a connection");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 6)
+        die("usage: floor HOST PORT CONNECTIONS REQUESTS REQUEST_FILE");
+    int conns = atoi(argv[3]);
+    long requests = atol(argv[4]);
+    if (conns < 1 || conns > MAX_CONNS || requests < conns)
+        die("CONNECTIONS must be 1 to 1024 and REQUESTS at least CONNECTIONS");
+    static char request[MAX_REQUEST];
+    FILE *f = fopen(argv[5], "rb");
+    if (!f)
+        die("cannot open REQUEST_FILE");
+    size_t req_len = fread(request, 1, sizeof request, f);
+    fclose(f);
+    if (req_len == 0 || req_len == sizeof request)
+        die("REQUEST_FILE is empty or longer than 64 KiB");
+
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2]))};
+    if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1)
+        die("HOST must be an IPv4 address");
+    static int fds[MAX_CONNS];
+    for (int i = 0; i < conns; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&addr, sizeof addr) != 0)
+            die("connect failed");
+        int one = 1;
+        setsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    static char answer[MAX_ANSWER];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long done = 0;
+    while (done + conns <= requests) {
+        for (int i = 0; i < conns; i++)
+            send_all(fds[i], request, req_len);
+        for (int i = 0; i < conns; i++)
+            read_answer(fds[i], answer);
+        done += conns;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("%ld requests in %.3f s, %.0f req/s\n", done, secs, (double)done / secs);
+    for (int i = 0; i < conns; i++)
+        close(fds[i]);
+    return 0;
+}
