@@ -393,9 +393,9 @@ impl AsyncRead for Metered {
             // no event came in between, so nothing that arrives after the read is missed.
             let mut short = None;
             let read = this.inner.try_io(Interest::READABLE, || {
-                // SAFETY: `dst` is `want` writable bytes that outlive the call; read(2) writes
+                // SAFETY: `dst` is `want` writable bytes that outlive the call; recv(2) writes
                 // at most that many.
-                let n = unsafe { libc::read(fd, dst.as_mut_ptr().cast(), want) };
+                let n = unsafe { libc::recv(fd, dst.as_mut_ptr().cast(), want, 0) };
                 let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
                 if n > 0 && n < want {
                     short = Some(n);
@@ -406,7 +406,7 @@ impl AsyncRead for Metered {
             match (read, short) {
                 (_, Some(n)) | (Ok(n), None) => {
                     counted_read(&this.ledger, n);
-                    // SAFETY: read(2) initialized the first `n` bytes of the unfilled part.
+                    // SAFETY: recv(2) initialized the first `n` bytes of the unfilled part.
                     unsafe { buf.assume_init(n) };
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
