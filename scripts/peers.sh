@@ -44,9 +44,9 @@
 #
 # --quick is 2 s per run and 1 round (for checking the script). --shapes runs only the shapes of
 # its comma list (default: all ten, in the order above). --raw keeps every tool's output.
-# Takes 24 x rounds x duration + 16 x rounds x (about 3 s) plus about 1 s per run with all
-# shapes: about 16 min by default, 2.5 min with --quick (each gRPC or HTTP/3 shape 4 x rounds x
-# duration, each HTTP/1.1 shape 4 x rounds x 3 s).
+# Takes 24 x rounds x duration + 20 x rounds x (about 3 s) plus about 1 s per run with all
+# shapes: about 17 min by default, 2.5 min with --quick (each gRPC or HTTP/3 shape 4 x rounds x
+# duration, each HTTP/1.1 shape 4 x rounds x 3 s, and the floor's 2 x rounds x 3 s in two).
 #
 # Each client runs twice per round, back to back: timed, `taskset -c 1 /usr/bin/time -f '%U %S'
 # -- CLIENT`, for the CPU figures, req/s, the server's CPU and the wall time; then counted,
@@ -56,7 +56,8 @@
 # its syscall count twice. The CPU figure is GNU time's user + sys of the client process alone
 # (all its threads, its whole life: start, connects, run, close). Requests are what the client
 # counted as answered: wrk's "N requests in",
-# h2load's "N succeeded" (all 2xx, each carrying a gRPC message), wirebench's summary.ok.
+# h2load's "N succeeded" (all 2xx, each carrying a gRPC message), wirebench's summary.ok, the
+# floor's "N requests in" (every answer whole by its Content-Length).
 # "own" is wirebench's own syscall count (its measured window, worker threads only); server CPU is
 # the server's run time (/proc/PID/task/*/schedstat) during the run divided by the same requests.
 # "CPU busy" is client and server CPU time over the run's wall time: near 100% on both sides means
@@ -64,7 +65,7 @@
 # CPU per request then follows 1 / (req/s) more than the client's own cost; syscalls do not.
 #
 # Prints a markdown table (medians over the rounds; ratios are wirebench / peer of the medians) on
-# stdout and to FILE with -o; progress goes to stderr. Needs wrk (HTTP/1.1 shapes), h2load (gRPC
+# stdout and to FILE with -o; progress goes to stderr. Needs wrk and cc (HTTP/1.1 shapes), h2load (gRPC
 # shapes), perf (allowed to count raw_syscalls:sys_enter), taskset, curl, python3, GNU time
 # (installed with apt-get when absent), the release binary wirebench in CARGO_TARGET_DIR or
 # target/ ($WIREBENCH to use another), and for the HTTP/3 shapes cargo or $H3_REFERENCE. Each
