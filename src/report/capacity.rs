@@ -282,6 +282,61 @@ pub fn percent(share: Option<f64>) -> String {
     share.map_or("-".to_string(), |b| format!("{:.0}%", b * 100.0))
 }
 
+/// The steps table's heads, in the text and the HTML reports.
+pub const STEP_HEADS: [&str; 13] = [
+    "#",
+    "phase",
+    "rate",
+    "achieved",
+    "requests",
+    "errors",
+    "p50 ms",
+    "p99 ms",
+    "CPU c µs",
+    "CPU s µs",
+    "busy",
+    "queued",
+    "verdict",
+];
+
+impl Step {
+    /// The step's row of the steps table, under [`STEP_HEADS`]; `i` its number from 1.
+    pub fn cells(&self, i: usize) -> [String; 13] {
+        let n = |v: Option<f64>, digits| num(v.filter(|v| v.is_finite()), digits);
+        [
+            i.to_string(),
+            self.label(),
+            n(Some(self.rate), 0),
+            n(self.achieved_rps, 0),
+            self.requests.to_string(),
+            self.errors.to_string(),
+            n(self.p50_ms, 3),
+            n(self.p99_ms, 3),
+            n(self.client_cpu_us_per_request, 1),
+            n(self.server_cpu_us_per_request, 1),
+            percent(self.client_busy),
+            percent(self.queued_share),
+            self.verdict(),
+        ]
+    }
+}
+
+/// One line of the text report's steps table: the phase left-aligned, the figures right, the
+/// verdict last.
+fn text_row<S: AsRef<str>>(out: &mut String, cells: [S; 13]) {
+    const WIDTHS: [usize; 12] = [3, 13, 10, 10, 9, 7, 9, 9, 9, 9, 6, 6];
+    out.push_str("  ");
+    for (k, (c, w)) in cells.iter().zip(WIDTHS).enumerate() {
+        let c = c.as_ref();
+        let _ = if k == 1 {
+            write!(out, "{c:<w$} ")
+        } else {
+            write!(out, "{c:>w$} ")
+        };
+    }
+    let _ = writeln!(out, " {}", cells[12].as_ref());
+}
+
 /// The capacity section of a run's text report.
 pub fn render_text(out: &mut String, c: &Capacity) {
     let answer = match c.answer_rps {
@@ -326,40 +381,9 @@ pub fn render_text(out: &mut String, c: &Capacity) {
         c.requests,
         c.elapsed_s
     );
-    let _ = writeln!(
-        out,
-        "  {:>3} {:<13} {:>10} {:>10} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6}  verdict",
-        "#",
-        "phase",
-        "rate",
-        "achieved",
-        "requests",
-        "errors",
-        "p50 ms",
-        "p99 ms",
-        "CPU c µs",
-        "CPU s µs",
-        "busy",
-        "queued"
-    );
+    text_row(out, STEP_HEADS);
     for (i, s) in c.steps.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "  {:>3} {:<13} {:>10} {:>10} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6}  {}",
-            i + 1,
-            s.label(),
-            num(s.rate, 0),
-            num(s.achieved_rps, 0),
-            s.requests,
-            s.errors,
-            num(s.p50_ms, 3),
-            num(s.p99_ms, 3),
-            num(s.client_cpu_us_per_request, 1),
-            num(s.server_cpu_us_per_request, 1),
-            percent(s.client_busy),
-            percent(s.queued_share),
-            s.verdict(),
-        );
+        text_row(out, s.cells(i + 1));
     }
     let _ = writeln!(out);
 }

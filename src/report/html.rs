@@ -203,25 +203,18 @@ fn capacity(o: &mut String, stacks: &[&RunReport]) {
             c.requests,
             c.elapsed_s
         );
-        o.push_str("<table><tr><th>#</th><th>phase</th><th>rate</th><th>achieved</th><th>requests</th><th>errors</th><th>p50 ms</th><th>p99 ms</th><th>CPU c µs</th><th>CPU s µs</th><th>busy</th><th>queued</th><th>verdict</th></tr>\n");
+        o.push_str("<table><tr>");
+        for h in super::capacity::STEP_HEADS {
+            let _ = write!(o, "<th>{h}</th>");
+        }
+        o.push_str("</tr>\n");
         for (i, s) in c.steps.iter().enumerate() {
-            let _ = writeln!(
-                o,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"words\">{}</td></tr>",
-                i + 1,
-                esc(&s.label()),
-                cell(Some(s.rate), 0),
-                cell(s.achieved_rps, 0),
-                s.requests,
-                s.errors,
-                cell(s.p50_ms, 3),
-                cell(s.p99_ms, 3),
-                cell(s.client_cpu_us_per_request, 1),
-                cell(s.server_cpu_us_per_request, 1),
-                super::capacity::percent(s.client_busy),
-                super::capacity::percent(s.queued_share),
-                esc(&s.verdict())
-            );
+            let [figures @ .., verdict] = s.cells(i + 1);
+            o.push_str("<tr>");
+            for f in figures {
+                let _ = write!(o, "<td>{}</td>", esc(&f));
+            }
+            let _ = writeln!(o, "<td class=\"words\">{}</td></tr>", esc(&verdict));
         }
         o.push_str("</table>\n");
     }
