@@ -314,16 +314,43 @@ impl Var {
     }
 }
 
-/// The decimal digits of `v`, written into the end of `buf`.
+/// The two decimal digits of every number below 100.
+const DIGIT_PAIRS: [[u8; 2]; 100] = {
+    let mut t = [[0u8; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    t
+};
+
+/// The two lower-case hexadecimal digits of every byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 0x0f]];
+        i += 1;
+    }
+    t
+};
+
+/// The decimal digits of `v`, written into the end of `buf`, two at a time.
 pub fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut start = buf.len();
-    loop {
+    while v >= 100 {
+        start -= 2;
+        buf[start..start + 2].copy_from_slice(&DIGIT_PAIRS[(v % 100) as usize]);
+        v /= 100;
+    }
+    if v >= 10 {
+        start -= 2;
+        buf[start..start + 2].copy_from_slice(&DIGIT_PAIRS[v as usize]);
+    } else {
         start -= 1;
-        buf[start] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[start] = b'0' + v as u8;
     }
     &buf[start..]
 }
@@ -377,7 +404,6 @@ impl Draw {
 
     /// A random version 4 UUID (RFC 9562 §5.4) in its 36-character text form.
     pub fn uuid(&mut self) -> [u8; 36] {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut bytes = [0u8; 16];
         bytes[..8].copy_from_slice(&self.next_u64().to_be_bytes());
         bytes[8..].copy_from_slice(&self.next_u64().to_be_bytes());
@@ -386,9 +412,8 @@ impl Draw {
         // where each byte's two digits go: the dashes stay between the groups
         const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
         let mut out = [b'-'; 36];
-        for (b, &at) in bytes.iter().zip(&AT) {
-            out[at] = HEX[usize::from(b >> 4)];
-            out[at + 1] = HEX[usize::from(b & 0x0f)];
+        for (&b, &at) in bytes.iter().zip(&AT) {
+            out[at..at + 2].copy_from_slice(&HEX_PAIRS[usize::from(b)]);
         }
         out
     }

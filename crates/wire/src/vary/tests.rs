@@ -87,6 +87,24 @@ fn uuids_are_version_4_and_differ() {
     }
     assert_ne!(ids[0], ids[1]);
     assert_ne!(ids[1], ids[2]);
+    // the text is the next 128 random bits, version and variant set
+    let mut bits = Draw::new(7);
+    let (hi, lo) = (bits.next_u64(), bits.next_u64());
+    let hi = hi & !(0xf << 12) | 0x4 << 12;
+    let lo = lo & !(0x3 << 62) | 0x2 << 62;
+    let hex = format!("{hi:016x}{lo:016x}");
+    let want = format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    );
+    assert_eq!(
+        String::from_utf8(Draw::new(7).uuid().to_vec()).unwrap(),
+        want
+    );
 }
 
 #[test]
@@ -180,6 +198,15 @@ proptest! {
         }
         let text = t.to_string();
         prop_assert_eq!(Template::parse(&text).unwrap(), t, "{}", text);
+    }
+
+    #[test]
+    fn decimals_are_the_numbers_digits(v in any::<u64>(), small in 0u64..1000) {
+        let mut digits = [0u8; 20];
+        for n in [v, small] {
+            let want = n.to_string();
+            prop_assert_eq!(decimal(n, &mut digits), want.as_bytes());
+        }
     }
 
     #[test]

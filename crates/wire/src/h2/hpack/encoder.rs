@@ -320,14 +320,7 @@ fn literal(
 
 /// A string literal (§5.2), Huffman-coded when that is strictly shorter.
 fn string(out: &mut Vec<u8>, s: &[u8]) {
-    let coded_len = huffman::encoded_len(s);
-    if coded_len < s.len() {
-        encode_int(out, 0x80, 7, coded_len);
-        huffman::append(s, coded_len, out);
-    } else {
-        encode_int(out, 0x00, 7, s.len());
-        out.extend_from_slice(s);
-    }
+    huffman::literal(out, 0x00, 7, s);
 }
 
 #[cfg(test)]

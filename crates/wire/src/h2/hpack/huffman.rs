@@ -7,7 +7,7 @@
 //! by comparing the next 32 bits against each length's upper bound. Both tables are built at
 //! compile time from [`CODES`].
 
-use super::Error;
+use super::{Error, encode_int};
 
 /// The code of each symbol 0..=255 and of EOS (256), right-aligned, with its length in bits,
 /// as Appendix B lists them.
@@ -390,19 +390,54 @@ pub(crate) fn encoded_len(s: &[u8]) -> usize {
 /// [`encoded_len`] bytes.
 #[cfg(test)]
 pub(crate) fn encode(s: &[u8], out: &mut Vec<u8>) {
-    append(s, encoded_len(s), out);
-}
-
-/// Appends `s` Huffman-coded and padded: `len` bytes, its [`encoded_len`].
-pub(crate) fn append(s: &[u8], len: usize, out: &mut Vec<u8>) {
     let at = out.len();
-    out.resize(at + len, 0);
+    out.resize(at + encoded_len(s), 0);
     encode_into(s, &mut out[at..]);
 }
 
-/// Writes `s` Huffman-coded and padded into `dst`, which is [`encoded_len`] bytes long. The
-/// bits gather in a 64-bit word that goes out 32 at a time.
-fn encode_into(s: &[u8], dst: &mut [u8]) {
+/// Appends the string literal `s` (HPACK §5.2, QPACK §4.1.2) after the bits `flags`, its H bit
+/// just above a `prefix_bits`-bit length: Huffman-coded when that is strictly shorter, as is
+/// otherwise. Returns the string's octets as sent and whether they are Huffman-coded.
+///
+/// Where both lengths fit the prefix's first byte (short strings: every varying value), the
+/// string is coded once, straight into `out`, and sent as is when the code would not be
+/// shorter: no pass to count the coded length first.
+pub(crate) fn literal(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, s: &[u8]) -> (usize, bool) {
+    let h = 1u8 << prefix_bits;
+    if s.len() < usize::from(h - 1) {
+        let at = out.len();
+        out.resize(at + 1 + s.len(), 0);
+        // strictly shorter: at most s.len() - 1 bytes
+        let room = s.len().saturating_sub(1);
+        if !s.is_empty()
+            && let Some(n) = encode_into(s, &mut out[at + 1..at + 1 + room])
+        {
+            out[at] = flags | h | n as u8;
+            out.truncate(at + 1 + n);
+            return (n, true);
+        }
+        out[at] = flags | s.len() as u8;
+        out[at + 1..].copy_from_slice(s);
+        return (s.len(), false);
+    }
+    let coded = encoded_len(s);
+    if coded < s.len() {
+        encode_int(out, flags | h, prefix_bits, coded);
+        let at = out.len();
+        out.resize(at + coded, 0);
+        encode_into(s, &mut out[at..]);
+        (coded, true)
+    } else {
+        encode_int(out, flags, prefix_bits, s.len());
+        out.extend_from_slice(s);
+        (s.len(), false)
+    }
+}
+
+/// Writes `s` Huffman-coded and padded into the front of `dst`; returns its length, or `None`
+/// when the code is longer than `dst` (what was written is then of no use). The bits gather
+/// in a 64-bit word that goes out 32 at a time.
+fn encode_into(s: &[u8], dst: &mut [u8]) -> Option<usize> {
     let mut n = 0;
     // Fewer than 32 pending bits plus one code of at most 30 fit in a u64; what lies above the
     // pending bits is never read, so it is not cleared.
@@ -414,9 +449,8 @@ fn encode_into(s: &[u8], dst: &mut [u8]) {
         bits += u32::from(len);
         if bits >= 32 {
             bits -= 32;
-            if let Some(word) = dst.get_mut(n..n + 4) {
-                word.copy_from_slice(&((acc >> bits) as u32).to_be_bytes());
-            }
+            dst.get_mut(n..n + 4)?
+                .copy_from_slice(&((acc >> bits) as u32).to_be_bytes());
             n += 4;
         }
     }
@@ -424,9 +458,8 @@ fn encode_into(s: &[u8], dst: &mut [u8]) {
     let tail =
         ((acc << (32 - bits)) as u32 | u32::MAX.checked_shr(bits).unwrap_or(0)).to_be_bytes();
     let rest = bits.div_ceil(8) as usize;
-    if let Some(end) = dst.get_mut(n..n + rest) {
-        end.copy_from_slice(&tail[..rest]);
-    }
+    dst.get_mut(n..n + rest)?.copy_from_slice(&tail[..rest]);
+    Some(n + rest)
 }
 
 /// Decodes the Huffman-coded `src` into `out` (cleared first). More than `limit` decoded
@@ -611,7 +644,64 @@ mod tests {
         assert_eq!(decode(&coded, 7, &mut out), Err(Error::StringTooLong));
     }
 
+    /// The literal as the two-pass rule makes it: the coded length counted first, Huffman when
+    /// strictly shorter.
+    fn literal_by_counting(flags: u8, prefix_bits: u32, s: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let coded = encoded_len(s);
+        if coded < s.len() {
+            encode_int(&mut out, flags | 1 << prefix_bits, prefix_bits, coded);
+            encode(s, &mut out);
+        } else {
+            encode_int(&mut out, flags, prefix_bits, s.len());
+            out.extend_from_slice(s);
+        }
+        out
+    }
+
+    #[test]
+    fn a_literal_is_coded_once_and_sent_as_is_when_the_code_is_no_shorter() {
+        // "a" codes to 5 bits, one byte: not shorter; "aa" to 10 bits, two bytes: not shorter;
+        // "aaa" to 15 bits, two bytes: shorter; "\0" to 13 bits: longer
+        let cases: [(&[u8], &[u8]); 5] = [
+            (b"", &[0x00]),
+            (b"a", &[0x01, b'a']),
+            (b"aa", &[0x02, b'a', b'a']),
+            (b"aaa", &[0x82, 0x18, 0xc7]),
+            (b"\0", &[0x01, 0]),
+        ];
+        for (s, want) in cases {
+            let mut out = vec![0xee];
+            assert_eq!(
+                literal(&mut out, 0x00, 7, s),
+                (want.len() - 1, want[0] & 0x80 != 0),
+                "{s:?}"
+            );
+            assert_eq!(&out[1..], want, "{s:?}");
+        }
+        // a UUID: 36 characters in 27 bytes, after what was there
+        let uuid = b"6f1c2a9e-4b7d-4c1e-9a3f-2d5e8b7c0a14";
+        let mut out = vec![0xee];
+        assert_eq!(literal(&mut out, 0x00, 7, uuid), (encoded_len(uuid), true));
+        assert_eq!(out[..2], [0xee, 0x80 | encoded_len(uuid) as u8]);
+        assert_eq!(decoded(&out[2..]), Ok(uuid.to_vec()));
+    }
+
     proptest! {
+        #[test]
+        fn a_literal_equals_the_two_pass_rule(
+            s in proptest::collection::vec(any::<u8>(), 0..300),
+            prefix_bits in 3u32..=7,
+        ) {
+            let flags = 0xffu8.checked_shl(prefix_bits + 1).unwrap_or(0);
+            let mut out = vec![0x5a];
+            let (len, coded) = literal(&mut out, flags, prefix_bits, &s);
+            let want = literal_by_counting(flags, prefix_bits, &s);
+            prop_assert_eq!(&out[1..], &want[..]);
+            prop_assert_eq!(coded, want[0] & 1 << prefix_bits != 0);
+            prop_assert_eq!(len, if coded { encoded_len(&s) } else { s.len() });
+        }
+
         #[test]
         fn arbitrary_strings_round_trip(s in proptest::collection::vec(any::<u8>(), 0..200)) {
             prop_assert_eq!(decoded(&encoded(&s)), Ok(s));

@@ -52,17 +52,11 @@ pub fn encode_section<'a>(
 /// a `prefix_bits`-bit length; returns the string's octets as sent, adding them to `huffman`
 /// when Huffman-coded.
 fn string(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, s: &[u8], huffman: &mut u64) -> u64 {
-    let coded = huffman::encoded_len(s);
-    if coded < s.len() {
-        encode_int(out, flags | 1 << prefix_bits, prefix_bits, coded);
-        huffman::append(s, coded, out);
-        *huffman += coded as u64;
-        coded as u64
-    } else {
-        encode_int(out, flags, prefix_bits, s.len());
-        out.extend_from_slice(s);
-        s.len() as u64
+    let (len, coded) = huffman::literal(out, flags, prefix_bits, s);
+    if coded {
+        *huffman += len as u64;
     }
+    len as u64
 }
 
 #[cfg(test)]
