@@ -161,7 +161,7 @@ pub async fn stream_call(
                             reply(now - sent_at);
                         }
                         if end.kept.len() < keep {
-                            end.kept.push(m);
+                            end.kept.push(Bytes::copy_from_slice(m));
                         }
                     })
                     .map_err(|v| judged(v, None, kind))?;

@@ -6,7 +6,7 @@
 //! A check panics when an invariant of a core breaks: a decoder that consumed input on
 //! failure, an outcome that depends on how the bytes were split, a count that does not add up.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 use crate::etcd::gateway::{GwError, GwResponse, KeepAliveError, keepalive_answer};
 use crate::etcd::watch::{WatchLine, next_line, next_line_eof, parse_line, render_response_line};
@@ -224,7 +224,10 @@ pub fn grpc_deframe(data: &[u8]) {
     let mut taken = Vec::new();
     for part in [&data[..at], &data[at..]] {
         rx.extend_from_slice(part);
-        if stream.data(&mut rx, |m| taken.push(m)).is_err() {
+        if stream
+            .data(&mut rx, |m| taken.push(Bytes::copy_from_slice(m)))
+            .is_err()
+        {
             break;
         }
     }

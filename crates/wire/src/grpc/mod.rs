@@ -133,6 +133,21 @@ pub fn decode(src: &mut BytesMut, max: usize) -> Result<Option<Bytes>, Error> {
     Ok(Some(src.split_to(len).freeze()))
 }
 
+/// Like [`decode`], but the payload is lent to `take` and then consumed: no `Bytes` is made
+/// (nor the buffer shared) for a message that is only looked at.
+pub fn decode_with<R>(
+    src: &mut BytesMut,
+    max: usize,
+    take: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>, Error> {
+    let Some((_, total)) = frame_len(src, max)? else {
+        return Ok(None);
+    };
+    let r = take(&src[PREFIX_LEN..total]);
+    src.advance(total);
+    Ok(Some(r))
+}
+
 /// Decodes a message type from one framed message at the front of `src`.
 ///
 /// Same framing rules as [`decode`]; a payload that is not a valid `M` is

@@ -7,10 +7,10 @@
 //! buffer holds is bounded by one message at the receive limit plus the chunk at hand, however
 //! long the stream runs.
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 
 use super::unary::{Verdict, judge_head};
-use super::{Code, Error, decode};
+use super::{Code, Error, decode_with};
 
 /// One server-streaming response being received.
 #[derive(Debug)]
@@ -45,15 +45,17 @@ impl StreamingResponse {
     }
 
     /// Takes every complete message out of `rx` (the bytes received so far, the caller
-    /// appends), handing each to `message`. What stays in `rx` is the start of the next one.
+    /// appends), lending each to `message`. What stays in `rx` is the start of the next one.
     pub fn data(
         &mut self,
         rx: &mut BytesMut,
-        mut message: impl FnMut(Bytes),
+        mut message: impl FnMut(&[u8]),
     ) -> Result<(), Verdict> {
-        while let Some(m) = decode(rx, self.max_message).map_err(Verdict::Framing)? {
+        while decode_with(rx, self.max_message, &mut message)
+            .map_err(Verdict::Framing)?
+            .is_some()
+        {
             self.messages += 1;
-            message(m);
         }
         Ok(())
     }
@@ -90,11 +92,16 @@ mod tests {
     }
 
     /// Feeds `bytes` in chunks of `step` and returns the messages taken.
-    fn feed(s: &mut StreamingResponse, rx: &mut BytesMut, bytes: &[u8], step: usize) -> Vec<Bytes> {
+    fn feed(
+        s: &mut StreamingResponse,
+        rx: &mut BytesMut,
+        bytes: &[u8],
+        step: usize,
+    ) -> Vec<Vec<u8>> {
         let mut got = Vec::new();
         for chunk in bytes.chunks(step) {
             rx.extend_from_slice(chunk);
-            s.data(rx, |m| got.push(m)).unwrap();
+            s.data(rx, |m| got.push(m.to_vec())).unwrap();
         }
         got
     }

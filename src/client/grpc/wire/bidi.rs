@@ -110,7 +110,12 @@ impl WireBidi {
             let mut st = self.state.borrow_mut();
             let s = &mut st.slots[self.token];
             if !s.rx.is_empty() {
-                into.extend_from_slice(&s.rx);
+                // the reader took every whole message: the buffers trade places, no copy
+                if into.is_empty() {
+                    std::mem::swap(into, &mut s.rx);
+                } else {
+                    into.extend_from_slice(&s.rx);
+                }
                 s.rx.clear();
                 return Poll::Ready(Ok(true));
             }

@@ -8,6 +8,32 @@ use crate::h2::frame::{Frame, Reason};
 use crate::h2::grpc_framing::GrpcFraming;
 use crate::h2::hpack::{self, Field};
 
+/// A byte a field name may not hold: upper case, a control, space.
+const NAME_BAD: u8 = 1;
+/// A byte a field value may not hold: NUL, CR, LF.
+const VALUE_BAD: u8 = 2;
+/// What each byte may not be part of, as `NAME_BAD | VALUE_BAD` bits.
+const BAD: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_uppercase() || c <= b' ' {
+            t[b] |= NAME_BAD;
+        }
+        if c == 0 || c == b'\r' || c == b'\n' {
+            t[b] |= VALUE_BAD;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Whether `bytes` holds a byte of class `class`: every byte looked up, no branch per byte.
+fn holds(bytes: &[u8], class: u8) -> bool {
+    bytes.iter().fold(0, |seen, &b| seen | BAD[usize::from(b)]) & class != 0
+}
+
 /// A header block being received across HEADERS and CONTINUATION frames.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Partial {
@@ -205,7 +231,7 @@ impl FieldCheck {
             return None;
         }
         self.regular_seen = true;
-        if f.name.is_empty() || f.name.iter().any(|&b| b.is_ascii_uppercase() || b <= b' ') {
+        if f.name.is_empty() || holds(f.name, NAME_BAD) {
             return Some("a field name that is empty, upper-case or has controls");
         }
         if matches!(
@@ -214,7 +240,7 @@ impl FieldCheck {
         ) {
             return Some("a connection-specific field");
         }
-        if f.value.iter().any(|&b| b == 0 || b == b'\r' || b == b'\n') {
+        if holds(f.value, VALUE_BAD) {
             return Some("a field value with NUL, CR or LF");
         }
         None
@@ -249,5 +275,27 @@ fn hpack_error(e: hpack::Error) -> Error {
         hpack::Error::TableSizeUpdate => {
             compression("a table size update out of place or too large")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NAME_BAD, VALUE_BAD, holds};
+
+    #[test]
+    fn the_byte_classes_are_the_fields_rules() {
+        for b in 0..=255u8 {
+            let name_bad = b.is_ascii_uppercase() || b <= b' ';
+            assert_eq!(holds(&[b'a', b, b'z'], NAME_BAD), name_bad, "{b}");
+            assert_eq!(
+                holds(&[b, b'x'], VALUE_BAD),
+                matches!(b, 0 | b'\r' | b'\n'),
+                "{b}"
+            );
+        }
+        assert!(!holds(b"", NAME_BAD | VALUE_BAD));
+        assert!(!holds(b"content-type", NAME_BAD));
+        assert!(holds(b"Content-Type", NAME_BAD));
+        assert!(!holds(b"application/grpc; a=B C", VALUE_BAD));
     }
 }
