@@ -464,6 +464,13 @@ wb_cmd() {
         grpc-vary) OURS=("${VARY_GRPC[@]}" "${VARY_TEMPLATED[@]}") ;;
     esac
 }
+# the connections the floor client opens beside a shape (none: the shape has no floor row)
+floor_conns() {
+    case "$1" in
+        http) echo 10 ;;
+        http-100) echo 100 ;;
+    esac
+}
 peer_name() {
     case "$1" in
         http-vary) echo wirebench-fixed ;;
@@ -488,10 +495,8 @@ for round in $(seq "$ROUNDS"); do
             run "$shape" wirebench "$round" "${OURS[@]}"
             run "$shape" "$peer" "$round" "${PEER[@]}"
         fi
-        case "$shape" in
-            http) run "$shape" floor "$round" "$FLOOR" "${ADDR%:*}" "${ADDR##*:}" 10 200000 "$FLOOR_REQUEST" ;;
-            http-100) run "$shape" floor "$round" "$FLOOR" "${ADDR%:*}" "${ADDR##*:}" 100 200000 "$FLOOR_REQUEST" ;;
-        esac
+        conns=$(floor_conns "$shape")
+        [[ -z $conns ]] || run "$shape" floor "$round" "$FLOOR" "${ADDR%:*}" "${ADDR##*:}" "$conns" 200000 "$FLOOR_REQUEST"
     done
 done
 echo "peers: runs done in $((SECONDS - started)) s" >&2
@@ -546,9 +551,8 @@ for shape in "${SHAPES[@]}"; do
     peer_cmd "$shape"
     wb_cmd "$shape"
     cmds+="${cmds:+; }$(label "$shape"): $(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
-    case "$shape" in
-        http | http-100) cmds+=" and FLOOR $(quote "${ADDR%:*}" "${ADDR##*:}") $([[ $shape == http ]] && echo 10 || echo 100) 200000 REQUEST" ;;
-    esac
+    conns=$(floor_conns "$shape")
+    [[ -z $conns ]] || cmds+=" and FLOOR $(quote "${ADDR%:*}" "${ADDR##*:}") $conns 200000 REQUEST"
 done
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $versions; median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 --h3-cert-out CERT (ADDR=$ADDR); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o FILE -- CLIENT (CPU, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches); $inputs$cmds -->"

@@ -135,13 +135,19 @@ impl Call {
         self.key
     }
 
+    /// The position in [`Call::fields`] of the first metadata field: after the four
+    /// pseudo-headers, and (gRPC) content-type and te.
+    fn metadata_at(&self) -> usize {
+        if self.plain.is_some() { 4 } else { 6 }
+    }
+
     /// The positions in [`Call::fields`] of the fields rendered per request, as bits (bit
     /// *i*: the *i*-th field); 0 for a constant call.
     pub fn varying_fields(&self) -> u64 {
         let Some(v) = &self.vary else {
             return 0;
         };
-        let metadata_at = if self.plain.is_some() { 4 } else { 6 };
+        let metadata_at = self.metadata_at();
         let mut bits = u64::from(v.path.is_some()) << 2;
         for (i, value) in v.values.iter().enumerate() {
             if value.is_some() && metadata_at + i < 64 {
@@ -154,7 +160,7 @@ impl Call {
     /// The values of the fields [`Call::varying_fields`] names, in their order: the rendered
     /// `:path` and metadata values.
     pub fn varying_values(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        let metadata_at = if self.plain.is_some() { 4 } else { 6 };
+        let metadata_at = self.metadata_at();
         let v = self.vary.as_deref();
         let path = v.and_then(|v| v.path.as_deref());
         let values = v.map_or(&[][..], |v| &v.values[..]);

@@ -183,10 +183,14 @@ pub fn echo_answer_matches(json: &[u8], ping: &[u8]) -> Result<bool, ScanError> 
 
 /// `b` without the JSON whitespace (space, tab, line feed, carriage return) around it.
 fn trim_ws(b: &[u8]) -> &[u8] {
-    let ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
-    let start = b.iter().position(|c| !ws(c)).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !ws(c)).map_or(start, |e| e + 1);
+    let start = b.iter().position(|&c| !is_ws(c)).unwrap_or(b.len());
+    let end = b.iter().rposition(|&c| !is_ws(c)).map_or(start, |e| e + 1);
     &b[start..end]
+}
+
+/// JSON's whitespace: space, tab, line feed, carriage return.
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 const ONES: u64 = u64::MAX / 255;
@@ -244,7 +248,7 @@ impl Scanner<'_> {
     }
 
     fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+        while self.peek().is_some_and(is_ws) {
             self.i += 1;
         }
     }
