@@ -354,6 +354,24 @@ enum H2Behavior {
     Silent,
     /// Never answers, and allows one stream at a time (SETTINGS_MAX_CONCURRENT_STREAMS 1).
     SilentOneStream,
+    /// gRPC ping-pong: each request message is sent back `per` times as it comes; after
+    /// `answers` replies (or at the end of the request stream) the stream ends as `end` says.
+    Chat {
+        per: usize,
+        answers: usize,
+        end: ChatEnd,
+    },
+}
+
+/// How a `Chat` stream ends.
+#[derive(Clone, Copy)]
+enum ChatEnd {
+    /// trailers with this grpc-status
+    Status(&'static str),
+    /// a message whose flag byte is neither 0 nor 1
+    BadFlag,
+    /// RST_STREAM INTERNAL_ERROR
+    Reset,
 }
 
 /// A loopback gRPC server on the h2 crate's server side, on its own thread; returns the URL.
@@ -397,10 +415,16 @@ async fn answer(
     mut respond: h2::server::SendResponse<Bytes>,
 ) {
     let mut body = req.into_body();
+    if let H2Behavior::Chat { per, answers, end } = behavior {
+        // answered as the request's messages come
+        chat((per, answers, end), body, respond).await;
+        return;
+    }
     while let Some(Ok(chunk)) = body.data().await {
         let _ = body.flow_control().release_capacity(chunk.len());
     }
     let endless = match behavior {
+        H2Behavior::Chat { .. } => return,
         H2Behavior::Reset(reason) => {
             respond.send_reset(reason);
             return;
@@ -468,6 +492,155 @@ async fn answer(
             }
             _ => return,
         }
+    }
+}
+
+/// A `Chat` stream: each whole request message back `per` times, then its `end`.
+async fn chat(
+    (per, answers, end): (usize, usize, ChatEnd),
+    mut body: h2::RecvStream,
+    mut respond: h2::server::SendResponse<Bytes>,
+) {
+    let head = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let Ok(mut send) = respond.send_response(head, false) else {
+        return;
+    };
+    let mut rx = bytes::BytesMut::new();
+    let mut sent = 0;
+    'read: while let Some(Ok(chunk)) = body.data().await {
+        let _ = body.flow_control().release_capacity(chunk.len());
+        rx.extend_from_slice(&chunk);
+        while rx.len() >= 5 {
+            let len = u32::from_be_bytes([rx[1], rx[2], rx[3], rx[4]]) as usize;
+            if rx.len() < 5 + len {
+                break;
+            }
+            let message = rx.split_to(5 + len).freeze();
+            for _ in 0..per {
+                if sent == answers {
+                    break 'read;
+                }
+                if send.send_data(message.clone(), false).is_err() {
+                    return;
+                }
+                sent += 1;
+            }
+        }
+    }
+    let status = match end {
+        ChatEnd::Status(code) => code,
+        ChatEnd::BadFlag => {
+            let _ = send.send_data(Bytes::from_static(b"\x07\0\0\0\x01\x0a"), false);
+            // the client resets the stream; wait for it
+            let _ = poll_fn(|cx| send.poll_reset(cx)).await;
+            return;
+        }
+        ChatEnd::Reset => {
+            send.send_reset(h2::Reason::INTERNAL_ERROR);
+            return;
+        }
+    };
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", http::HeaderValue::from_static(status));
+    let _ = send.send_trailers(trailers);
+}
+
+/// `wirebench grpc URL rich.v1.Mirror/Chat` (bidi ping-pong by default) with `extra`.
+fn chat_call(url: &str, extra: &[&str]) -> Vec<String> {
+    let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/rich.proto");
+    let target = url.trim_start_matches("http://");
+    let mut args: Vec<String> = [
+        "grpc",
+        target,
+        "rich.v1.Mirror/Chat",
+        "--proto-file",
+        proto,
+        "-d",
+        r#"{"name":"p"}"#,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+#[test]
+fn grpc_ping_pong_broken_mid_stream_fails_each_call() {
+    // each stream is answered 5 times, then ends badly; both h2 clients (the wire client
+    // answers a ping-pong in its connection's driver)
+    // (the h2 crate names a reason by its meaning)
+    let cases = [
+        (ChatEnd::Status("13"), "grpc_status", &["INTERNAL"][..]),
+        (ChatEnd::BadFlag, "grpc_framing", &["flag"][..]),
+        (
+            ChatEnd::Reset,
+            "rst_stream",
+            &["INTERNAL_ERROR", "internal error"][..],
+        ),
+    ];
+    for (end, kind, words) in cases {
+        let url = h2_server(H2Behavior::Chat {
+            per: 1,
+            answers: 5,
+            end,
+        });
+        for client in ["wire", "h2"] {
+            let args = chat_call(
+                &url,
+                &["--stream-messages", "20", "-c", "2", "--h2-client", client],
+            );
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (run, _) = all_fail_with(&args, "grpc", 6);
+            assert_errors(&run, &[kind], words);
+            // every stream got its five replies before it broke (the failed calls' messages
+            // are the ledger's; the bad one may count as a sixth)
+            let replies = u64_at(&run, "/wire/layers/h2/in/grpc_messages");
+            assert!((30..=36).contains(&replies), "{client}: {replies} replies");
+        }
+    }
+}
+
+#[test]
+fn grpc_ping_pong_with_two_replies_per_message_counts_both() {
+    // every message is answered twice: each reply lets the next message go (the replies are
+    // as many as the messages sent or more), so all 20 go and 40 replies come back
+    let url = h2_server(H2Behavior::Chat {
+        per: 2,
+        answers: usize::MAX,
+        end: ChatEnd::Status("0"),
+    });
+    for client in ["wire", "h2"] {
+        let args = chat_call(
+            &url,
+            &[
+                "--stream-messages",
+                "20",
+                "-c",
+                "2",
+                "-n",
+                "6",
+                "--h2-client",
+                client,
+                "--format",
+                "json",
+            ],
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let w = run_watched(&args, LIMIT);
+        assert_eq!(w.run.code, Some(0), "{client}: {}", w.run.stderr);
+        let report: Value = serde_json::from_str(&w.run.stdout).unwrap();
+        let run = proto_run(&report, "grpc");
+        assert_eq!(u64_at(run, "/summary/ok"), 6, "{client}: {run:#}");
+        assert_eq!(u64_at(run, "/streaming/messages_sent"), 120, "{client}");
+        assert_eq!(u64_at(run, "/streaming/messages"), 240, "{client}");
+        // the replies that made the replies as many as the messages sent were timed
+        let timed = run["streaming"]["message_latency_distribution"].as_array();
+        assert!(timed.is_some_and(|t| !t.is_empty()), "{client}: {run:#}");
     }
 }
 

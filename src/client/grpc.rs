@@ -25,6 +25,7 @@ pub use conn::{CLOSE_BOUND, Conn, Sender};
 pub use settings::{
     DEFAULT_QUIC_CONN_WINDOW, DEFAULT_QUIC_STREAM_WINDOW, H2Client, H2Config, MIN_DATA_FRAME_BUDGET,
 };
+pub use wire::{Rally, WireBidi};
 
 use crate::net::Ledger;
 use crate::outcome::{Failure, FailureKind};
@@ -172,6 +173,14 @@ impl Bidi {
                 Ok(())
             }
             Bidi::H2(b) => b.send(message, last),
+        }
+    }
+
+    /// The wire client's stream (which can hand a ping-pong to its connection's driver).
+    pub fn wire(&self) -> Option<&WireBidi> {
+        match self {
+            Bidi::Wire(b) => Some(b),
+            Bidi::H2(_) => None,
         }
     }
 

@@ -6,7 +6,10 @@
 //!
 //! Ping-pong pairs replies with requests in order: the reply that makes the replies as many as
 //! the messages sent is timed from the last message's send; replies beyond that are counted,
-//! not timed.
+//! not timed. On the wire client a ping-pong without an interval or a span is handed to the
+//! connection's driver once the response head is in (`Rally`): it queues each next message as
+//! the reply comes, in the same wakeup, and this task wakes only for batches of reply times
+//! and the stream's end.
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +18,7 @@ use wirebench_wire::grpc::streaming::StreamingResponse;
 use wirebench_wire::grpc::unary::Verdict;
 
 use crate::client::call::{Call, CallError, Progress, judged};
-use crate::client::grpc::{Bidi, Sender};
+use crate::client::grpc::{Bidi, Rally, Sender};
 use crate::net::Ledger;
 
 /// What a stream sends: `messages` of `frames` in turn (framed), at most one per `interval`;
@@ -86,8 +89,36 @@ pub async fn stream_call(
     let mut sent_at = due_at;
     let until = plan.span.map(|d| due_at + d);
     let mut head = false;
+    // a plain ping-pong on the wire client goes to the driver once the head is in
+    let mut rally = plan.pingpong && plan.interval.is_none() && until.is_none();
     rx.clear();
     loop {
+        if head
+            && rally
+            && let Some(wire) = stream.wire()
+        {
+            rally = false;
+            let mut r = Rally {
+                sent: end.sent,
+                total,
+                received: end.received,
+                sent_at,
+                first_at: end.first_at,
+                last_sent_at: end.last_sent_at,
+                keep,
+                kept: std::mem::take(&mut end.kept),
+                verdict,
+                failed: None,
+            };
+            wire.rally(plan.frames, &mut r, rx, reply).await;
+            (end.sent, end.received, end.first_at) = (r.sent, r.received, r.first_at);
+            (end.last_sent_at, end.kept, verdict) = (r.last_sent_at, r.kept, r.verdict);
+            if let Some(v) = r.failed {
+                return Err(judged(v, None, kind));
+            }
+            // no more messages: what is left is the stream's end
+            total = end.sent;
+        }
         // every message that may go now
         let may_send = |end: &StreamEnd, total: u64| {
             end.sent < total && (!plan.pingpong || end.received >= end.sent)

@@ -209,8 +209,10 @@ pub struct H2Bidi {
     header_bytes_in: u64,
 }
 
+/// A stream's `h2` error under the kind a call's would have (a reset is `rst_stream`, as on
+/// the wire client).
 fn h2_failure(e: h2::Error) -> Failure {
-    Failure::with(FailureKind::H2, e)
+    call_error(e).failure
 }
 
 impl H2Bidi {

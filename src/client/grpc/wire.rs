@@ -17,13 +17,14 @@
 //! their capacity. Nor does a call register a timer: its deadline sits in its slot, and the
 //! driver's one timer (`deadlines`) ends the calls whose deadline passed.
 //!
-//! Its files: `slot` (a call's slot and the frame events applied to the slots), `bidi` (a
-//! bidirectional stream on a slot).
+//! Its files: `slot` (a call's slot and the frame events applied to the slots, a ping-pong
+//! the driver answers itself), `bidi` (a bidirectional stream on a slot).
 
 mod bidi;
 mod slot;
 
 pub use bidi::WireBidi;
+pub use slot::Rally;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -97,6 +98,8 @@ struct State {
     free: Vec<usize>,
     /// streams to reset after the frames at hand are handled (a verdict came early)
     to_reset: Vec<u32>,
+    /// rallies whose next message is due once the frames at hand are handled
+    to_send: Vec<usize>,
     /// callers waiting for a stream (the server's SETTINGS, or its stream limit)
     waiting: VecDeque<Waker>,
     /// no call's deadline is earlier (a lower bound: the driver's timer fires then and looks)
@@ -172,6 +175,7 @@ impl State {
         let mut sink = Sink {
             slots: &mut self.slots,
             to_reset: &mut self.to_reset,
+            to_send: &mut self.to_send,
             lost: failure,
         };
         self.conn.fail_all(&mut sink);
@@ -201,6 +205,7 @@ pub(super) fn start(
         slots: Vec::new(),
         free: Vec::new(),
         to_reset: Vec::new(),
+        to_send: Vec::new(),
         waiting: VecDeque::new(),
         next_deadline: None,
         driver: None,
@@ -285,6 +290,7 @@ fn drive(
                 let mut sink = Sink {
                     slots: &mut st.slots,
                     to_reset: &mut st.to_reset,
+                    to_send: &mut st.to_send,
                     lost: None,
                 };
                 match st.conn.recv(&st.rbuf[..st.filled], &mut sink) {
@@ -300,6 +306,9 @@ fn drive(
                 }
                 for id in st.to_reset.drain(..) {
                     st.conn.reset(id, Reason::CANCEL);
+                }
+                for token in st.to_send.drain(..) {
+                    volley(&mut st.conn, &mut st.slots[token]);
                 }
             }
         }
@@ -336,6 +345,20 @@ fn drive(
         }
     }
     Poll::Pending
+}
+
+/// Queues a rally's due messages on its stream (the last one ends our side).
+fn volley(conn: &mut Connection, s: &mut StreamSlot) {
+    let r = &mut s.rally;
+    while s.rallying && r.due() && !s.frames.is_empty() {
+        let frame = &s.frames[(r.sent % s.frames.len() as u64) as usize];
+        r.sent += 1;
+        let last = r.sent == r.total;
+        if last {
+            r.last_sent_at = Some(r.sent_at);
+        }
+        conn.send_data(s.stream, frame, last);
+    }
 }
 
 /// Writes the connection's output until it is empty or the socket is full (pending); a

@@ -6,10 +6,12 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::Poll;
 
-use bytes::BytesMut;
+use std::time::Duration;
 
-use super::slot::MAX_MESSAGE_TEXT;
-use super::{ConnHandle, State, open_stream};
+use bytes::{Bytes, BytesMut};
+
+use super::slot::{MAX_MESSAGE_TEXT, Rally};
+use super::{ConnHandle, State, open_stream, volley};
 use crate::client::call::{Call, CallError, StreamHead};
 use crate::net::Ledger;
 use crate::outcome::Failure;
@@ -119,16 +121,72 @@ impl WireBidi {
                 s.rx.clear();
                 return Poll::Ready(Ok(true));
             }
-            if let Some(Err(e)) = &s.outcome {
-                return Poll::Ready(Err(e.failure.clone()));
-            }
+            // a stream the server ended is over, even if a reset followed its end (a server
+            // that answered before our side ended resets the rest with NO_ERROR)
             if s.ended {
                 return Poll::Ready(Ok(false));
+            }
+            if let Some(Err(e)) = &s.outcome {
+                return Poll::Ready(Err(e.failure.clone()));
             }
             s.wait(cx);
             Poll::Pending
         })
         .await
+    }
+}
+
+impl WireBidi {
+    /// Hands the rest of a ping-pong to the connection's driver (`Rally`): `rally` holds the
+    /// counts so far and `rx` what was read and not taken (the start of a message at most);
+    /// the messages go in turn from `frames`. `reply` gets each timed reply. Returns when every
+    /// message is sent and answered, the stream ended or failed, or a message broke the
+    /// framing (`rally.failed`), with the counts back in `rally` and what is left unread in
+    /// `rx` (the caller's `recv` then says how the stream ends).
+    pub async fn rally(
+        &self,
+        frames: &[Bytes],
+        rally: &mut Rally,
+        rx: &mut BytesMut,
+        reply: &mut dyn FnMut(Duration),
+    ) {
+        {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            let s = &mut st.slots[self.token];
+            s.frames.clear();
+            s.frames.extend_from_slice(frames);
+            std::mem::swap(&mut s.rally, rally);
+            // what came since the caller's last read follows what it holds
+            rx.extend_from_slice(&s.rx);
+            s.rx.clear();
+            std::mem::swap(&mut s.rx, rx);
+            s.rallying = true;
+            if s.rally_step() {
+                volley(&mut st.conn, s);
+                st.wake_driver();
+            }
+        }
+        poll_fn(|cx| {
+            let mut st = self.state.borrow_mut();
+            let s = &mut st.slots[self.token];
+            for d in s.replies.drain(..) {
+                reply(d);
+            }
+            let r = &s.rally;
+            if s.outcome.is_none() && !s.ended && r.failed.is_none() && !r.over() {
+                s.wait(cx);
+                return Poll::Pending;
+            }
+            Poll::Ready(())
+        })
+        .await;
+        let mut st = self.state.borrow_mut();
+        let s = &mut st.slots[self.token];
+        s.rallying = false;
+        s.frames.clear();
+        std::mem::swap(&mut s.rally, rally);
+        std::mem::swap(&mut s.rx, rx);
     }
 }
 
@@ -144,6 +202,8 @@ impl Drop for WireBidi {
         s.outcome = None;
         s.waker = None;
         s.streaming = false;
+        s.rallying = false;
+        s.frames.clear();
         st.free.push(self.token);
     }
 }

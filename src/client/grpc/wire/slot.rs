@@ -1,14 +1,17 @@
 //! A call's slot on a wire-client connection (its verdict state and its caller's buffer, lent
 //! for the call), and the events of received frames applied to the slots: the gRPC verdict of
-//! a unary call, the bytes of a streaming one, the body of a plain HTTP/2 request.
+//! a unary call, the bytes of a streaming one, the body of a plain HTTP/2 request, and a
+//! ping-pong's replies answered by the driver itself (`Rally`).
 
 use std::task::{Context, Waker};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
 use crate::client::call::{Call, CallError, judged};
 use crate::outcome::{Failure, FailureKind};
+use wirebench_wire::grpc::streaming::StreamingResponse;
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
 use wirebench_wire::grpc::{self, Code};
 use wirebench_wire::h2::client::{Closed, Events};
@@ -19,6 +22,61 @@ use wirebench_wire::h2::hpack::Field;
 pub(super) const MAX_MESSAGE_TEXT: usize = 1024;
 /// What a bidi stream may hold unread beyond one message at the receive limit.
 const STREAM_SLACK: usize = 1 << 20;
+/// A rally's caller is woken to take its reply times once this many are waiting.
+const REPLY_BATCH: usize = 128;
+
+/// A ping-pong on a bidi stream, run by the connection's driver once the caller hands it
+/// over: every reply that makes the replies as many as the messages sent is timed from that
+/// message's queueing and queues the next message in the same wakeup, without a task woken
+/// per message. The caller is woken for a batch of reply times, when every message is sent
+/// and answered, when the stream ends, fails, or a message breaks the framing; then it takes
+/// the counts back.
+pub struct Rally {
+    /// our messages queued, of `total`
+    pub sent: u64,
+    pub total: u64,
+    /// the server's messages
+    pub received: u64,
+    /// when the last message was queued
+    pub sent_at: std::time::Instant,
+    pub first_at: Option<std::time::Instant>,
+    /// when the message that ended our side was queued
+    pub last_sent_at: Option<std::time::Instant>,
+    /// how many of the first messages received to copy into `kept`
+    pub keep: usize,
+    pub kept: Vec<Bytes>,
+    /// the response's messages judged as they come
+    pub verdict: StreamingResponse,
+    /// a message that broke the framing (the rally stops)
+    pub failed: Option<Verdict>,
+}
+
+impl Rally {
+    fn idle() -> Rally {
+        Rally {
+            sent: 0,
+            total: 0,
+            received: 0,
+            sent_at: std::time::Instant::now(),
+            first_at: None,
+            last_sent_at: None,
+            keep: 0,
+            kept: Vec::new(),
+            verdict: StreamingResponse::new(0),
+            failed: None,
+        }
+    }
+
+    /// Whether a message may go now: the one before is answered and not all went.
+    pub(super) fn due(&self) -> bool {
+        self.received >= self.sent && self.sent < self.total
+    }
+
+    /// Every message sent and answered.
+    pub(super) fn over(&self) -> bool {
+        self.sent == self.total && self.received >= self.total
+    }
+}
 
 /// One call's state while its stream is open.
 pub(super) struct StreamSlot {
@@ -50,6 +108,12 @@ pub(super) struct StreamSlot {
     pub(super) deadline: Option<Instant>,
     /// the deadline passed before the call's outcome came
     pub(super) expired: bool,
+    /// a bidi stream's ping-pong is the driver's (`rally`, its messages `frames`, the reply
+    /// times not taken yet `replies`)
+    pub(super) rallying: bool,
+    pub(super) rally: Rally,
+    pub(super) frames: Vec<Bytes>,
+    pub(super) replies: Vec<Duration>,
 }
 
 impl StreamSlot {
@@ -73,6 +137,10 @@ impl StreamSlot {
             trailers_seen: false,
             deadline: None,
             expired: false,
+            rallying: false,
+            rally: Rally::idle(),
+            frames: Vec::new(),
+            replies: Vec::new(),
         }
     }
 
@@ -96,6 +164,8 @@ impl StreamSlot {
         self.trailers_seen = false;
         self.deadline = None;
         self.expired = false;
+        self.rallying = false;
+        self.replies.clear();
     }
 
     pub(super) fn wake(&mut self) {
@@ -122,12 +192,62 @@ impl StreamSlot {
         let message = (!self.message.is_empty()).then_some(&self.message[..]);
         judged(v, message, self.status_kind)
     }
+
+    /// A rally's turn at what arrived: the whole messages in `rx` counted (one clock read for
+    /// them), the reply that pairs with the last message sent timed. `true` when a message is
+    /// due (its queueing time set); the caller is woken when the rally stops or has a batch of
+    /// reply times.
+    pub(super) fn rally_step(&mut self) -> bool {
+        let StreamSlot {
+            rx,
+            rally: r,
+            replies,
+            ..
+        } = self;
+        let mut now = None;
+        let Rally {
+            sent,
+            received,
+            sent_at,
+            first_at,
+            keep,
+            kept,
+            verdict,
+            ..
+        } = r;
+        let judged = verdict.data(rx, |m| {
+            let at = *now.get_or_insert_with(std::time::Instant::now);
+            first_at.get_or_insert(at);
+            *received += 1;
+            if *received == *sent {
+                replies.push(at - *sent_at);
+            }
+            if kept.len() < *keep {
+                kept.push(Bytes::copy_from_slice(m));
+            }
+        });
+        if let Err(v) = judged {
+            r.failed = Some(v);
+            self.wake();
+            return false;
+        }
+        let due = !self.ended && r.due();
+        if due {
+            r.sent_at = now.unwrap_or_else(std::time::Instant::now);
+        }
+        if self.ended || r.over() || self.replies.len() >= REPLY_BATCH {
+            self.wake();
+        }
+        due
+    }
 }
 
 /// The events of received frames, applied to the calls' slots.
 pub(super) struct Sink<'a> {
     pub(super) slots: &'a mut Vec<StreamSlot>,
     pub(super) to_reset: &'a mut Vec<u32>,
+    /// rallies with a message due, sent after the frames at hand are handled
+    pub(super) to_send: &'a mut Vec<usize>,
     /// what a lost stream fails with
     pub(super) lost: Option<Failure>,
 }
@@ -234,7 +354,11 @@ impl Events for Sink<'_> {
             }
             s.rx.extend_from_slice(data);
             s.ended |= end_stream;
-            s.wake();
+            if !s.rallying {
+                s.wake();
+            } else if s.rally_step() {
+                self.to_send.push(token);
+            }
             return;
         }
         if s.plain {
@@ -306,5 +430,129 @@ impl Events for Sink<'_> {
             },
         };
         s.done(Err(e));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn framed(payload: &[u8]) -> Vec<u8> {
+        let mut v = vec![0];
+        v.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// A streaming slot whose rally sent `sent` of `total` messages and heard `received`
+    /// replies, the last message queued 1 ms ago; a waker registered (taken when woken).
+    fn rallying(sent: u64, total: u64, received: u64) -> StreamSlot {
+        let mut s = StreamSlot::new();
+        s.streaming = true;
+        s.rallying = true;
+        s.rally.verdict = StreamingResponse::new(1 << 20);
+        s.rally.sent_at = std::time::Instant::now() - Duration::from_millis(1);
+        (s.rally.sent, s.rally.total, s.rally.received) = (sent, total, received);
+        s.waker = Some(Waker::noop().clone());
+        s
+    }
+
+    #[test]
+    fn the_reply_that_pairs_with_the_last_message_is_timed_and_the_next_is_due() {
+        let mut s = rallying(1, 3, 0);
+        let before = s.rally.sent_at;
+        s.rx.extend_from_slice(&framed(b"a"));
+        assert!(s.rally_step());
+        assert_eq!(s.rally.received, 1);
+        assert_eq!(s.replies.len(), 1);
+        assert!(s.replies[0] >= Duration::from_millis(1), "{:?}", s.replies);
+        // the next message's time is the reply's
+        assert!(s.rally.sent_at > before);
+        assert!(s.rally.first_at.is_some());
+        assert!(s.rx.is_empty());
+        // neither over nor a batch: its caller sleeps on
+        assert!(s.waker.is_some());
+    }
+
+    #[test]
+    fn a_part_of_a_reply_waits_and_replies_beyond_the_pair_are_counted_untimed() {
+        let mut s = rallying(1, 5, 0);
+        let two = [framed(b"a"), framed(b"b")].concat();
+        s.rx.extend_from_slice(&two[..4]);
+        assert!(!s.rally_step());
+        assert_eq!((s.rally.received, s.replies.len(), s.rx.len()), (0, 0, 4));
+        s.rx.extend_from_slice(&two[4..]);
+        // both came: the first paired with the message sent, the second not timed
+        assert!(s.rally_step());
+        assert_eq!((s.rally.received, s.replies.len()), (2, 1));
+    }
+
+    #[test]
+    fn the_caller_wakes_when_the_rally_is_over_ended_broken_or_has_a_batch() {
+        // the last message answered: over, nothing due
+        let mut s = rallying(3, 3, 2);
+        s.rx.extend_from_slice(&framed(b"c"));
+        assert!(!s.rally_step());
+        assert!(s.rally.over() && s.waker.is_none());
+        // the server ended the stream: the reply counts, no message goes
+        let mut s = rallying(1, 3, 0);
+        s.ended = true;
+        s.rx.extend_from_slice(&framed(b"a"));
+        assert!(!s.rally_step());
+        assert_eq!(s.rally.received, 1);
+        assert!(s.waker.is_none());
+        // a flag byte that is neither 0 nor 1 breaks the framing
+        let mut s = rallying(1, 3, 0);
+        s.rx.extend_from_slice(&[7, 0, 0, 0, 1, b'x']);
+        assert!(!s.rally_step());
+        assert!(s.rally.failed.is_some() && s.waker.is_none());
+        // a batch of reply times is waiting
+        let mut s = rallying(1, 1000, 0);
+        s.replies.resize(REPLY_BATCH - 1, Duration::ZERO);
+        s.rx.extend_from_slice(&framed(b"a"));
+        assert!(s.rally_step());
+        assert!(s.replies.len() == REPLY_BATCH && s.waker.is_none());
+    }
+
+    #[test]
+    fn a_rally_keeps_copies_of_the_first_replies_only() {
+        let mut s = rallying(1, 10, 0);
+        s.rally.keep = 2;
+        for (i, m) in [b"a", b"b", b"c"].into_iter().enumerate() {
+            s.rx.extend_from_slice(&framed(m));
+            s.rally_step();
+            s.rally.sent = i as u64 + 2;
+        }
+        assert_eq!(s.rally.kept, [&b"a"[..], b"b"]);
+        assert_eq!(s.rally.received, 3);
+    }
+
+    /// A sink over one rallying slot.
+    fn sink_data(s: StreamSlot, data: &[u8], end_stream: bool) -> (StreamSlot, Vec<usize>) {
+        let (mut slots, mut to_reset, mut to_send) = (vec![s], Vec::new(), Vec::new());
+        let mut sink = Sink {
+            slots: &mut slots,
+            to_reset: &mut to_reset,
+            to_send: &mut to_send,
+            lost: None,
+        };
+        sink.data(0, data, end_stream);
+        (slots.pop().unwrap(), to_send)
+    }
+
+    #[test]
+    fn the_sink_hands_a_due_rally_to_the_driver_without_waking_its_caller() {
+        let (s, to_send) = sink_data(rallying(1, 3, 0), &framed(b"a"), false);
+        assert_eq!(to_send, [0]);
+        assert!(s.waker.is_some());
+        // not rallying: the reader is woken with the bytes, nothing is sent for it
+        let mut plain = rallying(1, 3, 0);
+        plain.rallying = false;
+        let (s, to_send) = sink_data(plain, &framed(b"a"), false);
+        assert!(to_send.is_empty() && s.waker.is_none() && s.rx.len() == 6);
+        // the stream's end in the same frame: counted, nothing due, the caller woken
+        let (s, to_send) = sink_data(rallying(1, 3, 0), &framed(b"a"), true);
+        assert!(to_send.is_empty() && s.waker.is_none());
+        assert_eq!(s.rally.received, 1);
     }
 }
