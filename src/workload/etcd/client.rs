@@ -527,10 +527,11 @@ pub fn put_revision_gateway(status: u16, body: &[u8]) -> Result<i64, Failure> {
         .ok_or_else(|| Failure::with(FailureKind::BadResponse, "no header.revision in response"))
 }
 
-/// A connection of its own for one-off calls, over gRPC or through the gateway.
+/// A connection of its own for one-off calls, over gRPC or through the gateway (boxed: the
+/// larger of the two).
 pub enum Connection {
     Grpc(grpc::Conn, grpc::Sender),
-    Http(http1::Conn),
+    Http(Box<http1::Conn>),
 }
 
 impl Connection {
@@ -553,7 +554,7 @@ impl Connection {
                     "etcd's API is reached over HTTP/1.1 or gRPC, not plain HTTP/2 or HTTP/3",
                 ));
             }
-            Proto::Http => Connection::Http(
+            Proto::Http => Connection::Http(Box::new(
                 http1::Conn::connect(
                     &ep.dest(),
                     &ep.host,
@@ -563,7 +564,7 @@ impl Connection {
                     Layers::Off,
                 )
                 .await?,
-            ),
+            )),
         })
     }
 

@@ -3,10 +3,8 @@
 
 use bytes::{Buf, BytesMut};
 
-use super::{
-    BodyKind, ChunkedDecoder, Error, MAX_HEAD_BYTES, ResponseHead, decode_head_response,
-    decode_response_head,
-};
+use super::response::parse_heads;
+use super::{BodyKind, ChunkedDecoder, Error, MAX_HEAD_BYTES, ResponseHead};
 
 /// The read buffer a driver starts a connection with: most responses of a benchmark fit it.
 pub const READ_START: usize = 1024;
@@ -20,6 +18,8 @@ pub const READ_CHUNK: usize = 16 * 1024;
 pub const SHRINK_FROM: usize = 64 * 1024;
 /// From this buffered size on, the read buffer grows by explicit, limit-capped doubling.
 pub const EXACT_GROWTH_FROM: usize = 1 << 20;
+/// A head up to this long is remembered with what it said (`ResponseReader`'s memo).
+pub const MEMO_MAX: usize = 512;
 
 /// Where the body of a complete [`Response`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +112,12 @@ enum Phase {
 /// Chunked bodies are de-chunked into the caller's `dechunked` buffer (cleared first);
 /// all other bodies are left in place at the front of the read buffer: no copy.
 /// After an error the reader repeats it until `next_response`.
+///
+/// The last head parsed (up to [`MEMO_MAX`] bytes, interim heads included) is kept with what
+/// it said: a response that begins with the same bytes has the same head, taken without
+/// parsing (a head's parse depends on its own bytes alone, and the reader's `max_body` and
+/// HEAD setting never change). A server that answers alike says the same head every time, but
+/// for a Date once a second.
 #[derive(Debug, Clone)]
 pub struct ResponseReader {
     max_body: u64,
@@ -123,6 +129,9 @@ pub struct ResponseReader {
     largest: usize,
     /// the least room a read gets (`MIN_ROOM`, or more for a pipelining driver)
     min_room: usize,
+    /// the last head's bytes (empty: none yet, or it was longer than `MEMO_MAX`) and its parse
+    memo: Vec<u8>,
+    memo_head: Option<ResponseHead>,
 }
 
 impl ResponseReader {
@@ -137,6 +146,8 @@ impl ResponseReader {
             chunked: ChunkedDecoder::new(max_body),
             largest: 0,
             min_room: MIN_ROOM,
+            memo: Vec::new(),
+            memo_head: None,
         }
     }
 
@@ -189,12 +200,7 @@ impl ResponseReader {
             let next = match self.phase {
                 Phase::Done(response) => return Ok(Some(response)),
                 Phase::Failed(e) => return Err(e),
-                Phase::Head if self.to_head => match decode_head_response(buf) {
-                    Ok(Some(head)) => self.begin_body(head, dechunked),
-                    Ok(None) => break,
-                    Err(e) => Phase::Failed(e),
-                },
-                Phase::Head => match decode_response_head(buf, self.max_body) {
+                Phase::Head => match self.head(buf) {
                     Ok(Some(head)) => self.begin_body(head, dechunked),
                     Ok(None) => break,
                     Err(e) => Phase::Failed(e),
@@ -245,6 +251,38 @@ impl ResponseReader {
             Err(e) => Phase::Failed(e),
         };
         outcome
+    }
+
+    /// The head at the front of `buf`, consumed: the memo's when `buf` begins with its bytes,
+    /// else parsed (`decode_response_head`, or `decode_head_response` for HEAD requests) and
+    /// remembered.
+    fn head(&mut self, buf: &mut BytesMut) -> Result<Option<ResponseHead>, Error> {
+        // nothing read yet (a driver polls once before its first read)
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        let head = match self.memo_head {
+            Some(head) if buf.starts_with(&self.memo) => head,
+            _ => {
+                let max_body = if self.to_head {
+                    u64::MAX
+                } else {
+                    self.max_body
+                };
+                let Some(head) = parse_heads(buf, max_body, self.to_head)? else {
+                    return Ok(None);
+                };
+                self.memo.clear();
+                self.memo_head = None;
+                if let Some(bytes) = buf.get(..head.head_len).filter(|b| b.len() <= MEMO_MAX) {
+                    self.memo.extend_from_slice(bytes);
+                    self.memo_head = Some(head);
+                }
+                head
+            }
+        };
+        buf.advance(head.head_len);
+        Ok(Some(head))
     }
 
     fn begin_body(&mut self, head: ResponseHead, dechunked: &mut BytesMut) -> Phase {

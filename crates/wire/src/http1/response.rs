@@ -85,8 +85,13 @@ pub fn decode_head_response(buf: &mut BytesMut) -> Result<Option<ResponseHead>, 
 }
 
 /// Parses interim and final heads from `buf` without consuming anything; `to_head`: the
-/// response to a HEAD request.
-fn parse_heads(buf: &[u8], max_body: u64, to_head: bool) -> Result<Option<ResponseHead>, Error> {
+/// response to a HEAD request. The outcome depends on `buf[..head_len]` alone (what follows
+/// the head's blank line is never looked at).
+pub(super) fn parse_heads(
+    buf: &[u8],
+    max_body: u64,
+    to_head: bool,
+) -> Result<Option<ResponseHead>, Error> {
     // httparse never sees more than MAX_HEAD_BYTES, so a huge buffer is not rescanned.
     let window = buf.get(..MAX_HEAD_BYTES).unwrap_or(buf);
     let mut offset = 0usize;
