@@ -105,6 +105,7 @@ pub(super) fn worker_thread(
         closer: Rc::default(),
         sample: RefCell::new(None),
         warmup_end,
+        measuring: Cell::new(false),
         deadline: match ctx.stop {
             Stop::Duration(d) => Some(warmup_end + d),
             Stop::Total(_) => None,

@@ -2,7 +2,7 @@
 //! each client's turns (closed loop, the open-loop schedule, the `--client-stages` gate), the
 //! outcome of each request, and the reconnect backoff.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +29,8 @@ pub(super) struct Worker {
     pub(super) sample: RefCell<Option<Value>>,
     /// Measurement starts here; requests started before it are warmup.
     pub(super) warmup_end: Instant,
+    /// a turn's clock read saw `warmup_end` pass: later turns without a deadline read no clock
+    pub(super) measuring: Cell<bool>,
     /// Duration mode: no new request starts after this.
     pub(super) deadline: Option<Instant>,
     /// open loop: the ticks this thread releases
@@ -194,8 +196,9 @@ impl Worker {
         let now = Instant::now();
         let at = self.at(endpoint, now);
         let from = turn.intended.map_or(sent, |i| i.min(sent));
+        let latency = now - from;
         let mut st = self.stats.borrow_mut();
-        st.record_ok(at, now - from, status);
+        st.record_ok(at, latency, status);
         if turn.intended.is_some() {
             st.record_uncorrected(now - sent);
         }
@@ -203,7 +206,7 @@ impl Worker {
         if let Some(log) = self.log.borrow_mut().as_mut() {
             log.push(Row {
                 start_ns: nanos(from.saturating_duration_since(self.warmup_end)),
-                latency_ns: Some(nanos(now - from)),
+                latency_ns: Some(nanos(latency)),
                 status: Some(status),
                 connection: trace.port,
                 bytes: trace.bytes,
@@ -214,7 +217,7 @@ impl Worker {
             r.succeeded(endpoint);
         }
         self.bump_progress(false);
-        now - from
+        latency
     }
 
     /// After `ok` or `fail`: a measured request of a workload whose requests have classes
@@ -334,13 +337,19 @@ impl Worker {
         if self.ctx.halted() {
             return None;
         }
-        let now = Instant::now();
-        if now < self.warmup_end {
-            return Some(true);
+        // the clock is read while the warmup lasts, and for a deadline
+        let now = (!self.measuring.get() || self.deadline.is_some()).then(Instant::now);
+        if let Some(now) = now
+            && !self.measuring.get()
+        {
+            if now < self.warmup_end {
+                return Some(true);
+            }
+            self.measuring.set(true);
         }
-        match self.deadline {
-            Some(d) if now >= d => None,
-            None if sent >= quota => None,
+        match (self.deadline, now) {
+            (Some(d), Some(now)) if now >= d => None,
+            (None, _) if sent >= quota => None,
             _ => Some(false),
         }
     }
