@@ -159,16 +159,44 @@ pub fn http1_response(data: &[u8]) {
     };
     let max_body = u64::from(first) * 64;
     let eof = first & 1 == 1;
-    let split = drive_reader(input, usize::from(first % 13) + 1, max_body, eof);
-    let whole = drive_reader(input, usize::MAX, max_body, eof);
+    let read = usize::from(first % 13) + 1;
+    let mut reader = ResponseReader::new(max_body);
+    let split = drive_reader(&mut reader, input, read, max_body, eof);
+    let whole = drive_reader(
+        &mut ResponseReader::new(max_body),
+        input,
+        usize::MAX,
+        max_body,
+        eof,
+    );
     assert_eq!(split, whole);
+    // a kept-alive connection's next response, read by the same reader (which remembers the
+    // first head) and by a fresh one, reads the same
+    if let Some((Ok(r), _, rest)) = &whole
+        && r.keep_alive
+    {
+        let again = drive_reader(&mut reader, rest, read, max_body, eof);
+        let fresh = drive_reader(
+            &mut ResponseReader::new(max_body),
+            rest,
+            read,
+            max_body,
+            eof,
+        );
+        assert_eq!(again, fresh);
+    }
 }
 
 /// The outcome, the body, and what is left after a complete response.
 type Read = (Result<http1::Response, Error>, Vec<u8>, Vec<u8>);
 
-fn drive_reader(input: &[u8], read: usize, max_body: u64, eof: bool) -> Option<Read> {
-    let mut reader = ResponseReader::new(max_body);
+fn drive_reader(
+    reader: &mut ResponseReader,
+    input: &[u8],
+    read: usize,
+    max_body: u64,
+    eof: bool,
+) -> Option<Read> {
     let mut buf = BytesMut::new();
     let mut dechunked = BytesMut::new();
     let bound = max_body as usize + http1::MAX_HEAD_BYTES + http1::READ_CHUNK;
