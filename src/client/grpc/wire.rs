@@ -307,8 +307,11 @@ fn drive(
                 for id in st.to_reset.drain(..) {
                     st.conn.reset(id, Reason::CANCEL);
                 }
+                // a connection that just died sends nothing more (its calls have failed)
                 for token in st.to_send.drain(..) {
-                    volley(&mut st.conn, &mut st.slots[token]);
+                    if st.dead.is_none() {
+                        volley(&mut st.conn, &mut st.slots[token]);
+                    }
                 }
             }
         }

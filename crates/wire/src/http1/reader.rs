@@ -254,8 +254,8 @@ impl ResponseReader {
     }
 
     /// The head at the front of `buf`, consumed: the memo's when `buf` begins with its bytes,
-    /// else parsed (`decode_response_head`, or `decode_head_response` for HEAD requests) and
-    /// remembered.
+    /// else parsed as `decode_response_head` (`decode_head_response` for HEAD requests) parses
+    /// it, and remembered.
     fn head(&mut self, buf: &mut BytesMut) -> Result<Option<ResponseHead>, Error> {
         // nothing read yet (a driver polls once before its first read)
         if buf.is_empty() {

@@ -162,7 +162,7 @@ impl WireBidi {
             s.rx.clear();
             std::mem::swap(&mut s.rx, rx);
             s.rallying = true;
-            if s.rally_step() {
+            if s.rally_step() && st.dead.is_none() {
                 volley(&mut st.conn, s);
                 st.wake_driver();
             }
