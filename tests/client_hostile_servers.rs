@@ -551,22 +551,7 @@ async fn chat(
 
 /// `wirebench grpc URL rich.v1.Mirror/Chat` (bidi ping-pong by default) with `extra`.
 fn chat_call(url: &str, extra: &[&str]) -> Vec<String> {
-    let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/rich.proto");
-    let target = url.trim_start_matches("http://");
-    let mut args: Vec<String> = [
-        "grpc",
-        target,
-        "rich.v1.Mirror/Chat",
-        "--proto-file",
-        proto,
-        "-d",
-        r#"{"name":"p"}"#,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
+    rich_call(url, "rich.v1.Mirror/Chat", r#"{"name":"p"}"#, extra)
 }
 
 #[test]
@@ -666,20 +651,17 @@ fn h2_reset_streams_are_counted_by_reason() {
 
 /// `wirebench grpc URL rich.v1.Mirror/Repeat` (server-streaming by its schema) with `extra`.
 fn streaming_call(url: &str, extra: &[&str]) -> Vec<String> {
+    rich_call(url, "rich.v1.Mirror/Repeat", "{}", extra)
+}
+
+/// `wirebench grpc URL METHOD -d DATA` on tests/interop/rich.proto's schema, with `extra`.
+fn rich_call(url: &str, method: &str, data: &str, extra: &[&str]) -> Vec<String> {
     let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/rich.proto");
     let target = url.trim_start_matches("http://");
-    let mut args: Vec<String> = [
-        "grpc",
-        target,
-        "rich.v1.Mirror/Repeat",
-        "--proto-file",
-        proto,
-        "-d",
-        "{}",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args: Vec<String> = ["grpc", target, method, "--proto-file", proto, "-d", data]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
     args
 }

@@ -438,10 +438,9 @@ mod tests {
     use super::*;
 
     fn framed(payload: &[u8]) -> Vec<u8> {
-        let mut v = vec![0];
-        v.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-        v.extend_from_slice(payload);
-        v
+        let mut v = BytesMut::new();
+        grpc::encode_raw(payload, &mut v);
+        v.to_vec()
     }
 
     /// A streaming slot whose rally sent `sent` of `total` messages and heard `received`
