@@ -43,7 +43,7 @@ use super::grpc_framing::GrpcFraming;
 use super::hpack::{self, Decoder, Encoder, Field, Strategy};
 use super::stream_id::StreamIdMap;
 use super::tally::{FrameTally, TallyLayers};
-use header_block::Partial;
+use header_block::{BlockMemo, Partial};
 use streams::Stream;
 
 mod header_block;
@@ -187,6 +187,9 @@ pub struct Connection {
     decoder: Decoder,
     /// Header block being assembled (CONTINUATION), reused.
     block: Vec<u8>,
+    /// the last response head and the last trailers that left the HPACK table as it was, and
+    /// what they said
+    memo: [BlockMemo; 2],
     partial: Option<Partial>,
     streams: Vec<Stream>,
     free: Vec<usize>,
@@ -253,6 +256,7 @@ impl Connection {
             idle_frames: 0,
             progress: false,
             block: Vec::new(),
+            memo: Default::default(),
             partial: None,
             streams: Vec::new(),
             free: Vec::new(),

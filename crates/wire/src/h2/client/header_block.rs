@@ -1,6 +1,8 @@
 //! The header blocks a client connection receives: a response head or trailers assembled
 //! across HEADERS and CONTINUATION (bounded in size and in frames), decoded (always, to keep
 //! HPACK in step), checked field by field (RFC 9113 §8.3.2, §8.2.2) and handed to the sink.
+//! A block that left the HPACK table as it was is remembered with its fields and their check
+//! (`BlockMemo`): the same bytes on the same table are not decoded again.
 
 use super::streams::Head;
 use super::{Connection, Error, Events, MAX_CONTINUATIONS, calm, compression, protocol};
@@ -32,6 +34,74 @@ const BAD: [u8; 256] = {
 /// Whether `bytes` holds a byte of class `class`: every byte looked up, no branch per byte.
 fn holds(bytes: &[u8], class: u8) -> bool {
     bytes.iter().fold(0, |seen, &b| seen | BAD[usize::from(b)]) & class != 0
+}
+
+/// A block up to this long is remembered (`BlockMemo`).
+const MEMO_MAX: usize = 512;
+
+/// The last response head (or the last trailers: a memo for each) of one of our open streams
+/// that decoded without changing the HPACK table: its bytes, the table's change count, the
+/// fields handed over and the check's state after them. The same bytes at the same change
+/// count decode to the same fields and leave the table as it is (decoding depends on the block
+/// and the table alone), so they are handed over again without decoding.
+#[derive(Debug, Default)]
+pub(super) struct BlockMemo {
+    block: Vec<u8>,
+    changes: u64,
+    /// the fields handed over: their bytes, and each one's (name length, value length, never
+    /// indexed) in order
+    bytes: Vec<u8>,
+    fields: Vec<(usize, usize, bool)>,
+    /// the check after the block's fields; `None`: nothing remembered
+    check: Option<FieldCheck>,
+}
+
+impl BlockMemo {
+    /// The check after `block`'s fields when it is the one remembered, on a table unchanged.
+    fn hit(&self, block: &[u8], changes: u64) -> Option<FieldCheck> {
+        self.check
+            .filter(|_| self.changes == changes && self.block == block)
+    }
+
+    /// Hands the remembered fields over to `events` for stream `token`.
+    fn replay(&self, token: usize, trailers: bool, events: &mut impl Events) {
+        let mut at = 0;
+        for &(name, value, never_indexed) in &self.fields {
+            let (n, rest) = self.bytes[at..].split_at(name);
+            events.field(
+                token,
+                Field {
+                    name: n,
+                    value: &rest[..value],
+                    never_indexed,
+                },
+                trailers,
+            );
+            at += name + value;
+        }
+    }
+
+    /// Forgets the block (another is being decoded).
+    fn clear(&mut self) {
+        self.check = None;
+        self.bytes.clear();
+        self.fields.clear();
+    }
+
+    /// Adds a field handed over while decoding.
+    fn push(&mut self, f: &Field<'_>) {
+        self.bytes.extend_from_slice(f.name);
+        self.bytes.extend_from_slice(f.value);
+        self.fields
+            .push((f.name.len(), f.value.len(), f.never_indexed));
+    }
+
+    /// Remembers `block`, decoded at `changes` with the fields pushed, and its check.
+    fn keep(&mut self, block: &[u8], changes: u64, check: FieldCheck) {
+        self.block.clear();
+        self.block.extend_from_slice(block);
+        (self.changes, self.check) = (changes, Some(check));
+    }
 }
 
 /// A header block being received across HEADERS and CONTINUATION frames.
@@ -143,14 +213,30 @@ impl Connection {
             );
             return Ok(());
         }
-        let mut check = FieldCheck::new(trailers);
-        self.decoder
-            .decode(block, max, |field| {
-                if check.field(&field) {
-                    events.field(token, field, trailers);
+        let changes = self.decoder.changes();
+        let memo = &mut self.memo[usize::from(trailers)];
+        let check = match memo.hit(block, changes) {
+            Some(check) => {
+                memo.replay(token, trailers, events);
+                check
+            }
+            None => {
+                let mut check = FieldCheck::new(trailers);
+                memo.clear();
+                self.decoder
+                    .decode(block, max, |field| {
+                        if check.field(&field) {
+                            memo.push(&field);
+                            events.field(token, field, trailers);
+                        }
+                    })
+                    .map_err(hpack_error)?;
+                if self.decoder.changes() == changes && block.len() <= MEMO_MAX {
+                    memo.keep(block, changes, check);
                 }
-            })
-            .map_err(hpack_error)?;
+                check
+            }
+        };
         if let Err(what) = check.finish(end_stream) {
             self.stream_error(slot, Reason::PROTOCOL_ERROR, what, events);
             return Ok(());
@@ -181,6 +267,7 @@ impl Connection {
 /// The checks of RFC 9113 §8.3.2 and §8.2.2 on a response's fields as they are decoded: a
 /// malformed response is a stream error. The first fault is kept; fields after it are not
 /// handed over.
+#[derive(Clone, Copy, Debug)]
 struct FieldCheck {
     trailers: bool,
     regular_seen: bool,

@@ -1184,3 +1184,136 @@ fn the_events_do_not_depend_on_how_the_bytes_were_split() {
         assert_eq!(run(split), whole, "split {split}");
     }
 }
+
+/// The events of a response on stream `id` (token `token`) whose head is `head`, ending with
+/// trailers `grpc-status: 0`, on a connection that decodes as `c` does: what `feed` gave.
+fn respond(c: &mut Connection, p: &mut Peer, token: usize, head: &[(&str, &str)]) -> Vec<Ev> {
+    let id = c.open(token, request("/x"), true).unwrap();
+    let _ = frames_out(c);
+    let bytes = p
+        .headers(id, head, false)
+        .headers(id, &[("grpc-status", "0")], true)
+        .take();
+    let (r, evs) = feed(c, &bytes);
+    assert_eq!(r, Ok(bytes.len()));
+    evs
+}
+
+/// What a well-formed head and its trailers hand over, in order.
+fn well_formed(token: usize, head: &[(&str, &str)]) -> Vec<Ev> {
+    let f = |(n, v): &(&str, &str), t| Ev::Field(token, n.to_string(), v.to_string(), t);
+    let mut evs: Vec<Ev> = head.iter().map(|x| f(x, false)).collect();
+    evs.push(Ev::Done(token, false, false));
+    evs.push(f(&("grpc-status", "0"), true));
+    evs.push(Ev::Done(token, true, true));
+    evs
+}
+
+#[test]
+fn a_remembered_block_is_decoded_again_once_the_table_changed() {
+    let mut c = ready(Config::default());
+    // raw blocks: `:status: 200` (static 8) and the newest dynamic entry (62)
+    let newest = [0x88u8, 0xbe];
+    let literal = |name: &[u8], value: &[u8]| {
+        // §6.2.1: a literal with incremental indexing, new name
+        let mut b = vec![0x40, name.len() as u8];
+        b.extend_from_slice(name);
+        b.push(value.len() as u8);
+        b.extend_from_slice(value);
+        b
+    };
+    let run = |c: &mut Connection, token: usize, block: &[u8]| {
+        let id = c.open(token, request("/x"), true).unwrap();
+        let _ = frames_out(c);
+        let mut bytes = Vec::new();
+        frame::encode_headers(&mut bytes, id, block, true, 16_384);
+        let (r, evs) = feed(c, &bytes);
+        assert_eq!(r, Ok(bytes.len()));
+        evs
+    };
+    let field = |t, n: &str, v: &str| Ev::Field(t, n.into(), v.into(), false);
+    let head = |t, v: &str| {
+        vec![
+            field(t, ":status", "200"),
+            field(t, "x-a", v),
+            Ev::Done(t, false, true),
+        ]
+    };
+    assert_eq!(
+        run(&mut c, 0, &[&[0x88][..], &literal(b"x-a", b"1")].concat()),
+        head(0, "1")
+    );
+    // the same two bytes twice: decoded, then remembered
+    assert_eq!(run(&mut c, 1, &newest), head(1, "1"));
+    assert_eq!(run(&mut c, 2, &newest), head(2, "1"));
+    // trailers that insert change what the newest entry is: the remembered head's bytes then
+    // say something else
+    let id = c.open(3, request("/x"), true).unwrap();
+    let _ = frames_out(&mut c);
+    let mut bytes = Vec::new();
+    frame::encode_headers(&mut bytes, id, &newest, false, 16_384);
+    frame::encode_headers(&mut bytes, id, &literal(b"x-a", b"2"), true, 16_384);
+    let (r, evs) = feed(&mut c, &bytes);
+    assert_eq!(r, Ok(bytes.len()));
+    assert_eq!(
+        evs,
+        [
+            field(3, ":status", "200"),
+            field(3, "x-a", "1"),
+            Ev::Done(3, false, false),
+            Ev::Field(3, "x-a".into(), "2".into(), true),
+            Ev::Done(3, true, true),
+        ]
+    );
+    assert_eq!(run(&mut c, 4, &newest), head(4, "2"));
+    assert_eq!(run(&mut c, 5, &newest), head(5, "2"));
+    // so does a size update that empties the table: the newest entry is then no entry
+    let id = c.open(6, request("/x"), true).unwrap();
+    let mut bytes = Vec::new();
+    frame::encode_headers(&mut bytes, id, &[0x20, 0x88], true, 16_384);
+    frame::encode_headers(&mut bytes, id + 2, &newest, true, 16_384);
+    c.open(7, request("/x"), true).unwrap();
+    let (r, _) = feed(&mut c, &bytes);
+    assert!(r.is_err(), "index 62 of an empty table");
+}
+
+proptest::proptest! {
+    #[test]
+    fn repeated_heads_hand_over_what_decoding_them_does(
+        picks in proptest::collection::vec(0usize..5, 1..24),
+    ) {
+        // the peer's encoder indexes every field: a head's first block inserts (not
+        // remembered), the next ones are indexed (the same bytes while the table holds)
+        let heads: [&[(&str, &str)]; 5] = [
+            &[(":status", "200"), ("content-type", "application/grpc")],
+            &[(":status", "200"), ("content-type", "application/grpc"), ("x-a", "1")],
+            &[(":status", "404")],
+            &[(":status", "200"), ("x-b", "a longer value to move the table along")],
+            &[(":status", "200"), ("Upper", "x")],
+        ];
+        let mut c = ready(Config::default());
+        let mut p = Peer::new();
+        for (token, &k) in picks.iter().enumerate() {
+            let evs = respond(&mut c, &mut p, token, heads[k]);
+            if k == 4 {
+                // malformed: `:status` handed over, then the stream error; the trailers that
+                // follow the reset are dropped
+                proptest::prop_assert_eq!(
+                    evs,
+                    vec![
+                        Ev::Field(token, ":status".into(), "200".into(), false),
+                        Ev::Closed(
+                            token,
+                            Closed::Error(
+                                Reason::PROTOCOL_ERROR,
+                                "a field name that is empty, upper-case or has controls",
+                            ),
+                        ),
+                    ]
+                );
+            } else {
+                proptest::prop_assert_eq!(evs, well_formed(token, heads[k]));
+            }
+        }
+    }
+}

@@ -20,6 +20,9 @@ pub struct Decoder {
     name_buf: Vec<u8>,
     /// A Huffman-coded value.
     value_buf: Vec<u8>,
+    /// How many times the dynamic table changed (an entry inserted, a size update): a block
+    /// decoded while this stays the same decodes the same again.
+    changes: u64,
 }
 
 /// Where a field's name or value is until the field is emitted.
@@ -66,6 +69,7 @@ impl Decoder {
             max_table_size,
             name_buf: Vec::new(),
             value_buf: Vec::new(),
+            changes: 0,
         }
     }
 
@@ -114,6 +118,7 @@ impl Decoder {
                     return Err(Error::TableSizeUpdate);
                 }
                 self.table.set_max_size(size);
+                self.changes += 1;
                 continue;
             } else {
                 let literal = if first & 0x40 != 0 {
@@ -143,6 +148,13 @@ impl Decoder {
             first_field = false;
         }
         Ok(())
+    }
+
+    /// How many times the dynamic table has changed (inserts and size updates): the same
+    /// block decoded at the same count hands out the same fields and leaves the table as it
+    /// was if it did the first time.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// The current dynamic table size: the sum of its entries' sizes (§4.1).
@@ -210,6 +222,7 @@ impl Decoder {
         });
         if literal.indexing {
             self.table.insert(name, value);
+            self.changes += 1;
         }
         Ok(size)
     }
