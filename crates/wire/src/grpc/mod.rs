@@ -396,6 +396,13 @@ pub fn encode_message_text(text: &str, dst: &mut BytesMut) {
 #[allow(clippy::result_unit_err)]
 pub fn bytes_field(mut msg: &[u8], number: u32) -> Result<Option<&[u8]>, ()> {
     fn varint(b: &mut &[u8]) -> Result<u64, ()> {
+        // one byte: every key of a field below 16 and every length below 128
+        if let Some((&byte, rest)) = b.split_first()
+            && byte < 0x80
+        {
+            *b = rest;
+            return Ok(u64::from(byte));
+        }
         let mut v = 0u64;
         for shift in (0..70).step_by(7) {
             let (&byte, rest) = b.split_first().ok_or(())?;

@@ -65,7 +65,72 @@ fn feed<R>(
     (out, src)
 }
 
+/// A protobuf field as the strategy makes it: its number and its value by wire type.
+#[derive(Debug, Clone)]
+enum Wire {
+    Varint(u64),
+    Fixed64(u64),
+    Fixed32(u32),
+    Bytes(Vec<u8>),
+}
+
 proptest! {
+    #[test]
+    fn bytes_field_finds_the_last_length_delimited_occurrence(
+        fields in proptest::collection::vec(
+            (
+                1u32..300,
+                prop_oneof![
+                    any::<u64>().prop_map(Wire::Varint),
+                    any::<u64>().prop_map(Wire::Fixed64),
+                    any::<u32>().prop_map(Wire::Fixed32),
+                    proptest::collection::vec(any::<u8>(), 0..200).prop_map(Wire::Bytes),
+                ],
+            ),
+            0..12,
+        ),
+        number in prop_oneof![Just(2u32), 1u32..300],
+    ) {
+        use prost::encoding::{WireType, encode_key, encode_varint};
+        let mut msg = Vec::new();
+        let mut last = None;
+        for (n, value) in &fields {
+            match value {
+                Wire::Varint(v) => {
+                    encode_key(*n, WireType::Varint, &mut msg);
+                    encode_varint(*v, &mut msg);
+                }
+                Wire::Fixed64(v) => {
+                    encode_key(*n, WireType::SixtyFourBit, &mut msg);
+                    msg.extend_from_slice(&v.to_le_bytes());
+                }
+                Wire::Fixed32(v) => {
+                    encode_key(*n, WireType::ThirtyTwoBit, &mut msg);
+                    msg.extend_from_slice(&v.to_le_bytes());
+                }
+                Wire::Bytes(b) => {
+                    encode_key(*n, WireType::LengthDelimited, &mut msg);
+                    encode_varint(b.len() as u64, &mut msg);
+                    msg.extend_from_slice(b);
+                    if *n == number {
+                        last = Some(b.clone());
+                    }
+                }
+            }
+        }
+        prop_assert_eq!(
+            super::bytes_field(&msg, number).map(|f| f.map(<[u8]>::to_vec)),
+            Ok(last)
+        );
+        // cut short anywhere inside a field: not valid wire format, or the fields before
+        for cut in 0..msg.len() {
+            if let Ok(Some(f)) = super::bytes_field(&msg[..cut], number) {
+                prop_assert!(fields.iter().any(|(n, v)| *n == number
+                    && matches!(v, Wire::Bytes(b) if b[..] == *f)));
+            }
+        }
+    }
+
     #[test]
     fn messages_round_trip_random_splits(
         msgs in proptest::collection::vec(t_strategy(), 0..6),
