@@ -1185,8 +1185,8 @@ fn the_events_do_not_depend_on_how_the_bytes_were_split() {
     }
 }
 
-/// The events of a response on stream `id` (token `token`) whose head is `head`, ending with
-/// trailers `grpc-status: 0`, on a connection that decodes as `c` does: what `feed` gave.
+/// The events of a response on a new stream of `c` (token `token`): head `head` from `p`'s
+/// encoder, then trailers `grpc-status: 0` with END_STREAM.
 fn respond(c: &mut Connection, p: &mut Peer, token: usize, head: &[(&str, &str)]) -> Vec<Ev> {
     let id = c.open(token, request("/x"), true).unwrap();
     let _ = frames_out(c);
