@@ -267,6 +267,21 @@ impl CallError {
     }
 }
 
+/// How a streaming call went (`client::stream`; a ping-pong's counts while the wire client's
+/// driver runs it).
+#[derive(Debug, Default)]
+pub struct StreamEnd {
+    /// our messages queued
+    pub sent: u64,
+    /// the server's messages
+    pub received: u64,
+    pub first_at: Option<std::time::Instant>,
+    /// when our last message was queued
+    pub last_sent_at: Option<std::time::Instant>,
+    /// the first messages received, for the report's sample
+    pub kept: Vec<Bytes>,
+}
+
 /// What a call tells its caller besides its outcome.
 #[derive(Debug, Default)]
 pub struct Progress {

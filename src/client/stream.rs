@@ -17,6 +17,7 @@ use bytes::{Bytes, BytesMut};
 use wirebench_wire::grpc::streaming::StreamingResponse;
 use wirebench_wire::grpc::unary::Verdict;
 
+pub use crate::client::call::StreamEnd;
 use crate::client::call::{Call, CallError, Progress, judged};
 use crate::client::grpc::{Bidi, Rally, Sender};
 use crate::net::Ledger;
@@ -34,20 +35,6 @@ pub struct Plan<'a> {
     pub pingpong: bool,
     /// the response is a stream (else exactly one message)
     pub server_streaming: bool,
-}
-
-/// How a stream went.
-#[derive(Debug, Default)]
-pub struct StreamEnd {
-    /// our messages queued
-    pub sent: u64,
-    /// the server's messages
-    pub received: u64,
-    pub first_at: Option<Instant>,
-    /// when our last message was queued
-    pub last_sent_at: Option<Instant>,
-    /// the first messages received, for the report's sample
-    pub kept: Vec<Bytes>,
 }
 
 /// What woke the stream: time for the next message, or the response moved.
@@ -99,20 +86,15 @@ pub async fn stream_call(
         {
             rally = false;
             let mut r = Rally {
-                sent: end.sent,
+                end: std::mem::take(&mut end),
                 total,
-                received: end.received,
                 sent_at,
-                first_at: end.first_at,
-                last_sent_at: end.last_sent_at,
                 keep,
-                kept: std::mem::take(&mut end.kept),
                 verdict,
                 failed: None,
             };
             wire.rally(plan.frames, &mut r, rx, reply).await;
-            (end.sent, end.received, end.first_at) = (r.sent, r.received, r.first_at);
-            (end.last_sent_at, end.kept, verdict) = (r.last_sent_at, r.kept, r.verdict);
+            (end, verdict) = (r.end, r.verdict);
             if let Some(v) = r.failed {
                 return Err(judged(v, None, kind));
             }

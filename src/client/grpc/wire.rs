@@ -354,11 +354,11 @@ fn drive(
 fn volley(conn: &mut Connection, s: &mut StreamSlot) {
     let r = &mut s.rally;
     while s.rallying && r.due() && !s.frames.is_empty() {
-        let frame = &s.frames[(r.sent % s.frames.len() as u64) as usize];
-        r.sent += 1;
-        let last = r.sent == r.total;
+        let frame = &s.frames[(r.end.sent % s.frames.len() as u64) as usize];
+        r.end.sent += 1;
+        let last = r.end.sent == r.total;
         if last {
-            r.last_sent_at = Some(r.sent_at);
+            r.end.last_sent_at = Some(r.sent_at);
         }
         conn.send_data(s.stream, frame, last);
     }

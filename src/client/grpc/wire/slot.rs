@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
-use crate::client::call::{Call, CallError, judged};
+use crate::client::call::{Call, CallError, StreamEnd, judged};
 use crate::outcome::{Failure, FailureKind};
 use wirebench_wire::grpc::streaming::StreamingResponse;
 use wirebench_wire::grpc::unary::{UnaryResponse, Verdict};
@@ -32,19 +32,15 @@ const REPLY_BATCH: usize = 128;
 /// and answered, when the stream ends, fails, or a message breaks the framing; then it takes
 /// the counts back.
 pub struct Rally {
-    /// our messages queued, of `total`
-    pub sent: u64,
+    /// the counts: messages queued and received, the first one's arrival, the last one's
+    /// queueing, the sample kept
+    pub end: StreamEnd,
+    /// the messages the stream sends
     pub total: u64,
-    /// the server's messages
-    pub received: u64,
     /// when the last message was queued
     pub sent_at: std::time::Instant,
-    pub first_at: Option<std::time::Instant>,
-    /// when the message that ended our side was queued
-    pub last_sent_at: Option<std::time::Instant>,
-    /// how many of the first messages received to copy into `kept`
+    /// how many of the first messages received to copy into `end.kept`
     pub keep: usize,
-    pub kept: Vec<Bytes>,
     /// the response's messages judged as they come
     pub verdict: StreamingResponse,
     /// a message that broke the framing (the rally stops)
@@ -54,14 +50,10 @@ pub struct Rally {
 impl Rally {
     fn idle() -> Rally {
         Rally {
-            sent: 0,
+            end: StreamEnd::default(),
             total: 0,
-            received: 0,
             sent_at: std::time::Instant::now(),
-            first_at: None,
-            last_sent_at: None,
             keep: 0,
-            kept: Vec::new(),
             verdict: StreamingResponse::new(0),
             failed: None,
         }
@@ -69,12 +61,12 @@ impl Rally {
 
     /// Whether a message may go now: the one before is answered and not all went.
     pub(super) fn due(&self) -> bool {
-        self.received >= self.sent && self.sent < self.total
+        self.end.received >= self.end.sent && self.end.sent < self.total
     }
 
     /// Every message sent and answered.
     pub(super) fn over(&self) -> bool {
-        self.sent == self.total && self.received >= self.total
+        self.end.sent == self.total && self.end.received >= self.total
     }
 }
 
@@ -206,12 +198,16 @@ impl StreamSlot {
         } = self;
         let mut now = None;
         let Rally {
-            sent,
-            received,
+            end:
+                StreamEnd {
+                    sent,
+                    received,
+                    first_at,
+                    kept,
+                    ..
+                },
             sent_at,
-            first_at,
             keep,
-            kept,
             verdict,
             ..
         } = r;
@@ -451,7 +447,7 @@ mod tests {
         s.rallying = true;
         s.rally.verdict = StreamingResponse::new(1 << 20);
         s.rally.sent_at = std::time::Instant::now() - Duration::from_millis(1);
-        (s.rally.sent, s.rally.total, s.rally.received) = (sent, total, received);
+        (s.rally.end.sent, s.rally.total, s.rally.end.received) = (sent, total, received);
         s.waker = Some(Waker::noop().clone());
         s
     }
@@ -462,12 +458,12 @@ mod tests {
         let before = s.rally.sent_at;
         s.rx.extend_from_slice(&framed(b"a"));
         assert!(s.rally_step());
-        assert_eq!(s.rally.received, 1);
+        assert_eq!(s.rally.end.received, 1);
         assert_eq!(s.replies.len(), 1);
         assert!(s.replies[0] >= Duration::from_millis(1), "{:?}", s.replies);
         // the next message's time is the reply's
         assert!(s.rally.sent_at > before);
-        assert!(s.rally.first_at.is_some());
+        assert!(s.rally.end.first_at.is_some());
         assert!(s.rx.is_empty());
         // neither over nor a batch: its caller sleeps on
         assert!(s.waker.is_some());
@@ -479,11 +475,14 @@ mod tests {
         let two = [framed(b"a"), framed(b"b")].concat();
         s.rx.extend_from_slice(&two[..4]);
         assert!(!s.rally_step());
-        assert_eq!((s.rally.received, s.replies.len(), s.rx.len()), (0, 0, 4));
+        assert_eq!(
+            (s.rally.end.received, s.replies.len(), s.rx.len()),
+            (0, 0, 4)
+        );
         s.rx.extend_from_slice(&two[4..]);
         // both came: the first paired with the message sent, the second not timed
         assert!(s.rally_step());
-        assert_eq!((s.rally.received, s.replies.len()), (2, 1));
+        assert_eq!((s.rally.end.received, s.replies.len()), (2, 1));
     }
 
     #[test]
@@ -498,7 +497,7 @@ mod tests {
         s.ended = true;
         s.rx.extend_from_slice(&framed(b"a"));
         assert!(!s.rally_step());
-        assert_eq!(s.rally.received, 1);
+        assert_eq!(s.rally.end.received, 1);
         assert!(s.waker.is_none());
         // a flag byte that is neither 0 nor 1 breaks the framing
         let mut s = rallying(1, 3, 0);
@@ -520,10 +519,10 @@ mod tests {
         for (i, m) in [b"a", b"b", b"c"].into_iter().enumerate() {
             s.rx.extend_from_slice(&framed(m));
             s.rally_step();
-            s.rally.sent = i as u64 + 2;
+            s.rally.end.sent = i as u64 + 2;
         }
-        assert_eq!(s.rally.kept, [&b"a"[..], b"b"]);
-        assert_eq!(s.rally.received, 3);
+        assert_eq!(s.rally.end.kept, [&b"a"[..], b"b"]);
+        assert_eq!(s.rally.end.received, 3);
     }
 
     /// A sink over one rallying slot.
@@ -552,6 +551,6 @@ mod tests {
         // the stream's end in the same frame: counted, nothing due, the caller woken
         let (s, to_send) = sink_data(rallying(1, 3, 0), &framed(b"a"), true);
         assert!(to_send.is_empty() && s.waker.is_none());
-        assert_eq!(s.rally.received, 1);
+        assert_eq!(s.rally.end.received, 1);
     }
 }
