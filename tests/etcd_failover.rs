@@ -100,14 +100,19 @@ fn check(r: &Value, killed: &str, delta: i64, what: &str) -> Value {
     let first_success = e["first_success_s"]
         .as_f64()
         .unwrap_or_else(|| panic!("{what}: no success after the move: {e}"));
-    // Puts resume within 2.5 s of the first failure (an election takes 1-2 s), and within
-    // 300 ms of the last re-discovery that found no leader: the rest of the wait was etcd's.
+    // Puts resume within 300 ms of the last re-discovery that found no leader: the rest of the
+    // wait was etcd's election. An election takes 1-2 s (the randomised timeout), and a split
+    // vote another 1-2 s (seen once: puts back 2.96 s after the first failure): within 2.5 s of the
+    // first failure when the first re-discovery already found a leader, within 5 s when the
+    // clients had to wait for one.
     let gap = first_success - first_failure;
+    let until = e["unresolved_until_s"].as_f64();
+    let bound = if until.is_some() { 5.0 } else { 2.5 };
     assert!(
-        gap <= 2.5,
-        "{what}: first failure {first_failure}, moved {moved}, first success {first_success}"
+        gap <= bound,
+        "{what}: first failure {first_failure}, moved {moved}, first success {first_success}: {e}"
     );
-    if let Some(until) = e["unresolved_until_s"].as_f64() {
+    if let Some(until) = until {
         assert!(
             first_failure <= until && until <= moved && first_success - until <= 0.3,
             "{what}: the last re-discovery without a leader at {until}: {e}"
