@@ -134,6 +134,9 @@ fn assert_errors(run: &Value, kinds: &[&str], words: &[&str]) {
 // ---------------------------------------------------------------------------------------------
 // HTTP/1.1 servers
 
+/// The HTTP/1.1 clients' two ways of waiting (`--io-loop`), and the `client_loop` each reports.
+const LOOPS: [(&str, &str); 2] = [("auto", "epoll"), ("tokio", "tokio")];
+
 /// A loopback HTTP/1.1 server: a thread per connection reads one request and lets `respond`
 /// misbehave; then the connection is kept until the client closes it (so a client that does not
 /// notice the problem by itself runs into its timeout instead of an EOF). Returns the URL.
@@ -297,8 +300,11 @@ fn http1_garbage_instead_of_a_response_is_rejected() {
         let _ = s.write_all(b"\x00\x01garbage garbage garbage\r\n\r\n");
     }
     let url = http_server(respond);
-    let (run, _) = all_fail(&url, "http", 5, &["-c", "1"]);
-    assert_errors(&run, &["http1"], &["malformed response head"]);
+    for (io_loop, ran) in LOOPS {
+        let (run, _) = all_fail(&url, "http", 5, &["-c", "1", "--io-loop", io_loop]);
+        assert_eq!(run["cost"]["client_loop"], ran);
+        assert_errors(&run, &["http1"], &["malformed response head"]);
+    }
 }
 
 #[test]
@@ -315,8 +321,11 @@ fn http1_connection_closed_mid_response_is_closed() {
     }
     for respond in [mid_head as fn(&mut TcpStream), mid_body] {
         let url = http_server(respond);
-        let (run, _) = all_fail(&url, "http", 5, &["-c", "1"]);
-        assert_errors(&run, &["closed"], &[]);
+        for (io_loop, ran) in LOOPS {
+            let (run, _) = all_fail(&url, "http", 5, &["-c", "1", "--io-loop", io_loop]);
+            assert_eq!(run["cost"]["client_loop"], ran);
+            assert_errors(&run, &["closed"], &[]);
+        }
     }
 }
 
@@ -325,14 +334,17 @@ fn http1_server_that_never_answers_times_out() {
     // Reads the request and then nothing: `http_server` waits for the client to hang up.
     fn respond(_: &mut TcpStream) {}
     let url = http_server(respond);
-    let (run, w) = all_fail(&url, "http", 8, &["-c", "4"]);
-    assert_errors(&run, &["timeout"], &["no response within 2s"]);
-    // two rounds of four clients, 2 s each
-    assert!(
-        w.run.elapsed >= Duration::from_secs(4) && w.run.elapsed < Duration::from_secs(10),
-        "{:?}",
-        w.run.elapsed
-    );
+    for (io_loop, ran) in LOOPS {
+        let (run, w) = all_fail(&url, "http", 8, &["-c", "4", "--io-loop", io_loop]);
+        assert_eq!(run["cost"]["client_loop"], ran);
+        assert_errors(&run, &["timeout"], &["no response within 2s"]);
+        // two rounds of four clients, 2 s each
+        assert!(
+            w.run.elapsed >= Duration::from_secs(4) && w.run.elapsed < Duration::from_secs(10),
+            "--io-loop {io_loop}: {:?}",
+            w.run.elapsed
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -198,22 +198,29 @@ fn the_request_log_allocates_nothing_per_request() {
 fn http1_steady_state_allocates_nothing_and_writes_once() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let endpoint = fake_server(RESPONSE);
-    let (small, run_small) = allocations_for(&endpoint, 200, &["-c", "2"]);
-    let (large, run_large) = allocations_for(&endpoint, 10_200, &["-c", "2"]);
-    assert_eq!(run_small.stats.ok, 200);
-    assert_eq!(run_large.stats.ok, 10_200);
-    // 10,000 more requests must cost (almost) no more allocations: setup and teardown are the
-    // same in both runs; a little slack covers one-off growth (e.g. a histogram bucket map).
-    let extra = large.saturating_sub(small);
-    println!("allocations: {small} for 200 requests, {large} for 10,200 requests");
-    assert!(
-        extra < 50,
-        "10000 extra requests made {extra} extra allocations ({small} vs {large})"
-    );
-    let requests: u64 = run_large.stats.conns.iter().map(|c| c.requests).sum();
-    let writes: u64 = run_large.stats.conns.iter().map(|c| c.write_calls).sum();
-    assert_eq!(requests, 10_200);
-    assert_eq!(writes, requests, "one write syscall per HTTP/1.1 request");
+    // the default (the thread's own readiness loop) and a runtime task per client
+    for (io_loop, ran) in [("auto", "epoll"), ("tokio", "tokio")] {
+        let shape = ["-c", "2", "--io-loop", io_loop];
+        let (small, run_small) = allocations_for(&endpoint, 200, &shape);
+        let (large, run_large) = allocations_for(&endpoint, 10_200, &shape);
+        assert_eq!(run_small.stats.ok, 200);
+        assert_eq!(run_large.stats.ok, 10_200);
+        assert_eq!(run_large.client_loop, ran);
+        // 10,000 more requests must cost (almost) no more allocations: setup and teardown are
+        // the same in both runs; a little slack covers one-off growth (e.g. a histogram bucket
+        // map).
+        let extra = large.saturating_sub(small);
+        println!("--io-loop {io_loop}: {small} allocations for 200 requests, {large} for 10,200");
+        assert!(
+            extra < 50,
+            "--io-loop {io_loop}: 10000 extra requests made {extra} extra allocations ({small} vs \
+             {large})"
+        );
+        let requests: u64 = run_large.stats.conns.iter().map(|c| c.requests).sum();
+        let writes: u64 = run_large.stats.conns.iter().map(|c| c.write_calls).sum();
+        assert_eq!(requests, 10_200);
+        assert_eq!(writes, requests, "one write syscall per HTTP/1.1 request");
+    }
 }
 
 #[test]

@@ -271,6 +271,11 @@ pub struct RunArgs {
     /// one datagram per syscall each way
     #[arg(long, value_enum, default_value_t = OnOff::On, help_heading = heading::CONNECTIONS)]
     pub udp_offload: OnOff,
+    /// How HTTP/1.1 clients wait for their sockets: auto puts a thread's clients over plain
+    /// sockets (closed loop, no TLS, stages, failover, credentials or --requests-per-conn) on
+    /// one epoll loop of its own; tokio keeps a runtime task per client always
+    #[arg(long, value_enum, default_value_t = IoLoopArg::Auto, help_heading = heading::CONNECTIONS)]
+    pub io_loop: IoLoopArg,
     /// Leave Nagle's algorithm on (TCP_NODELAY is set by default)
     #[arg(long, help_heading = heading::CONNECTIONS)]
     pub no_tcp_nodelay: bool,
@@ -403,6 +408,12 @@ pub enum HpackArg {
     Index,
     Literal,
     Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IoLoopArg {
+    Auto,
+    Tokio,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::common::{
-    FormatArg, H2ClientArg, HpackArg, IntervalFormatArg, LimitArgs, OnOff, PASSWORD_ENV, RunArgs,
-    Stacks, TlsArgs, nonzero,
+    FormatArg, H2ClientArg, HpackArg, IntervalFormatArg, IoLoopArg, LimitArgs, OnOff, PASSWORD_ENV,
+    RunArgs, Stacks, TlsArgs, nonzero,
 };
 use super::error::ArgError;
 use crate::client::grpc::H2Config;
@@ -56,6 +56,7 @@ impl RunArgs {
             bind: None,
             link: None,
             no_tcp_nodelay: false,
+            io_loop: IoLoopArg::Auto,
             udp_offload: OnOff::On,
             sndbuf: None,
             rcvbuf: None,
@@ -412,6 +413,7 @@ impl RunArgs {
             link: None,
             quic,
             udp_offload: self.udp_offload == OnOff::On,
+            own_loop: self.io_loop == IoLoopArg::Auto,
         })
     }
 

@@ -30,6 +30,8 @@ pub struct Conn {
     opened: Instant,
     /// false once the server asked to close (Connection: close, HTTP/1.0, body until EOF)
     reusable: bool,
+    /// readiness-driven reads (`read_now`): the socket may hold bytes not read yet
+    unread: bool,
 }
 
 /// A complete response; `body` borrows the connection's buffers until the next request.
@@ -61,6 +63,7 @@ impl Conn {
             local_port,
             opened: Instant::now(),
             reusable: true,
+            unread: false,
         })
     }
 
@@ -120,6 +123,80 @@ impl Conn {
                 },
             }
         };
+        self.finish(read)
+    }
+
+    /// The socket's descriptor for a readiness loop of the caller's own, which then uses
+    /// `begin`, `send_now` and `read_now` instead of `round_trip`; None with TLS.
+    pub fn plain_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.io.plain_fd()
+    }
+
+    /// Readiness-driven use: a request is about to go, its response comes next.
+    pub fn begin(&mut self) {
+        self.reader.next_response(&mut self.rbuf);
+    }
+
+    /// Writes `request[*off..]` now, as far as the socket takes it: true once the whole request
+    /// is written (and counted, as `round_trip` counts it), false to go on at the next write
+    /// readiness.
+    pub fn send_now(
+        &mut self,
+        request: &[u8],
+        off: &mut usize,
+        head_len: usize,
+    ) -> Result<bool, Failure> {
+        while *off < request.len() {
+            match self.io.send_now(&request[*off..]) {
+                Ok(n) => *off += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => {
+                    self.reusable = false;
+                    return Err(io_failure(&e));
+                }
+            }
+        }
+        self.ledger.count_request();
+        self.ledger
+            .http1_request(head_len, request.len().saturating_sub(head_len));
+        Ok(true)
+    }
+
+    /// Reads what the socket holds now towards the response: `Ok(None)` when it is not complete
+    /// yet (the socket emptied: wait for the next read readiness). `fresh`: readiness was just
+    /// reported (without it, the socket is read only when the last read filled what it asked
+    /// for and may have left bytes behind). `hangup`: the readiness said the peer closed its
+    /// side, so the socket is read to its end (a short read there does not mean empty for good).
+    pub fn read_now(&mut self, fresh: bool, hangup: bool) -> Result<Option<Response<'_>>, Failure> {
+        self.unread |= fresh;
+        let read = loop {
+            match self.reader.poll(&mut self.rbuf, &mut self.body) {
+                Ok(Some(response)) => break Ok(response),
+                Err(e) => break Err(e),
+                Ok(None) if !self.unread => return Ok(None),
+                // the reader has made room in rbuf for this read
+                Ok(None) => match self.io.recv_now(&mut self.rbuf) {
+                    Ok((0, _)) => break self.reader.eof(&self.rbuf),
+                    Ok((_, emptied)) => self.unread = hangup || !emptied,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.unread = false;
+                        return Ok(None);
+                    }
+                    Err(e) => {
+                        self.reusable = false;
+                        return Err(io_failure(&e));
+                    }
+                },
+            }
+        };
+        self.finish(read).map(Some)
+    }
+
+    /// A response read to its end (or its failure): counted, the connection's reuse decided.
+    fn finish(
+        &mut self,
+        read: Result<http1::Response, http1::Error>,
+    ) -> Result<Response<'_>, Failure> {
         let response = match read {
             Ok(response) => response,
             Err(e) => {

@@ -34,6 +34,11 @@ impl Closer {
         });
     }
 
+    /// Connections closing now.
+    pub(super) fn pending(&self) -> usize {
+        self.pending.get()
+    }
+
     /// The records of the connections closed so far, taken.
     pub(super) fn take_records(&self) -> ConnSet {
         self.records.take()

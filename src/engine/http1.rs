@@ -99,12 +99,12 @@ pub(super) fn retire(w: &Worker, c: Conn) {
 }
 
 /// One client: its connection and what it sends.
-struct Client {
-    endpoint: usize,
-    conn: Option<Conn>,
-    work: Http1Work,
+pub(super) struct Client {
+    pub(super) endpoint: usize,
+    pub(super) conn: Option<Conn>,
+    pub(super) work: Http1Work,
     /// sized by the first request (and grown to the largest): there may be 100,000 clients
-    wbuf: BytesMut,
+    pub(super) wbuf: BytesMut,
     /// the request deadline's timer, one for the client's life (see `within`)
     timer: Pin<Box<tokio::time::Sleep>>,
     /// the client has no connection because of its stretch (it joins later, or paused): the
@@ -117,7 +117,7 @@ struct Client {
 }
 
 impl Client {
-    fn new(w: &Worker, endpoint: usize, conn: Option<Conn>, work: Http1Work) -> Client {
+    pub(super) fn new(w: &Worker, endpoint: usize, conn: Option<Conn>, work: Http1Work) -> Client {
         let ctx = &w.ctx;
         Client {
             endpoint,
@@ -205,62 +205,22 @@ impl Session for Client {
         let trace = Trace::on(started, Some(c.local_port()));
         let deadline = tokio::time::Instant::from_std(started + ctx.timeout);
         let result = within(timer.as_mut(), deadline, c.round_trip(wbuf, head_len)).await;
-        // txn-mixed: the class of the request at hand (reads and writes counted apart)
-        let class = work.class();
-        let mut needs_auth = false;
-        let mut keep = match result {
-            Err(_) => {
-                w.fail(
-                    endpoint,
-                    warm,
-                    None,
-                    Failure::with(
-                        FailureKind::Timeout,
-                        format_args!("no response within {:?}", ctx.timeout),
-                    ),
-                    trace,
-                );
-                w.classed(class, warm, None);
-                // The response may still arrive: this connection's framing is unknown now.
-                false
-            }
-            Ok(Err(f)) => {
-                w.fail(endpoint, warm, None, f, trace);
-                w.classed(class, warm, None);
-                c.reusable()
-            }
-            Ok(Ok(resp)) => {
-                match work.check_http(resp.status, resp.body) {
-                    // the target no longer accepts the token: authenticate again, send again
-                    Err((_, f))
-                        if !self.reauthed && ctx.auth.is_some() && work.token_refused(&f) =>
-                    {
-                        needs_auth = true;
-                    }
-                    _ if warm => w.warmup_done(),
-                    Ok((status, ack)) => {
-                        let trace = trace.bytes(resp.body.len());
-                        let latency =
-                            w.ok(endpoint, turn, setup_from.unwrap_or(started), status, trace);
-                        w.classed(class, warm, Some(latency));
-                        w.without_setup(started);
-                        w.acked(ack);
-                        w.keep_sample(|| work.sample_http(resp.body));
-                    }
-                    Err((status, f)) => {
-                        w.fail(
-                            endpoint,
-                            warm,
-                            Some(status),
-                            f,
-                            trace.bytes(resp.body.len()),
-                        );
-                        w.classed(class, warm, None);
-                    }
-                }
-                c.reusable()
-            }
+        let answer = match result {
+            Err(_) => Answer::TimedOut,
+            Ok(Err(f)) => Answer::Failed(f),
+            Ok(Ok(resp)) => Answer::Response(resp),
         };
+        let may_reauth = !self.reauthed && ctx.auth.is_some();
+        let at = Sent {
+            endpoint,
+            turn,
+            started: setup_from.unwrap_or(started),
+            ready: started,
+            trace,
+        };
+        let (keep, needs_auth) = record(w, work, at, answer, may_reauth);
+        let mut keep = keep && c.reusable();
+        let class = work.class();
         // a request sent again after re-authenticating was written (and counted) the first time
         if c.requests_written() > before && !self.reauthed {
             w.wrote(warm);
@@ -295,6 +255,96 @@ impl Session for Client {
             retire(w, c);
         }
         Exchange::Done
+    }
+}
+
+/// A request as it went: its client's endpoint, its turn, when its latency counts from
+/// (`started`: before the connect with `--requests-per-conn`) and when its connection was ready,
+/// and its trace.
+pub(super) struct Sent {
+    pub(super) endpoint: usize,
+    pub(super) turn: Turn,
+    pub(super) started: Instant,
+    pub(super) ready: Instant,
+    pub(super) trace: Trace,
+}
+
+/// What became of a request on an HTTP/1.1 connection.
+pub(super) enum Answer<'a> {
+    /// no response within the timeout
+    TimedOut,
+    Failed(Failure),
+    Response(crate::client::http1::Response<'a>),
+}
+
+/// Records the answer to request `at` (the tokio client and the readiness loop alike).
+/// Returns whether its connection may carry the next request as far as the answer goes (a
+/// timeout leaves its framing unknown; the connection has its own say too) and whether the
+/// target refused the token and `may_reauth` lets the client authenticate and send again.
+pub(super) fn record(
+    w: &Worker,
+    work: &Http1Work,
+    at: Sent,
+    answer: Answer<'_>,
+    may_reauth: bool,
+) -> (bool, bool) {
+    let Sent {
+        endpoint,
+        turn,
+        started,
+        ready,
+        trace,
+    } = at;
+    let warm = turn.warm;
+    // txn-mixed: the class of the request at hand (reads and writes counted apart)
+    let class = work.class();
+    match answer {
+        Answer::TimedOut => {
+            w.fail(
+                endpoint,
+                warm,
+                None,
+                Failure::with(
+                    FailureKind::Timeout,
+                    format_args!("no response within {:?}", w.ctx.timeout),
+                ),
+                trace,
+            );
+            w.classed(class, warm, None);
+            // The response may still arrive: this connection's framing is unknown now.
+            (false, false)
+        }
+        Answer::Failed(f) => {
+            w.fail(endpoint, warm, None, f, trace);
+            w.classed(class, warm, None);
+            (true, false)
+        }
+        Answer::Response(resp) => {
+            match work.check_http(resp.status, resp.body) {
+                // the target no longer accepts the token: authenticate again, send again
+                Err((_, f)) if may_reauth && work.token_refused(&f) => return (true, true),
+                _ if warm => w.warmup_done(),
+                Ok((status, ack)) => {
+                    let trace = trace.bytes(resp.body.len());
+                    let latency = w.ok(endpoint, turn, started, status, trace);
+                    w.classed(class, warm, Some(latency));
+                    w.without_setup(ready);
+                    w.acked(ack);
+                    w.keep_sample(|| work.sample_http(resp.body));
+                }
+                Err((status, f)) => {
+                    w.fail(
+                        endpoint,
+                        warm,
+                        Some(status),
+                        f,
+                        trace.bytes(resp.body.len()),
+                    );
+                    w.classed(class, warm, None);
+                }
+            }
+            (true, false)
+        }
     }
 }
 

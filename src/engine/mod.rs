@@ -4,7 +4,8 @@
 //! The files, leaves first: `plan` (who owns what), `pace` (the open-loop schedule), `ramp`
 //! (`--client-stages`), `failover`, `meeting`, `closer`, `interval`, `progress`; `worker` (a
 //! thread's shared state and what its clients record); `session` (the one client loop and the
-//! `Session` trait a stack fills); the stacks `http1`, `pipeline`, `grpc`, `bidi`; `thread` (a
+//! `Session` trait a stack fills); the stacks `http1` (and `http1_loop`, the same clients on a thread's own readiness
+//! loop), `pipeline`, `grpc`, `bidi`; `thread` (a
 //! worker thread's life, which picks the stack); `run` (the main thread's side of a run).
 
 mod bidi;
@@ -12,6 +13,7 @@ mod closer;
 mod failover;
 mod grpc;
 mod http1;
+mod http1_loop;
 mod interval;
 mod meeting;
 mod pace;

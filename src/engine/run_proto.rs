@@ -183,6 +183,7 @@ pub fn run_proto_with(
         cost,
         ended,
         pacer_timer,
+        own_loop,
         stage_cpu,
     } = join(handles)?;
     if let Some(e) = sync.setup_error.lock().ok().and_then(|mut g| g.take()) {
@@ -219,6 +220,11 @@ pub fn run_proto_with(
         sample,
         interrupted: INTERRUPTED.load(Ordering::Relaxed),
         rate: load.rate,
+        client_loop: if own_loop {
+            crate::stats::CLIENT_LOOP_EPOLL
+        } else {
+            crate::stats::CLIENT_LOOP_TOKIO
+        },
         pacer_timer,
         memory,
         stage_cpu,
@@ -448,6 +454,8 @@ struct Joined {
     cost: WindowCost,
     ended: Option<Instant>,
     pacer_timer: Option<&'static str>,
+    /// some thread's clients ran on its own readiness loop (all of them do, or none)
+    own_loop: bool,
     stage_cpu: Vec<crate::stats::CpuTimes>,
 }
 
@@ -464,6 +472,7 @@ fn join(
     };
     let mut ended: Option<Instant> = None;
     let mut pacer_timer = None;
+    let mut own_loop = false;
     let mut stage_cpu: Vec<crate::stats::CpuTimes> = Vec::new();
     for h in handles {
         let out = h.join().map_err(|_| EngineError::Panicked)?;
@@ -472,6 +481,7 @@ fn join(
         cost = cost.plus(out.cost);
         ended = ended.max(out.ended);
         pacer_timer = pacer_timer.or(out.pacer_timer);
+        own_loop |= out.own_loop;
         if stage_cpu.len() < out.stage_cpu.len() {
             stage_cpu.resize(out.stage_cpu.len(), crate::stats::CpuTimes::default());
         }
@@ -485,6 +495,7 @@ fn join(
         cost,
         ended,
         pacer_timer,
+        own_loop,
         stage_cpu,
     })
 }

@@ -20,7 +20,9 @@ use crate::workload::{ClientWork, Http1Work, OnStack, OverH2};
 use super::closer::CLOSE_BOUND;
 use super::meeting::Meeting;
 use super::worker::Worker;
-use super::{Assignment, Ctx, EngineError, bidi, grpc, http1, interval, pace, pipeline, progress};
+use super::{
+    Assignment, Ctx, EngineError, bidi, grpc, http1, http1_loop, interval, pace, pipeline, progress,
+};
 
 /// What a worker thread hands back.
 pub(super) struct WorkerOut {
@@ -30,6 +32,8 @@ pub(super) struct WorkerOut {
     /// when its last client was done (None when it never ran)
     pub(super) ended: Option<Instant>,
     pub(super) pacer_timer: Option<&'static str>,
+    /// its clients ran on the thread's own readiness loop
+    pub(super) own_loop: bool,
     /// `--stages` / `--client-stages`: this thread's CPU in each stage it reached
     pub(super) stage_cpu: Vec<CpuTimes>,
 }
@@ -168,7 +172,8 @@ pub(super) fn worker_thread(
             &window_over,
         );
     }
-    let closing = setup.map(|s| local.block_on(&rt, s.run(worker.clone(), &a)));
+    let own_loop = matches!(&setup, Some(Setup::Http(..))) && http1_loop::eligible(&ctx);
+    let closing = setup.map(|s| local.block_on(&rt, s.run(worker.clone(), &a, own_loop)));
     let window_end = Reading::now(&counters);
     let ended = ran.then(Instant::now);
     window_over.set(true);
@@ -206,6 +211,7 @@ pub(super) fn worker_thread(
         cost,
         ended,
         pacer_timer,
+        own_loop,
         stage_cpu,
     }
 }
@@ -235,6 +241,7 @@ fn without_runtime(ctx: &Ctx, a: &Assignment, sync: &Meeting, e: std::io::Error)
         cost: WindowCost::default(),
         ended: None,
         pacer_timer: None,
+        own_loop: false,
         stage_cpu: Vec::new(),
     }
 }
@@ -463,8 +470,12 @@ pub(super) enum Closing {
 }
 
 impl Setup {
-    pub(super) async fn run(self, w: Rc<Worker>, a: &Assignment) -> Closing {
+    /// `own_loop`: HTTP/1.1 clients go on the thread's readiness loop (`http1_loop::eligible`).
+    pub(super) async fn run(self, w: Rc<Worker>, a: &Assignment, own_loop: bool) -> Closing {
         match self {
+            Setup::Http(conns, work) if own_loop => {
+                Closing::Http(http1_loop::run(w, a, conns, &work).await)
+            }
             Setup::Http(conns, work) => Closing::Http(http1::run(w, a, conns, &work).await),
             Setup::Pipes(pipes, work) => {
                 pipeline::run(w, a, &pipes, &work).await;

@@ -369,6 +369,59 @@ impl Metered {
     pub fn sock(&self) -> &Sock {
         &self.inner
     }
+
+    /// One recv(2) into `buf`'s spare capacity (at most `MAX_READ` bytes), now, without the
+    /// runtime's readiness: for a client that waits for readiness on an epoll set of its own.
+    /// Counted as `poll_read`'s reads are; EAGAIN is a `WouldBlock` error, counted too. Returns
+    /// the bytes read and whether the read emptied the socket (it returned less than it asked).
+    pub fn recv_now(&self, buf: &mut bytes::BytesMut) -> io::Result<(usize, bool)> {
+        let fd = self.inner.as_raw_fd();
+        loop {
+            let spare = buf.spare_capacity_mut();
+            let want = spare.len().min(MAX_READ);
+            // SAFETY: `spare` is `want` or more writable bytes that outlive the call; recv(2)
+            // writes at most `want` of them.
+            let n = unsafe { libc::recv(fd, spare.as_mut_ptr().cast(), want, 0) };
+            if let Ok(n) = usize::try_from(n) {
+                counted_read(&self.ledger, n);
+                // SAFETY: recv(2) initialized the first `n` bytes of the spare capacity.
+                unsafe { buf.set_len(buf.len() + n) };
+                return Ok((n, n < want));
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => {}
+                io::ErrorKind::WouldBlock => {
+                    read_would_block(&self.ledger);
+                    return Err(e);
+                }
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// One send(2) of `data`, now (see `recv_now`); counted as `poll_write`'s writes are.
+    pub fn send_now(&self, data: &[u8]) -> io::Result<usize> {
+        let fd = self.inner.as_raw_fd();
+        loop {
+            // MSG_NOSIGNAL: a peer gone answers EPIPE, never SIGPIPE
+            // SAFETY: `data` is valid for `data.len()` bytes for the call.
+            let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+            if let Ok(n) = usize::try_from(n) {
+                counted_write(&self.ledger, n);
+                return Ok(n);
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => {}
+                io::ErrorKind::WouldBlock => {
+                    write_would_block(&self.ledger);
+                    return Err(e);
+                }
+                _ => return Err(e),
+            }
+        }
+    }
 }
 
 impl AsyncRead for Metered {

@@ -1,5 +1,6 @@
 //! Sockets: connecting with the configured options, metering every read and write, TCP_INFO.
 
+pub mod epoll;
 pub mod keylog;
 mod metered;
 mod stream;
@@ -41,6 +42,9 @@ pub struct NetConfig {
     pub quic: Option<Arc<tls::QuicTls>>,
     /// `--udp-offload`: GSO and GRO on QUIC's sockets
     pub udp_offload: bool,
+    /// `--io-loop auto`: HTTP/1.1 clients over plain sockets wait for readiness on each
+    /// thread's own epoll set instead of as runtime tasks (`--io-loop tokio`: never)
+    pub own_loop: bool,
 }
 
 impl Default for NetConfig {
@@ -55,6 +59,7 @@ impl Default for NetConfig {
             link: None,
             quic: None,
             udp_offload: true,
+            own_loop: true,
         }
     }
 }

@@ -146,6 +146,42 @@ impl Io {
     }
 }
 
+impl Io {
+    /// The plain socket's descriptor, for a readiness loop of the caller's own (`recv_now`,
+    /// `send_now`); None with TLS, whose records only the runtime's stream reads.
+    pub fn plain_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        match &self.kind {
+            Kind::Plain(m) => Some(m.sock().as_raw_fd()),
+            Kind::Tls(_) => None,
+        }
+    }
+
+    /// One read into `buf`'s spare capacity now (plain sockets only: see `plain_fd`): the bytes
+    /// read, and whether the socket is empty now.
+    pub fn recv_now(&mut self, buf: &mut bytes::BytesMut) -> io::Result<(usize, bool)> {
+        let Kind::Plain(m) = &self.kind else {
+            return Err(io::Error::other("a TLS stream is read through the runtime"));
+        };
+        let before = buf.len();
+        let read = m.recv_now(buf)?;
+        self.ledger.plaintext_in(&buf[before..]);
+        Ok(read)
+    }
+
+    /// One write of `data` now (plain sockets only).
+    pub fn send_now(&mut self, data: &[u8]) -> io::Result<usize> {
+        let Kind::Plain(m) = &self.kind else {
+            return Err(io::Error::other(
+                "a TLS stream is written through the runtime",
+            ));
+        };
+        let n = m.send_now(data)?;
+        self.ledger.plaintext_out(&data[..n]);
+        Ok(n)
+    }
+}
+
 impl AsyncRead for Io {
     fn poll_read(
         self: Pin<&mut Self>,

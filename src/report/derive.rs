@@ -223,7 +223,8 @@ pub(super) fn per_endpoint(
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let q = |p: f64| ms_of(e.latency.quantile_ns(p));
+            let lat = run.stats.endpoint_latency(i);
+            let q = |p: f64| lat.and_then(|l| ms_of(l.quantile_ns(p)));
             EndpointReport {
                 endpoint: endpoints.get(i).cloned().unwrap_or_default(),
                 role: roles.get(i).cloned(),
@@ -396,10 +397,8 @@ fn histograms(run: &ProtoRun) -> hdr::Histograms {
         without_setup: run
             .requests_per_conn
             .map(|_| hdr::of(&st.without_setup.clone().unwrap_or_default())),
-        per_endpoint: st
-            .per_endpoint
-            .iter()
-            .map(|e| hdr::of(&e.latency))
+        per_endpoint: (0..st.per_endpoint.len())
+            .map(|i| hdr::of(st.endpoint_latency(i).unwrap_or(&Latencies::default())))
             .collect(),
     }
 }
@@ -465,6 +464,7 @@ pub(super) struct CostCounts {
     pub io: IoCalls,
     pub server_cpu_ns: Option<u64>,
     pub server_cpu_error: Option<String>,
+    pub client_loop: Option<String>,
 }
 
 impl CostCounts {
@@ -498,6 +498,7 @@ impl CostCounts {
             server_cpu_ns: self.server_cpu_ns,
             server_cpu_us_per_request: per_opt(self.server_cpu_ns, requests).map(|ns| ns / 1000.0),
             server_cpu_error: self.server_cpu_error,
+            client_loop: self.client_loop,
         }
     }
 }
@@ -523,6 +524,7 @@ pub(super) fn cost(run: &ProtoRun) -> Cost {
         io: c.io,
         server_cpu_ns,
         server_cpu_error,
+        client_loop: Some(run.client_loop.to_string()),
     }
     .cost()
 }

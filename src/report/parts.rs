@@ -502,6 +502,11 @@ pub struct Cost {
     pub server_cpu_ns: Option<u64>,
     pub server_cpu_us_per_request: Option<f64>,
     pub server_cpu_error: Option<String>,
+    /// how the clients waited for their sockets: "epoll" (HTTP/1.1 on each thread's own
+    /// readiness loop) or "tokio" (a runtime task per client or connection); null in a merge
+    /// of runs that differ
+    #[serde(default)]
+    pub client_loop: Option<String>,
 }
 
 /// Socket-level cost, from the per-connection ledgers and TCP_INFO. Every figure covers a

@@ -16,7 +16,8 @@ pub use etcd::{Compactions, Leases};
 pub use latency::{Latencies, TimeSlot, Timeline};
 pub use process::{ClockError, CpuTimes, ProcessClock, Rss, RssSampler, memory, thread_cpu};
 pub use proto_run::{
-    FailoverEvent, Memory, ProtoRun, TIMERFD, TOKIO_FALLBACK, Unresolved, WindowCost,
+    CLIENT_LOOP_EPOLL, CLIENT_LOOP_TOKIO, FailoverEvent, Memory, ProtoRun, TIMERFD, TOKIO_FALLBACK,
+    Unresolved, WindowCost,
 };
 pub use quic::{H3Record, QuicFrames, QuicStats};
 pub use records::{
@@ -135,6 +136,10 @@ pub struct Stats {
     /// txn-mixed: the measured requests by class (reads, writes), indexed as the workload
     /// names them; empty, never allocated, for a workload of one kind
     pub classes: Vec<EndpointStats>,
+    /// endpoint 0's latencies are `latency` itself until a success at another endpoint is
+    /// recorded (then each endpoint's are recorded apart, endpoint 0's starting from a copy):
+    /// a run against one endpoint records each latency once (`endpoint_latency`)
+    split: bool,
 }
 
 impl Stats {
@@ -145,6 +150,24 @@ impl Stats {
         &mut self.per_endpoint[i]
     }
 
+    /// The latencies of the successes at endpoint `i` (None: no request went there).
+    pub fn endpoint_latency(&self, i: usize) -> Option<&Latencies> {
+        let e = self.per_endpoint.get(i)?;
+        Some(if i == 0 && !self.split {
+            &self.latency
+        } else {
+            &e.latency
+        })
+    }
+
+    /// From now on each endpoint's latencies are recorded apart: endpoint 0's so far (all of
+    /// them, as no other endpoint had one) start its own.
+    fn split_endpoints(&mut self) {
+        self.split = true;
+        let so_far = self.latency.clone();
+        self.endpoint(0).latency = so_far;
+    }
+
     fn stage(&mut self, i: usize) -> &mut TimeSlot {
         if self.stages.len() <= i {
             self.stages.resize_with(i + 1, TimeSlot::precise);
@@ -153,12 +176,18 @@ impl Stats {
     }
 
     pub fn record_ok(&mut self, at: At, latency: Duration, status: StatusKey) {
+        if at.endpoint != 0 && !self.split {
+            self.split_endpoints();
+        }
         self.ok += 1;
         self.latency.record(latency);
         *self.statuses.entry(status).or_insert(0) += 1;
+        let split = self.split;
         let e = self.endpoint(at.endpoint);
         e.ok += 1;
-        e.latency.record(latency);
+        if split {
+            e.latency.record(latency);
+        }
         self.timeline.slot(at.offset).record(latency);
         if let Some(i) = at.stage {
             self.stage(i).record(latency);
@@ -263,6 +292,10 @@ impl Stats {
     }
 
     pub fn merge(&mut self, other: Stats) {
+        // before `latency` takes the other's: endpoint 0's so far are this one's alone
+        if other.split && !self.split {
+            self.split_endpoints();
+        }
         if self.revisions.len() < other.revisions.len() {
             self.revisions.resize_with(other.revisions.len(), Vec::new);
         }
@@ -325,11 +358,20 @@ impl Stats {
         self.max_send_lag = self.max_send_lag.max(other.max_send_lag);
         self.lagged_sends += other.lagged_sends;
         self.send_lag_sum += other.send_lag_sum;
+        let split = self.split;
         for (i, e) in other.per_endpoint.iter().enumerate() {
+            let theirs = if i == 0 && !other.split {
+                &other.latency
+            } else {
+                &e.latency
+            };
             let mine = self.endpoint(i);
             mine.ok += e.ok;
             mine.failed += e.failed;
-            mine.latency.merge(&e.latency);
+            // unsplit on both sides, endpoint 0's are `latency`, merged below
+            if split {
+                mine.latency.merge(theirs);
+            }
         }
         self.timeline.merge(other.timeline);
         for (i, st) in other.stages.iter().enumerate() {
@@ -377,6 +419,65 @@ mod tests {
         assert_eq!(counts, [(1, 0), (2, 1)]);
         assert_eq!(a.classes[1].latency.min_ns, 20_000);
         assert_eq!(a.classes[0].latency.count, 1);
+    }
+
+    #[test]
+    fn one_endpoints_latencies_are_recorded_once_and_split_at_a_second_endpoint() {
+        let at = |endpoint| At {
+            endpoint,
+            offset: Duration::ZERO,
+            stage: None,
+        };
+        let ok = |st: &mut Stats, endpoint, ms| {
+            st.record_ok(
+                at(endpoint),
+                Duration::from_millis(ms),
+                StatusKey::Http(200),
+            );
+        };
+        // endpoint 0 alone: its latencies are the overall ones, not recorded twice
+        let one = || {
+            let mut a = Stats::default();
+            ok(&mut a, 0, 1);
+            ok(&mut a, 0, 3);
+            a
+        };
+        let a = one();
+        assert_eq!(a.endpoint_latency(0).unwrap().count, 2);
+        assert_eq!(a.per_endpoint[0].latency.count, 0);
+        assert!(a.endpoint_latency(1).is_none());
+        // a success at endpoint 1 splits them: endpoint 0's so far go with it
+        let two = || {
+            let mut b = Stats::default();
+            ok(&mut b, 0, 5);
+            ok(&mut b, 1, 7);
+            ok(&mut b, 0, 9);
+            b
+        };
+        let b = two();
+        let counts = |st: &Stats| {
+            (0..2)
+                .map(|i| {
+                    st.endpoint_latency(i)
+                        .map(|l| (l.count, l.max_ns / 1_000_000))
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(counts(&b), [Some((2, 9)), Some((1, 7))]);
+        assert_eq!(b.latency.count, 3);
+        // merged either way round, and unsplit with unsplit
+        let mut ab = one();
+        ab.merge(two());
+        let mut ba = two();
+        ba.merge(one());
+        for st in [&ab, &ba] {
+            assert_eq!(counts(st), [Some((4, 9)), Some((1, 7))]);
+            assert_eq!(st.latency.count, 5);
+        }
+        let mut aa = one();
+        aa.merge(one());
+        assert_eq!(aa.endpoint_latency(0).unwrap().count, 4);
+        assert_eq!(aa.latency.count, 4);
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct ProtoRun {
     pub interrupted: bool,
     /// open loop: the target rate (requests/s over all clients)
     pub rate: Option<f64>,
+    /// how the clients waited for their sockets (`CLIENT_LOOP_EPOLL` or `CLIENT_LOOP_TOKIO`)
+    pub client_loop: &'static str,
     /// open loop: the pacers' timer ("timerfd", or tokio's 1 ms wheel when a timerfd failed)
     pub pacer_timer: Option<&'static str>,
     /// this process's memory around the run
@@ -133,6 +135,11 @@ pub struct Memory {
     /// VmHWM at the end: the process's peak so far (earlier runs of the process included)
     pub peak_rss_kib: u64,
 }
+
+/// HTTP/1.1 clients on each worker thread's own readiness loop.
+pub const CLIENT_LOOP_EPOLL: &str = "epoll";
+/// A runtime task per client (or per connection).
+pub const CLIENT_LOOP_TOKIO: &str = "tokio";
 
 /// What the open-loop pacer slept with (`ProtoRun::pacer_timer`): a timerfd.
 pub const TIMERFD: &str = "timerfd";

@@ -44,6 +44,11 @@ pub(super) fn merge_cost(runs: &[&InRun], files: &[&str]) -> Cost {
             "per agent only (each read the server's CPU over its own window; see the agents' rows)"
                 .to_string()
         }),
+        client_loop: runs
+            .iter()
+            .map(|r| r.cost.client_loop.clone())
+            .reduce(|a, b| if a == b { a } else { None })
+            .flatten(),
     }
     .cost()
 }

@@ -35,6 +35,7 @@ pub(super) fn run(proto: Proto) -> ProtoRun {
         sample: None,
         interrupted: false,
         rate: None,
+        client_loop: crate::stats::CLIENT_LOOP_TOKIO,
         pacer_timer: None,
         memory: None,
         stage_cpu: Vec::new(),

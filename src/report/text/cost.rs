@@ -21,6 +21,13 @@ pub(super) fn render_cost(out: &mut String, run: &RunReport) {
         c.client_cpu_user_us / 1000,
         c.client_cpu_sys_us / 1000
     );
+    if let Some(l) = &c.client_loop {
+        let how = match l.as_str() {
+            crate::stats::CLIENT_LOOP_EPOLL => "one epoll readiness loop per thread",
+            _ => "a runtime task per client or connection",
+        };
+        let _ = writeln!(out, "  Client loop:              {l} ({how})");
+    }
     let data = format!(
         "reads {} + {} would-block, writes {} + {} would-block",
         num(c.reads_per_request, 2),

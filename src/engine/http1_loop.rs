@@ -1,0 +1,509 @@
+//! HTTP/1.1 clients on one readiness loop per thread: the thread waits on an epoll set of its
+//! own for all its clients' sockets, and each event advances that client's request in place
+//! (write, read, parse, check, record, the next request), with no task, waker or future per
+//! request. The same `Client`s, `Conn`s and recording as the tokio clients (`http1.rs`); what
+//! the loop does not do itself runs as runtime tasks beside it: a client that needs a
+//! connection (a reconnect and its backoff), connections closing, and the thread's timer tasks
+//! (the window's start, intervals, live figures). The loop yields to the runtime between batches
+//! of events, at least every `TICK`, and after every batch while a connect is under way.
+//!
+//! It runs the closed loop over plain sockets (TCP or Unix): runs with TLS, `--rate`, stages,
+//! failover, credentials or `--requests-per-conn` keep one runtime task per client, as does
+//! `--io-loop tokio`.
+
+use std::cell::{Cell, RefCell};
+use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::client::http1::Conn;
+use crate::net::epoll::{Epoll, Event};
+use crate::outcome::{Failure, FailureKind};
+use crate::workload::{ClientWork, Http1Work};
+
+use super::http1::{self, Answer, Client, Sent, record, retire};
+use super::plan::quota;
+use super::session::Session;
+use super::worker::{Reconnect, Trace, Turn, Worker};
+use super::{Assignment, Ctx};
+
+/// The longest the loop waits for its sockets before it turns the runtime.
+const TICK: Duration = Duration::from_millis(1);
+/// The longest wait while responses flow (the last wait returned events) and the runtime has
+/// nothing of the loop's to do: a wait that ends with an event (in microseconds under load)
+/// costs the same whatever its timeout, but a short timeout is a timer the kernel arms and
+/// cancels on every sleep (measured: 1.1 µs more system time a request at 10 connections with
+/// a 1 ms timeout on every wait). The runtime still gets its turn at least every `TICK` while
+/// events come, and a gap between events, during which the loop's sockets do nothing, can delay
+/// it by as long as the gap, up to this.
+const LONG_WAIT: Duration = Duration::from_millis(50);
+/// Events one wait returns at most.
+const BATCH: usize = 256;
+
+/// Whether this run's HTTP/1.1 clients go on the readiness loop.
+pub(super) fn eligible(ctx: &Ctx) -> bool {
+    ctx.net.own_loop
+        && ctx.net.tls.is_none()
+        && ctx.pipeline <= 1
+        && ctx.rate.is_none()
+        && ctx.staged.is_none()
+        && ctx.routes.is_none()
+        && ctx.auth.is_none()
+        && ctx.requests_per_conn.is_none()
+}
+
+/// What the loop knows of a socket's readiness when it moves its client on.
+#[derive(Debug, Clone, Copy)]
+enum Ready {
+    /// an event just reported it (`hangup`: the peer closed its side, or the socket failed)
+    Reported { hangup: bool },
+    /// nothing new: after the client's own write, or when it rejoins the loop
+    Unknown,
+}
+
+/// Where a client is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// between requests (only inside `advance`)
+    Idle,
+    /// the request at hand: `off` bytes of it written, all of them once `written`
+    Busy { off: usize, written: bool },
+    /// on a runtime task, getting a connection
+    Away,
+    /// no more requests
+    Done,
+}
+
+/// One client on the loop.
+struct Slot {
+    /// None while away
+    client: Option<Client>,
+    /// its connection's socket, while in the epoll set
+    fd: Option<RawFd>,
+    reconnect: Reconnect,
+    /// the next request's number
+    idx: u64,
+    /// measured requests sent
+    sent: u64,
+    quota: u64,
+    state: State,
+    /// the request at hand
+    turn: Turn,
+    started: Instant,
+    head_len: usize,
+    /// the connection's requests written before it
+    before: u64,
+}
+
+/// A client back from its runtime task: with a connection and its next turn, or done.
+struct Returned {
+    slot: usize,
+    client: Client,
+    reconnect: Reconnect,
+    sent: u64,
+    turn: Option<Turn>,
+}
+
+/// What the loop and the away clients' tasks share.
+#[derive(Default)]
+struct Back {
+    returned: RefCell<Vec<Returned>>,
+    /// a client came back
+    notify: tokio::sync::Notify,
+    /// clients inside a connect now
+    connecting: Cell<usize>,
+}
+
+/// Runs the thread's clients on the loop; returns the connections still open, to be closed
+/// after the window. Falls back to a task per client when the thread cannot have an epoll set.
+///
+/// The loop is the one future its thread's runtime polls besides the helpers' tasks: it blocks
+/// in `epoll_wait` inside its poll (see `TICK` and `LONG_WAIT`), and yields to the runtime at
+/// each tick, which then runs the helpers' tasks and turns its own driver without waiting (a
+/// yield is deferred to the runtime's next turn).
+pub(super) async fn run(
+    w: Rc<Worker>,
+    a: &Assignment,
+    conns: Vec<Option<Conn>>,
+    work: &Http1Work,
+) -> Vec<Conn> {
+    let Ok(ep) = Epoll::new(BATCH) else {
+        return http1::run(w, a, conns, work).await;
+    };
+    let ctx = w.ctx.clone();
+    let slots = a
+        .clients
+        .iter()
+        .zip(conns)
+        .map(|(&(id, endpoint), conn)| Slot {
+            client: Some(Client::new(&w, endpoint, conn, work.for_client(id as u64))),
+            fd: None,
+            reconnect: Reconnect::new(),
+            idx: id as u64,
+            sent: 0,
+            quota: quota(&ctx, id),
+            state: State::Idle,
+            turn: Turn {
+                warm: false,
+                intended: None,
+            },
+            started: Instant::now(),
+            head_len: 0,
+            before: 0,
+        })
+        .collect::<Vec<_>>();
+    let mut lp = Loop {
+        live: slots.len(),
+        away: 0,
+        slots,
+        ep,
+        w,
+        back: Rc::default(),
+        scan_every: (ctx.timeout / 16).clamp(TICK, Duration::from_millis(50)),
+    };
+    lp.run().await
+}
+
+struct Loop {
+    slots: Vec<Slot>,
+    /// clients not done
+    live: usize,
+    /// clients away on a runtime task
+    away: usize,
+    ep: Epoll,
+    w: Rc<Worker>,
+    back: Rc<Back>,
+    /// how often requests are checked against the timeout
+    scan_every: Duration,
+}
+
+impl Loop {
+    async fn run(&mut self) -> Vec<Conn> {
+        for i in 0..self.slots.len() {
+            if self.watch(i) {
+                self.advance(i, Ready::Unknown);
+            } else {
+                self.away(i);
+            }
+        }
+        let mut events = Vec::with_capacity(BATCH);
+        let mut now = Instant::now();
+        let mut next_tick = now + TICK;
+        let mut next_scan = now + self.scan_every;
+        let mut wait_failed = false;
+        // the last wait returned events
+        let mut flowing = false;
+        while self.live > 0 {
+            if self.live == self.away {
+                // nobody on the loop: the runtime alone, until a client comes back
+                self.back.notify.notified().await;
+                self.take_returned();
+                continue;
+            }
+            let connecting = self.back.connecting.get() > 0;
+            let runtime_busy = self.away > 0 || self.w.closer.pending() > 0;
+            let timeout = if connecting {
+                0
+            } else if flowing && !runtime_busy {
+                LONG_WAIT.as_millis() as i32
+            } else {
+                // at least a millisecond: epoll counts in milliseconds
+                next_tick
+                    .saturating_duration_since(now)
+                    .as_millis()
+                    .clamp(1, TICK.as_millis()) as i32
+            };
+            if let Err(e) = self.ep.wait(timeout, &mut events) {
+                // not expected of a valid set and buffer: said once, and the loop goes on at
+                // the tick (the timeout scan still bounds every request)
+                if !std::mem::replace(&mut wait_failed, true) {
+                    eprintln!("wirebench: epoll_wait: {e}");
+                }
+                std::thread::sleep(TICK);
+            }
+            flowing = !events.is_empty();
+            for &Event { token, hangup } in &events {
+                self.advance(token as usize, Ready::Reported { hangup });
+            }
+            now = Instant::now();
+            if connecting || self.w.closer.pending() > 0 || now >= next_tick {
+                tokio::task::yield_now().await;
+                self.take_returned();
+                next_tick = now + TICK;
+            }
+            if now >= next_scan {
+                self.expire(now);
+                next_scan = now + self.scan_every;
+            }
+        }
+        self.slots
+            .iter_mut()
+            .filter_map(|s| s.client.as_mut().and_then(|c| c.conn.take()))
+            .collect()
+    }
+
+    /// Puts slot `i`'s connection in the epoll set; false when it has none (or the set refused
+    /// it: the client then gets a connection the runtime's way).
+    fn watch(&mut self, i: usize) -> bool {
+        let s = &mut self.slots[i];
+        let Some(fd) = s
+            .client
+            .as_ref()
+            .and_then(|c| c.conn.as_ref())
+            .and_then(Conn::plain_fd)
+        else {
+            return false;
+        };
+        if self.ep.add(fd, i as u64).is_err() {
+            return false;
+        }
+        s.fd = Some(fd);
+        true
+    }
+
+    /// Moves client `i` on as far as it goes without waiting: the request at hand written and
+    /// read (`ready`: what its socket reported), recorded, the next one sent, until
+    /// the socket has nothing more or the client is done or away.
+    fn advance(&mut self, i: usize, mut ready: Ready) {
+        loop {
+            let s = &mut self.slots[i];
+            match s.state {
+                State::Idle => match self.w.phase(s.sent, s.quota) {
+                    None => {
+                        s.state = State::Done;
+                        self.live -= 1;
+                        return;
+                    }
+                    Some(warm) => self.start(
+                        i,
+                        Turn {
+                            warm,
+                            intended: None,
+                        },
+                    ),
+                },
+                State::Busy { .. } => match self.step(i, ready) {
+                    None => return,
+                    Some(true) => self.slots[i].state = State::Idle,
+                    Some(false) => {
+                        self.away(i);
+                        return;
+                    }
+                },
+                State::Away | State::Done => return,
+            }
+            ready = Ready::Unknown;
+        }
+    }
+
+    /// Sends request `turn` of client `i` (encoded now; written in `step`).
+    fn start(&mut self, i: usize, turn: Turn) {
+        let clients = self.w.ctx.clients as u64;
+        let s = &mut self.slots[i];
+        let Some(client) = s.client.as_mut() else {
+            return;
+        };
+        let Some(c) = client.conn.as_mut() else {
+            return;
+        };
+        s.started = Instant::now();
+        client.wbuf.clear();
+        s.head_len = client
+            .work
+            .encode_http(s.idx, client.endpoint, &mut client.wbuf);
+        s.idx += clients;
+        s.sent += u64::from(!turn.warm);
+        s.turn = turn;
+        s.before = c.requests_written();
+        c.begin();
+        s.state = State::Busy {
+            off: 0,
+            written: false,
+        };
+    }
+
+    /// Writes and reads what client `i`'s socket allows: None to wait for its next readiness;
+    /// once the request is answered (or failed), recorded, whether the connection carries the
+    /// next one.
+    fn step(&mut self, i: usize, ready: Ready) -> Option<bool> {
+        let w = &*self.w;
+        let s = &mut self.slots[i];
+        let State::Busy {
+            mut off,
+            mut written,
+        } = s.state
+        else {
+            return None;
+        };
+        let client = s.client.as_mut()?;
+        let c = client.conn.as_mut()?;
+        let port = c.local_port();
+        let mut failed = None;
+        if !written {
+            match c.send_now(&client.wbuf, &mut off, s.head_len) {
+                Ok(done) => written = done,
+                Err(f) => failed = Some(f),
+            }
+            s.state = State::Busy { off, written };
+            if !written && failed.is_none() {
+                return None;
+            }
+        }
+        let answer = match failed {
+            Some(f) => Answer::Failed(f),
+            None => match match ready {
+                Ready::Reported { hangup } => c.read_now(true, hangup),
+                Ready::Unknown => c.read_now(false, false),
+            } {
+                Ok(None) => return None,
+                Ok(Some(resp)) => Answer::Response(resp),
+                Err(f) => Answer::Failed(f),
+            },
+        };
+        let at = Sent {
+            endpoint: client.endpoint,
+            turn: s.turn,
+            started: s.started,
+            ready: s.started,
+            trace: Trace::on(s.started, Some(port)),
+        };
+        let (keep, _) = record(w, &client.work, at, answer, false);
+        Some(self.after(i, keep))
+    }
+
+    /// After client `i`'s request is recorded: its write counted, and whether its connection
+    /// carries the next (`keep`: the answer left its framing known).
+    fn after(&mut self, i: usize, keep: bool) -> bool {
+        let s = &mut self.slots[i];
+        let Some(c) = s.client.as_ref().and_then(|c| c.conn.as_ref()) else {
+            return false;
+        };
+        if c.requests_written() > s.before {
+            self.w.wrote(s.turn.warm);
+        }
+        keep && c.reusable()
+    }
+
+    /// Requests past their timeout fail as `timeout`, and their connections go (a late response
+    /// would be read as the next one's).
+    fn expire(&mut self, now: Instant) {
+        let timeout = self.w.ctx.timeout;
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            if !matches!(s.state, State::Busy { .. }) || now < s.started + timeout {
+                continue;
+            }
+            let (Some(client), Some(c)) = (
+                s.client.as_ref(),
+                s.client.as_ref().and_then(|c| c.conn.as_ref()),
+            ) else {
+                continue;
+            };
+            let at = Sent {
+                endpoint: client.endpoint,
+                turn: s.turn,
+                started: s.started,
+                ready: s.started,
+                trace: Trace::on(s.started, Some(c.local_port())),
+            };
+            record(&self.w, &client.work, at, Answer::TimedOut, false);
+            self.after(i, false);
+            self.away(i);
+        }
+    }
+
+    /// Client `i` leaves the loop for a runtime task: its connection (if any) closes, and the
+    /// task gets it a new one as the tokio clients do (backing off while it cannot connect, or
+    /// giving up), and hands it back with its next turn.
+    fn away(&mut self, i: usize) {
+        let s = &mut self.slots[i];
+        let Some(mut client) = s.client.take() else {
+            return;
+        };
+        if let Some(fd) = s.fd.take() {
+            self.ep.remove(fd);
+        }
+        if let Some(c) = client.conn.take() {
+            retire(&self.w, c);
+        }
+        s.state = State::Away;
+        self.away += 1;
+        let (w, back) = (self.w.clone(), self.back.clone());
+        let (mut sent, quota, endpoint) = (s.sent, s.quota, client.endpoint);
+        let mut reconnect = std::mem::replace(&mut s.reconnect, Reconnect::new());
+        tokio::task::spawn_local(async move {
+            let turn = loop {
+                let Some(warm) = w.phase(sent, quota) else {
+                    break None;
+                };
+                back.connecting.set(back.connecting.get() + 1);
+                let ready = client.ready(&w).await;
+                back.connecting.set(back.connecting.get() - 1);
+                match ready {
+                    Ok(()) => {
+                        reconnect.ok();
+                        break Some(Turn {
+                            warm,
+                            intended: None,
+                        });
+                    }
+                    Err(f) => {
+                        // boxed: the backoff's sleep
+                        let on = Box::pin(
+                            reconnect.connect_failed(&w, endpoint, warm, &mut sent, quota, f),
+                        );
+                        if !on.await {
+                            break None;
+                        }
+                    }
+                }
+            };
+            back.returned.borrow_mut().push(Returned {
+                slot: i,
+                client,
+                reconnect,
+                sent,
+                turn,
+            });
+            back.notify.notify_one();
+        });
+    }
+
+    /// The clients back from their tasks rejoin the loop (their next request sent) or are done.
+    fn take_returned(&mut self) {
+        let returned = std::mem::take(&mut *self.back.returned.borrow_mut());
+        for r in returned {
+            self.away -= 1;
+            let s = &mut self.slots[r.slot];
+            s.client = Some(r.client);
+            s.reconnect = r.reconnect;
+            s.sent = r.sent;
+            match r.turn {
+                None => {
+                    s.state = State::Done;
+                    self.live -= 1;
+                }
+                Some(turn) if self.watch(r.slot) => {
+                    self.start(r.slot, turn);
+                    self.advance(r.slot, Ready::Unknown);
+                }
+                Some(turn) => {
+                    // a connection the loop cannot watch (the kernel refused it a place in the
+                    // set): the turn fails as a connect would, and the client tries again
+                    let s = &mut self.slots[r.slot];
+                    s.sent += u64::from(!turn.warm);
+                    s.state = State::Idle;
+                    let endpoint = s.client.as_ref().map_or(0, |c| c.endpoint);
+                    self.w.fail(
+                        endpoint,
+                        turn.warm,
+                        None,
+                        Failure::with(FailureKind::Connect, "no room in the epoll set"),
+                        Trace::default(),
+                    );
+                    self.away(r.slot);
+                }
+            }
+        }
+    }
+}
