@@ -388,15 +388,23 @@ impl Metered {
                 unsafe { buf.set_len(buf.len() + n) };
                 return Ok((n, n < want));
             }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted => {}
-                io::ErrorKind::WouldBlock => {
-                    read_would_block(&self.ledger);
-                    return Err(e);
-                }
-                _ => return Err(e),
+            if let Some(e) = self.raw_error(read_would_block) {
+                return Err(e);
             }
+        }
+    }
+
+    /// After a raw call failed: None to make it again (a signal interrupted it), or its error,
+    /// an EAGAIN counted with `would_block`.
+    fn raw_error(&self, would_block: fn(&Ledger)) -> Option<io::Error> {
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => None,
+            io::ErrorKind::WouldBlock => {
+                would_block(&self.ledger);
+                Some(e)
+            }
+            _ => Some(e),
         }
     }
 
@@ -411,14 +419,8 @@ impl Metered {
                 counted_write(&self.ledger, n);
                 return Ok(n);
             }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted => {}
-                io::ErrorKind::WouldBlock => {
-                    write_would_block(&self.ledger);
-                    return Err(e);
-                }
-                _ => return Err(e),
+            if let Some(e) = self.raw_error(write_would_block) {
+                return Err(e);
             }
         }
     }
