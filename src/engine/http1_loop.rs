@@ -274,13 +274,16 @@ impl Loop {
                         self.live -= 1;
                         return;
                     }
-                    Some(warm) => self.start(
-                        i,
-                        Turn {
+                    Some(warm) => {
+                        let turn = Turn {
                             warm,
                             intended: None,
-                        },
-                    ),
+                        };
+                        if !self.start(i, turn) {
+                            self.away(i);
+                            return;
+                        }
+                    }
                 },
                 State::Busy { .. } => match self.step(i, ready) {
                     None => return,
@@ -296,15 +299,16 @@ impl Loop {
         }
     }
 
-    /// Sends request `turn` of client `i` (encoded now; written in `step`).
-    fn start(&mut self, i: usize, turn: Turn) {
+    /// Sends request `turn` of client `i` (encoded now; written in `step`); false when the
+    /// client has no connection to send it on (not expected: it gets one away first).
+    fn start(&mut self, i: usize, turn: Turn) -> bool {
         let clients = self.w.ctx.clients as u64;
         let s = &mut self.slots[i];
         let Some(client) = s.client.as_mut() else {
-            return;
+            return false;
         };
         let Some(c) = client.conn.as_mut() else {
-            return;
+            return false;
         };
         s.started = Instant::now();
         client.wbuf.clear();
@@ -320,6 +324,7 @@ impl Loop {
             off: 0,
             written: false,
         };
+        true
     }
 
     /// Writes and reads what client `i`'s socket allows: None to wait for its next readiness;
@@ -484,8 +489,11 @@ impl Loop {
                     self.live -= 1;
                 }
                 Some(turn) if self.watch(r.slot) => {
-                    self.start(r.slot, turn);
-                    self.advance(r.slot, Ready::Unknown);
+                    if self.start(r.slot, turn) {
+                        self.advance(r.slot, Ready::Unknown);
+                    } else {
+                        self.away(r.slot);
+                    }
                 }
                 Some(turn) => {
                     // a connection the loop cannot watch (the kernel refused it a place in the
