@@ -12,7 +12,6 @@
 //! `--io-loop tokio`.
 
 use std::cell::{Cell, RefCell};
-use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -61,6 +60,16 @@ enum Ready {
     Unknown,
 }
 
+impl Ready {
+    /// `Conn::read_now`'s `fresh` and `hangup`.
+    fn flags(self) -> (bool, bool) {
+        match self {
+            Ready::Reported { hangup } => (true, hangup),
+            Ready::Unknown => (false, false),
+        }
+    }
+}
+
 /// Where a client is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -78,8 +87,6 @@ enum State {
 struct Slot {
     /// None while away
     client: Option<Client>,
-    /// its connection's socket, while in the epoll set
-    fd: Option<RawFd>,
     reconnect: Reconnect,
     /// the next request's number
     idx: u64,
@@ -137,7 +144,6 @@ pub(super) async fn run(
         .zip(conns)
         .map(|(&(id, endpoint), conn)| Slot {
             client: Some(Client::new(&w, endpoint, conn, work.for_client(id as u64))),
-            fd: None,
             reconnect: Reconnect::new(),
             idx: id as u64,
             sent: 0,
@@ -160,6 +166,7 @@ pub(super) async fn run(
         w,
         back: Rc::default(),
         scan_every: (ctx.timeout / 16).clamp(TICK, Duration::from_millis(50)),
+        last_start: None,
     };
     lp.run().await
 }
@@ -175,6 +182,9 @@ struct Loop {
     back: Rc<Back>,
     /// how often requests are checked against the timeout
     scan_every: Duration,
+    /// the latest clock read of a request's start since the loop last looked: the loop's "now"
+    /// after a batch that started one (no clock read of its own then)
+    last_start: Option<Instant>,
 }
 
 impl Loop {
@@ -225,7 +235,7 @@ impl Loop {
             for &Event { token, hangup } in &events {
                 self.advance(token as usize, Ready::Reported { hangup });
             }
-            now = Instant::now();
+            now = self.last_start.take().unwrap_or_else(Instant::now);
             if connecting || self.w.closer.pending() > 0 || now >= next_tick {
                 tokio::task::yield_now().await;
                 self.take_returned();
@@ -245,8 +255,7 @@ impl Loop {
     /// Puts slot `i`'s connection in the epoll set; false when it has none (or the set refused
     /// it: the client then gets a connection the runtime's way).
     fn watch(&mut self, i: usize) -> bool {
-        let s = &mut self.slots[i];
-        let Some(fd) = s
+        let Some(fd) = self.slots[i]
             .client
             .as_ref()
             .and_then(|c| c.conn.as_ref())
@@ -254,11 +263,7 @@ impl Loop {
         else {
             return false;
         };
-        if self.ep.add(fd, i as u64).is_err() {
-            return false;
-        }
-        s.fd = Some(fd);
-        true
+        self.ep.add(fd, i as u64).is_ok()
     }
 
     /// Moves client `i` on as far as it goes without waiting: the request at hand written and
@@ -311,6 +316,7 @@ impl Loop {
             return false;
         };
         s.started = Instant::now();
+        self.last_start = Some(s.started);
         client.wbuf.clear();
         s.head_len = client
             .work
@@ -354,12 +360,10 @@ impl Loop {
                 return None;
             }
         }
+        let (fresh, hangup) = ready.flags();
         let answer = match failed {
             Some(f) => Answer::Failed(f),
-            None => match match ready {
-                Ready::Reported { hangup } => c.read_now(true, hangup),
-                Ready::Unknown => c.read_now(false, false),
-            } {
+            None => match c.read_now(fresh, hangup) {
                 Ok(None) => return None,
                 Ok(Some(resp)) => Answer::Response(resp),
                 Err(f) => Answer::Failed(f),
@@ -425,7 +429,7 @@ impl Loop {
         let Some(mut client) = s.client.take() else {
             return;
         };
-        if let Some(fd) = s.fd.take() {
+        if let Some(fd) = client.conn.as_ref().and_then(Conn::plain_fd) {
             self.ep.remove(fd);
         }
         if let Some(c) = client.conn.take() {
