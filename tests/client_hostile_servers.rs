@@ -1278,27 +1278,76 @@ fn http1_server_closing_mid_pipeline_fails_the_rest_as_unanswered() {
         drain(&mut s);
     });
     let url = format!("http://{addr}");
-    let (run, code) = run_partly(&url, &["-c", "4", "--pipeline", "4", "-n", "16"]);
-    let ctx = format!("{run:#}");
-    // every request is counted exactly once: answered, or failed by kind
-    assert_eq!(u64_at(&run, "/summary/count"), 16, "{ctx}");
-    let (ok, failed) = (u64_at(&run, "/summary/ok"), u64_at(&run, "/summary/failed"));
-    assert_eq!(ok + failed, 16, "{ctx}");
-    assert!(ok >= 1, "each connection answers one request: {ctx}");
-    assert_eq!(code, Some(0), "some requests succeeded: exit 0");
-    assert_errors(&run, &["closed", "unanswered", "timeout"], &[]);
-    assert!(
-        failures_of(&run, "unanswered") >= 1,
-        "requests behind the closed one: {ctx}"
-    );
-    assert!(failures_of(&run, "closed") >= 1, "{ctx}");
-    // never retried: no request went out twice, and the server saw no more than were written
-    assert_eq!(u64_at(&run, "/summary/retried"), 0, "{ctx}");
-    let written = u64_at(&run, "/wire/requests_on_wire");
-    assert!(written <= 16, "{written} requests written for 16: {ctx}");
-    assert!(received.load(Ordering::SeqCst) <= written, "{ctx}");
-    // one answer per connection: the answered requests are the connections
-    assert_eq!(ok, u64_at(&run, "/wire/connections_opened"), "{ctx}");
+    for (io_loop, ran) in LOOPS {
+        received.store(0, Ordering::SeqCst);
+        let (run, code) = run_partly(
+            &url,
+            &[
+                "-c",
+                "4",
+                "--pipeline",
+                "4",
+                "-n",
+                "16",
+                "--io-loop",
+                io_loop,
+            ],
+        );
+        let ctx = format!("--io-loop {io_loop}: {run:#}");
+        assert_eq!(run["cost"]["client_loop"], ran, "{ctx}");
+        // every request is counted exactly once: answered, or failed by kind
+        assert_eq!(u64_at(&run, "/summary/count"), 16, "{ctx}");
+        let (ok, failed) = (u64_at(&run, "/summary/ok"), u64_at(&run, "/summary/failed"));
+        assert_eq!(ok + failed, 16, "{ctx}");
+        assert!(ok >= 1, "each connection answers one request: {ctx}");
+        assert_eq!(code, Some(0), "some requests succeeded: exit 0: {ctx}");
+        assert_errors(&run, &["closed", "unanswered", "timeout"], &[]);
+        assert!(
+            failures_of(&run, "unanswered") >= 1,
+            "requests behind the closed one: {ctx}"
+        );
+        assert!(failures_of(&run, "closed") >= 1, "{ctx}");
+        // never retried: no request went out twice, and the server saw no more than were
+        // written
+        assert_eq!(u64_at(&run, "/summary/retried"), 0, "{ctx}");
+        let written = u64_at(&run, "/wire/requests_on_wire");
+        assert!(written <= 16, "{written} requests written for 16: {ctx}");
+        assert!(received.load(Ordering::SeqCst) <= written, "{ctx}");
+        // one answer per connection: the answered requests are the connections
+        assert_eq!(ok, u64_at(&run, "/wire/connections_opened"), "{ctx}");
+    }
+}
+
+#[test]
+fn http1_pipelined_server_that_never_answers_times_out_the_oldest() {
+    // Reads a request and then nothing: the oldest request of each pipeline times out, the
+    // ones behind it are unanswered, and the connection is replaced.
+    fn respond(_: &mut TcpStream) {}
+    let url = http_server(respond);
+    for (io_loop, ran) in LOOPS {
+        let (run, code) = run_partly(
+            &url,
+            &[
+                "-c",
+                "4",
+                "--pipeline",
+                "4",
+                "-n",
+                "8",
+                "--io-loop",
+                io_loop,
+            ],
+        );
+        let ctx = format!("--io-loop {io_loop}: {run:#}");
+        assert_eq!(run["cost"]["client_loop"], ran, "{ctx}");
+        assert_ne!(code, Some(0), "nothing succeeded: {ctx}");
+        assert_eq!(u64_at(&run, "/summary/failed"), 8, "{ctx}");
+        assert_errors(&run, &["timeout", "unanswered"], &[]);
+        // two pipelines of four, each ended by its oldest request's timeout
+        assert_eq!(failures_of(&run, "timeout"), 2, "{ctx}");
+        assert_eq!(failures_of(&run, "unanswered"), 6, "{ctx}");
+        assert_eq!(u64_at(&run, "/wire/connections_opened"), 2, "{ctx}");
+    }
 }
 
 #[test]
@@ -1325,13 +1374,28 @@ fn http1_answers_ahead_of_their_requests_are_matched_in_order() {
         }
     });
     let url = format!("http://{addr}");
-    let (run, code) = run_partly(&url, &["-c", "2", "--pipeline", "2", "-n", "40"]);
-    let ctx = format!("{run:#}");
-    assert_eq!(code, Some(0), "{ctx}");
-    assert_eq!(u64_at(&run, "/summary/ok"), 40, "{ctx}");
-    assert_eq!(u64_at(&run, "/wire/connections_opened"), 1, "{ctx}");
-    let conn = &run["per_connection"][0];
-    let http1 = &conn["http1"];
-    assert_eq!(u64_at(conn, "/requests"), 40, "{ctx}");
-    assert_eq!(u64_at(http1, "/responses"), 40, "{ctx}");
+    for (io_loop, ran) in LOOPS {
+        let (run, code) = run_partly(
+            &url,
+            &[
+                "-c",
+                "2",
+                "--pipeline",
+                "2",
+                "-n",
+                "40",
+                "--io-loop",
+                io_loop,
+            ],
+        );
+        let ctx = format!("--io-loop {io_loop}: {run:#}");
+        assert_eq!(run["cost"]["client_loop"], ran, "{ctx}");
+        assert_eq!(code, Some(0), "{ctx}");
+        assert_eq!(u64_at(&run, "/summary/ok"), 40, "{ctx}");
+        assert_eq!(u64_at(&run, "/wire/connections_opened"), 1, "{ctx}");
+        let conn = &run["per_connection"][0];
+        let http1 = &conn["http1"];
+        assert_eq!(u64_at(conn, "/requests"), 40, "{ctx}");
+        assert_eq!(u64_at(http1, "/responses"), 40, "{ctx}");
+    }
 }

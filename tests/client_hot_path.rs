@@ -227,28 +227,35 @@ fn http1_steady_state_allocates_nothing_and_writes_once() {
 fn pipelined_http1_allocates_nothing_per_request() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let endpoint = fake_server(RESPONSE);
-    // 8 clients on 2 connections, 4 requests in flight on each
-    let shape = ["-c", "8", "--pipeline", "4"];
-    let (small, run_small) = allocations_for(&endpoint, 200, &shape);
-    let (large, run_large) = allocations_for(&endpoint, 10_200, &shape);
-    assert_eq!(run_small.stats.ok, 200);
-    assert_eq!(run_large.stats.ok, 10_200);
-    assert_eq!(run_large.stats.conns.len(), 2, "ceil(8 / 4) connections");
-    let extra = large.saturating_sub(small);
-    println!("pipelined allocations: {small} for 200 requests, {large} for 10,200 requests");
-    assert!(
-        extra < 50,
-        "10000 extra pipelined requests made {extra} extra allocations ({small} vs {large})"
-    );
-    let requests: u64 = run_large.stats.conns.iter().map(|c| c.requests).sum();
-    let writes: u64 = run_large.stats.conns.iter().map(|c| c.write_calls).sum();
-    assert_eq!(requests, 10_200);
-    // the server answers each request with a write of its own, so batches are often smaller
-    // than 4; they are still written together: fewer write calls than requests
-    assert!(
-        writes < requests,
-        "{writes} write calls for {requests} pipelined requests"
-    );
+    for (io_loop, ran) in [("auto", "epoll"), ("tokio", "tokio")] {
+        // 8 clients on 2 connections, 4 requests in flight on each
+        let shape = ["-c", "8", "--pipeline", "4", "--io-loop", io_loop];
+        let (small, run_small) = allocations_for(&endpoint, 200, &shape);
+        let (large, run_large) = allocations_for(&endpoint, 10_200, &shape);
+        assert_eq!(run_small.stats.ok, 200);
+        assert_eq!(run_large.stats.ok, 10_200);
+        assert_eq!(run_large.client_loop, ran);
+        assert_eq!(run_large.stats.conns.len(), 2, "ceil(8 / 4) connections");
+        let extra = large.saturating_sub(small);
+        println!(
+            "--io-loop {io_loop}: pipelined allocations: {small} for 200 requests, {large} for \
+             10,200 requests"
+        );
+        assert!(
+            extra < 50,
+            "--io-loop {io_loop}: 10000 extra pipelined requests made {extra} extra allocations \
+             ({small} vs {large})"
+        );
+        let requests: u64 = run_large.stats.conns.iter().map(|c| c.requests).sum();
+        let writes: u64 = run_large.stats.conns.iter().map(|c| c.write_calls).sum();
+        assert_eq!(requests, 10_200);
+        // the server answers each request with a write of its own, so batches are often smaller
+        // than 4; they are still written together: fewer write calls than requests
+        assert!(
+            writes < requests,
+            "--io-loop {io_loop}: {writes} write calls for {requests} pipelined requests"
+        );
+    }
 }
 
 #[test]

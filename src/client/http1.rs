@@ -32,6 +32,9 @@ pub struct Conn {
     reusable: bool,
     /// readiness-driven reads (`read_now`): the socket may hold bytes not read yet
     unread: bool,
+    /// readiness-driven reads: the reader found the response incomplete in `rbuf` as it is now
+    /// (and made room for the next read), so it is asked again only once a read added bytes
+    stale: bool,
 }
 
 /// A complete response; `body` borrows the connection's buffers until the next request.
@@ -64,6 +67,7 @@ impl Conn {
             opened: Instant::now(),
             reusable: true,
             unread: false,
+            stale: false,
         })
     }
 
@@ -135,6 +139,8 @@ impl Conn {
     /// Readiness-driven use: a request is about to go, its response comes next.
     pub fn begin(&mut self) {
         self.reader.next_response(&mut self.rbuf);
+        // what is left in the buffer may begin the next response
+        self.stale = false;
     }
 
     /// Writes `request[*off..]` now, as far as the socket takes it: true once the whole request
@@ -147,19 +153,41 @@ impl Conn {
         head_len: usize,
     ) -> Result<bool, Failure> {
         while *off < request.len() {
-            match self.io.send_now(&request[*off..]) {
-                Ok(n) => *off += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) => {
-                    self.reusable = false;
-                    return Err(io_failure(&e));
-                }
+            match self.write_now(&request[*off..])? {
+                Some(n) => *off += n,
+                None => return Ok(false),
             }
         }
-        self.ledger.count_request();
-        self.ledger
-            .http1_request(head_len, request.len().saturating_sub(head_len));
+        self.count_request(head_len, request.len().saturating_sub(head_len));
         Ok(true)
+    }
+
+    /// One write of `data` now: the bytes the socket took, None when it took none (wait for
+    /// the next write readiness). Readiness-driven pipelining writes several requests at once
+    /// this way and counts each with `count_request` once its last byte is written.
+    pub fn write_now(&mut self, data: &[u8]) -> Result<Option<usize>, Failure> {
+        match self.io.send_now(data) {
+            Ok(n) => Ok(Some(n)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => {
+                self.reusable = false;
+                Err(io_failure(&e))
+            }
+        }
+    }
+
+    /// A request of `head_len` + `body_len` bytes is written whole: counted.
+    pub fn count_request(&self, head_len: usize, body_len: usize) {
+        self.ledger.count_request();
+        self.ledger.http1_request(head_len, body_len);
+    }
+
+    /// This connection for pipelining: reads of at least `READ_CHUNK`, since the answers to a
+    /// batch arrive together and one read takes them all (an unpipelined connection's read
+    /// buffer is sized to one response).
+    pub fn pipelined(mut self) -> Conn {
+        self.reader = self.reader.with_min_room(http1::READ_CHUNK);
+        self
     }
 
     /// Reads what the socket holds now towards the response: `Ok(None)` when it is not complete
@@ -170,23 +198,31 @@ impl Conn {
     pub fn read_now(&mut self, fresh: bool, hangup: bool) -> Result<Option<Response<'_>>, Failure> {
         self.unread |= fresh;
         let read = loop {
-            match self.reader.poll(&mut self.rbuf, &mut self.body) {
-                Ok(Some(response)) => break Ok(response),
-                Err(e) => break Err(e),
-                Ok(None) if !self.unread => return Ok(None),
-                // the reader has made room in rbuf for this read
-                Ok(None) => match self.io.recv_now(&mut self.rbuf) {
-                    Ok((0, _)) => break self.reader.eof(&self.rbuf),
-                    Ok((_, emptied)) => self.unread = hangup || !emptied,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        self.unread = false;
-                        return Ok(None);
-                    }
-                    Err(e) => {
-                        self.reusable = false;
-                        return Err(io_failure(&e));
-                    }
-                },
+            if !self.stale {
+                match self.reader.poll(&mut self.rbuf, &mut self.body) {
+                    Ok(Some(response)) => break Ok(response),
+                    Err(e) => break Err(e),
+                    // the reader has made room in rbuf for the next read
+                    Ok(None) => self.stale = true,
+                }
+            }
+            if !self.unread {
+                return Ok(None);
+            }
+            match self.io.recv_now(&mut self.rbuf) {
+                Ok((0, _)) => break self.reader.eof(&self.rbuf),
+                Ok((_, emptied)) => {
+                    self.stale = false;
+                    self.unread = hangup || !emptied;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.unread = false;
+                    return Ok(None);
+                }
+                Err(e) => {
+                    self.reusable = false;
+                    return Err(io_failure(&e));
+                }
             }
         };
         self.finish(read).map(Some)

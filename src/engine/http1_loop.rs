@@ -9,7 +9,8 @@
 //!
 //! It runs the closed loop over plain sockets (TCP or Unix): runs with TLS, `--rate`, stages,
 //! failover, credentials or `--requests-per-conn` keep one runtime task per client, as does
-//! `--io-loop tokio`.
+//! `--io-loop tokio`. The loop itself (`drive`) moves `Lines`: here a client and its
+//! connection, in `pipe_loop` a pipelined connection and the clients sharing it.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -43,7 +44,6 @@ const BATCH: usize = 256;
 pub(super) fn eligible(ctx: &Ctx) -> bool {
     ctx.net.own_loop
         && ctx.net.tls.is_none()
-        && ctx.pipeline <= 1
         && ctx.rate.is_none()
         && ctx.staged.is_none()
         && ctx.routes.is_none()
@@ -53,7 +53,7 @@ pub(super) fn eligible(ctx: &Ctx) -> bool {
 
 /// What the loop knows of a socket's readiness when it moves its client on.
 #[derive(Debug, Clone, Copy)]
-enum Ready {
+pub(super) enum Ready {
     /// an event just reported it (`hangup`: the peer closed its side, or the socket failed)
     Reported { hangup: bool },
     /// nothing new: after the client's own write, or when it rejoins the loop
@@ -62,7 +62,7 @@ enum Ready {
 
 impl Ready {
     /// `Conn::read_now`'s `fresh` and `hangup`.
-    fn flags(self) -> (bool, bool) {
+    pub(super) fn flags(self) -> (bool, bool) {
         match self {
             Ready::Reported { hangup } => (true, hangup),
             Ready::Unknown => (false, false),
@@ -111,14 +111,147 @@ struct Returned {
     turn: Option<Turn>,
 }
 
-/// What the loop and the away clients' tasks share.
-#[derive(Default)]
-struct Back {
-    returned: RefCell<Vec<Returned>>,
-    /// a client came back
-    notify: tokio::sync::Notify,
-    /// clients inside a connect now
-    connecting: Cell<usize>,
+/// What the loop and the tasks of the lines away from it share: the lines back (`R`: a
+/// client with its connection, a pipelined connection with its clients).
+pub(super) struct Back<R> {
+    pub(super) returned: RefCell<Vec<R>>,
+    /// a line came back
+    pub(super) notify: tokio::sync::Notify,
+    /// lines inside a connect now
+    pub(super) connecting: Cell<usize>,
+}
+
+impl<R> Default for Back<R> {
+    fn default() -> Self {
+        Back {
+            returned: RefCell::new(Vec::new()),
+            notify: tokio::sync::Notify::new(),
+            connecting: Cell::new(0),
+        }
+    }
+}
+
+impl<R> Back<R> {
+    /// A line away from the loop is connecting while `fut` runs.
+    pub(super) async fn connecting<T>(&self, fut: impl std::future::Future<Output = T>) -> T {
+        self.connecting.set(self.connecting.get() + 1);
+        let out = fut.await;
+        self.connecting.set(self.connecting.get() - 1);
+        out
+    }
+
+    /// A line comes back to the loop.
+    pub(super) fn back(&self, r: R) {
+        self.returned.borrow_mut().push(r);
+        self.notify.notify_one();
+    }
+}
+
+/// What the loop and its lines share: the epoll set (a line's token is its index), the worker,
+/// the lines' way back, and the loop's counts.
+pub(super) struct Core<R> {
+    pub(super) ep: Epoll,
+    pub(super) w: Rc<Worker>,
+    pub(super) back: Rc<Back<R>>,
+    /// lines not done
+    pub(super) live: usize,
+    /// lines away on a runtime task
+    pub(super) away: usize,
+    /// how often requests are checked against the timeout
+    pub(super) scan_every: Duration,
+    /// the latest clock read of a request's start since the loop last looked: the loop's "now"
+    /// after a batch that started one (no clock read of its own then)
+    pub(super) last_start: Option<Instant>,
+}
+
+impl<R> Core<R> {
+    /// A loop's core with `lines` lines; None when the thread cannot have an epoll set.
+    pub(super) fn new(w: &Rc<Worker>, lines: usize) -> Option<Core<R>> {
+        let ep = Epoll::new(BATCH).ok()?;
+        Some(Core {
+            ep,
+            w: w.clone(),
+            back: Rc::default(),
+            live: lines,
+            away: 0,
+            scan_every: (w.ctx.timeout / 16).clamp(TICK, Duration::from_millis(50)),
+            last_start: None,
+        })
+    }
+}
+
+/// What the loop moves: lines of sockets, each under its index in the epoll set.
+pub(super) trait Lines {
+    /// a line coming back from its runtime task
+    type Returned;
+    fn core(&mut self) -> &mut Core<Self::Returned>;
+    /// Moves line `i` on as far as it goes without waiting (`ready`: what its socket reported).
+    fn advance(&mut self, i: usize, ready: Ready);
+    /// Requests past their timeout fail.
+    fn expire(&mut self, now: Instant);
+    /// The lines back from their tasks rejoin the loop (or are done).
+    fn take_returned(&mut self);
+}
+
+/// Runs the loop until every line is done: waits on the epoll set, moves the lines its events
+/// name, turns the runtime at each tick (and while a connect is under way), scans for timeouts.
+pub(super) async fn drive<L: Lines>(lines: &mut L) {
+    let mut events = Vec::with_capacity(BATCH);
+    let mut now = Instant::now();
+    let mut next_tick = now + TICK;
+    let mut next_scan = now + lines.core().scan_every;
+    let mut wait_failed = false;
+    // the last wait returned events
+    let mut flowing = false;
+    loop {
+        let core = lines.core();
+        if core.live == 0 {
+            break;
+        }
+        if core.live == core.away {
+            // nobody on the loop: the runtime alone, until a line comes back
+            let back = core.back.clone();
+            back.notify.notified().await;
+            lines.take_returned();
+            continue;
+        }
+        let connecting = core.back.connecting.get() > 0;
+        let runtime_busy = core.away > 0 || core.w.closer.pending() > 0;
+        let timeout = if connecting {
+            0
+        } else if flowing && !runtime_busy {
+            LONG_WAIT.as_millis() as i32
+        } else {
+            // at least a millisecond: epoll counts in milliseconds
+            next_tick
+                .saturating_duration_since(now)
+                .as_millis()
+                .clamp(1, TICK.as_millis()) as i32
+        };
+        if let Err(e) = core.ep.wait(timeout, &mut events) {
+            // not expected of a valid set and buffer: said once, and the loop goes on at the
+            // tick (the timeout scan still bounds every request)
+            if !std::mem::replace(&mut wait_failed, true) {
+                eprintln!("wirebench: epoll_wait: {e}");
+            }
+            std::thread::sleep(TICK);
+        }
+        flowing = !events.is_empty();
+        for &Event { token, hangup } in &events {
+            lines.advance(token as usize, Ready::Reported { hangup });
+        }
+        let core = lines.core();
+        now = core.last_start.take().unwrap_or_else(Instant::now);
+        if connecting || core.w.closer.pending() > 0 || now >= next_tick {
+            tokio::task::yield_now().await;
+            lines.take_returned();
+            next_tick = now + TICK;
+        }
+        if now >= next_scan {
+            lines.expire(now);
+            next_scan = now + lines.core().scan_every;
+        }
+    }
 }
 
 /// Runs the thread's clients on the loop; returns the connections still open, to be closed
@@ -134,7 +267,7 @@ pub(super) async fn run(
     conns: Vec<Option<Conn>>,
     work: &Http1Work,
 ) -> Vec<Conn> {
-    let Ok(ep) = Epoll::new(BATCH) else {
+    let Some(core) = Core::new(&w, conns.len()) else {
         return http1::run(w, a, conns, work).await;
     };
     let ctx = w.ctx.clone();
@@ -158,33 +291,33 @@ pub(super) async fn run(
             before: 0,
         })
         .collect::<Vec<_>>();
-    let mut lp = Loop {
-        live: slots.len(),
-        away: 0,
-        slots,
-        ep,
-        w,
-        back: Rc::default(),
-        scan_every: (ctx.timeout / 16).clamp(TICK, Duration::from_millis(50)),
-        last_start: None,
-    };
+    let mut lp = Loop { slots, core };
     lp.run().await
 }
 
 struct Loop {
     slots: Vec<Slot>,
-    /// clients not done
-    live: usize,
-    /// clients away on a runtime task
-    away: usize,
-    ep: Epoll,
-    w: Rc<Worker>,
-    back: Rc<Back>,
-    /// how often requests are checked against the timeout
-    scan_every: Duration,
-    /// the latest clock read of a request's start since the loop last looked: the loop's "now"
-    /// after a batch that started one (no clock read of its own then)
-    last_start: Option<Instant>,
+    core: Core<Returned>,
+}
+
+impl Lines for Loop {
+    type Returned = Returned;
+
+    fn core(&mut self) -> &mut Core<Returned> {
+        &mut self.core
+    }
+
+    fn advance(&mut self, i: usize, ready: Ready) {
+        Loop::advance(self, i, ready);
+    }
+
+    fn expire(&mut self, now: Instant) {
+        Loop::expire(self, now);
+    }
+
+    fn take_returned(&mut self) {
+        Loop::take_returned(self);
+    }
 }
 
 impl Loop {
@@ -196,56 +329,7 @@ impl Loop {
                 self.away(i);
             }
         }
-        let mut events = Vec::with_capacity(BATCH);
-        let mut now = Instant::now();
-        let mut next_tick = now + TICK;
-        let mut next_scan = now + self.scan_every;
-        let mut wait_failed = false;
-        // the last wait returned events
-        let mut flowing = false;
-        while self.live > 0 {
-            if self.live == self.away {
-                // nobody on the loop: the runtime alone, until a client comes back
-                self.back.notify.notified().await;
-                self.take_returned();
-                continue;
-            }
-            let connecting = self.back.connecting.get() > 0;
-            let runtime_busy = self.away > 0 || self.w.closer.pending() > 0;
-            let timeout = if connecting {
-                0
-            } else if flowing && !runtime_busy {
-                LONG_WAIT.as_millis() as i32
-            } else {
-                // at least a millisecond: epoll counts in milliseconds
-                next_tick
-                    .saturating_duration_since(now)
-                    .as_millis()
-                    .clamp(1, TICK.as_millis()) as i32
-            };
-            if let Err(e) = self.ep.wait(timeout, &mut events) {
-                // not expected of a valid set and buffer: said once, and the loop goes on at
-                // the tick (the timeout scan still bounds every request)
-                if !std::mem::replace(&mut wait_failed, true) {
-                    eprintln!("wirebench: epoll_wait: {e}");
-                }
-                std::thread::sleep(TICK);
-            }
-            flowing = !events.is_empty();
-            for &Event { token, hangup } in &events {
-                self.advance(token as usize, Ready::Reported { hangup });
-            }
-            now = self.last_start.take().unwrap_or_else(Instant::now);
-            if connecting || self.w.closer.pending() > 0 || now >= next_tick {
-                tokio::task::yield_now().await;
-                self.take_returned();
-                next_tick = now + TICK;
-            }
-            if now >= next_scan {
-                self.expire(now);
-                next_scan = now + self.scan_every;
-            }
-        }
+        drive(self).await;
         self.slots
             .iter_mut()
             .filter_map(|s| s.client.as_mut().and_then(|c| c.conn.take()))
@@ -263,7 +347,7 @@ impl Loop {
         else {
             return false;
         };
-        self.ep.add(fd, i as u64).is_ok()
+        self.core.ep.add(fd, i as u64).is_ok()
     }
 
     /// Moves client `i` on as far as it goes without waiting: the request at hand written and
@@ -273,10 +357,10 @@ impl Loop {
         loop {
             let s = &mut self.slots[i];
             match s.state {
-                State::Idle => match self.w.phase(s.sent, s.quota) {
+                State::Idle => match self.core.w.phase(s.sent, s.quota) {
                     None => {
                         s.state = State::Done;
-                        self.live -= 1;
+                        self.core.live -= 1;
                         return;
                     }
                     Some(warm) => {
@@ -307,7 +391,7 @@ impl Loop {
     /// Sends request `turn` of client `i` (encoded now; written in `step`); false when the
     /// client has no connection to send it on (not expected: it gets one away first).
     fn start(&mut self, i: usize, turn: Turn) -> bool {
-        let clients = self.w.ctx.clients as u64;
+        let clients = self.core.w.ctx.clients as u64;
         let s = &mut self.slots[i];
         let Some(client) = s.client.as_mut() else {
             return false;
@@ -316,7 +400,7 @@ impl Loop {
             return false;
         };
         s.started = Instant::now();
-        self.last_start = Some(s.started);
+        self.core.last_start = Some(s.started);
         client.wbuf.clear();
         s.head_len = client
             .work
@@ -337,7 +421,7 @@ impl Loop {
     /// once the request is answered (or failed), recorded, whether the connection carries the
     /// next one.
     fn step(&mut self, i: usize, ready: Ready) -> Option<bool> {
-        let w = &*self.w;
+        let w = &*self.core.w;
         let s = &mut self.slots[i];
         let State::Busy {
             mut off,
@@ -388,7 +472,7 @@ impl Loop {
             return false;
         };
         if c.requests_written() > s.before {
-            self.w.wrote(s.turn.warm);
+            self.core.w.wrote(s.turn.warm);
         }
         keep && c.reusable()
     }
@@ -396,7 +480,7 @@ impl Loop {
     /// Requests past their timeout fail as `timeout`, and their connections go (a late response
     /// would be read as the next one's).
     fn expire(&mut self, now: Instant) {
-        let timeout = self.w.ctx.timeout;
+        let timeout = self.core.w.ctx.timeout;
         for i in 0..self.slots.len() {
             let s = &self.slots[i];
             if !matches!(s.state, State::Busy { .. }) || now < s.started + timeout {
@@ -415,7 +499,7 @@ impl Loop {
                 ready: s.started,
                 trace: Trace::on(s.started, Some(c.local_port())),
             };
-            record(&self.w, &client.work, at, Answer::TimedOut, false);
+            record(&self.core.w, &client.work, at, Answer::TimedOut, false);
             self.after(i, false);
             self.away(i);
         }
@@ -430,14 +514,14 @@ impl Loop {
             return;
         };
         if let Some(fd) = client.conn.as_ref().and_then(Conn::plain_fd) {
-            self.ep.remove(fd);
+            self.core.ep.remove(fd);
         }
         if let Some(c) = client.conn.take() {
-            retire(&self.w, c);
+            retire(&self.core.w, c);
         }
         s.state = State::Away;
-        self.away += 1;
-        let (w, back) = (self.w.clone(), self.back.clone());
+        self.core.away += 1;
+        let (w, back) = (self.core.w.clone(), self.core.back.clone());
         let (mut sent, quota, endpoint) = (s.sent, s.quota, client.endpoint);
         let mut reconnect = std::mem::replace(&mut s.reconnect, Reconnect::new());
         tokio::task::spawn_local(async move {
@@ -445,10 +529,7 @@ impl Loop {
                 let Some(warm) = w.phase(sent, quota) else {
                     break None;
                 };
-                back.connecting.set(back.connecting.get() + 1);
-                let ready = client.ready(&w).await;
-                back.connecting.set(back.connecting.get() - 1);
-                match ready {
+                match back.connecting(client.ready(&w)).await {
                     Ok(()) => {
                         reconnect.ok();
                         break Some(Turn {
@@ -467,22 +548,21 @@ impl Loop {
                     }
                 }
             };
-            back.returned.borrow_mut().push(Returned {
+            back.back(Returned {
                 slot: i,
                 client,
                 reconnect,
                 sent,
                 turn,
             });
-            back.notify.notify_one();
         });
     }
 
     /// The clients back from their tasks rejoin the loop (their next request sent) or are done.
     fn take_returned(&mut self) {
-        let returned = std::mem::take(&mut *self.back.returned.borrow_mut());
+        let returned = std::mem::take(&mut *self.core.back.returned.borrow_mut());
         for r in returned {
-            self.away -= 1;
+            self.core.away -= 1;
             let s = &mut self.slots[r.slot];
             s.client = Some(r.client);
             s.reconnect = r.reconnect;
@@ -490,7 +570,7 @@ impl Loop {
             match r.turn {
                 None => {
                     s.state = State::Done;
-                    self.live -= 1;
+                    self.core.live -= 1;
                 }
                 Some(turn) if self.watch(r.slot) => {
                     if self.start(r.slot, turn) {
@@ -506,7 +586,7 @@ impl Loop {
                     s.sent += u64::from(!turn.warm);
                     s.state = State::Idle;
                     let endpoint = s.client.as_ref().map_or(0, |c| c.endpoint);
-                    self.w.fail(
+                    self.core.w.fail(
                         endpoint,
                         turn.warm,
                         None,

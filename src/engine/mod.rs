@@ -17,6 +17,7 @@ mod http1_loop;
 mod interval;
 mod meeting;
 mod pace;
+mod pipe_loop;
 mod pipeline;
 mod plan;
 mod progress;

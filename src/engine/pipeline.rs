@@ -5,6 +5,7 @@
 use std::rc::Rc;
 use std::time::Instant;
 
+use crate::client::http1::Conn;
 use crate::client::http1::pipeline::Pipe;
 use crate::outcome::{Failure, FailureKind};
 use crate::workload::{ClientWork, Http1Work, reauthenticate_http};
@@ -15,20 +16,29 @@ use super::session::{Exchange, Session, drive};
 use super::worker::{Trace, Turn, Worker};
 use super::{Assignment, Ctx, EngineError};
 
-/// Opens this thread's connections before the start line, one pipe each.
-pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Rc<Pipe>>, EngineError> {
+/// Opens this thread's connections before the start line (`a.conns` in order).
+pub(super) async fn setup(ctx: &Ctx, a: &Assignment) -> Result<Vec<Conn>, EngineError> {
+    let mut conns = Vec::with_capacity(a.conns.len());
+    let t0 = Instant::now();
+    for (j, &endpoint) in a.conns.iter().enumerate() {
+        connect_turn(ctx, a, j, t0).await;
+        conns.push(connect(ctx, endpoint).await?);
+    }
+    Ok(conns)
+}
+
+/// A pipe (and its driver task, in `run`) for each connection of `setup`.
+pub(super) fn pipes(ctx: &Ctx, a: &Assignment, conns: Vec<Conn>) -> Vec<Rc<Pipe>> {
     let mut sharing = vec![0usize; a.conns.len()];
     for &(_, k) in &a.clients {
         sharing[k] += 1;
     }
-    let mut pipes = Vec::with_capacity(a.conns.len());
-    let t0 = Instant::now();
-    for (j, &endpoint) in a.conns.iter().enumerate() {
-        connect_turn(ctx, a, j, t0).await;
-        let conn = connect(ctx, endpoint).await?;
-        pipes.push(Rc::new(Pipe::new(endpoint, sharing[j], conn, ctx.timeout)));
-    }
-    Ok(pipes)
+    a.conns
+        .iter()
+        .zip(conns)
+        .enumerate()
+        .map(|(j, (&endpoint, conn))| Rc::new(Pipe::new(endpoint, sharing[j], conn, ctx.timeout)))
+        .collect()
 }
 
 /// Runs every pipe's driver and every client; the drivers live on until `close`.

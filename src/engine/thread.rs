@@ -21,7 +21,8 @@ use super::closer::CLOSE_BOUND;
 use super::meeting::Meeting;
 use super::worker::Worker;
 use super::{
-    Assignment, Ctx, EngineError, bidi, grpc, http1, http1_loop, interval, pace, pipeline, progress,
+    Assignment, Ctx, EngineError, bidi, grpc, http1, http1_loop, interval, pace, pipe_loop,
+    pipeline, progress,
 };
 
 /// What a worker thread hands back.
@@ -172,7 +173,8 @@ pub(super) fn worker_thread(
             &window_over,
         );
     }
-    let own_loop = matches!(&setup, Some(Setup::Http(..))) && http1_loop::eligible(&ctx);
+    let own_loop =
+        matches!(&setup, Some(Setup::Http(..) | Setup::Pipes(..))) && http1_loop::eligible(&ctx);
     let closing = setup.map(|s| local.block_on(&rt, s.run(worker.clone(), &a, own_loop)));
     let window_end = Reading::now(&counters);
     let ended = ran.then(Instant::now);
@@ -457,8 +459,8 @@ pub(super) fn fail_setup(sync: &Meeting, e: EngineError) {
 /// copy.
 pub(super) enum Setup {
     Http(Vec<Option<crate::client::http1::Conn>>, Http1Work),
-    /// pipelined HTTP/1.1
-    Pipes(Vec<Rc<Pipe>>, Http1Work),
+    /// pipelined HTTP/1.1: the connections, `a.conns` in order
+    Pipes(Vec<crate::client::http1::Conn>, Http1Work),
     Grpc(Vec<Rc<grpc::ConnSlot>>, OverH2),
 }
 
@@ -477,7 +479,11 @@ impl Setup {
                 Closing::Http(http1_loop::run(w, a, conns, &work).await)
             }
             Setup::Http(conns, work) => Closing::Http(http1::run(w, a, conns, &work).await),
-            Setup::Pipes(pipes, work) => {
+            Setup::Pipes(conns, work) => {
+                if own_loop && let Some(core) = http1_loop::Core::new(&w, conns.len()) {
+                    return Closing::Http(pipe_loop::run(core, a, conns, &work).await);
+                }
+                let pipes = pipeline::pipes(&w.ctx, a, conns);
                 pipeline::run(w, a, &pipes, &work).await;
                 Closing::Pipes(pipes)
             }

@@ -15,7 +15,7 @@ use crate::config::Endpoint;
 use crate::outcome::{Failure, FailureKind, StatusKey};
 use crate::workload::HttpVerdict;
 use wirebench_wire::echo;
-use wirebench_wire::echo::scan::echo_answer_matches;
+use wirebench_wire::echo::scan::{echo_answer_matches_plain, ping_is_plain};
 use wirebench_wire::grpc;
 use wirebench_wire::http1::RequestTemplate;
 use wirebench_wire::proto::echo::{EchoRequest, EchoResponse};
@@ -45,6 +45,8 @@ pub const HTTP_PATH: &str = "/v1/echo";
 #[derive(Debug)]
 struct Shared {
     ping: String,
+    /// `ping_is_plain(ping)`, found once for every answer's check
+    ping_plain: bool,
     templates: Vec<RequestTemplate>,
     calls: Vec<Call>,
     /// `POST /v1/echo` over plain HTTP/2, per endpoint
@@ -122,6 +124,7 @@ impl EchoWorkload {
         let frame = frame.freeze();
         Ok(EchoWorkload {
             shared: Arc::new(Shared {
+                ping_plain: ping_is_plain(ping.as_bytes()),
                 ping,
                 templates,
                 calls,
@@ -156,7 +159,8 @@ impl EchoWorkload {
         }
         // the answer's `body` compared (the rest scanned only when it does not open with it),
         // nothing built
-        match echo_answer_matches(body, self.shared.ping.as_bytes()) {
+        let (ping, plain) = (self.shared.ping.as_bytes(), self.shared.ping_plain);
+        match echo_answer_matches_plain(body, ping, plain) {
             Ok(true) => Ok(key),
             Ok(false) => Err((
                 key,

@@ -98,7 +98,7 @@ impl Pipe {
         Pipe {
             endpoint,
             st: RefCell::new(State {
-                conn: Some(for_pipelining(conn)),
+                conn: Some(conn.pipelined()),
                 connecting: false,
                 closed: false,
                 out: BytesMut::new(),
@@ -141,7 +141,7 @@ impl Pipe {
             st.connecting = false;
             self.connected.notify_waiters();
             let conn = result.map_err(|e| Failure::with(FailureKind::Connect, e))?;
-            st.conn = Some(for_pipelining(conn));
+            st.conn = Some(conn.pipelined());
             if let Some(w) = &st.driver {
                 w.wake_by_ref();
             }
@@ -381,13 +381,6 @@ impl State {
         self.out_counted = 0;
         self.timer = None;
     }
-}
-
-/// `conn` with reads of at least `READ_CHUNK`: the answers to a batch arrive together, and one
-/// read takes them all (the read buffer of an unpipelined connection is sized to one response).
-fn for_pipelining(mut conn: Conn) -> Conn {
-    conn.reader = conn.reader.with_min_room(http1::READ_CHUNK);
-    conn
 }
 
 fn http1_failure(e: http1::Error) -> Failure {

@@ -163,20 +163,38 @@ pub fn echoed_body_matches(json: &[u8], ping: &[u8]) -> Result<bool, ScanError> 
 /// it accepts what the scan would refuse only after the `body` member (an invalid member, a
 /// duplicate `body`, a nested object cut short).
 pub fn echo_answer_matches(json: &[u8], ping: &[u8]) -> Result<bool, ScanError> {
+    answer_matches(json, ping, ping_is_plain(ping))
+}
+
+/// Whether `ping` holds no quote, backslash or control byte (so JSON holds it as is): what the
+/// quick look of [`echo_answer_matches`] needs of a ping, for a caller that checks many answers
+/// against one ping to find once and pass to [`echo_answer_matches_plain`].
+pub fn ping_is_plain(ping: &[u8]) -> bool {
+    next_special(ping, 0) == ping.len()
+}
+
+/// [`echo_answer_matches`] for a ping whose [`ping_is_plain`] is `plain`.
+pub fn echo_answer_matches_plain(json: &[u8], ping: &[u8], plain: bool) -> Result<bool, ScanError> {
+    answer_matches(json, ping, plain)
+}
+
+fn answer_matches(json: &[u8], ping: &[u8], plain: bool) -> Result<bool, ScanError> {
     const OPEN: &[u8] = b"{\"body\":\"";
-    let text = trim_ws(json);
-    let quick = text
-        .strip_prefix(OPEN)
-        .and_then(|rest| rest.strip_prefix(ping))
-        .and_then(|rest| rest.strip_prefix(b"\""))
-        .map(trim_ws)
-        .is_some_and(|rest| match rest.first() {
-            Some(b'}') => rest.len() == 1,
-            Some(b',') => text.ends_with(b"}"),
-            _ => false,
-        });
-    if quick && next_special(ping, 0) == ping.len() {
-        return Ok(true);
+    if plain {
+        let text = trim_ws(json);
+        let quick = text
+            .strip_prefix(OPEN)
+            .and_then(|rest| rest.strip_prefix(ping))
+            .and_then(|rest| rest.strip_prefix(b"\""))
+            .map(trim_ws)
+            .is_some_and(|rest| match rest.first() {
+                Some(b'}') => rest.len() == 1,
+                Some(b',') => text.ends_with(b"}"),
+                _ => false,
+            });
+        if quick {
+            return Ok(true);
+        }
     }
     echoed_body_matches(json, ping)
 }

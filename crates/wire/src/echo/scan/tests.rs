@@ -35,6 +35,30 @@ fn the_typical_answer_echoes_its_ping_and_no_other() {
 }
 
 #[test]
+fn a_ping_found_plain_once_checks_as_the_one_call_does() {
+    assert!(ping_is_plain(b"Hello, world!") && ping_is_plain(b""));
+    for odd in [&b"a\"b"[..], b"a\\b", b"a\nb", b"\x01"] {
+        assert!(!ping_is_plain(odd), "{odd:?}");
+    }
+    let cases: [(&[u8], &[u8]); 5] = [
+        (TYPICAL, PING),
+        (TYPICAL, b"Hello"),
+        (br#"{"body":"a\"b"}"#, b"a\"b"),
+        (br#"{"a":1,"body":"p"}"#, b"p"),
+        (br#"{"body":"p","a":1"#, b"p"),
+    ];
+    for (json, ping) in cases {
+        assert_eq!(
+            echo_answer_matches_plain(json, ping, ping_is_plain(ping)),
+            echo_answer_matches(json, ping),
+            "{:?} / {:?}",
+            String::from_utf8_lossy(json),
+            String::from_utf8_lossy(ping)
+        );
+    }
+}
+
+#[test]
 fn the_quick_look_reads_the_body_member_and_the_close() {
     let quick = |json: &str, ping: &str| echo_answer_matches(json.as_bytes(), ping.as_bytes());
     assert_eq!(echo_answer_matches(TYPICAL, PING), Ok(true));
