@@ -1244,6 +1244,31 @@ fn run_partly(url: &str, extra: &[&str]) -> (Value, Option<i32>) {
     (proto_run(&report, "http").clone(), w.run.code)
 }
 
+/// `run_partly` of `-c C --pipeline C -n N` (one connection at a time) under `--io-loop` as
+/// `io_loop`, checked to have run on `ran`: the report's run, the exit code, and the context
+/// for messages.
+fn pipelined_partly(
+    url: &str,
+    (io_loop, ran): (&str, &str),
+    clients: &str,
+    n: &str,
+) -> (Value, Option<i32>, String) {
+    let args = [
+        "-c",
+        clients,
+        "--pipeline",
+        clients,
+        "-n",
+        n,
+        "--io-loop",
+        io_loop,
+    ];
+    let (run, code) = run_partly(url, &args);
+    let ctx = format!("--io-loop {io_loop}: {run:#}");
+    assert_eq!(run["cost"]["client_loop"], ran, "{ctx}");
+    (run, code, ctx)
+}
+
 /// Count of the failures of `kind` in `run`'s error distribution.
 fn failures_of(run: &Value, kind: &str) -> u64 {
     errors(run)
@@ -1278,23 +1303,9 @@ fn http1_server_closing_mid_pipeline_fails_the_rest_as_unanswered() {
         drain(&mut s);
     });
     let url = format!("http://{addr}");
-    for (io_loop, ran) in LOOPS {
+    for lp in LOOPS {
         received.store(0, Ordering::SeqCst);
-        let (run, code) = run_partly(
-            &url,
-            &[
-                "-c",
-                "4",
-                "--pipeline",
-                "4",
-                "-n",
-                "16",
-                "--io-loop",
-                io_loop,
-            ],
-        );
-        let ctx = format!("--io-loop {io_loop}: {run:#}");
-        assert_eq!(run["cost"]["client_loop"], ran, "{ctx}");
+        let (run, code, ctx) = pipelined_partly(&url, lp, "4", "16");
         // every request is counted exactly once: answered, or failed by kind
         assert_eq!(u64_at(&run, "/summary/count"), 16, "{ctx}");
         let (ok, failed) = (u64_at(&run, "/summary/ok"), u64_at(&run, "/summary/failed"));
@@ -1324,22 +1335,8 @@ fn http1_pipelined_server_that_never_answers_times_out_the_oldest() {
     // ones behind it are unanswered, and the connection is replaced.
     fn respond(_: &mut TcpStream) {}
     let url = http_server(respond);
-    for (io_loop, ran) in LOOPS {
-        let (run, code) = run_partly(
-            &url,
-            &[
-                "-c",
-                "4",
-                "--pipeline",
-                "4",
-                "-n",
-                "8",
-                "--io-loop",
-                io_loop,
-            ],
-        );
-        let ctx = format!("--io-loop {io_loop}: {run:#}");
-        assert_eq!(run["cost"]["client_loop"], ran, "{ctx}");
+    for lp in LOOPS {
+        let (run, code, ctx) = pipelined_partly(&url, lp, "4", "8");
         assert_ne!(code, Some(0), "nothing succeeded: {ctx}");
         assert_eq!(u64_at(&run, "/summary/failed"), 8, "{ctx}");
         assert_errors(&run, &["timeout", "unanswered"], &[]);
@@ -1374,22 +1371,8 @@ fn http1_answers_ahead_of_their_requests_are_matched_in_order() {
         }
     });
     let url = format!("http://{addr}");
-    for (io_loop, ran) in LOOPS {
-        let (run, code) = run_partly(
-            &url,
-            &[
-                "-c",
-                "2",
-                "--pipeline",
-                "2",
-                "-n",
-                "40",
-                "--io-loop",
-                io_loop,
-            ],
-        );
-        let ctx = format!("--io-loop {io_loop}: {run:#}");
-        assert_eq!(run["cost"]["client_loop"], ran, "{ctx}");
+    for lp in LOOPS {
+        let (run, code, ctx) = pipelined_partly(&url, lp, "2", "40");
         assert_eq!(code, Some(0), "{ctx}");
         assert_eq!(u64_at(&run, "/summary/ok"), 40, "{ctx}");
         assert_eq!(u64_at(&run, "/wire/connections_opened"), 1, "{ctx}");

@@ -269,6 +269,25 @@ pub(super) struct Sent {
     pub(super) trace: Trace,
 }
 
+impl Sent {
+    /// A request of a connection that was ready when it started (its latency counts from
+    /// `started`), on the connection of local port `port`.
+    pub(super) fn ready_at(
+        endpoint: usize,
+        turn: Turn,
+        started: Instant,
+        port: Option<u16>,
+    ) -> Sent {
+        Sent {
+            endpoint,
+            turn,
+            started,
+            ready: started,
+            trace: Trace::on(started, port),
+        }
+    }
+}
+
 /// What became of a request on an HTTP/1.1 connection.
 pub(super) enum Answer<'a> {
     /// no response within the timeout

@@ -453,13 +453,7 @@ impl Loop {
                 Err(f) => Answer::Failed(f),
             },
         };
-        let at = Sent {
-            endpoint: client.endpoint,
-            turn: s.turn,
-            started: s.started,
-            ready: s.started,
-            trace: Trace::on(s.started, Some(port)),
-        };
+        let at = Sent::ready_at(client.endpoint, s.turn, s.started, Some(port));
         let (keep, _) = record(w, &client.work, at, answer, false);
         Some(self.after(i, keep))
     }
@@ -492,13 +486,7 @@ impl Loop {
             ) else {
                 continue;
             };
-            let at = Sent {
-                endpoint: client.endpoint,
-                turn: s.turn,
-                started: s.started,
-                ready: s.started,
-                trace: Trace::on(s.started, Some(c.local_port())),
-            };
+            let at = Sent::ready_at(client.endpoint, s.turn, s.started, Some(c.local_port()));
             record(&self.core.w, &client.work, at, Answer::TimedOut, false);
             self.after(i, false);
             self.away(i);

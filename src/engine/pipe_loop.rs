@@ -70,7 +70,6 @@ pub(super) async fn run(
         slots: lines.into_iter().map(Some).collect(),
         core,
     };
-    lp.core.live = lp.slots.len();
     for i in 0..lp.slots.len() {
         lp.rejoin(i);
     }
@@ -125,7 +124,7 @@ pub(super) struct Line {
 }
 
 struct PipeLoop {
-    /// None while away or done
+    /// None while away (a line done stays, for its connection to be closed after the window)
     slots: Vec<Option<Line>>,
     core: Core<(usize, Line)>,
 }
@@ -303,13 +302,7 @@ impl Line {
             answered += 1;
             let m = &mut self.members[f.member];
             m.busy = false;
-            let at = Sent {
-                endpoint: self.endpoint,
-                turn: f.turn,
-                started: f.started,
-                ready: f.started,
-                trace: Trace::on(f.started, Some(port)),
-            };
+            let at = Sent::ready_at(self.endpoint, f.turn, f.started, Some(port));
             record(w, &m.work, at, Answer::Response(resp), false);
             if !c.reusable() {
                 // the server asked to close after this response: what follows goes unanswered
@@ -399,13 +392,7 @@ impl Line {
                     "pipelined: the connection ended before its response",
                 )),
             };
-            let at = Sent {
-                endpoint: self.endpoint,
-                turn: f.turn,
-                started: f.started,
-                ready: f.started,
-                trace: Trace::on(f.started, port),
-            };
+            let at = Sent::ready_at(self.endpoint, f.turn, f.started, port);
             record(w, &m.work, at, answer, false);
         }
         self.written = 0;
