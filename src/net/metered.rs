@@ -379,9 +379,23 @@ impl Metered {
         loop {
             let spare = buf.spare_capacity_mut();
             let want = spare.len().min(MAX_READ);
-            // SAFETY: `spare` is `want` or more writable bytes that outlive the call; recv(2)
-            // writes at most `want` of them.
-            let n = unsafe { libc::recv(fd, spare.as_mut_ptr().cast(), want, 0) };
+            // The syscall itself rather than libc's recv(2): the wrapper is a thread
+            // cancellation point, and its bookkeeping around the call (asynchronous cancellation
+            // enabled, then disabled) cost some 60 instructions a request, 3% of the client's
+            // own; nothing here is ever cancelled.
+            // SAFETY: `spare` is `want` or more writable bytes that outlive the call;
+            // recvfrom(2) writes at most `want` of them, and no address (null pointers).
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_recvfrom,
+                    fd,
+                    spare.as_mut_ptr(),
+                    want,
+                    0,
+                    std::ptr::null_mut::<libc::sockaddr>(),
+                    std::ptr::null_mut::<libc::socklen_t>(),
+                )
+            };
             if let Ok(n) = usize::try_from(n) {
                 counted_read(&self.ledger, n);
                 // SAFETY: recv(2) initialized the first `n` bytes of the spare capacity.
@@ -412,9 +426,20 @@ impl Metered {
     pub fn send_now(&self, data: &[u8]) -> io::Result<usize> {
         let fd = self.inner.as_raw_fd();
         loop {
-            // MSG_NOSIGNAL: a peer gone answers EPIPE, never SIGPIPE
-            // SAFETY: `data` is valid for `data.len()` bytes for the call.
-            let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+            // MSG_NOSIGNAL: a peer gone answers EPIPE, never SIGPIPE; the syscall itself, as in
+            // `recv_now`
+            // SAFETY: `data` is valid for `data.len()` bytes for the call; no address.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_sendto,
+                    fd,
+                    data.as_ptr(),
+                    data.len(),
+                    libc::MSG_NOSIGNAL,
+                    std::ptr::null::<libc::sockaddr>(),
+                    0 as libc::socklen_t,
+                )
+            };
             if let Ok(n) = usize::try_from(n) {
                 counted_write(&self.ledger, n);
                 return Ok(n);

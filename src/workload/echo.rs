@@ -17,7 +17,7 @@ use crate::workload::HttpVerdict;
 use wirebench_wire::echo;
 use wirebench_wire::echo::scan::{echo_answer_matches_plain, ping_is_plain};
 use wirebench_wire::grpc;
-use wirebench_wire::http1::RequestTemplate;
+use wirebench_wire::http1::{Rendered, RequestTemplate};
 use wirebench_wire::proto::echo::{EchoRequest, EchoResponse};
 
 /// Why the echo requests cannot be built for the endpoints.
@@ -47,7 +47,8 @@ struct Shared {
     ping: String,
     /// `ping_is_plain(ping)`, found once for every answer's check
     ping_plain: bool,
-    templates: Vec<RequestTemplate>,
+    /// `POST /v1/echo` with the ping, per endpoint: encoded once, copied for each request
+    requests: Vec<Rendered>,
     calls: Vec<Call>,
     /// `POST /v1/echo` over plain HTTP/2, per endpoint
     h2_calls: Vec<Call>,
@@ -85,7 +86,7 @@ impl EchoWorkload {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         let json_body = Bytes::from(serde_json::json!({ "ping": ping }).to_string());
-        let mut templates = Vec::with_capacity(endpoints.len());
+        let mut requests = Vec::with_capacity(endpoints.len());
         let mut calls = Vec::with_capacity(endpoints.len());
         let mut h2_calls = Vec::with_capacity(endpoints.len());
         // the HTTP/1.1 request's headers, as HTTP/2 fields
@@ -101,14 +102,14 @@ impl EchoWorkload {
             };
             let mut h = vec![("Content-Type", "application/json")];
             h.extend_from_slice(&extra);
-            templates.push(
+            let template =
                 RequestTemplate::new("POST", HTTP_PATH, &ep.authority, &h).map_err(|source| {
                     EchoError::Template {
                         url: ep.url.clone(),
                         source,
                     }
-                })?,
-            );
+                })?;
+            requests.push(template.render(&json_body));
             let uri: Uri = format!("http://{}{GRPC_PATH}", ep.authority)
                 .parse()
                 .map_err(uri_error)?;
@@ -126,7 +127,7 @@ impl EchoWorkload {
             shared: Arc::new(Shared {
                 ping_plain: ping_is_plain(ping.as_bytes()),
                 ping,
-                templates,
+                requests,
                 calls,
                 h2_calls,
                 json_body,
@@ -142,7 +143,7 @@ impl EchoWorkload {
     }
 
     pub fn encode_http(&mut self, ep: usize, dst: &mut BytesMut) -> usize {
-        self.shared.templates[ep].encode(&self.shared.json_body, dst)
+        self.shared.requests[ep].encode(dst)
     }
 
     pub fn check_http(&self, status: u16, body: &[u8]) -> HttpVerdict {

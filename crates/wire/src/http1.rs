@@ -21,8 +21,8 @@ pub use reader::{
     SHRINK_FROM,
 };
 pub use request::{
-    MAX_REQUEST_HEADERS, RequestBody, RequestError, RequestHead, RequestLimits, RequestTemplate,
-    decode_request_head,
+    MAX_REQUEST_HEADERS, Rendered, RequestBody, RequestError, RequestHead, RequestLimits,
+    RequestTemplate, decode_request_head,
 };
 pub use response::{BodyKind, ResponseHead, decode_head_response, decode_response_head};
 

@@ -172,7 +172,7 @@ impl ResponseReader {
     pub fn next_response(&mut self, buf: &mut BytesMut) {
         if let Phase::Done(r) = self.phase {
             if let BodyAt::Buffer(n) = r.body {
-                buf.advance(n.min(buf.len()));
+                consume(buf, n);
             }
             // the buffer grew only as large responses needed: shrink back after a small one
             let size = r.head_len + r.body_len() + r.chunk_framing as usize;
@@ -281,7 +281,7 @@ impl ResponseReader {
                 head
             }
         };
-        buf.advance(head.head_len);
+        consume(buf, head.head_len);
         Ok(Some(head))
     }
 
@@ -311,6 +311,17 @@ fn complete(head: ResponseHead, body: BodyAt, chunk_framing: u64) -> Response {
         head_len: head.head_len,
         body,
         chunk_framing,
+    }
+}
+
+/// Drops the first `n` bytes of `buf` (all of them when it holds no more): a buffer read to
+/// its end starts over where it is, without `advance`'s bookkeeping (the common case: a
+/// connection's response, and nothing behind it).
+fn consume(buf: &mut BytesMut, n: usize) {
+    if n >= buf.len() {
+        buf.clear();
+    } else {
+        buf.advance(n);
     }
 }
 

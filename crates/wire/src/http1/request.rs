@@ -107,6 +107,18 @@ impl RequestTemplate {
         head
     }
 
+    /// The whole request with `body`, encoded once, for a client that sends the same request
+    /// again and again (one copy a request instead of an encode): its bytes and its head's
+    /// length, as [`RequestTemplate::encode`] gives them.
+    pub fn render(&self, body: &[u8]) -> Rendered {
+        let mut bytes = BytesMut::new();
+        let head_len = self.encode(body, &mut bytes);
+        Rendered {
+            bytes: bytes.freeze(),
+            head_len,
+        }
+    }
+
     /// Bytes of head that [`RequestTemplate::encode`] writes for this body length.
     pub fn head_len(&self, body_len: usize) -> usize {
         if body_len == 0 && self.omit_empty_length {
@@ -114,6 +126,21 @@ impl RequestTemplate {
         }
         let mut digits = [0u8; 20];
         self.head.len() + decimal(body_len as u64, &mut digits).len() + 4
+    }
+}
+
+/// A request encoded once ([`RequestTemplate::render`]).
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    bytes: Bytes,
+    head_len: usize,
+}
+
+impl Rendered {
+    /// Appends the request to `dst`; returns its head's length.
+    pub fn encode(&self, dst: &mut BytesMut) -> usize {
+        dst.extend_from_slice(&self.bytes);
+        self.head_len
     }
 }
 

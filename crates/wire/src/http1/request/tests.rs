@@ -29,6 +29,20 @@ fn a_bodyless_request_may_go_without_content_length() {
 }
 
 #[test]
+fn a_request_rendered_once_is_the_encoded_one() {
+    let t = RequestTemplate::new("POST", "/v1/echo", "h:1", &[("A", "b")]).unwrap();
+    let bodyless = t.clone().omit_empty_length();
+    for (t, body) in [(&t, &b"{\"ping\":\"x\"}"[..]), (&t, b""), (&bodyless, b"")] {
+        let (mut encoded, mut rendered) = (BytesMut::new(), BytesMut::from(&b"before"[..]));
+        let head = t.encode(body, &mut encoded);
+        let r = t.render(body);
+        assert_eq!(r.encode(&mut rendered), head);
+        assert_eq!(&rendered[..6], b"before", "appended, not replaced");
+        assert_eq!(&rendered[6..], &encoded[..]);
+    }
+}
+
+#[test]
 fn template_renders_expected_bytes() {
     let t = RequestTemplate::new(
         "POST",
