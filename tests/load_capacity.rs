@@ -158,7 +158,10 @@ const OBJECTIVE: &str = if cfg!(debug_assertions) {
 /// How far below the closed loop's rate the answer may land. On this kind of machine (two
 /// virtual CPUs) the answer under p99 < 5 ms, optimized, landed at 82-99% of the closed loop's
 /// rate: near it, the stalls of the machine break the objective on some runs and not others.
-const BELOW: f64 = 0.2;
+/// A debug build's answers under p90 < 5 ms landed at 79.7-99% (79.7% once in CI: 1437.5 req/s
+/// against 1804 for HTTP/1.1 at -c 4, the step at 1500 broken by a p90 of 6.7 ms; 82% for gRPC
+/// at -c 4 in one of three runs after it), one bisection step lower than the rest.
+const BELOW: f64 = if cfg!(debug_assertions) { 0.25 } else { 0.2 };
 
 #[test]
 fn the_answer_lands_near_the_rate_the_clients_reach_and_below_clients_over_the_delay() {
