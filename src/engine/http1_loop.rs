@@ -180,6 +180,18 @@ impl<R> Core<R> {
     }
 }
 
+/// A turn whose new connection the loop cannot watch (the kernel refused it a place in the
+/// epoll set): it fails as a connect would.
+pub(super) fn unwatched(w: &Worker, endpoint: usize, warm: bool) {
+    w.fail(
+        endpoint,
+        warm,
+        None,
+        Failure::with(FailureKind::Connect, "no room in the epoll set"),
+        Trace::default(),
+    );
+}
+
 /// What the loop moves: lines of sockets, each under its index in the epoll set.
 pub(super) trait Lines {
     /// a line coming back from its runtime task
@@ -307,49 +319,6 @@ impl Lines for Loop {
         &mut self.core
     }
 
-    fn advance(&mut self, i: usize, ready: Ready) {
-        Loop::advance(self, i, ready);
-    }
-
-    fn expire(&mut self, now: Instant) {
-        Loop::expire(self, now);
-    }
-
-    fn take_returned(&mut self) {
-        Loop::take_returned(self);
-    }
-}
-
-impl Loop {
-    async fn run(&mut self) -> Vec<Conn> {
-        for i in 0..self.slots.len() {
-            if self.watch(i) {
-                self.advance(i, Ready::Unknown);
-            } else {
-                self.away(i);
-            }
-        }
-        drive(self).await;
-        self.slots
-            .iter_mut()
-            .filter_map(|s| s.client.as_mut().and_then(|c| c.conn.take()))
-            .collect()
-    }
-
-    /// Puts slot `i`'s connection in the epoll set; false when it has none (or the set refused
-    /// it: the client then gets a connection the runtime's way).
-    fn watch(&mut self, i: usize) -> bool {
-        let Some(fd) = self.slots[i]
-            .client
-            .as_ref()
-            .and_then(|c| c.conn.as_ref())
-            .and_then(Conn::plain_fd)
-        else {
-            return false;
-        };
-        self.core.ep.add(fd, i as u64).is_ok()
-    }
-
     /// Moves client `i` on as far as it goes without waiting: the request at hand written and
     /// read (`ready`: what its socket reported), recorded, the next one sent, until
     /// the socket has nothing more or the client is done or away.
@@ -386,6 +355,93 @@ impl Loop {
             }
             ready = Ready::Unknown;
         }
+    }
+
+    /// Requests past their timeout fail as `timeout`, and their connections go (a late response
+    /// would be read as the next one's).
+    fn expire(&mut self, now: Instant) {
+        let timeout = self.core.w.ctx.timeout;
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            if !matches!(s.state, State::Busy { .. }) || now < s.started + timeout {
+                continue;
+            }
+            let (Some(client), Some(c)) = (
+                s.client.as_ref(),
+                s.client.as_ref().and_then(|c| c.conn.as_ref()),
+            ) else {
+                continue;
+            };
+            let at = Sent::ready_at(client.endpoint, s.turn, s.started, Some(c.local_port()));
+            record(&self.core.w, &client.work, at, Answer::TimedOut, false);
+            self.after(i, false);
+            self.away(i);
+        }
+    }
+
+    /// The clients back from their tasks rejoin the loop (their next request sent) or are done.
+    fn take_returned(&mut self) {
+        let returned = std::mem::take(&mut *self.core.back.returned.borrow_mut());
+        for r in returned {
+            self.core.away -= 1;
+            let s = &mut self.slots[r.slot];
+            s.client = Some(r.client);
+            s.reconnect = r.reconnect;
+            s.sent = r.sent;
+            match r.turn {
+                None => {
+                    s.state = State::Done;
+                    self.core.live -= 1;
+                }
+                Some(turn) if self.watch(r.slot) => {
+                    if self.start(r.slot, turn) {
+                        self.advance(r.slot, Ready::Unknown);
+                    } else {
+                        self.away(r.slot);
+                    }
+                }
+                Some(turn) => {
+                    // the client tries again
+                    let s = &mut self.slots[r.slot];
+                    s.sent += u64::from(!turn.warm);
+                    s.state = State::Idle;
+                    let endpoint = s.client.as_ref().map_or(0, |c| c.endpoint);
+                    unwatched(&self.core.w, endpoint, turn.warm);
+                    self.away(r.slot);
+                }
+            }
+        }
+    }
+}
+
+impl Loop {
+    async fn run(&mut self) -> Vec<Conn> {
+        for i in 0..self.slots.len() {
+            if self.watch(i) {
+                self.advance(i, Ready::Unknown);
+            } else {
+                self.away(i);
+            }
+        }
+        drive(self).await;
+        self.slots
+            .iter_mut()
+            .filter_map(|s| s.client.as_mut().and_then(|c| c.conn.take()))
+            .collect()
+    }
+
+    /// Puts slot `i`'s connection in the epoll set; false when it has none (or the set refused
+    /// it: the client then gets a connection the runtime's way).
+    fn watch(&mut self, i: usize) -> bool {
+        let Some(fd) = self.slots[i]
+            .client
+            .as_ref()
+            .and_then(|c| c.conn.as_ref())
+            .and_then(Conn::plain_fd)
+        else {
+            return false;
+        };
+        self.core.ep.add(fd, i as u64).is_ok()
     }
 
     /// Sends request `turn` of client `i` (encoded now; written in `step`); false when the
@@ -471,28 +527,6 @@ impl Loop {
         keep && c.reusable()
     }
 
-    /// Requests past their timeout fail as `timeout`, and their connections go (a late response
-    /// would be read as the next one's).
-    fn expire(&mut self, now: Instant) {
-        let timeout = self.core.w.ctx.timeout;
-        for i in 0..self.slots.len() {
-            let s = &self.slots[i];
-            if !matches!(s.state, State::Busy { .. }) || now < s.started + timeout {
-                continue;
-            }
-            let (Some(client), Some(c)) = (
-                s.client.as_ref(),
-                s.client.as_ref().and_then(|c| c.conn.as_ref()),
-            ) else {
-                continue;
-            };
-            let at = Sent::ready_at(client.endpoint, s.turn, s.started, Some(c.local_port()));
-            record(&self.core.w, &client.work, at, Answer::TimedOut, false);
-            self.after(i, false);
-            self.away(i);
-        }
-    }
-
     /// Client `i` leaves the loop for a runtime task: its connection (if any) closes, and the
     /// task gets it a new one as the tokio clients do (backing off while it cannot connect, or
     /// giving up), and hands it back with its next turn.
@@ -544,46 +578,5 @@ impl Loop {
                 turn,
             });
         });
-    }
-
-    /// The clients back from their tasks rejoin the loop (their next request sent) or are done.
-    fn take_returned(&mut self) {
-        let returned = std::mem::take(&mut *self.core.back.returned.borrow_mut());
-        for r in returned {
-            self.core.away -= 1;
-            let s = &mut self.slots[r.slot];
-            s.client = Some(r.client);
-            s.reconnect = r.reconnect;
-            s.sent = r.sent;
-            match r.turn {
-                None => {
-                    s.state = State::Done;
-                    self.core.live -= 1;
-                }
-                Some(turn) if self.watch(r.slot) => {
-                    if self.start(r.slot, turn) {
-                        self.advance(r.slot, Ready::Unknown);
-                    } else {
-                        self.away(r.slot);
-                    }
-                }
-                Some(turn) => {
-                    // a connection the loop cannot watch (the kernel refused it a place in the
-                    // set): the turn fails as a connect would, and the client tries again
-                    let s = &mut self.slots[r.slot];
-                    s.sent += u64::from(!turn.warm);
-                    s.state = State::Idle;
-                    let endpoint = s.client.as_ref().map_or(0, |c| c.endpoint);
-                    self.core.w.fail(
-                        endpoint,
-                        turn.warm,
-                        None,
-                        Failure::with(FailureKind::Connect, "no room in the epoll set"),
-                        Trace::default(),
-                    );
-                    self.away(r.slot);
-                }
-            }
-        }
     }
 }

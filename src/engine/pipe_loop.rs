@@ -24,9 +24,9 @@ use crate::workload::{ClientWork, Http1Work};
 
 use super::Assignment;
 use super::http1::{Answer, Sent, connect, record, retire};
-use super::http1_loop::{Core, Lines, Ready, drive};
+use super::http1_loop::{Back, Core, Lines, Ready, drive, unwatched};
 use super::plan::quota;
-use super::worker::{Reconnect, Trace, Turn, Worker};
+use super::worker::{Reconnect, Turn, Worker};
 
 /// Runs the thread's pipelined connections (`conns[k]` to endpoint `a.conns[k]`, shared by the
 /// clients `a.clients` assigns to `k`) on the loop; returns the connections still open.
@@ -45,7 +45,6 @@ pub(super) async fn run(
             endpoint,
             conn: Some(conn.pipelined()),
             members: Vec::new(),
-            live: 0,
             queue: VecDeque::new(),
             written: 0,
             out: BytesMut::new(),
@@ -64,7 +63,6 @@ pub(super) async fn run(
             busy: false,
             done: false,
         });
-        line.live += 1;
     }
     let mut lp = PipeLoop {
         slots: lines.into_iter().map(Some).collect(),
@@ -110,8 +108,6 @@ pub(super) struct Line {
     /// None only while it gets a new one (or its clients are done)
     conn: Option<Conn>,
     members: Vec<Member>,
-    /// members not done
-    live: usize,
     /// requests in order: the first `written` are on the wire
     queue: VecDeque<Flight>,
     written: usize,
@@ -207,7 +203,7 @@ impl PipeLoop {
         let Some(line) = self.slots[i].as_mut() else {
             return;
         };
-        if line.live == 0 {
+        if !line.live() {
             self.done(i);
             return;
         }
@@ -216,20 +212,13 @@ impl PipeLoop {
             return;
         };
         if self.core.ep.add(fd, i as u64).is_err() {
-            // a connection the loop cannot watch (the kernel refused it a place in the set):
-            // one client's turn fails as a connect would, and the line tries again
+            // one client's turn fails, and the line tries again
             let w = &*self.core.w;
             if let Some(m) = line.members.iter_mut().find(|m| !m.done)
                 && let Some(warm) = w.phase(m.sent, m.quota)
             {
                 m.sent += u64::from(!warm);
-                w.fail(
-                    line.endpoint,
-                    warm,
-                    None,
-                    Failure::with(FailureKind::Connect, "no room in the epoll set"),
-                    Trace::default(),
-                );
+                unwatched(w, line.endpoint, warm);
             }
             if let Some(c) = line.conn.take() {
                 retire(w, c);
@@ -250,11 +239,8 @@ impl PipeLoop {
         {
             self.core.ep.remove(fd);
         }
-        self.core.live -= 1;
         // kept in its slot for its connection; no event names it any more
-        if let Some(line) = self.slots[i].as_mut() {
-            line.live = 0;
-        }
+        self.core.live -= 1;
     }
 
     /// Line `i` leaves the loop for a runtime task: its connection (if any) closes, and its
@@ -324,7 +310,6 @@ impl Line {
             }
             let Some(warm) = w.phase(m.sent, m.quota) else {
                 m.done = true;
-                self.live -= 1;
                 continue;
             };
             let started = *now.get_or_insert_with(Instant::now);
@@ -401,23 +386,25 @@ impl Line {
         self.out_counted = 0;
     }
 
+    /// Whether a client of the line has requests left.
+    fn live(&self) -> bool {
+        self.members.iter().any(|m| !m.done)
+    }
+
     /// Gets the line a new connection: its clients take turns at the connect, each attempt one
     /// client's turn with its own backoff, until one succeeds or every client is done.
-    async fn reconnect(&mut self, w: &Worker, back: &super::http1_loop::Back<(usize, Line)>) {
+    async fn reconnect(&mut self, w: &Worker, back: &Back<(usize, Line)>) {
         let mut next = 0;
-        while self.live > 0 {
-            let n = self.members.len();
-            let Some(j) = (0..n)
-                .map(|k| (next + k) % n)
-                .find(|&j| !self.members[j].done)
-            else {
-                return;
-            };
+        let n = self.members.len();
+        // the next client not done, from `next` round
+        while let Some(j) = (0..n)
+            .map(|k| (next + k) % n)
+            .find(|&j| !self.members[j].done)
+        {
             next = j + 1;
             let m = &mut self.members[j];
             let Some(warm) = w.phase(m.sent, m.quota) else {
                 m.done = true;
-                self.live -= 1;
                 continue;
             };
             // boxed: a connect is a large future
@@ -446,7 +433,6 @@ impl Line {
                     ));
                     if !on.await {
                         m.done = true;
-                        self.live -= 1;
                     }
                 }
             }
