@@ -5,7 +5,10 @@
 //! handled at once), then writes everything queued (the callers' HEADERS and DATA, PING and
 //! SETTINGS acks, WINDOW_UPDATEs) in one write call. Callers run as their own tasks on the same
 //! thread: a caller woken by a response queues its next request and wakes the driver, which the
-//! runtime polls after the other woken callers, so their requests share that one write.
+//! runtime polls after the other woken callers, so their requests share that one write. A call
+//! alone on its connection (no other call holds a slot, nothing else queued) writes its frames
+//! itself on a plain socket: one call at a time per connection then costs no driver wakeup to
+//! send.
 //!
 //! With the ledger on, the connection's codec counts the h2 layers of its own frames (no frame
 //! sniffer on this client): `ConnHandle::layers` takes them, with the incomplete frame still in
@@ -91,6 +94,9 @@ impl Dead {
 /// The connection and its calls, shared by the driver and the callers on one thread.
 struct State {
     conn: Connection,
+    /// the socket: the driver's, and a lone caller's for writing its own call (`send_queued`);
+    /// dropped (closed) when the driver ends
+    io: Option<Io>,
     /// what was read, `rbuf[..filled]` not yet taken by the connection (an incomplete frame)
     rbuf: Vec<u8>,
     filled: usize,
@@ -118,6 +124,32 @@ impl State {
         if let Some(w) = &self.driver {
             w.wake_by_ref();
         }
+    }
+
+    /// A call's frames, just queued, go out: the caller writes them itself when `alone` (the
+    /// connection's only call, nothing else queued before its frames, as on a connection that
+    /// carries one call at a time) and the socket is plain; otherwise, or for what the socket
+    /// did not take, the driver is woken to write them (with the frames of the other callers
+    /// it woke, in one write). A connection of one call at a time so saves the driver's
+    /// wakeup per call.
+    fn send_queued(&mut self, alone: bool) {
+        if alone
+            && self.dead.is_none()
+            && let Some(io) = self.io.as_mut().filter(|io| io.plain_fd().is_some())
+        {
+            match io.send_now(self.conn.output()) {
+                Ok(n) => {
+                    self.conn.advance(n);
+                    if self.conn.output().is_empty() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // the calls fail; the driver, woken, ends
+                Err(e) => self.kill(Dead::Io(crate::client::io_failure(&e))),
+            }
+        }
+        self.wake_driver();
     }
 
     /// Gives slot `token`'s call a deadline; the driver is woken when it is the earliest.
@@ -200,6 +232,7 @@ pub(super) fn start(
     let max_frame = h2.max_frame_size as usize;
     let state = Rc::new(RefCell::new(State {
         conn: Connection::new(config(h2)),
+        io: Some(io),
         rbuf: vec![0u8; READ_START.min(max_frame + 9 + 4096)],
         filled: 0,
         slots: Vec::new(),
@@ -218,14 +251,15 @@ pub(super) fn start(
         state: state.clone(),
     };
     let task = tokio::task::spawn_local(async move {
-        let mut io = io;
         let mut timer = None;
         poll_fn(|cx| {
-            let more = drive(&state, &mut io, max_frame, cx);
+            let more = drive(&state, max_frame, cx);
             deadlines(&mut state.borrow_mut(), &mut timer, cx);
             more
         })
         .await;
+        // the socket closes with the driver, as the handles may outlive it
+        state.borrow_mut().io = None;
         dead.set(true);
     });
     (handle, task)
@@ -235,28 +269,50 @@ pub(super) fn start(
 /// and when it fires the slots are looked through: the calls past theirs end, the earliest of
 /// the others sets it again. With one timeout for every call this fires about once per
 /// timeout, and a call costs no timer of its own.
-fn deadlines(st: &mut State, timer: &mut Option<Pin<Box<Sleep>>>, cx: &mut Context<'_>) {
+///
+/// A timer polled pending keeps the driver's waker (its task's, which does not change), so it
+/// is polled again only when its deadline moved or it fired: not on every wakeup.
+fn deadlines(st: &mut State, timer: &mut Option<Timer>, cx: &mut Context<'_>) {
     while let Some(at) = st.next_deadline {
-        let t = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
-        if t.deadline() != at {
-            t.as_mut().reset(at);
-        }
-        if t.as_mut().poll(cx).is_pending() {
+        let t = timer.get_or_insert_with(|| Timer {
+            sleep: Box::pin(tokio::time::sleep_until(at)),
+            armed: false,
+        });
+        if t.sleep.deadline() != at {
+            t.sleep.as_mut().reset(at);
+            t.armed = false;
+        } else if t.armed && !t.sleep.is_elapsed() {
             return;
         }
+        if t.sleep.as_mut().poll(cx).is_pending() {
+            t.armed = true;
+            return;
+        }
+        t.armed = false;
         st.expire(Instant::now());
     }
 }
 
+/// The driver's one timer, and whether it holds the driver's waker for its deadline.
+struct Timer {
+    sleep: Pin<Box<Sleep>>,
+    armed: bool,
+}
+
 /// One wakeup of the driver: read everything, handle it, write everything.
-fn drive(
-    state: &Rc<RefCell<State>>,
-    io: &mut Io,
-    max_frame: usize,
-    cx: &mut Context<'_>,
-) -> Poll<()> {
+fn drive(state: &Rc<RefCell<State>>, max_frame: usize, cx: &mut Context<'_>) -> Poll<()> {
     let mut st = state.borrow_mut();
     let st = &mut *st;
+    let Some(mut io) = st.io.take() else {
+        return Poll::Ready(());
+    };
+    let more = drive_io(st, &mut io, max_frame, cx);
+    st.io = Some(io);
+    more
+}
+
+/// `drive` with the socket in hand.
+fn drive_io(st: &mut State, io: &mut Io, max_frame: usize, cx: &mut Context<'_>) -> Poll<()> {
     if st.driver.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
         st.driver = Some(cx.waker().clone());
     }
@@ -524,29 +580,39 @@ impl CallGuard<'_> {
         }
         // a plain request without a body ends with its HEADERS, as GET requests do
         let headers_only = call.is_plain() && request.is_empty();
-        let id = match ready!(open_stream(&mut st, self.token, call, headers_only, cx)) {
+        let body = (!headers_only).then_some(&request[..]);
+        let id = match ready!(open_stream(
+            &mut st,
+            self.token,
+            call,
+            headers_only,
+            body,
+            cx
+        )) {
             Ok(id) => id,
             Err(e) => return Poll::Ready(Some(Err(e))),
         };
-        if !headers_only {
-            st.conn.send_data(id, request, true);
-        }
         Poll::Ready(Some(Ok(id)))
     }
 }
 
-/// Opens a stream for slot `token` with `call`'s header fields, once the server's SETTINGS and
-/// its stream limit allow; the driver is woken to write it.
+/// Opens a stream for slot `token` with `call`'s header fields (and `body`, ending our side,
+/// when there is one), once the server's SETTINGS and its stream limit allow; they go out
+/// with `send_queued`.
 fn open_stream(
     st: &mut State,
     token: usize,
     call: &Call,
     end_stream: bool,
+    body: Option<&[u8]>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<u32, CallError>> {
     if let Some(d) = &st.dead {
         return Poll::Ready(Err(CallError::never_sent(d.failure())));
     }
+    // no other call holds a slot (one in flight, or answered and its caller not yet back for
+    // the next), and nothing else waits to be written
+    let alone = st.slots.len() - st.free.len() == 1 && st.conn.output().is_empty();
     let opened = st.conn.open_keyed_varying(
         token,
         call.key(),
@@ -558,7 +624,10 @@ fn open_stream(
     match opened {
         Ok(id) => {
             st.slots[token].stream = id;
-            st.wake_driver();
+            if let Some(body) = body {
+                st.conn.send_data(id, body, true);
+            }
+            st.send_queued(alone);
             Poll::Ready(Ok(id))
         }
         Err(OpenError::NotReady | OpenError::Busy) => {

@@ -43,7 +43,8 @@ impl ConnHandle {
             stream: 0,
         };
         bidi.stream =
-            poll_fn(|cx| open_stream(&mut bidi.state.borrow_mut(), token, call, false, cx)).await?;
+            poll_fn(|cx| open_stream(&mut bidi.state.borrow_mut(), token, call, false, None, cx))
+                .await?;
         ledger.count_request();
         if ledger.h2.is_some() {
             ledger.h2_header_lists(call.header_list_bytes, 0);
