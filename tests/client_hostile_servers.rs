@@ -1348,6 +1348,45 @@ fn http1_pipelined_server_that_never_answers_times_out_the_oldest() {
 }
 
 #[test]
+fn http1_pipelined_latency_ends_at_the_read_that_brought_the_answer() {
+    // Each round the server reads a whole pipeline of four, waits HOLD, then answers the four
+    // in one write. The four requests were written before the wait began, so each latency is
+    // HOLD or more; the read that brings the four answers gives them one clock reading, which
+    // must be that read's: a reading kept from an earlier read would put a later batch's
+    // latencies near zero.
+    const HOLD: Duration = Duration::from_millis(20);
+    let addr = support::http_server::spawn(move |mut s| {
+        let _ = s.set_read_timeout(Some(SERVER_IO_TIMEOUT));
+        let _ = s.set_write_timeout(Some(SERVER_IO_TIMEOUT));
+        loop {
+            for _ in 0..4 {
+                if !matches!(read_request(&mut s), Ok(Some(_))) {
+                    return;
+                }
+            }
+            std::thread::sleep(HOLD);
+            if s.write_all(&ECHO_ANSWER.repeat(4)).is_err() {
+                return;
+            }
+        }
+    });
+    let url = format!("http://{addr}");
+    for lp in LOOPS {
+        let (run, code, ctx) = pipelined_partly(&url, lp, "4", "40");
+        assert_eq!(code, Some(0), "{ctx}");
+        assert_eq!(u64_at(&run, "/summary/ok"), 40, "{ctx}");
+        let ms = |k: &str| {
+            run["summary"][k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{k}: {ctx}"))
+        };
+        let hold = HOLD.as_secs_f64() * 1e3;
+        assert!(ms("fastest_ms") >= hold, "fastest under the hold: {ctx}");
+        assert!(ms("slowest_ms") < hold + 5_000.0, "{ctx}");
+    }
+}
+
+#[test]
 fn http1_answers_ahead_of_their_requests_are_matched_in_order() {
     // Answers four requests as soon as the first arrives, then reads the other three (and
     // answers nothing for them): the answers are in the client's buffer before their requests

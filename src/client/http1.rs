@@ -35,6 +35,10 @@ pub struct Conn {
     /// readiness-driven reads: the reader found the response incomplete in `rbuf` as it is now
     /// (and made room for the next read), so it is asked again only once a read added bytes
     stale: bool,
+    /// pipelined reads on a readiness loop (`stamped`): the responses a read completes share
+    /// one clock reading, taken as the first of them is found; None until then
+    stamps: bool,
+    read_at: Option<Instant>,
 }
 
 /// A complete response; `body` borrows the connection's buffers until the next request.
@@ -42,6 +46,9 @@ pub struct Conn {
 pub struct Response<'a> {
     pub status: u16,
     pub body: &'a [u8],
+    /// on a `stamped` connection: when the read that completed it returned (the responses one
+    /// read completed share it); None elsewhere (the caller reads the clock)
+    pub done: Option<Instant>,
 }
 
 impl Conn {
@@ -68,6 +75,8 @@ impl Conn {
             reusable: true,
             unread: false,
             stale: false,
+            stamps: false,
+            read_at: None,
         })
     }
 
@@ -190,6 +199,14 @@ impl Conn {
         self
     }
 
+    /// `read_now`'s responses carry the time of the read that completed them
+    /// (`Response::done`), one clock reading for all the responses of a read: a pipelined
+    /// connection's read brings a batch of them.
+    pub fn stamped(mut self) -> Conn {
+        self.stamps = true;
+        self
+    }
+
     /// Reads what the socket holds now towards the response: `Ok(None)` when it is not complete
     /// yet (the socket emptied: wait for the next read readiness). `fresh`: readiness was just
     /// reported (without it, the socket is read only when the last read filled what it asked
@@ -210,10 +227,14 @@ impl Conn {
                 return Ok(None);
             }
             match self.io.recv_now(&mut self.rbuf) {
-                Ok((0, _)) => break self.reader.eof(&self.rbuf),
+                Ok((0, _)) => {
+                    self.read_at = None;
+                    break self.reader.eof(&self.rbuf);
+                }
                 Ok((_, emptied)) => {
                     self.stale = false;
                     self.unread = hangup || !emptied;
+                    self.read_at = None;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.unread = false;
@@ -253,9 +274,15 @@ impl Conn {
             response.body_len(),
             response.chunk_framing,
         );
+        let done = if self.stamps {
+            Some(*self.read_at.get_or_insert_with(Instant::now))
+        } else {
+            None
+        };
         Ok(Response {
             status: response.status,
             body: response.body(&self.rbuf, &self.body),
+            done,
         })
     }
 

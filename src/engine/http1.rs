@@ -345,7 +345,8 @@ pub(super) fn record(
                 _ if warm => w.warmup_done(),
                 Ok((status, ack)) => {
                     let trace = trace.bytes(resp.body.len());
-                    let latency = w.ok(endpoint, turn, started, status, trace);
+                    let done = resp.done.unwrap_or_else(Instant::now);
+                    let latency = w.ok_at(endpoint, turn, started, done, status, trace);
                     w.classed(class, warm, Some(latency));
                     w.without_setup(ready);
                     w.acked(ack);

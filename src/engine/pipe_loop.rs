@@ -43,7 +43,7 @@ pub(super) async fn run(
         .zip(conns)
         .map(|(&endpoint, conn)| Line {
             endpoint,
-            conn: Some(conn.pipelined()),
+            conn: Some(conn.pipelined().stamped()),
             members: Vec::new(),
             queue: VecDeque::new(),
             written: 0,
@@ -417,7 +417,7 @@ impl Line {
                     for m in &mut self.members {
                         m.reconnect.ok();
                     }
-                    self.conn = Some(c.pipelined());
+                    self.conn = Some(c.pipelined().stamped());
                     return;
                 }
                 Err(e) => {

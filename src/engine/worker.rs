@@ -184,7 +184,7 @@ impl Worker {
     /// (corrected) and from `sent` as well; from `sent` alone in closed loop. The pacer never
     /// releases a send before its intended time; should one still start earlier, the corrected
     /// latency counts from the actual start, so it is never below the uncorrected one.
-    /// Returns the latency recorded.
+    /// Returns the latency recorded. The response was complete now (see `ok_at`).
     pub(super) fn ok(
         &self,
         endpoint: usize,
@@ -193,7 +193,20 @@ impl Worker {
         status: StatusKey,
         trace: Trace,
     ) -> Duration {
-        let now = Instant::now();
+        self.ok_at(endpoint, turn, sent, Instant::now(), status, trace)
+    }
+
+    /// `ok` with the time the response was complete, `now`, read by the caller (the responses
+    /// one pipelined read completed share one reading).
+    pub(super) fn ok_at(
+        &self,
+        endpoint: usize,
+        turn: Turn,
+        sent: Instant,
+        now: Instant,
+        status: StatusKey,
+        trace: Trace,
+    ) -> Duration {
         let at = self.at(endpoint, now);
         let from = turn.intended.map_or(sent, |i| i.min(sent));
         let latency = now - from;
