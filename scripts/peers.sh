@@ -18,10 +18,12 @@
 #  10. gRPC calls that vary, 1 connection x 10 streams  wirebench grpc Echo, fixed metadata and message
 #                                                       vs the same with {{uuid}} and {{rand}} (same sizes)
 #
-# The two unpipelined HTTP/1.1 shapes also run the floor client (benches/floor.c, built with cc):
-# blocking connections, one write of the request on each, then one read of each answer, no event
-# loop and no parsing: the fewest syscalls and the least user time a client can spend, so its
-# CPU per request is the kernel's floor that the table names ("floor", and wirebench ÷ floor).
+# The HTTP/1.1 shapes also run the floor client (benches/floor.c, built with cc): blocking
+# connections, one write of the request on each, then one read of each answer, no event loop and
+# no parsing: the fewest syscalls and the least user time a client can spend, so its CPU per
+# request is the kernel's floor that the table names ("floor", and wirebench ÷ floor). For the
+# pipelined shape it writes 16 copies of the request with one call, then reads until the 16
+# answers are in (DEPTH 16).
 #
 # Their names for --shapes: http, http-100, http-pipe16, grpc-1x10, grpc-10x1, h3-1x10, h3-10x1,
 # grpc-bidi, http-vary, grpc-vary. The last three compare wirebench with itself, against the
@@ -46,7 +48,7 @@
 # its comma list (default: all ten, in the order above). --raw keeps every tool's output.
 # Takes 24 x rounds x duration + 20 x rounds x (about 3 s) plus about 1 s per run with all
 # shapes: about 17 min by default, 2.5 min with --quick (each gRPC or HTTP/3 shape 4 x rounds x
-# duration, each HTTP/1.1 shape 4 x rounds x 3 s, and the floor's 2 x rounds x 3 s in two).
+# duration, each HTTP/1.1 shape 4 x rounds x 3 s, and the floor's 2 x rounds x 2-3 s in each of three).
 #
 # Each client runs twice per round, back to back: timed, `taskset -c 1 /usr/bin/time -f '%U %S'
 # -- CLIENT`, for the CPU figures, req/s, the server's CPU and the wall time; then counted,
@@ -469,6 +471,14 @@ floor_conns() {
     case "$1" in
         http) echo 10 ;;
         http-100) echo 100 ;;
+        http-pipe16) echo 1 ;;
+    esac
+}
+# the requests the floor client pipelines on each connection
+floor_depth() {
+    case "$1" in
+        http-pipe16) echo 16 ;;
+        *) echo 1 ;;
     esac
 }
 peer_name() {
@@ -496,7 +506,8 @@ for round in $(seq "$ROUNDS"); do
             run "$shape" "$peer" "$round" "${PEER[@]}"
         fi
         conns=$(floor_conns "$shape")
-        [[ -z $conns ]] || run "$shape" floor "$round" "$FLOOR" "${ADDR%:*}" "${ADDR##*:}" "$conns" 200000 "$FLOOR_REQUEST"
+        [[ -z $conns ]] || run "$shape" floor "$round" "$FLOOR" "${ADDR%:*}" "${ADDR##*:}" "$conns" 200000 \
+            "$FLOOR_REQUEST" "$(floor_depth "$shape")"
     done
 done
 echo "peers: runs done in $((SECONDS - started)) s" >&2
@@ -552,7 +563,7 @@ for shape in "${SHAPES[@]}"; do
     wb_cmd "$shape"
     cmds+="${cmds:+; }$(label "$shape"): $(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
     conns=$(floor_conns "$shape")
-    [[ -z $conns ]] || cmds+=" and FLOOR $(quote "${ADDR%:*}" "${ADDR##*:}") $conns 200000 REQUEST"
+    [[ -z $conns ]] || cmds+=" and FLOOR $(quote "${ADDR%:*}" "${ADDR##*:}") $conns 200000 REQUEST $(floor_depth "$shape")"
 done
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $versions; median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 --h3-cert-out CERT (ADDR=$ADDR); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o FILE -- CLIENT (CPU, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches); $inputs$cmds -->"
