@@ -6,7 +6,8 @@
 #   1. fuzzing: every cargo-fuzz target of the wire crate for --fuzz-minutes each (default 2)
 #   2. stress: scripts/stress.sh (10,000 HTTP/1.1 connections, 1,000 pipelined connections,
 #      a connection per request, 100 gRPC connections x 1,000 streams)
-#   3. peers: scripts/peers.sh (the client against wrk and h2load) and scripts/peers-grpc.sh
+#   3. peers: scripts/peers.sh (the client against wrk and h2load), scripts/peers-grpc.sh and
+#      scripts/peers-instructions.sh (the clients' instructions a request, counted by callgrind)
 #   4. failover: scripts/failover.sh (20 rounds per stack of a leader SIGKILLed mid-run, and of a
 #      watch run's follower SIGKILLed mid-run)
 #   5. link: scripts/link.sh (the emulated path's delay, rate, loss and timing targets, and its
@@ -14,10 +15,11 @@
 #   6. capacity: scripts/capacity.sh (--find-max against a known delay, optimized, through a
 #      link, and the etcd put table on a 3-member cluster)
 #
-#   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers,failover,link,capacity] [-o DIR]
+#   scripts/long.sh [--fuzz-minutes 2] [--skip fuzz,stress,peers,peers-grpc,peers-instructions,
+#                    failover,link,capacity] [-o DIR]
 #
 # Each part's output goes to DIR (default /tmp/wirebench-long) as PART.log, the peer tables as
-# peers.md and peers-grpc.md; a summary line per part is printed at the end. Exits 1 when a part
+# peers.md, peers-grpc.md and peers-instructions.md; a summary line per part is printed at the end. Exits 1 when a part
 # failed. Needs the release binary (built here with cargo build --release).
 set -euo pipefail
 
@@ -73,6 +75,7 @@ part fuzz scripts/fuzz.sh --minutes "$FUZZ_MINUTES"
 part stress env OUT="$OUT/stress" scripts/stress.sh
 part peers scripts/peers.sh -o "$OUT/peers.md"
 part peers-grpc scripts/peers-grpc.sh -o "$OUT/peers-grpc.md"
+part peers-instructions scripts/peers-instructions.sh -o "$OUT/peers-instructions.md"
 part failover scripts/failover.sh -o "$OUT/failover"
 part link scripts/link.sh -o "$OUT/link"
 part capacity scripts/capacity.sh -o "$OUT/capacity"
@@ -81,7 +84,7 @@ printf '%s\n' "${results[@]}"
 for f in fuzz stress failover link capacity; do
     [[ -f $OUT/$f.log ]] && { echo "--- $f"; tail -n 20 "$OUT/$f.log"; }
 done
-for f in peers.md peers-grpc.md; do
+for f in peers.md peers-grpc.md peers-instructions.md; do
     [[ -f $OUT/$f ]] && { echo "--- $f"; cat "$OUT/$f"; }
 done
 exit $status
