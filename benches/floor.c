@@ -27,14 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PROG "floor"
+#include "answer.h"
+
 #define MAX_CONNS 1024
 #define MAX_REQUEST 65536
 #define MAX_ANSWER 65536
-
-static void die(const char *what) {
-    fprintf(stderr, "floor: %s\n", what);
-    exit(1);
-}
 
 static void send_all(int fd, const char *buf, size_t len) {
     while (len > 0) {
@@ -44,22 +42,6 @@ static void send_all(int fd, const char *buf, size_t len) {
         buf += n;
         len -= (size_t)n;
     }
-}
-
-/*
- * The length of the answer whose first got bytes are in buf (NUL-terminated): its head and its
- * Content-Length body; 0 while the head is incomplete.
- */
-static size_t answer_length(const char *buf) {
-    const char *end = strstr(buf, "\r\n\r\n");
-    if (!end)
-        return 0;
-    for (const char *p = buf; p < end; p++) {
-        if (strncasecmp(p, "\r\ncontent-length:", 17) == 0)
-            return (size_t)(end - buf) + 4 + strtoul(p + 17, NULL, 10);
-    }
-    die("an answer without Content-Length");
-    return 0;
 }
 
 /*

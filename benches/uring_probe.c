@@ -26,25 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PROG "uring_probe"
+#include "answer.h"
+
 #define MAX_CONNS 1024
 #define MAX_ANSWER 65536
-
-static void die(const char *what) {
-    fprintf(stderr, "uring_probe: %s\n", what);
-    exit(1);
-}
-
-static size_t answer_length(const char *buf) {
-    const char *end = strstr(buf, "\r\n\r\n");
-    if (!end)
-        return 0;
-    for (const char *p = buf; p < end; p++) {
-        if (strncasecmp(p, "\r\ncontent-length:", 17) == 0)
-            return (size_t)(end - buf) + 4 + strtoul(p + 17, NULL, 10);
-    }
-    die("an answer without Content-Length");
-    return 0;
-}
 
 static char request[65536];
 static size_t req_len;

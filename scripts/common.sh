@@ -38,3 +38,66 @@ find_etcd() {
     [[ $rc -eq 0 ]] || die "apt-get install etcd-server failed"
     ETCD="$(command -v etcd)" || die "etcd-server installed but no etcd on PATH"
 }
+
+# The peer scripts' shapes: the names of comma list $2 (empty: every one) among the known ones
+# ($1, space-separated), in the known order, each once, into SHAPES; dies on an unknown name.
+select_shapes() {
+    local -a known wanted
+    read -r -a known <<<"$1"
+    SHAPES=()
+    if [[ -z $2 ]]; then
+        SHAPES=("${known[@]}")
+        return
+    fi
+    IFS=, read -r -a wanted <<<"$2"
+    local w s
+    for w in "${wanted[@]}"; do
+        [[ " ${known[*]} " == *" $w "* ]] || die "--shapes: unknown shape '$w' (known: ${known[*]})"
+    done
+    for s in "${known[@]}"; do
+        [[ ",$2," != *",$s,"* ]] || SHAPES+=("$s")
+    done
+    [[ ${#SHAPES[@]} -gt 0 ]] || die "--shapes: no shape selected"
+}
+
+# The peer scripts' inputs, written into directory $1: echo.lua (LUA: wrk's POST of the echo
+# ping), pipeline16.lua (PIPE16: LUA plus a request() that returns 16 wrk.format() copies in one
+# string) and echo-request.bin (BODY: the gRPC-framed EchoRequest {ping: "Hello, world!"}).
+write_peer_inputs() {
+    cat >"$1/echo.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"ping":"Hello, world!"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+    cat "$1/echo.lua" - >"$1/pipeline16.lua" <<'LUA'
+init = function(args)
+    local r = {}
+    for i = 1, 16 do
+        r[i] = wrk.format()
+    end
+    pipelined = table.concat(r)
+end
+request = function()
+    return pipelined
+end
+LUA
+    # flag 0, length 15; field 1, 13 bytes
+    printf '\x00\x00\x00\x00\x0f\x0a\x0dHello, world!' >"$1/echo-request.bin"
+}
+
+# Starts `$1 serve --addr 127.0.0.1:0 --threads 1` and the further arguments pinned to CPU 0,
+# its stderr into file $2: sets SERVER (its pid) and ADDR (the address it listens on), or dies.
+start_pinned_server() {
+    local bin=$1 log=$2
+    shift 2
+    taskset -c 0 "$bin" serve --addr 127.0.0.1:0 --threads 1 "$@" 2>"$log" </dev/null &
+    SERVER=$!
+    ADDR=""
+    for _ in $(seq 100); do
+        ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$log")
+        [[ -n $ADDR ]] && return 0
+        kill -0 "$SERVER" 2>/dev/null || break
+        sleep 0.1
+    done
+    die "wirebench serve did not start: $(tr '\n' ' ' <"$log")"
+}

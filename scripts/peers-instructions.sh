@@ -54,19 +54,7 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 
-SHAPES=()
-if [[ -z $SHAPE_LIST ]]; then
-    SHAPES=("${ALL_SHAPES[@]}")
-else
-    IFS=, read -r -a wanted <<<"$SHAPE_LIST"
-    for w in "${wanted[@]}"; do
-        [[ " ${ALL_SHAPES[*]} " == *" $w "* ]] || die "--shapes: unknown shape '$w' (known: ${ALL_SHAPES[*]})"
-    done
-    for s in "${ALL_SHAPES[@]}"; do
-        [[ ",$SHAPE_LIST," != *",$s,"* ]] || SHAPES+=("$s")
-    done
-fi
-[[ ${#SHAPES[@]} -gt 0 ]] || die "--shapes: no shape selected"
+select_shapes "${ALL_SHAPES[*]}" "$SHAPE_LIST"
 
 [[ -z $OUTFILE ]] || OUTFILE="$(realpath -m -- "$OUTFILE")"
 BIN="${WIREBENCH:-}"
@@ -107,38 +95,12 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # peers.sh's request scripts and gRPC body
+write_peer_inputs "$WORK"
 LUA="$WORK/echo.lua"
-cat >"$LUA" <<'EOF'
-wrk.method = "POST"
-wrk.body = '{"ping":"Hello, world!"}'
-wrk.headers["Content-Type"] = "application/json"
-EOF
 PIPE16="$WORK/pipeline16.lua"
-cat "$LUA" - >"$PIPE16" <<'EOF'
-init = function(args)
-    local r = {}
-    for i = 1, 16 do
-        r[i] = wrk.format()
-    end
-    pipelined = table.concat(r)
-end
-request = function()
-    return pipelined
-end
-EOF
 BODY="$WORK/echo-request.bin"
-printf '\x00\x00\x00\x00\x0f\x0a\x0dHello, world!' >"$BODY"
 
-taskset -c 0 "$BIN" serve --addr 127.0.0.1:0 --threads 1 --no-h3 2>"$WORK/serve.log" </dev/null &
-SERVER=$!
-ADDR=""
-for _ in $(seq 100); do
-    ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$WORK/serve.log")
-    [[ -n $ADDR ]] && break
-    kill -0 "$SERVER" 2>/dev/null || break
-    sleep 0.1
-done
-[[ -n $ADDR ]] || die "wirebench serve did not start: $(tr '\n' ' ' <"$WORK/serve.log")"
+start_pinned_server "$BIN" "$WORK/serve.log" --no-h3
 echo "peers-instructions: server on $ADDR (CPU 0), clients on CPU 1 under callgrind" >&2
 
 GRPC_URL="http://$ADDR/grpc_echo.v1.EchoService/Echo"

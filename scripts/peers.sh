@@ -116,20 +116,7 @@ esac
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 1 ]] || die "--rounds must be a positive integer, not $ROUNDS"
 LIMIT=$((SECS + 60))
 
-SHAPES=()
-if [[ -z $SHAPE_LIST ]]; then
-    SHAPES=("${ALL_SHAPES[@]}")
-else
-    IFS=, read -r -a wanted <<<"$SHAPE_LIST"
-    for w in "${wanted[@]}"; do
-        [[ " ${ALL_SHAPES[*]} " == *" $w "* ]] || die "--shapes: unknown shape '$w' (known: ${ALL_SHAPES[*]})"
-    done
-    # in the order of ALL_SHAPES, each once
-    for s in "${ALL_SHAPES[@]}"; do
-        [[ ",$SHAPE_LIST," != *",$s,"* ]] || SHAPES+=("$s")
-    done
-fi
-[[ ${#SHAPES[@]} -gt 0 ]] || die "--shapes: no shape selected"
+select_shapes "${ALL_SHAPES[*]}" "$SHAPE_LIST"
 # which kinds of shape run: they decide the tools needed and the answers checked first
 wants() {
     local s
@@ -217,50 +204,19 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+write_peer_inputs "$WORK"
 LUA="$WORK/echo.lua"
-cat >"$LUA" <<'EOF'
-wrk.method = "POST"
-wrk.body = '{"ping":"Hello, world!"}'
-wrk.headers["Content-Type"] = "application/json"
-EOF
 PIPE16="$WORK/pipeline16.lua"
-cat >"$PIPE16" <<'EOF'
-wrk.method = "POST"
-wrk.body = '{"ping":"Hello, world!"}'
-wrk.headers["Content-Type"] = "application/json"
-init = function(args)
-    local r = {}
-    for i = 1, 16 do
-        r[i] = wrk.format()
-    end
-    pipelined = table.concat(r)
-end
-request = function()
-    return pipelined
-end
-EOF
+BODY="$WORK/echo-request.bin"
 # the floor client and its request: the bytes wrk sends for LUA (Host, Content-Type, Content-Length)
 FLOOR="$WORK/floor"
 FLOOR_REQUEST="$WORK/floor-request.txt"
 if wants http; then
     cc -O2 -o "$FLOOR" benches/floor.c || die "cannot build benches/floor.c with cc"
 fi
-# EchoRequest {ping: "Hello, world!"} with the gRPC prefix: flag 0, length 15; field 1, 13 bytes.
-BODY="$WORK/echo-request.bin"
-printf '\x00\x00\x00\x00\x0f\x0a\x0dHello, world!' >"$BODY"
-
 # HTTP/3's self-signed certificate, for the clients' --cacert (written before "listening")
 CERT="$WORK/h3-cert.pem"
-taskset -c 0 "$BIN" serve --addr 127.0.0.1:0 --threads 1 --h3-cert-out "$CERT" 2>"$WORK/serve.log" </dev/null &
-SERVER=$!
-ADDR=""
-for _ in $(seq 100); do
-    ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$WORK/serve.log")
-    [[ -n $ADDR ]] && break
-    kill -0 "$SERVER" 2>/dev/null || break
-    sleep 0.1
-done
-[[ -n $ADDR ]] || die "wirebench serve did not start: $(tr '\n' ' ' <"$WORK/serve.log")"
+start_pinned_server "$BIN" "$WORK/serve.log" --h3-cert-out "$CERT"
 echo "peers: server on $ADDR (CPU 0), clients on CPU 1, $ROUNDS round(s) of ${SECS} s runs" >&2
 printf 'POST /v1/echo HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 24\r\n\r\n{"ping":"Hello, world!"}' \
     "$ADDR" >"$FLOOR_REQUEST"
