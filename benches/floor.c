@@ -101,17 +101,10 @@ int main(int argc, char **argv) {
         memcpy(batch + req_len * (size_t)d, request, req_len);
     size_t batch_len = req_len * (size_t)depth;
 
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2]))};
-    if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1)
-        die("HOST must be an IPv4 address");
+    struct sockaddr_in addr = address_of(argv[1], argv[2]);
     static int fds[MAX_CONNS];
-    for (int i = 0; i < conns; i++) {
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&addr, sizeof addr) != 0)
-            die("connect failed");
-        int one = 1;
-        setsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
+    for (int i = 0; i < conns; i++)
+        fds[i] = connect_to(&addr);
     static char answer[MAX_ANSWER];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -78,15 +78,9 @@ int main(int argc, char **argv) {
     fclose(f);
     if (req_len == 0 || req_len == sizeof request)
         die("REQUEST_FILE is empty or longer than 64 KiB");
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2]))};
-    if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1)
-        die("HOST must be an IPv4 address");
+    struct sockaddr_in addr = address_of(argv[1], argv[2]);
     for (int i = 0; i < conns; i++) {
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&addr, sizeof addr) != 0)
-            die("connect failed");
-        int one = 1;
-        setsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        fds[i] = connect_to(&addr);
         bufs[i] = malloc(MAX_ANSWER);
         if (!bufs[i])
             die("out of memory");
