@@ -1269,6 +1269,14 @@ fn pipelined_partly(
     (run, code, ctx)
 }
 
+/// `pipelined_partly` where every one of the `n` requests must be answered (exit 0).
+fn pipelined_all_answered(url: &str, lp: (&str, &str), clients: &str, n: u64) -> (Value, String) {
+    let (run, code, ctx) = pipelined_partly(url, lp, clients, &n.to_string());
+    assert_eq!(code, Some(0), "{ctx}");
+    assert_eq!(u64_at(&run, "/summary/ok"), n, "{ctx}");
+    (run, ctx)
+}
+
 /// Count of the failures of `kind` in `run`'s error distribution.
 fn failures_of(run: &Value, kind: &str) -> u64 {
     errors(run)
@@ -1372,9 +1380,7 @@ fn http1_pipelined_latency_ends_at_the_read_that_brought_the_answer() {
     });
     let url = format!("http://{addr}");
     for lp in LOOPS {
-        let (run, code, ctx) = pipelined_partly(&url, lp, "4", "40");
-        assert_eq!(code, Some(0), "{ctx}");
-        assert_eq!(u64_at(&run, "/summary/ok"), 40, "{ctx}");
+        let (run, ctx) = pipelined_all_answered(&url, lp, "4", 40);
         let ms = |k: &str| {
             run["summary"][k]
                 .as_f64()
@@ -1411,9 +1417,7 @@ fn http1_answers_ahead_of_their_requests_are_matched_in_order() {
     });
     let url = format!("http://{addr}");
     for lp in LOOPS {
-        let (run, code, ctx) = pipelined_partly(&url, lp, "2", "40");
-        assert_eq!(code, Some(0), "{ctx}");
-        assert_eq!(u64_at(&run, "/summary/ok"), 40, "{ctx}");
+        let (run, ctx) = pipelined_all_answered(&url, lp, "2", 40);
         assert_eq!(u64_at(&run, "/wire/connections_opened"), 1, "{ctx}");
         let conn = &run["per_connection"][0];
         let http1 = &conn["http1"];

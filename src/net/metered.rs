@@ -379,23 +379,8 @@ impl Metered {
         loop {
             let spare = buf.spare_capacity_mut();
             let want = spare.len().min(MAX_READ);
-            // The syscall itself rather than libc's recv(2): the wrapper is a thread
-            // cancellation point, and its bookkeeping around the call (asynchronous cancellation
-            // enabled, then disabled) cost some 60 instructions a request, 3% of the client's
-            // own; nothing here is ever cancelled.
-            // SAFETY: `spare` is `want` or more writable bytes that outlive the call;
-            // recvfrom(2) writes at most `want` of them, and no address (null pointers).
-            let n = unsafe {
-                libc::syscall(
-                    libc::SYS_recvfrom,
-                    fd,
-                    spare.as_mut_ptr(),
-                    want,
-                    0,
-                    std::ptr::null_mut::<libc::sockaddr>(),
-                    std::ptr::null_mut::<libc::socklen_t>(),
-                )
-            };
+            // SAFETY: `spare` is `want` or more writable bytes that outlive the call.
+            let n = unsafe { recv_raw(fd, spare.as_mut_ptr().cast(), want) };
             if let Ok(n) = usize::try_from(n) {
                 counted_read(&self.ledger, n);
                 // SAFETY: recv(2) initialized the first `n` bytes of the spare capacity.
@@ -426,20 +411,7 @@ impl Metered {
     pub fn send_now(&self, data: &[u8]) -> io::Result<usize> {
         let fd = self.inner.as_raw_fd();
         loop {
-            // MSG_NOSIGNAL: a peer gone answers EPIPE, never SIGPIPE; the syscall itself, as in
-            // `recv_now`
-            // SAFETY: `data` is valid for `data.len()` bytes for the call; no address.
-            let n = unsafe {
-                libc::syscall(
-                    libc::SYS_sendto,
-                    fd,
-                    data.as_ptr(),
-                    data.len(),
-                    libc::MSG_NOSIGNAL,
-                    std::ptr::null::<libc::sockaddr>(),
-                    0 as libc::socklen_t,
-                )
-            };
+            let n = send_raw(fd, data);
             if let Ok(n) = usize::try_from(n) {
                 counted_write(&self.ledger, n);
                 return Ok(n);
@@ -448,6 +420,46 @@ impl Metered {
                 return Err(e);
             }
         }
+    }
+}
+
+/// recv(2) of at most `len` bytes into `ptr`, made as the syscall itself (recvfrom without an
+/// address) rather than through libc's wrapper: the wrapper is a thread cancellation point, and
+/// its bookkeeping around the call (asynchronous cancellation enabled, then disabled) cost some
+/// 60 instructions a request, 3% of the client's own; nothing here is ever cancelled. Returns
+/// the syscall's result (-1 with errno set on failure).
+///
+/// # Safety
+/// `ptr` must be valid for writes of `len` bytes for the call.
+unsafe fn recv_raw(fd: std::os::fd::RawFd, ptr: *mut u8, len: usize) -> libc::c_long {
+    // SAFETY: the caller's promise on `ptr`; no address (null pointers).
+    unsafe {
+        libc::syscall(
+            libc::SYS_recvfrom,
+            fd,
+            ptr,
+            len,
+            0,
+            std::ptr::null_mut::<libc::sockaddr>(),
+            std::ptr::null_mut::<libc::socklen_t>(),
+        )
+    }
+}
+
+/// send(2) of `data` with MSG_NOSIGNAL (a peer gone answers EPIPE, never SIGPIPE), as the
+/// syscall itself (see `recv_raw`).
+fn send_raw(fd: std::os::fd::RawFd, data: &[u8]) -> libc::c_long {
+    // SAFETY: `data` is valid for `data.len()` bytes for the call; no address.
+    unsafe {
+        libc::syscall(
+            libc::SYS_sendto,
+            fd,
+            data.as_ptr(),
+            data.len(),
+            libc::MSG_NOSIGNAL,
+            std::ptr::null::<libc::sockaddr>(),
+            0 as libc::socklen_t,
+        )
     }
 }
 
@@ -473,9 +485,8 @@ impl AsyncRead for Metered {
             // no event came in between, so nothing that arrives after the read is missed.
             let mut short = None;
             let read = this.inner.try_io(Interest::READABLE, || {
-                // SAFETY: `dst` is `want` writable bytes that outlive the call; recv(2) writes
-                // at most that many.
-                let n = unsafe { libc::recv(fd, dst.as_mut_ptr().cast(), want, 0) };
+                // SAFETY: `dst` is `want` writable bytes that outlive the call.
+                let n = unsafe { recv_raw(fd, dst.as_mut_ptr().cast(), want) };
                 let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
                 if n > 0 && n < want {
                     short = Some(n);

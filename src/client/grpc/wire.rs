@@ -303,16 +303,6 @@ struct Timer {
 fn drive(state: &Rc<RefCell<State>>, max_frame: usize, cx: &mut Context<'_>) -> Poll<()> {
     let mut st = state.borrow_mut();
     let st = &mut *st;
-    let Some(mut io) = st.io.take() else {
-        return Poll::Ready(());
-    };
-    let more = drive_io(st, &mut io, max_frame, cx);
-    st.io = Some(io);
-    more
-}
-
-/// `drive` with the socket in hand.
-fn drive_io(st: &mut State, io: &mut Io, max_frame: usize, cx: &mut Context<'_>) -> Poll<()> {
     if st.driver.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
         st.driver = Some(cx.waker().clone());
     }
@@ -328,8 +318,11 @@ fn drive_io(st: &mut State, io: &mut Io, max_frame: usize, cx: &mut Context<'_>)
             let grown = (st.rbuf.len() * 2).min(limit);
             st.rbuf.resize(grown, 0);
         }
+        let Some(io) = st.io.as_mut() else {
+            return Poll::Ready(());
+        };
         let mut rb = ReadBuf::new(&mut st.rbuf[st.filled..]);
-        match Pin::new(&mut *io).poll_read(cx, &mut rb) {
+        match Pin::new(io).poll_read(cx, &mut rb) {
             Poll::Pending => break,
             Poll::Ready(Err(e)) => st.kill(Dead::Io(crate::client::io_failure(&e))),
             Poll::Ready(Ok(())) if rb.filled().is_empty() => {
@@ -380,7 +373,7 @@ fn drive_io(st: &mut State, io: &mut Io, max_frame: usize, cx: &mut Context<'_>)
         st.wake_waiting();
     }
     // writes: everything queued, in as few calls as the socket takes
-    match flush(st, io, cx) {
+    match flush(st, cx) {
         Poll::Pending => return Poll::Pending,
         Poll::Ready(false) => return Poll::Ready(()),
         Poll::Ready(true) => {}
@@ -389,12 +382,15 @@ fn drive_io(st: &mut State, io: &mut Io, max_frame: usize, cx: &mut Context<'_>)
         if !st.shut {
             // the GOAWAY, then our FIN
             st.conn.go_away();
-            match flush(st, io, cx) {
+            match flush(st, cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(false) => return Poll::Ready(()),
                 Poll::Ready(true) => {}
             }
-            match Pin::new(&mut *io).poll_shutdown(cx) {
+            let Some(io) = st.io.as_mut() else {
+                return Poll::Ready(());
+            };
+            match Pin::new(io).poll_shutdown(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(_) => st.shut = true,
             }
@@ -423,9 +419,12 @@ fn volley(conn: &mut Connection, s: &mut StreamSlot) {
 /// Writes the connection's output until it is empty or the socket is full (pending); a
 /// connection that died of a protocol error still writes its GOAWAY. `false` when the
 /// connection is dead.
-fn flush(st: &mut State, io: &mut Io, cx: &mut Context<'_>) -> Poll<bool> {
+fn flush(st: &mut State, cx: &mut Context<'_>) -> Poll<bool> {
     while !st.conn.output().is_empty() && !matches!(st.dead, Some(Dead::Io(_))) {
-        match Pin::new(&mut *io).poll_write(cx, st.conn.output()) {
+        let Some(io) = st.io.as_mut() else {
+            return Poll::Ready(false);
+        };
+        match Pin::new(io).poll_write(cx, st.conn.output()) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Ok(0)) => {
                 st.kill(Dead::Io(Failure::with(FailureKind::Io, "write returned 0")));
