@@ -149,7 +149,8 @@ impl Running {
         &self.spec
     }
 
-    /// Stops the emulator (packets still held are not delivered) and returns its account.
+    /// Stops the emulator once the path is quiet (what it holds delivered, 50 ms without a
+    /// packet, at most 2 s; what is held after that is not delivered) and returns its account.
     pub fn finish(mut self) -> Result<LinkReport, LinkError> {
         let figures = self.stop_thread()?;
         Ok(LinkReport {

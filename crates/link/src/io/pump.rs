@@ -32,6 +32,13 @@ const LATENESS_KEPT: usize = 32;
 /// Packets read from one device per pass, so that due packets are not kept waiting behind a
 /// long burst of arrivals.
 const READ_BATCH: usize = 64;
+/// Asked to stop, the path stays until it has been quiet this long (ns): nothing held, nothing
+/// read or written. The closes of the run's last connections (a FIN, the answer's FIN, the
+/// last ACK) cross it, so that no socket on the host is left sending its FIN again into the
+/// next link that gets the same addresses.
+const QUIET: u64 = 50_000_000;
+/// ... but no longer than this after the stop (ns): what is still held then is `held_at_end`.
+const DRAIN_LIMIT: u64 = 2_000_000_000;
 
 /// A packet waiting for its release time; ordered by (release, arrival order).
 struct Held {
@@ -188,7 +195,8 @@ impl Pump {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    /// Moves packets until the stop descriptor is written; returns what was measured.
+    /// Moves packets until the stop descriptor is written and the path has drained (quiet for
+    /// [`QUIET`], at most [`DRAIN_LIMIT`]); returns what was measured.
     pub(super) fn run(mut self) -> io::Result<Figures> {
         let started = Instant::now();
         let mut fds = [
@@ -197,13 +205,28 @@ impl Pump {
             poll_fd(self.stop.as_raw_fd()),
         ];
         let mut lateness = Lateness::new();
+        // once stopped: (when the drain must end, when the path last carried a packet)
+        let mut draining: Option<(u64, u64)> = None;
         loop {
-            self.release_due();
+            let released = self.release_due();
             let next = [self.up.next_at(), self.down.next_at()]
                 .into_iter()
                 .flatten()
                 .min();
             let now = self.now();
+            let mut drain_wait = None;
+            if let Some((limit, active)) = &mut draining {
+                if released {
+                    *active = now;
+                }
+                let quiet_at = *active + QUIET;
+                if now >= *limit || (next.is_none() && now >= quiet_at) {
+                    break;
+                }
+                // held packets wake it anyway; the limit cuts their wait short
+                let by = if next.is_none() { quiet_at } else { *limit };
+                drain_wait = Some(by.min(*limit).saturating_sub(now));
+            }
             let (sleep, long) = match next.map(|at| at.saturating_sub(now)) {
                 None => (None, false),
                 // spin: while packets are held, look at the devices without sleeping
@@ -215,6 +238,12 @@ impl Pump {
                 Some(left) if left > DOZE => (Some(DOZE), false),
                 Some(_) => (Some(0), false),
             };
+            // draining: wake when the quiet time or the limit is up
+            let (sleep, long) = match (sleep, drain_wait) {
+                (Some(s), Some(d)) if d < s => (Some(d), false),
+                (None, Some(d)) => (Some(d), false),
+                (s, _) => (s, long),
+            };
             for f in &mut fds {
                 f.revents = 0;
             }
@@ -224,14 +253,21 @@ impl Pump {
                 let ns = sleep.unwrap_or(0);
                 lateness.record(self.now().saturating_sub(now + ns));
             }
-            if fds[2].revents != 0 {
-                break;
+            if fds[2].revents != 0 && draining.is_none() {
+                let now = self.now();
+                draining = Some((now + DRAIN_LIMIT, now));
+                // a negative descriptor is one poll leaves out
+                fds[2].fd = -1;
             }
+            let mut read = false;
             if fds[0].revents != 0 {
-                self.read_from(true)?;
+                read |= self.read_from(true)?;
             }
             if fds[1].revents != 0 {
-                self.read_from(false)?;
+                read |= self.read_from(false)?;
+            }
+            if let (true, Some((_, active))) = (read, &mut draining) {
+                *active = self.now();
             }
         }
         let (user, sys) = thread_cpu();
@@ -244,14 +280,15 @@ impl Pump {
         })
     }
 
-    /// Reads up to a batch of packets from one device: `up` = the client's side.
-    fn read_from(&mut self, up: bool) -> io::Result<()> {
-        for _ in 0..READ_BATCH {
+    /// Reads up to a batch of packets from one device: `up` = the client's side. Whether it
+    /// read any.
+    fn read_from(&mut self, up: bool) -> io::Result<bool> {
+        for i in 0..READ_BATCH {
             let mut buf = self.pool.pop().unwrap_or_else(|| vec![0; BUF]);
             let tun = if up { &self.inner } else { &self.outer };
             let Some(len) = tun.recv(&mut buf)? else {
                 self.pool.push(buf);
-                return Ok(());
+                return Ok(i > 0);
             };
             let now = self.now();
             let (dir, path) = if up {
@@ -283,11 +320,13 @@ impl Pump {
                 Verdict::Drop(_) => self.pool.push(buf),
             }
         }
-        Ok(())
+        Ok(true)
     }
 
-    /// Writes every packet whose release time has come to the device on its far side.
-    fn release_due(&mut self) {
+    /// Writes every packet whose release time has come to the device on its far side; whether
+    /// it wrote any.
+    fn release_due(&mut self) -> bool {
+        let mut any = false;
         for up in [true, false] {
             loop {
                 let now = self.now();
@@ -311,8 +350,10 @@ impl Pump {
                 let _ = dir.error.record(now - h.at);
                 let _ = dir.applied.record(now.saturating_sub(h.arrived));
                 self.pool.push(h.buf);
+                any = true;
             }
         }
+        any
     }
 }
 
