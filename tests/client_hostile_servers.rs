@@ -134,8 +134,19 @@ fn assert_errors(run: &Value, kinds: &[&str], words: &[&str]) {
 // ---------------------------------------------------------------------------------------------
 // HTTP/1.1 servers
 
-/// The HTTP/1.1 clients' two ways of waiting (`--io-loop`), and the `client_loop` each reports.
-const LOOPS: [(&str, &str); 2] = [("auto", "epoll"), ("tokio", "tokio")];
+/// The HTTP/1.1 clients' ways of waiting (`--io-loop`), and the `client_loop` each reports:
+/// unpipelined, `auto` reads through an io_uring where the kernel has one.
+fn loops() -> [(&'static str, &'static str); 3] {
+    [
+        ("auto", support::auto_loop()),
+        ("epoll", "epoll"),
+        ("tokio", "tokio"),
+    ]
+}
+
+/// The same for pipelined connections, which `auto` keeps on epoll.
+const PIPELINED_LOOPS: [(&str, &str); 3] =
+    [("auto", "epoll"), ("epoll", "epoll"), ("tokio", "tokio")];
 
 /// A loopback HTTP/1.1 server: a thread per connection reads one request and lets `respond`
 /// misbehave; then the connection is kept until the client closes it (so a client that does not
@@ -300,7 +311,7 @@ fn http1_garbage_instead_of_a_response_is_rejected() {
         let _ = s.write_all(b"\x00\x01garbage garbage garbage\r\n\r\n");
     }
     let url = http_server(respond);
-    for (io_loop, ran) in LOOPS {
+    for (io_loop, ran) in loops() {
         let (run, _) = all_fail(&url, "http", 5, &["-c", "1", "--io-loop", io_loop]);
         assert_eq!(run["cost"]["client_loop"], ran);
         assert_errors(&run, &["http1"], &["malformed response head"]);
@@ -321,7 +332,7 @@ fn http1_connection_closed_mid_response_is_closed() {
     }
     for respond in [mid_head as fn(&mut TcpStream), mid_body] {
         let url = http_server(respond);
-        for (io_loop, ran) in LOOPS {
+        for (io_loop, ran) in loops() {
             let (run, _) = all_fail(&url, "http", 5, &["-c", "1", "--io-loop", io_loop]);
             assert_eq!(run["cost"]["client_loop"], ran);
             assert_errors(&run, &["closed"], &[]);
@@ -334,7 +345,7 @@ fn http1_server_that_never_answers_times_out() {
     // Reads the request and then nothing: `http_server` waits for the client to hang up.
     fn respond(_: &mut TcpStream) {}
     let url = http_server(respond);
-    for (io_loop, ran) in LOOPS {
+    for (io_loop, ran) in loops() {
         let (run, w) = all_fail(&url, "http", 8, &["-c", "4", "--io-loop", io_loop]);
         assert_eq!(run["cost"]["client_loop"], ran);
         assert_errors(&run, &["timeout"], &["no response within 2s"]);
@@ -1311,7 +1322,7 @@ fn http1_server_closing_mid_pipeline_fails_the_rest_as_unanswered() {
         drain(&mut s);
     });
     let url = format!("http://{addr}");
-    for lp in LOOPS {
+    for lp in PIPELINED_LOOPS {
         received.store(0, Ordering::SeqCst);
         let (run, code, ctx) = pipelined_partly(&url, lp, "4", "16");
         // every request is counted exactly once: answered, or failed by kind
@@ -1343,7 +1354,7 @@ fn http1_pipelined_server_that_never_answers_times_out_the_oldest() {
     // ones behind it are unanswered, and the connection is replaced.
     fn respond(_: &mut TcpStream) {}
     let url = http_server(respond);
-    for lp in LOOPS {
+    for lp in PIPELINED_LOOPS {
         let (run, code, ctx) = pipelined_partly(&url, lp, "4", "8");
         assert_ne!(code, Some(0), "nothing succeeded: {ctx}");
         assert_eq!(u64_at(&run, "/summary/failed"), 8, "{ctx}");
@@ -1379,7 +1390,7 @@ fn http1_pipelined_latency_ends_at_the_read_that_brought_the_answer() {
         }
     });
     let url = format!("http://{addr}");
-    for lp in LOOPS {
+    for lp in PIPELINED_LOOPS {
         let (run, ctx) = pipelined_all_answered(&url, lp, "4", 40);
         let ms = |k: &str| {
             run["summary"][k]
@@ -1416,7 +1427,7 @@ fn http1_answers_ahead_of_their_requests_are_matched_in_order() {
         }
     });
     let url = format!("http://{addr}");
-    for lp in LOOPS {
+    for lp in PIPELINED_LOOPS {
         let (run, ctx) = pipelined_all_answered(&url, lp, "2", 40);
         assert_eq!(u64_at(&run, "/wire/connections_opened"), 1, "{ctx}");
         let conn = &run["per_connection"][0];

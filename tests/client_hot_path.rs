@@ -198,8 +198,13 @@ fn the_request_log_allocates_nothing_per_request() {
 fn http1_steady_state_allocates_nothing_and_writes_once() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let endpoint = fake_server(RESPONSE);
-    // the default (the thread's own readiness loop) and a runtime task per client
-    for (io_loop, ran) in [("auto", "epoll"), ("tokio", "tokio")] {
+    // the default (the thread's own loop, reading through a ring where the kernel has one), the
+    // loop on epoll, and a runtime task per client
+    for (io_loop, ran) in [
+        ("auto", support::auto_loop()),
+        ("epoll", "epoll"),
+        ("tokio", "tokio"),
+    ] {
         let shape = ["-c", "2", "--io-loop", io_loop];
         let (small, run_small) = allocations_for(&endpoint, 200, &shape);
         let (large, run_large) = allocations_for(&endpoint, 10_200, &shape);
@@ -227,7 +232,7 @@ fn http1_steady_state_allocates_nothing_and_writes_once() {
 fn pipelined_http1_allocates_nothing_per_request() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let endpoint = fake_server(RESPONSE);
-    for (io_loop, ran) in [("auto", "epoll"), ("tokio", "tokio")] {
+    for (io_loop, ran) in [("auto", "epoll"), ("epoll", "epoll"), ("tokio", "tokio")] {
         // 8 clients on 2 connections, 4 requests in flight on each
         let shape = ["-c", "8", "--pipeline", "4", "--io-loop", io_loop];
         let (small, run_small) = allocations_for(&endpoint, 200, &shape);

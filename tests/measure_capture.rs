@@ -564,6 +564,8 @@ fn etcd_put_over_http1_matches_the_capture() {
     let case = "etcd put, HTTP/1.1";
     let run = proto_run(&report, "http");
     assert_eq!(u64_at(run, "/summary/ok"), 400, "{run:#}");
+    // the default loop: its reads through an io_uring where the kernel has one
+    assert_eq!(run["cost"]["client_loop"], support::auto_loop(), "{run:#}");
     let mut ck = Checks::default();
     let conns = check_tcp(&mut ck, case, run, &packets, false);
     assert_eq!(conns.len(), 4, "one connection per client");

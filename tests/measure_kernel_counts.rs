@@ -25,6 +25,7 @@ fn serial() -> MutexGuard<'static, ()> {
 
 static PERF_EVENT_OPEN: &[libc::c_long] = &[libc::SYS_perf_event_open];
 static TIMERFD_CREATE: &[libc::c_long] = &[libc::SYS_timerfd_create];
+static IO_URING_SETUP: &[libc::c_long] = &[libc::SYS_io_uring_setup];
 
 /// One count of perf stat's CSV output (`COUNT,UNIT,EVENT,...`) for `event`.
 fn perf_count(csv: &str, event: &str) -> f64 {
@@ -78,15 +79,16 @@ fn syscalls_match_perf_stat(proto: &str) {
         ours <= perf && (perf - ours) / perf <= 0.02,
         "{proto}: wirebench counted {window} + {outside} syscalls, perf stat {perf}\n{cost:#}"
     );
-    // every request costs at least its write and its read, and the kernel saw more than the
-    // data calls: EAGAIN reads and epoll_wait at least
+    // the kernel saw more than the data calls that were syscalls (a ring's reads are not):
+    // the waits (epoll_wait, io_uring_enter) at least
     let requests = u64_at(cost, "/requests");
     assert_eq!(requests, 30_000, "{proto}");
     let data = &cost["data_calls"];
     let data_calls: u64 = ["reads", "writes", "read_would_block", "write_would_block"]
         .iter()
         .map(|k| u64_at(data, &format!("/{k}")))
-        .sum();
+        .sum::<u64>()
+        - u64_at(data, "/ring_reads");
     assert!(data_calls < window, "{proto}: {cost:#}");
     assert!(
         u64_at(data, "/writes") >= requests / 10,
@@ -114,6 +116,55 @@ fn syscalls_match_perf_stat(proto: &str) {
     assert!(
         cpu <= process && cpu * 2 >= process,
         "{proto}: client CPU {cpu:?} in the window, the process {process:?}"
+    );
+}
+
+/// `--io-loop auto` reads through an io_uring: its reads are the ring's, no syscall of their
+/// own, so a request costs the kernel a read less than on the epoll loop (the same waits,
+/// `io_uring_enter` for `epoll_wait`); with `io_uring_setup` refused, the run goes on epoll
+/// and says so.
+#[test]
+fn the_loop_reads_through_a_ring_and_without_one_on_epoll() {
+    let _one = serial();
+    let server = ServeProcess::start(&["--threads", "1"]);
+    let target = format!("http://{}", server.target());
+    let run = |io_loop: &str, deny: bool| -> Value {
+        let mut cmd = wirebench();
+        cmd.args(["echo", "--target", &target, "--proto", "http", "-c", "4"])
+            .args(["-n", "20000", "--io-loop", io_loop, "--format", "json"]);
+        if deny {
+            deny_syscalls(&mut cmd, IO_URING_SETUP, libc::ENOSYS);
+        }
+        support::die_with_parent(&mut cmd);
+        let report = json(&run_command(cmd, RUN_TIMEOUT));
+        let run = proto_run(&report, "http");
+        assert_eq!(u64_at(run, "/summary/ok"), 20_000, "{run:#}");
+        run["cost"].clone()
+    };
+    let (ring, epoll, refused) = (run("auto", false), run("epoll", false), run("auto", true));
+    assert_eq!(ring["client_loop"], support::auto_loop());
+    assert_eq!(epoll["client_loop"], "epoll");
+    assert_eq!(refused["client_loop"], "epoll", "{refused:#}");
+    for cost in [&epoll, &refused] {
+        assert_eq!(u64_at(cost, "/data_calls/ring_reads"), 0, "{cost:#}");
+    }
+    if ring["client_loop"] != "io_uring" {
+        return;
+    }
+    // every read the ring's, one write a request each way
+    let reads = u64_at(&ring, "/data_calls/reads");
+    assert_eq!(u64_at(&ring, "/data_calls/ring_reads"), reads, "{ring:#}");
+    assert!(reads >= 20_000, "{ring:#}");
+    assert_eq!(u64_at(&ring, "/data_calls/read_would_block"), 0, "{ring:#}");
+    for cost in [&ring, &epoll] {
+        same(f64_at(cost, "/writes_per_request"), 1.0);
+    }
+    let per = |c: &Value| f64_at(c, "/syscalls_per_request");
+    assert!(
+        per(&ring) < per(&epoll) - 0.5,
+        "io_uring {} vs epoll {} syscalls a request",
+        per(&ring),
+        per(&epoll)
     );
 }
 

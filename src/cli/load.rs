@@ -413,7 +413,8 @@ impl RunArgs {
             link: None,
             quic,
             udp_offload: self.udp_offload == OnOff::On,
-            own_loop: self.io_loop == IoLoopArg::Auto,
+            own_loop: self.io_loop != IoLoopArg::Tokio,
+            ring: self.io_loop == IoLoopArg::Auto,
         })
     }
 

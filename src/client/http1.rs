@@ -51,6 +51,13 @@ pub struct Response<'a> {
     pub done: Option<Instant>,
 }
 
+/// What a completion-driven read (`read_buffered`, `landed`) found: the response, or the room
+/// the next read must go into (a pointer into the connection's buffer and a length).
+pub enum Landing<'a> {
+    Response(Response<'a>),
+    Room { ptr: *mut u8, len: usize },
+}
+
 impl Conn {
     /// `host`: the server's name for TLS (SNI and verification).
     pub async fn connect(
@@ -247,6 +254,58 @@ impl Conn {
             }
         };
         self.finish(read).map(Some)
+    }
+
+    /// Completion-driven reads (a ring's, plain sockets): the response if the buffer holds it
+    /// whole, else the room the next read goes into. Nothing touches the buffer until that
+    /// read's completion comes to `landed` (or is cancelled).
+    pub fn read_buffered(&mut self) -> Result<Landing<'_>, Failure> {
+        if !self.stale {
+            match self.reader.poll(&mut self.rbuf, &mut self.body) {
+                Ok(Some(response)) => return self.finish(Ok(response)).map(Landing::Response),
+                Err(e) => return self.finish(Err(e)).map(Landing::Response),
+                // the reader has made room in rbuf for the next read
+                Ok(None) => self.stale = true,
+            }
+        }
+        let (ptr, len) = self.io.room(&mut self.rbuf);
+        Ok(Landing::Room { ptr, len })
+    }
+
+    /// The completion of the read `read_buffered` asked for: `res` bytes landed in its room
+    /// (0: the server's end of the stream; negative: the read's -errno).
+    pub fn landed(&mut self, res: i32) -> Result<Landing<'_>, Failure> {
+        match usize::try_from(res) {
+            Ok(0) => {
+                let read = self.reader.eof(&self.rbuf);
+                self.finish(read).map(Landing::Response)
+            }
+            Ok(n) => {
+                // SAFETY: the read went into the room `read_buffered` gave (the spare capacity
+                // of rbuf, untouched since) and wrote `n` bytes of it.
+                if let Err(e) = unsafe { self.io.landed(&mut self.rbuf, n) } {
+                    self.reusable = false;
+                    return Err(io_failure(&e));
+                }
+                self.stale = false;
+                self.read_buffered()
+            }
+            Err(_) => {
+                self.reusable = false;
+                Err(io_failure(&io::Error::from_raw_os_error(-res)))
+            }
+        }
+    }
+
+    /// A read `read_buffered` asked for that completed as the connection was given up (its
+    /// request timed out): its `res` bytes were read off the socket, so they are counted, and
+    /// nothing more is made of them.
+    pub fn abandon_landed(&mut self, res: i32) {
+        self.reusable = false;
+        if let Ok(n @ 1..) = usize::try_from(res) {
+            // SAFETY: as in `landed`: the read wrote `n` bytes of the room it was given.
+            let _ = unsafe { self.io.landed(&mut self.rbuf, n) };
+        }
     }
 
     /// A response read to its end (or its failure): counted, the connection's reuse decided.

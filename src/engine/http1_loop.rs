@@ -7,6 +7,12 @@
 //! (the window's start, intervals, live figures). The loop yields to the runtime between batches
 //! of events, at least every `TICK`, and after every batch while a connect is under way.
 //!
+//! Where the kernel gives the thread an io_uring with deferred task work (`net::uring`, Linux
+//! 6.1+) and `--io-loop` is `auto`, the unpipelined clients' reads go through it instead of
+//! epoll: once a request is written, a read is queued into its connection's buffer, and one
+//! `io_uring_enter` submits the reads and waits for their completions (`Ready::Landed`), where
+//! epoll costs a wait and then a read. Writes stay plain `send` calls.
+//!
 //! It runs the closed loop over plain sockets (TCP or Unix): runs with TLS, `--rate`, stages,
 //! failover, credentials or `--requests-per-conn` keep one runtime task per client, as does
 //! `--io-loop tokio`. The loop itself (`drive`) moves `Lines`: here a client and its
@@ -16,8 +22,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::client::http1::Conn;
+use crate::client::http1::{Conn, Landing};
 use crate::net::epoll::{Epoll, Event};
+use crate::net::uring::{Completion, Uring};
 use crate::outcome::{Failure, FailureKind};
 use crate::workload::{ClientWork, Http1Work};
 
@@ -39,6 +46,8 @@ const TICK: Duration = Duration::from_millis(1);
 const LONG_WAIT: Duration = Duration::from_millis(50);
 /// Events one wait returns at most.
 const BATCH: usize = 256;
+/// A ring operation's token: the line's index, with this bit for a wait for writability.
+const WRITABLE: u64 = 1 << 62;
 
 /// Whether this run's HTTP/1.1 clients go on the readiness loop.
 pub(super) fn eligible(ctx: &Ctx) -> bool {
@@ -58,6 +67,10 @@ pub(super) enum Ready {
     Reported { hangup: bool },
     /// nothing new: after the client's own write, or when it rejoins the loop
     Unknown,
+    /// the ring's read for it completed: its result (bytes, 0 at the end, or -errno)
+    Landed(i32),
+    /// the ring's wait for writability completed
+    Writable,
 }
 
 impl Ready {
@@ -66,6 +79,7 @@ impl Ready {
         match self {
             Ready::Reported { hangup } => (true, hangup),
             Ready::Unknown => (false, false),
+            Ready::Landed(_) | Ready::Writable => (true, false),
         }
     }
 }
@@ -100,6 +114,9 @@ struct Slot {
     head_len: usize,
     /// the connection's requests written before it
     before: u64,
+    /// the ring's operation in flight for it (its token): until its completion, the ring may
+    /// write into the connection's buffer
+    in_ring: Option<u64>,
 }
 
 /// A client back from its runtime task: with a connection and its next turn, or done.
@@ -151,6 +168,8 @@ impl<R> Back<R> {
 /// the lines' way back, and the loop's counts.
 pub(super) struct Core<R> {
     pub(super) ep: Epoll,
+    /// reads through a ring instead of readiness (`http1_loop` only): then `ep` is unused
+    pub(super) ring: Option<Uring>,
     pub(super) w: Rc<Worker>,
     pub(super) back: Rc<Back<R>>,
     /// lines not done
@@ -170,6 +189,7 @@ impl<R> Core<R> {
         let ep = Epoll::new(BATCH).ok()?;
         Some(Core {
             ep,
+            ring: None,
             w: w.clone(),
             back: Rc::default(),
             live: lines,
@@ -209,6 +229,7 @@ pub(super) trait Lines {
 /// name, turns the runtime at each tick (and while a connect is under way), scans for timeouts.
 pub(super) async fn drive<L: Lines>(lines: &mut L) {
     let mut events = Vec::with_capacity(BATCH);
+    let mut done: Vec<Completion> = Vec::with_capacity(BATCH);
     let mut now = Instant::now();
     let mut next_tick = now + TICK;
     let mut next_scan = now + lines.core().scan_every;
@@ -240,17 +261,32 @@ pub(super) async fn drive<L: Lines>(lines: &mut L) {
                 .as_millis()
                 .clamp(1, TICK.as_millis()) as i32
         };
-        if let Err(e) = core.ep.wait(timeout, &mut events) {
-            // not expected of a valid set and buffer: said once, and the loop goes on at the
-            // tick (the timeout scan still bounds every request)
+        let waited = match core.ring.as_mut() {
+            Some(ring) => ring
+                .wait(Duration::from_millis(timeout as u64), &mut done)
+                .map_err(|e| ("io_uring_enter", e)),
+            None => core
+                .ep
+                .wait(timeout, &mut events)
+                .map_err(|e| ("epoll_wait", e)),
+        };
+        if let Err((call, e)) = waited {
+            // not expected of a valid set or ring and buffer: said once, and the loop goes on
+            // at the tick (the timeout scan still bounds every request)
             if !std::mem::replace(&mut wait_failed, true) {
-                eprintln!("wirebench: epoll_wait: {e}");
+                eprintln!("wirebench: {call}: {e}");
             }
             std::thread::sleep(TICK);
         }
-        flowing = !events.is_empty();
+        flowing = !events.is_empty() || !done.is_empty();
         for &Event { token, hangup } in &events {
             lines.advance(token as usize, Ready::Reported { hangup });
+        }
+        for &Completion { token, res } in &done {
+            match token & WRITABLE {
+                0 => lines.advance(token as usize, Ready::Landed(res)),
+                _ => lines.advance((token & !WRITABLE) as usize, Ready::Writable),
+            }
         }
         let core = lines.core();
         now = core.last_start.take().unwrap_or_else(Instant::now);
@@ -279,10 +315,18 @@ pub(super) async fn run(
     conns: Vec<Option<Conn>>,
     work: &Http1Work,
 ) -> Vec<Conn> {
-    let Some(core) = Core::new(&w, conns.len()) else {
+    let Some(mut core) = Core::new(&w, conns.len()) else {
         return http1::run(w, a, conns, work).await;
     };
     let ctx = w.ctx.clone();
+    if ctx.net.ring {
+        // None where the kernel has no ring with deferred task work: epoll then
+        core.ring = Uring::new(conns.len()).ok();
+    }
+    w.client_loop.set(Some(match core.ring {
+        Some(_) => crate::stats::CLIENT_LOOP_URING,
+        None => crate::stats::CLIENT_LOOP_EPOLL,
+    }));
     let slots = a
         .clients
         .iter()
@@ -301,15 +345,18 @@ pub(super) async fn run(
             started: Instant::now(),
             head_len: 0,
             before: 0,
+            in_ring: None,
         })
         .collect::<Vec<_>>();
-    let mut lp = Loop { slots, core };
+    let mut lp = Loop { core, slots };
     lp.run().await
 }
 
+/// The core goes first when the loop is dropped: a ring still holding reads (only when the
+/// thread unwinds) cancels them and waits before the buffers they write into go.
 struct Loop {
-    slots: Vec<Slot>,
     core: Core<Returned>,
+    slots: Vec<Slot>,
 }
 
 impl Lines for Loop {
@@ -323,6 +370,9 @@ impl Lines for Loop {
     /// read (`ready`: what its socket reported), recorded, the next one sent, until
     /// the socket has nothing more or the client is done or away.
     fn advance(&mut self, i: usize, mut ready: Ready) {
+        if matches!(ready, Ready::Landed(_) | Ready::Writable) {
+            self.slots[i].in_ring = None;
+        }
         loop {
             let s = &mut self.slots[i];
             match s.state {
@@ -441,7 +491,8 @@ impl Loop {
         else {
             return false;
         };
-        self.core.ep.add(fd, i as u64).is_ok()
+        // with a ring, reads and waits are queued as the requests go
+        self.core.ring.is_some() || self.core.ep.add(fd, i as u64).is_ok()
     }
 
     /// Sends request `turn` of client `i` (encoded now; written in `step`); false when the
@@ -478,6 +529,7 @@ impl Loop {
     /// next one.
     fn step(&mut self, i: usize, ready: Ready) -> Option<bool> {
         let w = &*self.core.w;
+        let ring = &mut self.core.ring;
         let s = &mut self.slots[i];
         let State::Busy {
             mut off,
@@ -497,17 +549,58 @@ impl Loop {
             }
             s.state = State::Busy { off, written };
             if !written && failed.is_none() {
-                return None;
+                let Some(ring) = ring else {
+                    return None;
+                };
+                // the socket's buffer is full: the ring says when it takes writes
+                let token = i as u64 | WRITABLE;
+                match c.plain_fd().map(|fd| ring.writable(fd, token)) {
+                    Some(Ok(())) => {
+                        s.in_ring = Some(token);
+                        return None;
+                    }
+                    Some(Err(e)) => failed = Some(crate::client::io_failure(&e)),
+                    None => failed = Some(Failure::with(FailureKind::Io, "no socket")),
+                }
             }
         }
-        let (fresh, hangup) = ready.flags();
-        let answer = match failed {
-            Some(f) => Answer::Failed(f),
-            None => match c.read_now(fresh, hangup) {
-                Ok(None) => return None,
-                Ok(Some(resp)) => Answer::Response(resp),
-                Err(f) => Answer::Failed(f),
-            },
+        let answer = match (failed, ring) {
+            (Some(f), _) => Answer::Failed(f),
+            (None, None) => {
+                let (fresh, hangup) = ready.flags();
+                match c.read_now(fresh, hangup) {
+                    Ok(None) => return None,
+                    Ok(Some(resp)) => Answer::Response(resp),
+                    Err(f) => Answer::Failed(f),
+                }
+            }
+            (None, Some(ring)) => {
+                let fd = c.plain_fd();
+                let landing = match ready {
+                    Ready::Landed(res) => c.landed(res),
+                    _ => c.read_buffered(),
+                };
+                match (landing, fd) {
+                    (Ok(Landing::Response(resp)), _) => Answer::Response(resp),
+                    (Ok(Landing::Room { ptr, len }), Some(fd)) => {
+                        // SAFETY: the room is the connection's read buffer's spare capacity;
+                        // nothing touches that buffer while `in_ring` is set, and the
+                        // connection leaves the loop (or the ring goes) only after the read's
+                        // completion (`away` cancels it and waits; `Uring`'s drop too).
+                        match unsafe { ring.recv(fd, ptr, len, i as u64) } {
+                            Ok(()) => {
+                                s.in_ring = Some(i as u64);
+                                return None;
+                            }
+                            Err(e) => Answer::Failed(crate::client::io_failure(&e)),
+                        }
+                    }
+                    (Ok(Landing::Room { .. }), None) => {
+                        Answer::Failed(Failure::with(FailureKind::Io, "no socket"))
+                    }
+                    (Err(f), _) => Answer::Failed(f),
+                }
+            }
         };
         let at = Sent::ready_at(client.endpoint, s.turn, s.started, Some(port));
         let (keep, _) = record(w, &client.work, at, answer, false);
@@ -535,6 +628,23 @@ impl Loop {
         let Some(mut client) = s.client.take() else {
             return;
         };
+        if let (Some(token), Some(ring)) = (s.in_ring.take(), self.core.ring.as_mut()) {
+            match ring.cancel(token) {
+                // a read that finished first: its bytes were read off the socket, so counted
+                Ok(Completion { res, .. }) if token & WRITABLE == 0 => {
+                    if let Some(c) = client.conn.as_mut() {
+                        c.abandon_landed(res);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    // the ring may still write into the buffer: the connection is never freed
+                    // (not expected: the ring's enter fails only for invalid arguments)
+                    eprintln!("wirebench: io_uring cancel: {e}");
+                    std::mem::forget(client.conn.take());
+                }
+            }
+        }
         if let Some(fd) = client.conn.as_ref().and_then(Conn::plain_fd) {
             self.core.ep.remove(fd);
         }

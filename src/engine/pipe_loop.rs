@@ -37,6 +37,9 @@ pub(super) async fn run(
     work: &Http1Work,
 ) -> Vec<Conn> {
     let ctx = core.w.ctx.clone();
+    core.w
+        .client_loop
+        .set(Some(crate::stats::CLIENT_LOOP_EPOLL));
     let mut lines: Vec<Line> = a
         .conns
         .iter()

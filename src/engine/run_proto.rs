@@ -183,7 +183,7 @@ pub fn run_proto_with(
         cost,
         ended,
         pacer_timer,
-        own_loop,
+        client_loop,
         stage_cpu,
     } = join(handles)?;
     if let Some(e) = sync.setup_error.lock().ok().and_then(|mut g| g.take()) {
@@ -220,11 +220,7 @@ pub fn run_proto_with(
         sample,
         interrupted: INTERRUPTED.load(Ordering::Relaxed),
         rate: load.rate,
-        client_loop: if own_loop {
-            crate::stats::CLIENT_LOOP_EPOLL
-        } else {
-            crate::stats::CLIENT_LOOP_TOKIO
-        },
+        client_loop: client_loop.unwrap_or(crate::stats::CLIENT_LOOP_TOKIO),
         pacer_timer,
         memory,
         stage_cpu,
@@ -454,8 +450,8 @@ struct Joined {
     cost: WindowCost,
     ended: Option<Instant>,
     pacer_timer: Option<&'static str>,
-    /// some thread's clients ran on its own readiness loop (all of them do, or none)
-    own_loop: bool,
+    /// the loop the threads' HTTP/1.1 clients ran on (None: runtime tasks)
+    client_loop: Option<&'static str>,
     stage_cpu: Vec<crate::stats::CpuTimes>,
 }
 
@@ -472,7 +468,7 @@ fn join(
     };
     let mut ended: Option<Instant> = None;
     let mut pacer_timer = None;
-    let mut own_loop = false;
+    let mut client_loop: Option<&'static str> = None;
     let mut stage_cpu: Vec<crate::stats::CpuTimes> = Vec::new();
     for h in handles {
         let out = h.join().map_err(|_| EngineError::Panicked)?;
@@ -481,7 +477,10 @@ fn join(
         cost = cost.plus(out.cost);
         ended = ended.max(out.ended);
         pacer_timer = pacer_timer.or(out.pacer_timer);
-        own_loop |= out.own_loop;
+        client_loop = match (client_loop, out.client_loop) {
+            (Some(a), Some(b)) if a != b => Some(crate::stats::CLIENT_LOOP_MIXED),
+            (a, b) => a.or(b),
+        };
         if stage_cpu.len() < out.stage_cpu.len() {
             stage_cpu.resize(out.stage_cpu.len(), crate::stats::CpuTimes::default());
         }
@@ -495,7 +494,7 @@ fn join(
         cost,
         ended,
         pacer_timer,
-        own_loop,
+        client_loop,
         stage_cpu,
     })
 }

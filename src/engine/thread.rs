@@ -33,8 +33,8 @@ pub(super) struct WorkerOut {
     /// when its last client was done (None when it never ran)
     pub(super) ended: Option<Instant>,
     pub(super) pacer_timer: Option<&'static str>,
-    /// its clients ran on the thread's own readiness loop
-    pub(super) own_loop: bool,
+    /// the loop its HTTP/1.1 clients ran on (`stats::CLIENT_LOOP_*`; None: runtime tasks)
+    pub(super) client_loop: Option<&'static str>,
     /// `--stages` / `--client-stages`: this thread's CPU in each stage it reached
     pub(super) stage_cpu: Vec<CpuTimes>,
 }
@@ -118,6 +118,7 @@ pub(super) fn worker_thread(
         pacer: ctx.rate.map(|_| pace::Pacer::default()),
         progress,
         log: RefCell::new(ctx.taps.log.as_ref().map(|l| l.thread(ctx.proto))),
+        client_loop: Cell::new(None),
     });
     let setup = if sync.abort.load(Ordering::SeqCst) {
         None
@@ -213,7 +214,7 @@ pub(super) fn worker_thread(
         cost,
         ended,
         pacer_timer,
-        own_loop,
+        client_loop: worker.client_loop.get(),
         stage_cpu,
     }
 }
@@ -243,7 +244,7 @@ fn without_runtime(ctx: &Ctx, a: &Assignment, sync: &Meeting, e: std::io::Error)
         cost: WindowCost::default(),
         ended: None,
         pacer_timer: None,
-        own_loop: false,
+        client_loop: None,
         stage_cpu: Vec::new(),
     }
 }

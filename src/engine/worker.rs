@@ -39,6 +39,9 @@ pub(super) struct Worker {
     pub(super) progress: Option<(Arc<[progress::Counters]>, usize)>,
     /// `--log-requests`: this thread's rows
     pub(super) log: RefCell<Option<ThreadLog>>,
+    /// the loop this thread's HTTP/1.1 clients ran on (`stats::CLIENT_LOOP_*`), None: a runtime
+    /// task each
+    pub(super) client_loop: Cell<Option<&'static str>>,
 }
 
 /// What the request log (`--log-requests`) keeps of a request besides its outcome: when it

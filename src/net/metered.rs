@@ -393,6 +393,18 @@ impl Metered {
         }
     }
 
+    /// A read that completed elsewhere (a ring's, into the room `room` gave) put `n` bytes into
+    /// `buf`'s spare capacity: counted as `recv_now`'s reads are, and added to `buf`.
+    ///
+    /// # Safety
+    /// The first `n` bytes of `buf`'s spare capacity were written by that read.
+    pub unsafe fn landed(&self, buf: &mut bytes::BytesMut, n: usize) {
+        counted_read(&self.ledger, n);
+        count_io(|c| c.ring_reads += 1);
+        // SAFETY: the caller's promise.
+        unsafe { buf.set_len(buf.len() + n) };
+    }
+
     /// After a raw call failed: None to make it again (a signal interrupted it), or its error,
     /// an EAGAIN counted with `would_block`.
     fn raw_error(&self, would_block: fn(&Ledger)) -> Option<io::Error> {
@@ -421,6 +433,16 @@ impl Metered {
             }
         }
     }
+}
+
+/// The room a read into `buf` may fill (its spare capacity, at most `MAX_READ` bytes; some is
+/// made if there is none): a pointer and a length, for a read made elsewhere (a ring's).
+pub fn room(buf: &mut bytes::BytesMut) -> (*mut u8, usize) {
+    if buf.capacity() == buf.len() {
+        buf.reserve(4096);
+    }
+    let spare = buf.spare_capacity_mut();
+    (spare.as_mut_ptr().cast(), spare.len().min(MAX_READ))
 }
 
 /// recv(2) of at most `len` bytes into `ptr`, made as the syscall itself (recvfrom without an

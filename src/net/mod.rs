@@ -8,6 +8,7 @@ mod tcpinfo;
 pub(crate) mod timer;
 pub mod tls;
 pub mod udp;
+pub mod uring;
 
 pub use metered::{Layers, Ledger, Metered, Sock, thread_io_calls};
 pub use stream::{Alpn, Io, Opened, open, thread_connects};
@@ -42,9 +43,11 @@ pub struct NetConfig {
     pub quic: Option<Arc<tls::QuicTls>>,
     /// `--udp-offload`: GSO and GRO on QUIC's sockets
     pub udp_offload: bool,
-    /// `--io-loop auto`: HTTP/1.1 clients over plain sockets wait for readiness on each
-    /// thread's own epoll set instead of as runtime tasks (`--io-loop tokio`: never)
+    /// `--io-loop auto|epoll`: HTTP/1.1 clients over plain sockets run on each thread's own
+    /// loop instead of as runtime tasks (`--io-loop tokio`: never)
     pub own_loop: bool,
+    /// `--io-loop auto`: that loop reads through an io_uring where the kernel allows
+    pub ring: bool,
 }
 
 impl Default for NetConfig {
@@ -60,6 +63,7 @@ impl Default for NetConfig {
             quic: None,
             udp_offload: true,
             own_loop: true,
+            ring: true,
         }
     }
 }

@@ -169,6 +169,27 @@ impl Io {
         Ok(read)
     }
 
+    /// The room for a read made elsewhere (a ring's) into `buf`: see `landed`.
+    pub fn room(&self, buf: &mut bytes::BytesMut) -> (*mut u8, usize) {
+        super::metered::room(buf)
+    }
+
+    /// That read's `n` bytes, now in `buf`'s spare capacity: counted (plain sockets only) and
+    /// added to `buf`.
+    ///
+    /// # Safety
+    /// The first `n` bytes of `buf`'s spare capacity were written by that read.
+    pub unsafe fn landed(&mut self, buf: &mut bytes::BytesMut, n: usize) -> io::Result<()> {
+        let Kind::Plain(m) = &self.kind else {
+            return Err(io::Error::other("a TLS stream is read through the runtime"));
+        };
+        let before = buf.len();
+        // SAFETY: the caller's promise.
+        unsafe { m.landed(buf, n) };
+        self.ledger.plaintext_in(&buf[before..]);
+        Ok(())
+    }
+
     /// One write of `data` now (plain sockets only).
     pub fn send_now(&mut self, data: &[u8]) -> io::Result<usize> {
         let Kind::Plain(m) = &self.kind else {

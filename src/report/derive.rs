@@ -492,7 +492,7 @@ impl CostCounts {
             read_would_block_per_request: per(io.read_would_block, requests),
             write_would_block_per_request: per(io.write_would_block, requests),
             other_syscalls_per_request: per_opt(
-                self.syscalls.map(|s| s.saturating_sub(io.total())),
+                self.syscalls.map(|s| s.saturating_sub(io.syscalls())),
                 requests,
             ),
             server_cpu_ns: self.server_cpu_ns,

@@ -490,7 +490,8 @@ pub struct Cost {
     /// the same threads outside the window: setup (runtime, connects) and close
     pub syscalls_outside_window: Option<u64>,
     pub context_switches_outside_window: Option<u64>,
-    /// socket reads and writes in the window: the data part of `syscalls`
+    /// socket reads and writes in the window: the data part of `syscalls` (a ring's reads,
+    /// `ring_reads`, are not syscalls)
     pub data_calls: IoCalls,
     pub reads_per_request: Option<f64>,
     pub writes_per_request: Option<f64>,

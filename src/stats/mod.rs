@@ -16,8 +16,8 @@ pub use etcd::{Compactions, Leases};
 pub use latency::{Latencies, TimeSlot, Timeline};
 pub use process::{ClockError, CpuTimes, ProcessClock, Rss, RssSampler, memory, thread_cpu};
 pub use proto_run::{
-    CLIENT_LOOP_EPOLL, CLIENT_LOOP_TOKIO, FailoverEvent, Memory, ProtoRun, TIMERFD, TOKIO_FALLBACK,
-    Unresolved, WindowCost,
+    CLIENT_LOOP_EPOLL, CLIENT_LOOP_MIXED, CLIENT_LOOP_TOKIO, CLIENT_LOOP_URING, FailoverEvent,
+    Memory, ProtoRun, TIMERFD, TOKIO_FALLBACK, Unresolved, WindowCost,
 };
 pub use quic::{H3Record, QuicFrames, QuicStats};
 pub use records::{

@@ -38,7 +38,7 @@ pub struct ProtoRun {
     pub interrupted: bool,
     /// open loop: the target rate (requests/s over all clients)
     pub rate: Option<f64>,
-    /// how the clients waited for their sockets (`CLIENT_LOOP_EPOLL` or `CLIENT_LOOP_TOKIO`)
+    /// how the clients waited for their sockets (one of `CLIENT_LOOP_*`)
     pub client_loop: &'static str,
     /// open loop: the pacers' timer ("timerfd", or tokio's 1 ms wheel when a timerfd failed)
     pub pacer_timer: Option<&'static str>,
@@ -138,6 +138,10 @@ pub struct Memory {
 
 /// HTTP/1.1 clients on each worker thread's own readiness loop.
 pub const CLIENT_LOOP_EPOLL: &str = "epoll";
+/// HTTP/1.1 clients on each worker thread's own loop, reading through an io_uring.
+pub const CLIENT_LOOP_URING: &str = "io_uring";
+/// Some threads' loops on io_uring, some on epoll (a thread whose ring could not be set up).
+pub const CLIENT_LOOP_MIXED: &str = "io_uring and epoll";
 /// A runtime task per client (or per connection).
 pub const CLIENT_LOOP_TOKIO: &str = "tokio";
 

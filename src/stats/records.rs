@@ -297,6 +297,10 @@ pub struct IoCalls {
     pub writes: u64,
     pub read_would_block: u64,
     pub write_would_block: u64,
+    /// of `reads`, those an io_uring made (the loop's, `--io-loop auto`): no syscall of their
+    /// own, the ring's `io_uring_enter` is in `syscalls`
+    #[serde(default)]
+    pub ring_reads: u64,
     /// socket bytes those calls moved (the `--interval` lines' bytes/s)
     #[serde(skip)]
     pub bytes_in: u64,
@@ -310,6 +314,7 @@ impl IoCalls {
         writes: 0,
         read_would_block: 0,
         write_would_block: 0,
+        ring_reads: 0,
         bytes_in: 0,
         bytes_out: 0,
     };
@@ -326,6 +331,7 @@ impl IoCalls {
             write_would_block: self
                 .write_would_block
                 .saturating_sub(earlier.write_would_block),
+            ring_reads: self.ring_reads.saturating_sub(earlier.ring_reads),
         }
     }
 
@@ -337,17 +343,37 @@ impl IoCalls {
             writes: self.writes + o.writes,
             read_would_block: self.read_would_block + o.read_would_block,
             write_would_block: self.write_would_block + o.write_would_block,
+            ring_reads: self.ring_reads + o.ring_reads,
         }
     }
 
-    pub fn total(self) -> u64 {
-        self.reads + self.writes + self.read_would_block + self.write_would_block
+    /// The calls that were syscalls of their own (a ring's reads are not).
+    pub fn syscalls(self) -> u64 {
+        (self.reads - self.ring_reads.min(self.reads))
+            + self.writes
+            + self.read_would_block
+            + self.write_would_block
     }
 }
 
 #[cfg(test)]
 mod fold_tests {
     use super::*;
+
+    #[test]
+    fn a_rings_reads_are_reads_but_not_syscalls() {
+        let io = IoCalls {
+            reads: 10,
+            writes: 10,
+            read_would_block: 2,
+            ring_reads: 7,
+            ..IoCalls::ZERO
+        };
+        assert_eq!(io.syscalls(), 3 + 10 + 2);
+        let later = io.plus(io);
+        assert_eq!(later.since(io), io);
+        assert_eq!(later.syscalls(), 30);
+    }
 
     fn rec(i: u64) -> ConnRecord {
         ConnRecord {

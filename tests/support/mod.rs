@@ -31,6 +31,21 @@ pub mod process;
 pub mod seccomp;
 pub mod serve;
 
+/// The loop `--io-loop auto` puts unpipelined HTTP/1.1 clients on here: "io_uring" where the
+/// kernel gives the loop a ring with deferred task work (Linux 6.1+), else "epoll". CI's
+/// kernel has it: a CI run without one fails here rather than test epoll twice.
+pub fn auto_loop() -> &'static str {
+    if wirebench::net::uring::Uring::available() {
+        "io_uring"
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no io_uring with deferred task work (Linux 6.1+) for the client loop"
+        );
+        "epoll"
+    }
+}
+
 /// Where the tests' Python peers (grpcio with its tools and reflection, Hypercorn,
 /// HdrHistogram_py) come from, for the message of a test that cannot find them.
 pub const PYTHON_PEERS: &str = "scripts/test.sh installs them into its own virtual environment, \

@@ -101,6 +101,31 @@ fn cost_divides_by_requests_written() {
 }
 
 #[test]
+fn a_rings_reads_are_reads_but_not_among_the_syscalls() {
+    let mut r = costly_run();
+    r.cost.io.ring_reads = 40;
+    let rep = report(&r);
+    let c = &rep.cost;
+    // still 60 reads a request's 1.5, but 40 of them no syscalls: (400 - 100) / 40
+    assert_eq!(c.reads_per_request, Some(1.5));
+    assert_eq!(c.other_syscalls_per_request, Some(7.5));
+    let json = serde_json::to_value(c).expect("a plain struct serializes");
+    assert_eq!(json["data_calls"]["ring_reads"], 40);
+    let mut cfg = super::runs::etcd_put_config();
+    cfg.per_conn = false;
+    let text = crate::report::text::render(&Report::new(&cfg, &cfg.endpoints, &[], &[r], false));
+    let data = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("of which socket data:"))
+        .unwrap_or_else(|| panic!("no data line:\n{text}"));
+    assert!(
+        data.contains("reads 0.50 + 0.50 would-block (and 1.00 through the io_uring)"),
+        "{data}"
+    );
+    assert!(data.ends_with("other 7.50"), "{data}");
+}
+
+#[test]
 fn kernel_counts_missing_are_null_not_zero() {
     let mut r = costly_run();
     r.cost.kernel = KernelCounts::default();

@@ -24,13 +24,25 @@ pub(super) fn render_cost(out: &mut String, run: &RunReport) {
     if let Some(l) = &c.client_loop {
         let how = match l.as_str() {
             crate::stats::CLIENT_LOOP_EPOLL => "one epoll readiness loop per thread",
+            crate::stats::CLIENT_LOOP_URING => "one loop per thread, reads through an io_uring",
+            crate::stats::CLIENT_LOOP_MIXED => "one loop per thread, io_uring where it could",
             _ => "a runtime task per client or connection",
         };
         let _ = writeln!(out, "  Client loop:              {l} ({how})");
     }
+    // a ring's reads are reads, but no syscalls: apart
+    let ring = c.data_calls.ring_reads;
+    let per = |n: u64| (c.requests > 0).then(|| n as f64 / c.requests as f64);
+    let (reads, through_ring) = match ring {
+        0 => (c.reads_per_request, String::new()),
+        _ => (
+            per(c.data_calls.reads.saturating_sub(ring)),
+            format!(" (and {} through the io_uring)", num(per(ring), 2)),
+        ),
+    };
     let data = format!(
-        "reads {} + {} would-block, writes {} + {} would-block",
-        num(c.reads_per_request, 2),
+        "reads {} + {} would-block{through_ring}, writes {} + {} would-block",
+        num(reads, 2),
         num(c.read_would_block_per_request, 2),
         num(c.writes_per_request, 2),
         num(c.write_would_block_per_request, 2)
