@@ -101,3 +101,38 @@ start_pinned_server() {
     done
     die "wirebench serve did not start: $(tr '\n' ' ' <"$log")"
 }
+
+# The release binary the peer scripts measure: $WIREBENCH (relative to where the script was
+# started), else wirebench in CARGO_TARGET_DIR or target/ under release/. Changes to the
+# repository's root (paths the caller was given must be made absolute first): sets TARGET_DIR
+# and BIN, or dies.
+find_wirebench() {
+    BIN="${WIREBENCH:-}"
+    [[ $BIN != */* ]] || BIN="$(realpath -m -- "$BIN")"
+    TARGET_DIR=""
+    [[ -z ${CARGO_TARGET_DIR:-} ]] || TARGET_DIR="$(realpath -m -- "$CARGO_TARGET_DIR")"
+    cd "$(dirname "$0")/.."
+    TARGET_DIR="${TARGET_DIR:-target}"
+    BIN="${BIN:-$TARGET_DIR/release/wirebench}"
+    [[ -x $BIN ]] || die "$BIN not found: build it first with cargo build --release"
+}
+
+# Installs Debian package $2 with apt-get (sudo -n when not root), saying so as $1 on stderr,
+# or dies.
+apt_install() {
+    local who=$1 package=$2
+    local -a sudo=()
+    [[ "$(id -u)" -eq 0 ]] || sudo=(sudo -n)
+    command -v apt-get >/dev/null 2>&1 || die "$package is missing and there is no apt-get: install it by hand"
+    echo "$who: installing $package with apt-get" >&2
+    {
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+            "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$package"
+    } </dev/null >&2 || die "apt-get install $package failed"
+}
+
+# Dies unless processes can be pinned to CPU 0 (the server) and CPU 1 (the client).
+check_pinning() {
+    taskset -c 0 "$BASH" -c : 2>/dev/null && taskset -c 1 "$BASH" -c : 2>/dev/null ||
+        die "cannot pin to CPUs 0 and 1 (this machine or cgroup has $(nproc) CPU(s))"
+}

@@ -57,29 +57,13 @@ done
 select_shapes "${ALL_SHAPES[*]}" "$SHAPE_LIST"
 
 [[ -z $OUTFILE ]] || OUTFILE="$(realpath -m -- "$OUTFILE")"
-BIN="${WIREBENCH:-}"
-[[ $BIN != */* ]] || BIN="$(realpath -m -- "$BIN")"
-TARGET_DIR=""
-[[ -z ${CARGO_TARGET_DIR:-} ]] || TARGET_DIR="$(realpath -m -- "$CARGO_TARGET_DIR")"
-cd "$(dirname "$0")/.."
-TARGET_DIR="${TARGET_DIR:-target}"
-BIN="${BIN:-$TARGET_DIR/release/wirebench}"
-[[ -x $BIN ]] || die "$BIN not found: build it first with cargo build --release"
+find_wirebench
 
-SUDO=()
-[[ $(id -u) -eq 0 ]] || SUDO=(sudo)
-if ! command -v valgrind >/dev/null 2>&1; then
-    echo "peers-instructions: valgrind not found: installing it with apt-get" >&2
-    {
-        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-            "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends valgrind
-    } </dev/null >&2 || die "apt-get install valgrind failed"
-fi
+command -v valgrind >/dev/null 2>&1 || apt_install peers-instructions valgrind
 for tool in callgrind_annotate:valgrind wrk:wrk h2load:nghttp2-client taskset:util-linux python3:python3; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || die "${tool%%:*} not found (Debian package ${tool#*:})"
 done
-taskset -c 0 "$BASH" -c : 2>/dev/null && taskset -c 1 "$BASH" -c : 2>/dev/null ||
-    die "cannot pin to CPUs 0 and 1 (this machine or cgroup has $(nproc) CPU(s))"
+check_pinning
 
 WORK="$(mktemp -d /tmp/wirebench-instructions.XXXXXX)"
 SERVER=""

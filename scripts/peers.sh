@@ -129,16 +129,9 @@ wants() {
 # Paths given relative to where the script was started from.
 [[ -z $OUTFILE ]] || OUTFILE="$(realpath -m -- "$OUTFILE")"
 [[ -z $RAW ]] || RAW="$(realpath -m -- "$RAW")"
-BIN="${WIREBENCH:-}"
-[[ $BIN != */* ]] || BIN="$(realpath -m -- "$BIN")"
 H3REF="${H3_REFERENCE:-}"
 [[ $H3REF != */* ]] || H3REF="$(realpath -m -- "$H3REF")"
-TARGET_DIR=""
-[[ -z ${CARGO_TARGET_DIR:-} ]] || TARGET_DIR="$(realpath -m -- "$CARGO_TARGET_DIR")"
-cd "$(dirname "$0")/.."
-TARGET_DIR="${TARGET_DIR:-target}"
-BIN="${BIN:-$TARGET_DIR/release/wirebench}"
-[[ -x $BIN ]] || die "$BIN not found: build it first with cargo build --release"
+find_wirebench
 if [[ -n "$(find src Cargo.toml -newer "$BIN" -print -quit 2>/dev/null)" ]]; then
     echo "peers: warning: $BIN is older than the sources (it is measured as it is)" >&2
 fi
@@ -160,16 +153,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 # Tools
 
-SUDO=()
-[[ "$(id -u)" -eq 0 ]] || SUDO=(sudo -n)
-if [[ ! -x /usr/bin/time ]]; then
-    command -v apt-get >/dev/null 2>&1 || die "/usr/bin/time (GNU time) not found and no apt-get: install it by hand"
-    echo "peers: /usr/bin/time not found: installing time with apt-get" >&2
-    {
-        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-            "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends time
-    } </dev/null >&2 || die "apt-get install time failed"
-fi
+[[ -x /usr/bin/time ]] || apt_install peers time
 /usr/bin/time -f '%U %S' -o /dev/null -- "$BASH" -c : 2>/dev/null || die "/usr/bin/time is not GNU time (needs -f and -o)"
 needed=(perf:linux-perf taskset:util-linux curl:curl python3:python3 timeout:coreutils)
 ! wants http || needed+=(wrk:wrk cc:gcc)
@@ -179,8 +163,7 @@ for tool in "${needed[@]}"; do
 done
 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o /dev/null -- "$BASH" -c : 2>/dev/null ||
     die "perf stat cannot count raw_syscalls:sys_enter here (run as root or lower kernel.perf_event_paranoid)"
-taskset -c 0 "$BASH" -c : 2>/dev/null && taskset -c 1 "$BASH" -c : 2>/dev/null ||
-    die "cannot pin to CPUs 0 and 1 (this machine or cgroup has $(nproc) CPU(s))"
+check_pinning
 
 # ---------------------------------------------------------------------------------------------
 # Work directory, server, cleanup

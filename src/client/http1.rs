@@ -268,7 +268,7 @@ impl Conn {
                 Ok(None) => self.stale = true,
             }
         }
-        let (ptr, len) = self.io.room(&mut self.rbuf);
+        let (ptr, len) = net::read_room(&mut self.rbuf);
         Ok(Landing::Room { ptr, len })
     }
 

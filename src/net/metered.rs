@@ -393,7 +393,7 @@ impl Metered {
         }
     }
 
-    /// A read that completed elsewhere (a ring's, into the room `room` gave) put `n` bytes into
+    /// A read that completed elsewhere (a ring's, into the room `read_room` gave) put `n` bytes into
     /// `buf`'s spare capacity: counted as `recv_now`'s reads are, and added to `buf`.
     ///
     /// # Safety
@@ -437,7 +437,7 @@ impl Metered {
 
 /// The room a read into `buf` may fill (its spare capacity, at most `MAX_READ` bytes; some is
 /// made if there is none): a pointer and a length, for a read made elsewhere (a ring's).
-pub fn room(buf: &mut bytes::BytesMut) -> (*mut u8, usize) {
+pub fn read_room(buf: &mut bytes::BytesMut) -> (*mut u8, usize) {
     if buf.capacity() == buf.len() {
         buf.reserve(4096);
     }

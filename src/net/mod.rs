@@ -10,7 +10,7 @@ pub mod tls;
 pub mod udp;
 pub mod uring;
 
-pub use metered::{Layers, Ledger, Metered, Sock, thread_io_calls};
+pub use metered::{Layers, Ledger, Metered, Sock, read_room, thread_io_calls};
 pub use stream::{Alpn, Io, Opened, open, thread_connects};
 pub use tcpinfo::tcp_info;
 

@@ -169,11 +169,6 @@ impl Io {
         Ok(read)
     }
 
-    /// The room for a read made elsewhere (a ring's) into `buf`: see `landed`.
-    pub fn room(&self, buf: &mut bytes::BytesMut) -> (*mut u8, usize) {
-        super::metered::room(buf)
-    }
-
     /// That read's `n` bytes, now in `buf`'s spare capacity: counted (plain sockets only) and
     /// added to `buf`.
     ///
