@@ -355,6 +355,51 @@ fn the_request_log_has_one_row_per_measured_request() {
     }
 }
 
+/// On the ring, the responses one wait brought are complete when that wait returned: their
+/// rows end at the same nanosecond (start + latency), one clock reading for the batch. On epoll
+/// each response has its own reading, so no two rows end together.
+#[test]
+fn responses_one_ring_wait_brought_share_their_completion_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = |io_loop: &str| -> (usize, Value) {
+        let log = dir.path().join(format!("{io_loop}.csv"));
+        let report = run_json(&[
+            "echo",
+            "--proto",
+            "http",
+            "-n",
+            "5000",
+            "-c",
+            "10",
+            "--threads",
+            "1",
+            "--io-loop",
+            io_loop,
+            "--log-requests",
+            log.to_str().unwrap(),
+        ]);
+        let rows = rows(&log);
+        assert_eq!(rows.len(), 5000);
+        let ns = |f: &str| -> i64 { f.replace('.', "").parse().unwrap() };
+        let mut ends = BTreeMap::new();
+        for f in &rows {
+            assert!(f[6].is_empty(), "{f:?}");
+            *ends.entry(ns(&f[0]) + ns(&f[1])).or_insert(0usize) += 1;
+        }
+        let shared = ends.values().filter(|&&n| n > 1).sum();
+        (shared, proto_run(&report, "http")["cost"].clone())
+    };
+    let (on_epoll, cost) = shared("epoll");
+    assert_eq!(cost["client_loop"], "epoll");
+    assert_eq!(on_epoll, 0, "rows ending together on epoll");
+    let (on_ring, cost) = shared("auto");
+    assert_eq!(cost["client_loop"], support::auto_loop());
+    if cost["client_loop"] == "io_uring" {
+        // 10 connections answered by a server as fast as the client: waits bring several
+        assert!(on_ring >= 25, "{on_ring} of 5000 rows share their end");
+    }
+}
+
 #[test]
 fn a_writer_that_falls_behind_makes_the_workers_wait_and_loses_no_row() {
     let dir = tempfile::tempdir().unwrap();

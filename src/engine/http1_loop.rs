@@ -22,7 +22,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::client::http1::{Conn, Landing};
+use crate::client::http1::{Conn, Landing, Response};
 use crate::net::epoll::{Epoll, Event};
 use crate::net::uring::{Completion, Uring};
 use crate::outcome::{Failure, FailureKind};
@@ -181,6 +181,9 @@ pub(super) struct Core<R> {
     /// the latest clock read of a request's start since the loop last looked: the loop's "now"
     /// after a batch that started one (no clock read of its own then)
     pub(super) last_start: Option<Instant>,
+    /// when the ring's last wait returned: the completion time of every response its
+    /// completions brought (all their bytes had landed by then), one clock read for the batch
+    pub(super) landed_at: Instant,
 }
 
 impl<R> Core<R> {
@@ -196,6 +199,7 @@ impl<R> Core<R> {
             away: 0,
             scan_every: (w.ctx.timeout / 16).clamp(TICK, Duration::from_millis(50)),
             last_start: None,
+            landed_at: Instant::now(),
         })
     }
 }
@@ -279,6 +283,9 @@ pub(super) async fn drive<L: Lines>(lines: &mut L) {
             std::thread::sleep(TICK);
         }
         flowing = !events.is_empty() || !done.is_empty();
+        if !done.is_empty() {
+            lines.core().landed_at = Instant::now();
+        }
         for &Event { token, hangup } in &events {
             lines.advance(token as usize, Ready::Reported { hangup });
         }
@@ -529,6 +536,7 @@ impl Loop {
     /// next one.
     fn step(&mut self, i: usize, ready: Ready) -> Option<bool> {
         let w = &*self.core.w;
+        let landed_at = self.core.landed_at;
         let ring = &mut self.core.ring;
         let s = &mut self.slots[i];
         let State::Busy {
@@ -581,7 +589,12 @@ impl Loop {
                     _ => c.read_buffered(),
                 };
                 match (landing, fd) {
-                    (Ok(Landing::Response(resp)), _) => Answer::Response(resp),
+                    // complete when the wait that brought its last bytes returned (never before
+                    // its request went: a server's answer ahead of it is stamped at the send)
+                    (Ok(Landing::Response(resp)), _) => Answer::Response(Response {
+                        done: Some(landed_at.max(s.started)),
+                        ..resp
+                    }),
                     (Ok(Landing::Room { ptr, len }), Some(fd)) => {
                         // SAFETY: the room is the connection's read buffer's spare capacity;
                         // nothing touches that buffer while `in_ring` is set, and the
