@@ -380,10 +380,12 @@ impl Lines for Loop {
         if matches!(ready, Ready::Landed(_) | Ready::Writable) {
             self.slots[i].in_ring = None;
         }
+        // the clock reading the phase made (a deadline, the warmup), the request's start
+        let mut now = None;
         loop {
             let s = &mut self.slots[i];
             match s.state {
-                State::Idle => match self.core.w.phase(s.sent, s.quota) {
+                State::Idle => match self.core.w.phase_with(s.sent, s.quota, &mut now) {
                     None => {
                         s.state = State::Done;
                         self.core.live -= 1;
@@ -394,7 +396,7 @@ impl Lines for Loop {
                             warm,
                             intended: None,
                         };
-                        if !self.start(i, turn) {
+                        if !self.start(i, turn, now.take()) {
                             self.away(i);
                             return;
                         }
@@ -451,7 +453,7 @@ impl Lines for Loop {
                     self.core.live -= 1;
                 }
                 Some(turn) if self.watch(r.slot) => {
-                    if self.start(r.slot, turn) {
+                    if self.start(r.slot, turn, None) {
                         self.advance(r.slot, Ready::Unknown);
                     } else {
                         self.away(r.slot);
@@ -502,9 +504,10 @@ impl Loop {
         self.core.ring.is_some() || self.core.ep.add(fd, i as u64).is_ok()
     }
 
-    /// Sends request `turn` of client `i` (encoded now; written in `step`); false when the
-    /// client has no connection to send it on (not expected: it gets one away first).
-    fn start(&mut self, i: usize, turn: Turn) -> bool {
+    /// Sends request `turn` of client `i` (encoded now; written in `step`), started at `now`
+    /// (the phase's clock reading) or at a reading of its own; false when the client has no
+    /// connection to send it on (not expected: it gets one away first).
+    fn start(&mut self, i: usize, turn: Turn, now: Option<Instant>) -> bool {
         let clients = self.core.w.ctx.clients as u64;
         let s = &mut self.slots[i];
         let Some(client) = s.client.as_mut() else {
@@ -513,7 +516,7 @@ impl Loop {
         let Some(c) = client.conn.as_mut() else {
             return false;
         };
-        s.started = Instant::now();
+        s.started = now.unwrap_or_else(Instant::now);
         self.core.last_start = Some(s.started);
         client.wbuf.clear();
         s.head_len = client

@@ -311,7 +311,7 @@ impl Line {
             if m.busy || m.done {
                 continue;
             }
-            let Some(warm) = w.phase(m.sent, m.quota) else {
+            let Some(warm) = w.phase_with(m.sent, m.quota, &mut now) else {
                 m.done = true;
                 continue;
             };

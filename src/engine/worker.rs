@@ -350,11 +350,24 @@ impl Worker {
 
     /// Whether a request starting now is warmup, measured, or not to be sent (`None`).
     pub(super) fn phase(&self, sent: u64, quota: u64) -> Option<bool> {
+        self.phase_with(sent, quota, &mut None)
+    }
+
+    /// `phase` with the caller's clock reading: where the phase needs the clock (the warmup, a
+    /// deadline) it uses `now`, read here if None and left there, so the request it lets go
+    /// starts at that reading (one clock read for both; the loops' requests start right after).
+    pub(super) fn phase_with(
+        &self,
+        sent: u64,
+        quota: u64,
+        now: &mut Option<Instant>,
+    ) -> Option<bool> {
         if self.ctx.halted() {
             return None;
         }
         // the clock is read while the warmup lasts, and for a deadline
-        let now = (!self.measuring.get() || self.deadline.is_some()).then(Instant::now);
+        let now = (!self.measuring.get() || self.deadline.is_some())
+            .then(|| *now.get_or_insert_with(Instant::now));
         if let Some(now) = now
             && !self.measuring.get()
         {
