@@ -183,6 +183,7 @@ pub(super) struct Core<R> {
     pub(super) last_start: Option<Instant>,
     /// when the ring's last wait returned: the completion time of every response its
     /// completions brought (all their bytes had landed by then), one clock read for the batch
+    /// (a completion a cancel took early is handed over, and stamped, at the next wait)
     pub(super) landed_at: Instant,
 }
 
