@@ -434,3 +434,36 @@ fn pipelined_requests_of_one_read_are_answered_with_one_write() {
     let tcp = wirebench::net::tcp_info(&s).expect("TCP_INFO");
     assert_eq!(tcp.data_segs_in, 1, "{tcp:?}");
 }
+
+/// The server's listeners share their port (SO_REUSEPORT): a second `serve` on the port of one
+/// that runs, or on a port anything else listens on, is refused with one line instead of
+/// joining it and taking part of its connections.
+#[test]
+fn a_second_server_on_a_taken_port_is_refused() {
+    let first = support::ServeProcess::start(&["--threads", "2", "--no-h3"]);
+    let addr = first.target();
+    support::assert_refused(
+        &["serve", "--addr", &addr, "--threads", "1", "--no-h3"],
+        1,
+        "something listens there already",
+    );
+    // a listener of another program (no SO_REUSEPORT) too
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = other.local_addr().unwrap().to_string();
+    support::assert_refused(
+        &["serve", "--addr", &taken, "--threads", "1", "--no-h3"],
+        1,
+        "something listens there already",
+    );
+    // the first server still answers, alone
+    let report = run_json(&[
+        "echo",
+        "--target",
+        &format!("http://{addr}"),
+        "--proto",
+        "http",
+        "-n",
+        "200",
+    ]);
+    assert_eq!(u64_at(proto_run(&report, "http"), "/summary/ok"), 200);
+}

@@ -217,6 +217,7 @@ fn bind_all(
     quic: Option<&quinn::ServerConfig>,
 ) -> io::Result<(SocketAddr, Vec<Sockets>)> {
     let mut tries = 0;
+    nobody_listens(cfg.addr)?;
     loop {
         let first = bind(cfg.addr)?;
         let addr = first.local_addr()?;
@@ -269,6 +270,26 @@ fn bind_unix(path: &std::path::Path) -> io::Result<std::os::unix::net::UnixListe
     let l = UnixListener::bind(path).map_err(said)?;
     l.set_nonblocking(true)?;
     Ok(l)
+}
+
+/// The listeners share their port (SO_REUSEPORT), and so could another process of the same
+/// user: a second server started on a port would take part of the connections unseen. So a
+/// plain bind of `addr` comes first, which fails while anything listens there (a named port;
+/// port 0 is a fresh one).
+fn nobody_listens(addr: SocketAddr) -> io::Result<()> {
+    if addr.port() == 0 {
+        return Ok(());
+    }
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    set_freebind(&s);
+    s.bind(&addr.into()).map_err(|e| match e.kind() {
+        io::ErrorKind::AddrInUse => io::Error::new(
+            e.kind(),
+            format!("{e}: something listens there already (another server?)"),
+        ),
+        _ => e,
+    })
 }
 
 fn bind(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
