@@ -349,7 +349,7 @@ impl IoCalls {
 
     /// The calls that were syscalls of their own (a ring's reads are not).
     pub fn syscalls(self) -> u64 {
-        (self.reads - self.ring_reads.min(self.reads))
+        self.reads.saturating_sub(self.ring_reads)
             + self.writes
             + self.read_would_block
             + self.write_would_block

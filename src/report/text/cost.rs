@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::report::RunReport;
+use crate::report::derive::per;
 use crate::report::show::{num, or_na};
 
 pub(super) fn render_cost(out: &mut String, run: &RunReport) {
@@ -32,12 +33,14 @@ pub(super) fn render_cost(out: &mut String, run: &RunReport) {
     }
     // a ring's reads are reads, but no syscalls: apart
     let ring = c.data_calls.ring_reads;
-    let per = |n: u64| (c.requests > 0).then(|| n as f64 / c.requests as f64);
     let (reads, through_ring) = match ring {
         0 => (c.reads_per_request, String::new()),
         _ => (
-            per(c.data_calls.reads.saturating_sub(ring)),
-            format!(" (and {} through the io_uring)", num(per(ring), 2)),
+            per(c.data_calls.reads.saturating_sub(ring), c.requests),
+            format!(
+                " (and {} through the io_uring)",
+                num(per(ring, c.requests), 2)
+            ),
         ),
     };
     let data = format!(
