@@ -168,6 +168,41 @@ fn the_loop_reads_through_a_ring_and_without_one_on_epoll() {
     );
 }
 
+/// `--io-loop auto` reads through a ring on a thread of 16 connections or fewer, and waits on
+/// epoll on a thread of more (where the ring costs more a request); the count is each thread's.
+#[test]
+fn the_loop_waits_on_epoll_past_sixteen_connections_a_thread() {
+    let _one = serial();
+    let server = ServeProcess::start(&["--threads", "1"]);
+    let target = format!("http://{}", server.target());
+    let run = |conns: &str, threads: &str| -> Value {
+        let mut cmd = wirebench();
+        cmd.args(["echo", "--target", &target, "--proto", "http", "-c", conns])
+            .args(["--threads", threads, "-n", "4000", "--format", "json"]);
+        support::die_with_parent(&mut cmd);
+        let report = json(&run_command(cmd, RUN_TIMEOUT));
+        let run = proto_run(&report, "http");
+        assert_eq!(u64_at(run, "/summary/ok"), 4000, "{run:#}");
+        run["cost"].clone()
+    };
+    for (conns, threads, expect) in [
+        ("16", "1", support::auto_loop()),
+        ("17", "1", "epoll"),
+        ("32", "2", support::auto_loop()),
+        ("34", "2", "epoll"),
+    ] {
+        let cost = run(conns, threads);
+        let ctx = format!("-c {conns} --threads {threads}: {cost:#}");
+        assert_eq!(cost["client_loop"], expect, "{ctx}");
+        let ring_reads = u64_at(&cost, "/data_calls/ring_reads");
+        if expect == "io_uring" {
+            assert_eq!(ring_reads, u64_at(&cost, "/data_calls/reads"), "{ctx}");
+        } else {
+            assert_eq!(ring_reads, 0, "{ctx}");
+        }
+    }
+}
+
 #[test]
 fn http1_syscalls_match_perf_stat() {
     syscalls_match_perf_stat("http");

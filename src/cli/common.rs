@@ -274,8 +274,9 @@ pub struct RunArgs {
     /// How HTTP/1.1 clients wait for their sockets: auto puts a thread's clients over plain
     /// sockets (closed loop, no TLS, stages, failover, credentials or --requests-per-conn) on
     /// one loop of its own, reading through an io_uring where the kernel has one with deferred
-    /// task work (Linux 6.1+; pipelined connections and older kernels: epoll); epoll: that loop
-    /// on epoll always; tokio keeps a runtime task per client always
+    /// task work (Linux 6.1+) and the thread has 16 connections or fewer (pipelined
+    /// connections, more connections and older kernels: epoll); epoll: that loop on epoll
+    /// always; tokio keeps a runtime task per client always
     #[arg(long, value_enum, default_value_t = IoLoopArg::Auto, help_heading = heading::CONNECTIONS)]
     pub io_loop: IoLoopArg,
     /// Leave Nagle's algorithm on (TCP_NODELAY is set by default)

@@ -310,6 +310,14 @@ pub(super) async fn drive<L: Lines>(lines: &mut L) {
     }
 }
 
+/// The most connections a thread's loop reads through an io_uring (`--io-loop auto`); with more
+/// it waits on epoll. Each ring read arms a poll on its socket, and the server's answer
+/// completes it in the server's context: from 30 connections a thread on, client and server
+/// each spent more a request than on epoll, whose set keeps one poll armed per socket
+/// (docs/RESULTS.md: the client 2-3% more at 30 and 50 connections, 5-7% at 100; at 10 and 16
+/// within about 1% either way, with a syscall less a request).
+const RING_MOST_CONNS: usize = 16;
+
 /// Runs the thread's clients on the loop; returns the connections still open, to be closed
 /// after the window. Falls back to a task per client when the thread cannot have an epoll set.
 ///
@@ -327,7 +335,7 @@ pub(super) async fn run(
         return http1::run(w, a, conns, work).await;
     };
     let ctx = w.ctx.clone();
-    if ctx.net.ring {
+    if ctx.net.ring && conns.len() <= RING_MOST_CONNS {
         // None where the kernel has no ring with deferred task work: epoll then
         core.ring = Uring::new(conns.len()).ok();
     }
