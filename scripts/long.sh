@@ -6,8 +6,9 @@
 #   1. fuzzing: every cargo-fuzz target of the wire crate for --fuzz-minutes each (default 2)
 #   2. stress: scripts/stress.sh (10,000 HTTP/1.1 connections, 1,000 pipelined connections,
 #      a connection per request, 100 gRPC connections x 1,000 streams)
-#   3. peers: scripts/peers.sh (the client against wrk and h2load), scripts/peers-grpc.sh and
-#      scripts/peers-instructions.sh (the clients' instructions a request, counted by callgrind)
+#   3. peers: scripts/peers.sh --sample-user (the client against wrk and h2load, user time also
+#      sampled at 10 kHz), scripts/peers-grpc.sh and scripts/peers-instructions.sh (the clients'
+#      instructions a request, counted by callgrind)
 #   4. failover: scripts/failover.sh (20 rounds per stack of a leader SIGKILLed mid-run, and of a
 #      watch run's follower SIGKILLed mid-run)
 #   5. link: scripts/link.sh (the emulated path's delay, rate, loss and timing targets, and its
@@ -73,7 +74,7 @@ part() {
 
 part fuzz scripts/fuzz.sh --minutes "$FUZZ_MINUTES"
 part stress env OUT="$OUT/stress" scripts/stress.sh
-part peers scripts/peers.sh -o "$OUT/peers.md"
+part peers scripts/peers.sh --sample-user -o "$OUT/peers.md"
 part peers-grpc scripts/peers-grpc.sh -o "$OUT/peers-grpc.md"
 part peers-instructions scripts/peers-instructions.sh -o "$OUT/peers-instructions.md"
 part failover scripts/failover.sh -o "$OUT/failover"

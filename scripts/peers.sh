@@ -32,33 +32,42 @@
 # answered); http-vary and grpc-vary what rendering placeholders per request costs against the
 # same bytes fixed ("wirebench-fixed").
 #
-# The HTTP/1.1 shapes use fixed commands: wrk -t1 -cC -d3s -s LUA (PIPE16: the script that
+# The HTTP/1.1 shapes use fixed commands: wrk -t1 -cC -dDs -s LUA (PIPE16: the script that
 # returns 16 copies of LUA's request, built with wrk.format() in init(), from each request()
-# call), wirebench echo --target URL --proto http -c C -n 200000 --threads 1, every other setting
-# at its default (--format json only changes how the report is printed). The gRPC and HTTP/3
-# shapes run --duration each. HTTP/3 is POST /v1/echo with the same JSON body over QUIC, the
+# call), wirebench echo --target URL --proto http -c C -n N --threads 1, every other setting at
+# its default (--format json only changes how the report is printed), and the floor client
+# with N requests, where D is --duration in seconds and N = 120,000 x D (about D seconds at
+# the 110,000-130,000 req/s these shapes make on a 2-CPU VM). The gRPC and HTTP/3 shapes run
+# --duration each. HTTP/3 is POST /v1/echo with the same JSON body over QUIC, the
 # server's self-signed certificate (serve --h3-cert-out) trusted with --cacert on both sides; the
 # peer is examples/h3_reference.rs, one thread of quinn + h3 + h3-quinn in a closed loop, as
 # "quinn+h3" ($H3_REFERENCE, or the release example in CARGO_TARGET_DIR or target/, built with
 # cargo build --release --example h3_reference when absent).
 #
-#   scripts/peers.sh [--duration 10s] [--rounds 3] [--quick] [--shapes LIST] [-o FILE] [--raw DIR]
+#   scripts/peers.sh [--duration 10s] [--rounds 3] [--quick] [--shapes LIST] [--sample-user]
+#                    [-o FILE] [--raw DIR]
 #
 # --quick is 2 s per run and 1 round (for checking the script). --shapes runs only the shapes of
 # its comma list (default: all ten, in the order above). --raw keeps every tool's output.
-# Takes 24 x rounds x duration + 20 x rounds x (about 3 s) plus about 1 s per run with all
-# shapes: about 17 min by default, 2.5 min with --quick (each gRPC or HTTP/3 shape 4 x rounds x
-# duration, each HTTP/1.1 shape 4 x rounds x 3 s, and the floor's 2 x rounds x 2-3 s in each of three).
+# Takes about 46 x rounds x duration plus about 1 s per run with all shapes: about 24 min by
+# default, 2 min with --quick (each shape 4 runs a round, and the floor's 2 beside each of the
+# three HTTP/1.1 shapes; --sample-user adds one run a client: about 35 min by default).
 #
-# Each client runs twice per round, back to back: timed, `taskset -c 1 /usr/bin/time -f '%U %S'
-# -- CLIENT`, for the CPU figures, req/s, the server's CPU and the wall time; then counted,
+# Each client runs twice per round, back to back: timed, `taskset -c 1 python3 CPUTIME FILE --
+# CLIENT`, for the CPU figures, req/s, the server's CPU and the wall time; then counted,
 # `taskset -c 1 perf stat -e raw_syscalls:sys_enter,context-switches -- CLIENT`, for syscalls and
 # context switches (over the counted run's requests). Apart, because the tracepoint perf counts
 # syscalls with costs something in every syscall: CPU measured under it would charge a client for
-# its syscall count twice. The CPU figure is GNU time's user + sys of the client process alone
-# (all its threads, its whole life: start, connects, run, close). Requests are what the client
-# counted as answered: wrk's "N requests in",
-# h2load's "N succeeded" (all 2xx, each carrying a gRPC message), wirebench's summary.ok, the
+# its syscall count twice. The CPU figure is the user + sys time of the client process alone
+# (all its threads, its whole life: start, connects, run, close) as the kernel reports it to
+# wait4(2), the figures /usr/bin/time prints, written to the microsecond (CPUTIME, a few lines
+# of Python) where GNU time rounds to 10 ms. The kernel splits that time between user and
+# system at its tick (250 Hz on a typical VM), so the user figure of one run is a sample: some
+# 10% off either way in a 5 s run. With --sample-user each client runs a third time, under
+# `perf record -e cpu-clock:u -F 10000` (a sample every 100 µs the client spends in user
+# space), for "user sampled": the same time counted forty times finer, each client's sampling
+# interrupts charged to its kernel time, not its user time. Requests are what the client
+# counted as answered: wrk's "N requests in", h2load's "N succeeded" (all 2xx, each carrying a gRPC message), wirebench's summary.ok, the
 # floor's "N requests in" (every answer whole by its Content-Length).
 # "own" is wirebench's own syscall count (its measured window, worker threads only); server CPU is
 # the server's run time (/proc/PID/task/*/schedstat) during the run divided by the same requests.
@@ -68,8 +77,7 @@
 #
 # Prints a markdown table (medians over the rounds; ratios are wirebench / peer of the medians) on
 # stdout and to FILE with -o; progress goes to stderr. Needs wrk and cc (HTTP/1.1 shapes), h2load (gRPC
-# shapes), perf (allowed to count raw_syscalls:sys_enter), taskset, curl, python3, GNU time
-# (installed with apt-get when absent), the release binary wirebench in CARGO_TARGET_DIR or
+# shapes), perf (allowed to count raw_syscalls:sys_enter), taskset, curl, python3, the release binary wirebench in CARGO_TARGET_DIR or
 # target/ ($WIREBENCH to use another), and for the HTTP/3 shapes cargo or $H3_REFERENCE. Each
 # run is killed after duration + 60 s.
 set -euo pipefail
@@ -77,13 +85,14 @@ set -euo pipefail
 DURATION=10s
 ROUNDS=3
 QUICK=0
+SAMPLE=0
 OUTFILE=""
 RAW=""
 ALL_SHAPES=(http http-100 http-pipe16 grpc-1x10 grpc-10x1 h3-1x10 h3-10x1 grpc-bidi http-vary grpc-vary)
 SHAPE_LIST=""
 
 usage() {
-    sed -n '2,55s/^# \{0,1\}//p' "$0"
+    sed -n '2,/^set -euo/ { /^#/ s/^# \{0,1\}//p }' "$0"
 }
 
 # shellcheck source=scripts/common.sh
@@ -94,6 +103,7 @@ while [[ $# -gt 0 ]]; do
         --duration) DURATION="${2:?}"; shift ;;
         --rounds) ROUNDS="${2:?}"; shift ;;
         --quick) QUICK=1 ;;
+        --sample-user) SAMPLE=1 ;;
         --shapes) SHAPE_LIST="${2:?}"; shift ;;
         -o | --output) OUTFILE="${2:?}"; shift ;;
         --raw) RAW="${2:?}"; shift ;;
@@ -115,6 +125,8 @@ esac
 [[ $SECS =~ ^[0-9]+$ && $SECS -ge 1 ]] || die "--duration must be whole seconds or minutes (10s, 1m), not $DURATION"
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 1 ]] || die "--rounds must be a positive integer, not $ROUNDS"
 LIMIT=$((SECS + 60))
+# the HTTP/1.1 shapes' requests a run (wirebench's -n, the floor's): about SECS seconds
+HTTP_N=$((SECS * 120000))
 
 select_shapes "${ALL_SHAPES[*]}" "$SHAPE_LIST"
 # which kinds of shape run: they decide the tools needed and the answers checked first
@@ -153,8 +165,6 @@ fi
 # ---------------------------------------------------------------------------------------------
 # Tools
 
-[[ -x /usr/bin/time ]] || apt_install peers time
-/usr/bin/time -f '%U %S' -o /dev/null -- "$BASH" -c : 2>/dev/null || die "/usr/bin/time is not GNU time (needs -f and -o)"
 needed=(perf:linux-perf taskset:util-linux curl:curl python3:python3 timeout:coreutils)
 ! wants http || needed+=(wrk:wrk cc:gcc)
 ! wants grpc || needed+=(h2load:nghttp2-client)
@@ -163,6 +173,8 @@ for tool in "${needed[@]}"; do
 done
 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o /dev/null -- "$BASH" -c : 2>/dev/null ||
     die "perf stat cannot count raw_syscalls:sys_enter here (run as root or lower kernel.perf_event_paranoid)"
+[[ $SAMPLE -eq 0 ]] || perf record -q -e cpu-clock:u -F 10000 -o /dev/null -- "$BASH" -c : 2>/dev/null ||
+    die "perf record cannot sample cpu-clock:u here (--sample-user; run as root or lower kernel.perf_event_paranoid)"
 check_pinning
 
 # ---------------------------------------------------------------------------------------------
@@ -188,6 +200,24 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 write_peer_inputs "$WORK"
+# CPUTIME FILE -- COMMAND...: runs COMMAND, writes its user and system CPU seconds (wait4's
+# rusage, to the microsecond) to FILE, exits as COMMAND did (128 + N after signal N)
+CPUTIME="$WORK/cputime.py"
+cat >"$CPUTIME" <<'EOF'
+import os, sys
+out, sep, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+if sep != "--" or not argv:
+    sys.exit("usage: cputime.py FILE -- COMMAND...")
+try:
+    pid = os.posix_spawnp(argv[0], argv, os.environ)
+except OSError as e:
+    sys.exit(f"cputime.py: {argv[0]}: {e.strerror}")
+_, status, ru = os.wait4(pid, 0)
+with open(out, "w") as f:
+    f.write(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f}\n")
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+EOF
 LUA="$WORK/echo.lua"
 PIPE16="$WORK/pipeline16.lua"
 BODY="$WORK/echo-request.bin"
@@ -338,12 +368,12 @@ run() {
     local s0 t0 s1 t1
     s0=$(server_ns)
     t0=$EPOCHREALTIME
-    pinned "$tag" "$shape $client round $round" /usr/bin/time -f '%U %S' -o "$tag.time" -- "$@"
+    pinned "$tag" "$shape $client round $round" python3 -S "$CPUTIME" "$tag.time" -- "$@"
     t1=$EPOCHREALTIME
     s1=$(server_ns)
     local user="" sys=""
     read -r user sys < <(tail -n 1 "$tag.time" 2>/dev/null) || true
-    [[ $user =~ ^[0-9.]+$ && $sys =~ ^[0-9.]+$ ]] || die "$shape $client round $round: no CPU times from /usr/bin/time"
+    [[ $user =~ ^[0-9.]+$ && $sys =~ ^[0-9.]+$ ]] || die "$shape $client round $round: no CPU times from wait4"
     local parsed requests rps own
     parsed=$(parse "$client" "$tag.out" 2>"$tag.check") || die "$shape $client round $round: $(tail -n 1 "$tag.check")"
     read -r requests rps own <<<"$parsed"
@@ -356,9 +386,21 @@ run() {
     [[ $syscalls =~ ^[0-9]+$ && $cs =~ ^[0-9]+$ ]] || die "$shape $client round $round: perf counted nothing: $(tr '\n' ' ' <"$tag.perf")"
     parsed=$(parse "$client" "$tag.count.out" 2>"$tag.count.check") || die "$shape $client round $round (counted): $(tail -n 1 "$tag.count.check")"
     read -r counted rest <<<"$parsed"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$client" "$round" "$requests" \
+
+    # sampled: the user time perf's 10 kHz clock found in user space (ns), over that run's requests
+    local sampled_ns=- sampled=-
+    if [[ $SAMPLE -eq 1 ]]; then
+        pinned "$tag.sampled" "$shape $client round $round (sampled)" \
+            perf record -q -e cpu-clock:u -F 10000 -o "$tag.data" -- "$@"
+        sampled_ns=$(perf script -i "$tag.data" -F period 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }')
+        [[ $sampled_ns =~ ^[0-9]+$ && $sampled_ns -gt 0 ]] || die "$shape $client round $round: perf recorded no user-time samples"
+        rm -f "$tag.data"
+        parsed=$(parse "$client" "$tag.sampled.out" 2>"$tag.sampled.check") || die "$shape $client round $round (sampled): $(tail -n 1 "$tag.sampled.check")"
+        read -r sampled rest <<<"$parsed"
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$client" "$round" "$requests" \
         "$rps" "$user" "$sys" "$syscalls" "$cs" "$own" "$((s1 - s0))" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
-        "$counted" >>"$RESULTS"
+        "$counted" "$sampled_ns" "$sampled" >>"$RESULTS"
 }
 
 H2=(--header 'content-type: application/grpc' --header 'te: trailers' -d "$BODY")
@@ -367,12 +409,12 @@ URL_H3="https://$ADDR/v1/echo"
 STREAM_PROTO="$PWD/crates/wire/proto/stream.proto"
 WB=("$BIN" echo --target "http://$ADDR" -c 10 --threads 1 -z "${SECS}s" --format json)
 WB1=("$BIN" echo --target "http://$ADDR" --proto http)
-WRK=(wrk -t1 -d3s)
+WRK=(wrk -t1 -d"${SECS}s")
 ECHO_PROTO="$PWD/crates/wire/proto/echo.proto"
 # the vary shapes: the same sizes fixed and rendered (a UUID is 36 characters, the number 6 digits)
 VARY_FIXED=(-H 'X-Id: 6f1c2a9e-4b7d-4c1e-9a3f-2d5e8b7c0a14' -d '{"ping":"Hello, world! 123456"}')
 VARY_TEMPLATED=(-H 'X-Id: {{uuid}}' -d '{"ping":"Hello, world! {{rand 100000 999999}}"}')
-VARY_HTTP=("$BIN" http "http://$ADDR/v1/echo" --proto http -c 10 -n 200000 --threads 1 --format json)
+VARY_HTTP=("$BIN" http "http://$ADDR/v1/echo" --proto http -c 10 -n "$HTTP_N" --threads 1 --format json)
 VARY_GRPC=("$BIN" grpc "$ADDR" grpc_echo.v1.EchoService/Echo --proto-file "$ECHO_PROTO" -c 10 --conns 1
     --threads 1 -z "${SECS}s" --format json)
 
@@ -392,9 +434,9 @@ peer_cmd() {
 }
 wb_cmd() {
     case "$1" in
-        http) OURS=("${WB1[@]}" -c 10 -n 200000 --threads 1 --format json) ;;
-        http-100) OURS=("${WB1[@]}" -c 100 -n 200000 --threads 1 --format json) ;;
-        http-pipe16) OURS=("${WB1[@]}" -c 16 --pipeline 16 -n 200000 --threads 1 --format json) ;;
+        http) OURS=("${WB1[@]}" -c 10 -n "$HTTP_N" --threads 1 --format json) ;;
+        http-100) OURS=("${WB1[@]}" -c 100 -n "$HTTP_N" --threads 1 --format json) ;;
+        http-pipe16) OURS=("${WB1[@]}" -c 16 --pipeline 16 -n "$HTTP_N" --threads 1 --format json) ;;
         grpc-1x10) OURS=("${WB[@]}" --proto grpc --conns 1) ;;
         grpc-10x1) OURS=("${WB[@]}" --proto grpc --conns 10) ;;
         h3-1x10) OURS=("${WB[@]}" --proto h3 --conns 1 --cacert "$CERT") ;;
@@ -445,7 +487,7 @@ for round in $(seq "$ROUNDS"); do
             run "$shape" "$peer" "$round" "${PEER[@]}"
         fi
         conns=$(floor_conns "$shape")
-        [[ -z $conns ]] || run "$shape" floor "$round" "$FLOOR" "${ADDR%:*}" "${ADDR##*:}" "$conns" 200000 \
+        [[ -z $conns ]] || run "$shape" floor "$round" "$FLOOR" "${ADDR%:*}" "${ADDR##*:}" "$conns" "$HTTP_N" \
             "$FLOOR_REQUEST" "$(floor_depth "$shape")"
     done
 done
@@ -502,20 +544,29 @@ for shape in "${SHAPES[@]}"; do
     wb_cmd "$shape"
     cmds+="${cmds:+; }$(label "$shape"): $(quote "${PEER[@]}") vs $(quote "${OURS[@]}")"
     conns=$(floor_conns "$shape")
-    [[ -z $conns ]] || cmds+=" and FLOOR $(quote "${ADDR%:*}" "${ADDR##*:}") $conns 200000 REQUEST $(floor_depth "$shape")"
+    [[ -z $conns ]] || cmds+=" and FLOOR $(quote "${ADDR%:*}" "${ADDR##*:}") $conns $HTTP_N REQUEST $(floor_depth "$shape")"
 done
+passes=twice
+sampling=""
+if [[ $SAMPLE -eq 1 ]]; then
+    passes="three times"
+    sampling=", then taskset -c 1 perf record -q -e cpu-clock:u -F 10000 -o FILE -- CLIENT (user sampled: perf script -F period summed)"
+fi
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $versions; median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 --h3-cert-out CERT (ADDR=$ADDR); each client twice per round: taskset -c 1 /usr/bin/time -f '%U %S' -o FILE -- CLIENT (CPU, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches); $inputs$cmds -->"
+header="<!-- wirebench peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs, Linux $(uname -r), ${cpu_model:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $versions; median of $ROUNDS round(s) of ${SECS} s runs; server: taskset -c 0 $(quote "$BIN") serve --addr 127.0.0.1:0 --threads 1 --h3-cert-out CERT (ADDR=$ADDR); each client $passes per round: taskset -c 1 python3 -S CPUTIME FILE -- CLIENT (CPU from wait4's rusage, req/s, server CPU), then taskset -c 1 perf stat -x, -e raw_syscalls:sys_enter,context-switches -o FILE -- CLIENT (syscalls, context switches)$sampling; $inputs$cmds -->"
 
 table=$(IFS=,; python3 - "$RESULTS" "$header" "${SHAPES[*]}" <<'EOF'
 import statistics, sys
 path, header, shapes = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 rows = {}
 for line in open(path):
-    shape, client, rnd, req, rps, user, sys_, sc, cs, own, server, wall, counted = line.rstrip("\n").split("\t")
+    (shape, client, rnd, req, rps, user, sys_, sc, cs, own, server, wall, counted, sampled_ns,
+     sampled) = line.rstrip("\n").split("\t")
     req, wall = int(req), float(wall)
     r = rows.setdefault((shape, client), {"rps": [], "cpu": [], "user": [], "sys": [], "sc": [], "own": [],
-                                          "cs": [], "srv": [], "cbusy": [], "sbusy": []})
+                                          "cs": [], "srv": [], "cbusy": [], "sbusy": [], "sampled": []})
+    if sampled_ns != "-":
+        r["sampled"].append(int(sampled_ns) / 1e3 / int(sampled))
     r["cbusy"].append((float(user) + float(sys_)) / wall * 100)
     r["sbusy"].append(int(server) / 1e9 / wall * 100)
     r["rps"].append(float(rps))
@@ -535,11 +586,13 @@ names = {"http": "HTTP/1.1, 10 conns x 1", "http-100": "HTTP/1.1, 100 conns x 1"
          "grpc-bidi": "gRPC 1 conn x 10: unary per call vs bidi ping-pong per message",
          "http-vary": "HTTP/1.1, 10 conns x 1: fixed vs placeholders",
          "grpc-vary": "gRPC, 1 conn x 10 streams: fixed vs placeholders"}
+sampling = any(r["sampled"] for r in rows.values())
 print(header)
 print("| shape | client | req/s | client CPU µs/req | user / sys µs/req | syscalls/req (perf) "
       "| syscalls/req (own) | ctx switches/req | server CPU µs/req | CPU busy client / server "
-      "| CPU/req wirebench÷peer | user/req wirebench÷peer | syscalls/req wirebench÷peer |")
-print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+      "| CPU/req wirebench÷peer | user/req wirebench÷peer | syscalls/req wirebench÷peer |"
+      + (" user sampled µs/req | user sampled wirebench÷peer |" if sampling else ""))
+print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|" + ("--:|--:|" if sampling else ""))
 for shape in shapes:
     clients = [c for (s, c) in rows if s == shape]
     peer = next(c for c in clients if c not in ("wirebench", "floor"))
@@ -550,17 +603,21 @@ for shape in shapes:
             continue
         m = {k: med(v) for k, v in rows[(shape, client)].items()}
         own = "—" if m["own"] is None else f"{m['own']:.2f}"
-        ratio_cpu = ratio_user = ratio_sc = "—"
+        ratio_cpu = ratio_user = ratio_sc = ratio_sampled = "—"
         if client == "wirebench":
             ratio_cpu = f"{m['cpu'] / p['cpu']:.2f}x"
             ratio_user = f"{m['user'] / p['user']:.2f}x" if p["user"] else "—"
             ratio_sc = f"{m['sc'] / p['sc']:.2f}x"
+            if m["sampled"] and p["sampled"]:
+                ratio_sampled = f"{m['sampled'] / p['sampled']:.2f}x"
         elif client == "floor":
             # the floor row: wirebench against the floor
             ratio_cpu = f"{ours['cpu'] / m['cpu']:.2f}x of the floor"
+        sampled = "" if not sampling else (
+            f" {'—' if m['sampled'] is None else format(m['sampled'], '.3f')} | {ratio_sampled} |")
         print(f"| {names[shape]} | {client} | {m['rps']:,.0f} | {m['cpu']:.2f} | {m['user']:.2f} / {m['sys']:.2f} "
               f"| {m['sc']:.2f} | {own} | {m['cs']:.3f} | {m['srv']:.2f} | {m['cbusy']:.0f}% / {m['sbusy']:.0f}% "
-              f"| {ratio_cpu} | {ratio_user} | {ratio_sc} |")
+              f"| {ratio_cpu} | {ratio_user} | {ratio_sc} |{sampled}")
 EOF
 )
 printf '%s\n' "$table"
