@@ -65,10 +65,10 @@
 # system at its tick (250 Hz on a typical VM), so the user figure of one run is a sample: some
 # 10% off either way in a 5 s run. With --sample-user each client runs a third time, under
 # `perf record -e cpu-clock:u -F 10000` (a sample every 100 µs the client spends in user
-# space), for "user sampled": the same time counted forty times finer, each client's sampling
-# interrupts charged to its kernel time, not its user time. Requests are what the client
-# counted as answered: wrk's "N requests in", h2load's "N succeeded" (all 2xx, each carrying a gRPC message), wirebench's summary.ok, the
-# floor's "N requests in" (every answer whole by its Content-Length).
+# space), for "user sampled": the same time counted forty times finer (that run's requests are
+# its denominator; its CPU is not used). Requests are what the client counted as answered: wrk's
+# "N requests in", h2load's "N succeeded" (all 2xx, each carrying a gRPC message), wirebench's
+# summary.ok, the floor's "N requests in" (every answer whole by its Content-Length).
 # "own" is wirebench's own syscall count (its measured window, worker threads only); server CPU is
 # the server's run time (/proc/PID/task/*/schedstat) during the run divided by the same requests.
 # "CPU busy" is client and server CPU time over the run's wall time: near 100% on both sides means
@@ -76,10 +76,10 @@
 # CPU per request then follows 1 / (req/s) more than the client's own cost; syscalls do not.
 #
 # Prints a markdown table (medians over the rounds; ratios are wirebench / peer of the medians) on
-# stdout and to FILE with -o; progress goes to stderr. Needs wrk and cc (HTTP/1.1 shapes), h2load (gRPC
-# shapes), perf (allowed to count raw_syscalls:sys_enter), taskset, curl, python3, the release binary wirebench in CARGO_TARGET_DIR or
-# target/ ($WIREBENCH to use another), and for the HTTP/3 shapes cargo or $H3_REFERENCE. Each
-# run is killed after duration + 60 s.
+# stdout and to FILE with -o; progress goes to stderr. Needs wrk and cc (HTTP/1.1 shapes), h2load
+# (gRPC shapes), perf (allowed to count raw_syscalls:sys_enter), taskset, curl, python3, the
+# release binary wirebench in CARGO_TARGET_DIR or target/ ($WIREBENCH to use another), and for
+# the HTTP/3 shapes cargo or $H3_REFERENCE. Each run is killed after duration + 60 s.
 set -euo pipefail
 
 DURATION=10s
