@@ -280,10 +280,7 @@ fn nobody_listens(addr: SocketAddr) -> io::Result<()> {
     if addr.port() == 0 {
         return Ok(());
     }
-    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    s.set_reuse_address(true)?;
-    set_freebind(&s);
-    s.bind(&addr.into()).map_err(|e| match e.kind() {
+    bound(addr, false).map(drop).map_err(|e| match e.kind() {
         io::ErrorKind::AddrInUse => io::Error::new(
             e.kind(),
             format!("{e}: something listens there already (another server?)"),
@@ -293,14 +290,23 @@ fn nobody_listens(addr: SocketAddr) -> io::Result<()> {
 }
 
 fn bind(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
-    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    s.set_reuse_address(true)?;
-    s.set_reuse_port(true)?;
+    let s = bound(addr, true)?;
     s.set_nonblocking(true)?;
-    set_freebind(&s);
-    s.bind(&addr.into())?;
     s.listen(1024)?;
     Ok(s.into())
+}
+
+/// A TCP socket bound to `addr` with SO_REUSEADDR and IP_FREEBIND, and SO_REUSEPORT when
+/// `shared` (a listener of the server's threads).
+fn bound(addr: SocketAddr, shared: bool) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    if shared {
+        s.set_reuse_port(true)?;
+    }
+    set_freebind(&s);
+    s.bind(&addr.into())?;
+    Ok(s)
 }
 
 /// IP_FREEBIND: the listener may bind an address no device holds yet (`--link`'s host
